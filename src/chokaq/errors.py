@@ -1,0 +1,95 @@
+"""The one exception tree of chokaq; every error the library raises on purpose is drawn here.
+
+::
+
+    ChokaqError
+    ├── ConfigurationError        bad settings, detected at start-up
+    ├── ValidationError           bad input, detected before anything is written (also a ValueError)
+    ├── NotFoundError             the job, queue or worker named does not exist where it was looked for
+    ├── StorageError              the database failed us; the driver's error is the __cause__
+    │   ├── StorageUnavailableError   cannot reach the database (transient: retry with backoff)
+    │   └── SchemaError               the schema is missing, too old or too new for this code
+    └── JobSignal                 raised by a handler to steer its own job's outcome
+        ├── FatalError                never retry: straight to the DLQ as FatalError
+        └── ThrottledError            retry after ``retry_after_seconds`` exactly (capped)
+
+This module must not import anything from the rest of the package.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChokaqError",
+    "ConfigurationError",
+    "FatalError",
+    "JobSignal",
+    "NotFoundError",
+    "SchemaError",
+    "StorageError",
+    "StorageUnavailableError",
+    "ThrottledError",
+    "ValidationError",
+]
+
+
+class ChokaqError(Exception):
+    """The root of every error chokaq raises on purpose."""
+
+
+class ConfigurationError(ChokaqError):
+    """A setting is missing or out of range; raised at start-up, never mid-run."""
+
+
+class ValidationError(ChokaqError, ValueError):
+    """Input was refused before anything was written.
+
+    ``field`` names the offending input (``"queue"``, ``"jobs[3].payload"``) and ``limit`` states
+    the rule it broke, so the message can be shown to an operator as it is.
+    """
+
+    def __init__(self, field: str, limit: str, *, value: object = None) -> None:
+        self.field = field
+        self.limit = limit
+        self.value = value
+        super().__init__(f"{field}: {limit}")
+
+    def at(self, prefix: str) -> ValidationError:
+        """The same error with its field nested under ``prefix`` (``jobs[3]`` and so on)."""
+        return ValidationError(f"{prefix}.{self.field}", self.limit, value=self.value)
+
+
+class NotFoundError(ChokaqError, LookupError):
+    """The named job, queue or worker does not exist where it was looked for."""
+
+
+class StorageError(ChokaqError):
+    """The database failed; the driver's own exception is chained as ``__cause__``."""
+
+
+class StorageUnavailableError(StorageError):
+    """The database cannot be reached right now; callers retry with backoff."""
+
+
+class SchemaError(StorageError):
+    """The schema is missing, or its version does not match this code: run ``chokaq migrate``."""
+
+
+class JobSignal(ChokaqError):
+    """Base for exceptions a handler raises to steer its own job's outcome."""
+
+
+class FatalError(JobSignal):
+    """A poison pill: the job goes straight to the DLQ (reason FatalError) without retries."""
+
+
+class ThrottledError(JobSignal):
+    """A downstream asked us to slow down.
+
+    The job is retried after ``retry_after_seconds`` exactly (capped by the retry policy's
+    ``max_delay_seconds``, no jitter) and still consumes an attempt; when attempts run out it
+    lands in the DLQ with reason Throttled. ``None`` means "use the normal backoff".
+    """
+
+    def __init__(self, message: str = "throttled", *, retry_after_seconds: float | None = None):
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds

@@ -1,0 +1,249 @@
+"""Input limits and the checks that enforce them before anything is written.
+
+Owns the rules for every field a caller can send (queue and type names, tags, keys, payloads,
+priorities, delays, timeouts). Each violation raises ``ValidationError`` naming the field and the
+limit. It must not touch storage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from .errors import ValidationError
+from .ids import is_job_id
+from .models import NewJob
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "Limits",
+    "check_actor",
+    "check_job_id",
+    "check_name",
+    "check_payload",
+    "check_priority",
+    "check_tags",
+    "check_text",
+    "validate_new_job",
+    "validate_new_jobs",
+]
+
+MAX_NAME_LENGTH = 255
+MAX_TAG_LENGTH = 100
+MAX_TAGS = 50
+MAX_TAGS_TOTAL_LENGTH = 1000
+MAX_KEY_LENGTH = 255
+MAX_ACTOR_LENGTH = 100
+MIN_PRIORITY = -1_000_000
+MAX_PRIORITY = 1_000_000
+MAX_DELAY_SECONDS = 366 * 24 * 3600.0
+MAX_ATTEMPTS = 1000
+MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
+MAX_SEARCH_LENGTH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Configurable limits. ``max_payload_bytes`` counts the UTF-8 bytes of the JSON text."""
+
+    max_payload_bytes: int = 1_000_000
+    max_batch: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.max_payload_bytes < 2:
+            raise ValidationError("max_payload_bytes", "must be at least 2")
+        if self.max_batch < 1:
+            raise ValidationError("max_batch", "must be at least 1")
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def _has_control(value: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 for c in value)
+
+
+def _check_utf8(field: str, value: str) -> None:
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL bytes")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(field, "must be valid UTF-8 (no lone surrogates)") from None
+
+
+def check_text(field: str, value: object, *, max_length: int, allow_none: bool = True) -> str | None:
+    """A free-text field: a string of at most ``max_length`` characters, valid UTF-8, no NUL."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ValidationError(field, "is required")
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, not {type(value).__name__}")
+    _check_utf8(field, value)
+    if len(value) > max_length:
+        raise ValidationError(field, f"must be at most {max_length} characters (got {len(value)})")
+    return value
+
+
+def check_name(field: str, value: object) -> str:
+    """A queue or job type name: 1..255 characters, no control characters, no outer spaces."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, not {type(value).__name__}")
+    _check_utf8(field, value)
+    if not value.strip():
+        raise ValidationError(field, "must not be blank")
+    if value != value.strip():
+        raise ValidationError(field, "must not start or end with whitespace")
+    if len(value) > MAX_NAME_LENGTH:
+        raise ValidationError(
+            field, f"must be at most {MAX_NAME_LENGTH} characters (got {len(value)})"
+        )
+    if _has_control(value):
+        raise ValidationError(field, "must not contain control characters")
+    return value
+
+
+def check_actor(field: str, value: object) -> str | None:
+    """An audit identity (created_by, actor): at most 100 characters, no control characters."""
+    text = check_text(field, value, max_length=MAX_ACTOR_LENGTH)
+    if text is not None and _has_control(text):
+        raise ValidationError(field, "must not contain control characters")
+    return text
+
+
+def check_tags(field: str, value: object) -> tuple[str, ...]:
+    """Tags: at most 50, each 1..100 characters without commas or control characters,
+    1000 characters in all once joined with commas."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValidationError(field, "must be a list of strings")
+    if len(value) > MAX_TAGS:
+        raise ValidationError(field, f"must hold at most {MAX_TAGS} tags (got {len(value)})")
+    tags: list[str] = []
+    for i, tag in enumerate(value):
+        name = f"{field}[{i}]"
+        if not isinstance(tag, str):
+            raise ValidationError(name, f"must be a string, not {type(tag).__name__}")
+        _check_utf8(name, tag)
+        tag = tag.strip()
+        if not tag:
+            raise ValidationError(name, "must not be blank")
+        if len(tag) > MAX_TAG_LENGTH:
+            raise ValidationError(
+                name, f"must be at most {MAX_TAG_LENGTH} characters (got {len(tag)})"
+            )
+        if "," in tag or _has_control(tag):
+            raise ValidationError(name, "must not contain commas or control characters")
+        if tag not in tags:
+            tags.append(tag)
+    if len(",".join(tags)) > MAX_TAGS_TOTAL_LENGTH:
+        raise ValidationError(field, f"must be at most {MAX_TAGS_TOTAL_LENGTH} characters joined")
+    return tuple(tags)
+
+
+def check_payload(field: str, value: object, limits: Limits = DEFAULT_LIMITS) -> str:
+    """JSON text of at most ``limits.max_payload_bytes`` UTF-8 bytes."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be JSON text (a string), not {type(value).__name__}")
+    _check_utf8(field, value)
+    size = len(value.encode("utf-8"))
+    if size > limits.max_payload_bytes:
+        raise ValidationError(
+            field, f"must be at most {limits.max_payload_bytes} bytes of UTF-8 (got {size})"
+        )
+    try:
+        json.loads(value)
+    except ValueError as exc:
+        raise ValidationError(field, f"must be valid JSON ({exc.args[0]})") from None
+    return value
+
+
+def check_priority(field: str, value: object) -> int:
+    """An integer in [-1,000,000, 1,000,000]; higher runs first."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer, not {type(value).__name__}")
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise ValidationError(field, f"must be between {MIN_PRIORITY} and {MAX_PRIORITY}")
+    return value
+
+
+def check_job_id(field: str, value: object) -> str:
+    """A job id: a canonical UUID string."""
+    if not isinstance(value, str) or not is_job_id(value):
+        raise ValidationError(field, "must be a job id (a canonical UUID string)")
+    return value
+
+
+def _check_seconds(field: str, value: object, *, maximum: float, positive: bool) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(field, f"must be a number of seconds, not {type(value).__name__}")
+    seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ValidationError(field, "must be a finite number of seconds")
+    if positive and seconds <= 0:
+        raise ValidationError(field, "must be greater than 0 seconds")
+    if seconds < 0:
+        raise ValidationError(field, "must not be negative")
+    if seconds > maximum:
+        raise ValidationError(field, f"must be at most {maximum:.0f} seconds")
+    return seconds
+
+
+def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
+    """Check every field of ``job``; return it normalized (key trimmed, tags de-duplicated)."""
+    check_name("queue", job.queue)
+    check_name("type", job.type)
+    check_payload("payload", job.payload, limits)
+    check_priority("priority", job.priority)
+    tags = check_tags("tags", job.tags)
+    check_actor("created_by", job.created_by)
+    key = check_text("idempotency_key", job.idempotency_key, max_length=MAX_KEY_LENGTH * 4)
+    if key is not None:
+        key = key.strip() or None
+        if key is not None and len(key) > MAX_KEY_LENGTH:
+            raise ValidationError(
+                "idempotency_key", f"must be at most {MAX_KEY_LENGTH} characters (got {len(key)})"
+            )
+    if job.delay_seconds is not None and job.run_at is not None:
+        raise ValidationError("delay_seconds", "give either delay_seconds or run_at, not both")
+    _check_seconds("delay_seconds", job.delay_seconds, maximum=MAX_DELAY_SECONDS, positive=False)
+    if job.run_at is not None:
+        if not isinstance(job.run_at, datetime) or job.run_at.tzinfo is None:
+            raise ValidationError("run_at", "must be a timezone-aware datetime")
+        if job.run_at - datetime.now(job.run_at.tzinfo) > timedelta(seconds=MAX_DELAY_SECONDS):
+            raise ValidationError("run_at", "must be at most 366 days in the future")
+    if job.max_attempts is not None and (
+        isinstance(job.max_attempts, bool)
+        or not isinstance(job.max_attempts, int)
+        or not 1 <= job.max_attempts <= MAX_ATTEMPTS
+    ):
+        raise ValidationError("max_attempts", f"must be an integer between 1 and {MAX_ATTEMPTS}")
+    _check_seconds("timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True)
+    check_text("trace_context", job.trace_context, max_length=1000)
+    if job.id is not None:
+        check_job_id("id", job.id)
+    if key != job.idempotency_key or tags != job.tags:
+        job = replace(job, idempotency_key=key, tags=tags)
+    return job
+
+
+def validate_new_jobs(jobs: Sequence[NewJob], limits: Limits = DEFAULT_LIMITS) -> list[NewJob]:
+    """Check a batch; the first bad job's error names its index (``jobs[3].payload``)."""
+    if len(jobs) > limits.max_batch:
+        raise ValidationError("jobs", f"must hold at most {limits.max_batch} jobs per call")
+    if len(jobs) == 1:
+        return [validate_new_job(jobs[0], limits)]
+    out = []
+    for i, job in enumerate(jobs):
+        try:
+            out.append(validate_new_job(job, limits))
+        except ValidationError as exc:
+            raise exc.at(f"jobs[{i}]") from None
+    return out

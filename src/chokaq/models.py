@@ -1,0 +1,457 @@
+"""The values that cross the storage seam: states, reasons, jobs as stored, requests and results.
+
+Every backend returns these frozen dataclasses and never a driver row. This module holds data and
+the tiny pure helpers that belong to it; it must not do I/O or import a driver.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Generic, TypeVar
+
+__all__ = [
+    "CancelResult",
+    "Capabilities",
+    "ClaimedJob",
+    "EnqueueResult",
+    "ErrorGroup",
+    "FailMove",
+    "FailureReason",
+    "Heartbeat",
+    "HeartbeatAck",
+    "JobFilter",
+    "JobStatus",
+    "JobView",
+    "Lease",
+    "Move",
+    "NewJob",
+    "Outcome",
+    "Page",
+    "Pillar",
+    "Preview",
+    "QueueInfo",
+    "QueueStats",
+    "RescueResult",
+    "RetryMove",
+    "SeriesPoint",
+    "Started",
+    "SucceedMove",
+    "Summary",
+    "Throughput",
+    "WorkerControl",
+    "WorkerInfo",
+]
+
+
+class JobStatus(enum.IntEnum):
+    """The three states a row of ``jobs_hot`` can be in."""
+
+    PENDING = 0  # waiting (also delayed and retry-waiting rows: scheduled_at in the future)
+    FETCHED = 1  # claimed into one worker's prefetch; user code not started
+    PROCESSING = 2  # user code running; heartbeat ticking
+
+
+class Pillar(enum.StrEnum):
+    """Where a job physically lives."""
+
+    HOT = "hot"
+    ARCHIVE = "archive"
+    DLQ = "dlq"
+
+
+class Outcome(enum.IntEnum):
+    """The outcome recorded in ``metric_buckets``."""
+
+    SUCCEEDED = 0
+    FAILED = 1
+
+
+class FailureReason(enum.IntEnum):
+    """Why a job is in the DLQ. Persisted as an int; every value has a real, tested producer.
+
+    ``3`` (CircuitBreakerOpen in the reference) is deliberately absent: an open circuit defers
+    jobs, it never dead-letters them.
+    """
+
+    MAX_RETRIES_EXCEEDED = 0  # the handler asked for Retry(...) once too often
+    CANCELLED = 1  # an operator cancelled it (pending, fetched or running)
+    ZOMBIE = 2  # processing, and its worker's heartbeat expired
+    REJECTED = 4  # could not be dispatched: unknown type, undecodable payload, bad arguments
+    THROTTLED = 5  # attempts ran out while the downstream kept throttling
+    FATAL_ERROR = 6  # FatalError or a configured fatal exception type: never retried
+    TIMEOUT = 7  # the handler ran past its execution timeout
+    TRANSIENT = 8  # attempts ran out on ordinary exceptions
+    HEARTBEAT_FAILURE = 9  # heartbeats kept failing and cancel_on_heartbeat_failure is on
+    RETRY_LIFETIME_EXPIRED = 10  # the next retry would land past the job's max age
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do, declared instead of discovered with ``isinstance``."""
+
+    name: str
+    listen_notify: bool  # wakes sleeping workers across processes without polling
+    skip_locked: bool  # concurrent fetchers skip each other's rows instead of waiting
+    advisory_locks: bool  # leadership through the database, across hosts
+    caller_transactions: bool  # can enqueue on the caller's own connection and transaction
+    multi_host: bool  # workers on several hosts may share it
+    compression: str | None  # how archive/DLQ payloads are compressed, if at all
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One job to enqueue. ``payload`` is JSON text; the backend checks every limit first.
+
+    ``run_at`` (aware UTC) and ``delay_seconds`` are mutually exclusive; neither means "now".
+    ``max_attempts`` and ``timeout_seconds`` left ``None`` fall back to the handler's and then the
+    worker's defaults at execution time.
+    """
+
+    type: str
+    payload: str = "{}"
+    queue: str = "default"
+    priority: int = 10
+    delay_seconds: float | None = None
+    run_at: datetime | None = None
+    idempotency_key: str | None = None
+    tags: tuple[str, ...] = ()
+    created_by: str | None = None
+    max_attempts: int | None = None
+    timeout_seconds: float | None = None
+    trace_context: str | None = None
+    id: str | None = None  # a UUIDv7 is generated when None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The id a job has, and whether it already existed (same idempotency key still in hot)."""
+
+    id: str
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Proof of ownership of one claim: the worker and a token minted for this claim only."""
+
+    job_id: str
+    worker_id: str
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job a worker claimed (Fetched, or Processing when fetched with ``start=True``)."""
+
+    id: str
+    queue: str
+    type: str
+    payload: str
+    tags: tuple[str, ...]
+    priority: int
+    status: JobStatus
+    attempt_count: int  # executions that crossed into Processing, this one included if started
+    max_attempts: int | None
+    timeout_seconds: float | None
+    idempotency_key: str | None
+    created_at: datetime
+    scheduled_at: datetime | None
+    started_at: datetime | None
+    created_by: str | None
+    last_error: str | None
+    trace_context: str | None
+    lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The result of an applied start: the attempt now running and when it started."""
+
+    attempt_count: int
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """One job's heartbeat; ``progress`` (0-100) is stored when given."""
+
+    lease: Lease
+    progress: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatAck:
+    """What a heartbeat learned: still ours? has anyone asked to cancel it, and who?"""
+
+    job_id: str
+    owned: bool
+    cancel_requested: bool = False
+    cancel_requested_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SucceedMove:
+    """Hot -> archive, guarded by the lease."""
+
+    lease: Lease
+    duration_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class FailMove:
+    """Hot -> DLQ with a reason and the error text, guarded by the lease.
+
+    ``actor`` names who cancelled, for reason CANCELLED; it is stored in ``cancelled_by``.
+    ``duration_seconds`` is how long the last execution ran, when it ran.
+    """
+
+    lease: Lease
+    reason: FailureReason
+    error: str
+    actor: str | None = None
+    duration_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryMove:
+    """Back to pending, due at ``run_at`` (or now + ``delay_seconds``), keeping the last error.
+
+    ``refund_attempt`` gives back the attempt counted at start (a circuit deferral or a job that
+    never ran); ``count_retry`` adds one to the queue's lifetime ``retried_total``.
+    """
+
+    lease: Lease
+    error: str | None
+    delay_seconds: float = 0.0
+    run_at: datetime | None = None
+    refund_attempt: bool = False
+    count_retry: bool = True
+
+
+Move = SucceedMove | FailMove | RetryMove
+
+
+@dataclass(frozen=True, slots=True)
+class RescueResult:
+    """What one rescue pass did: fetched rows put back to pending, processing rows dead-lettered."""
+
+    requeued: tuple[str, ...]
+    zombies: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    """Cancel outcome per id: moved to DLQ now, flagged for the running worker, or not in hot."""
+
+    cancelled: tuple[str, ...]
+    requested: tuple[str, ...]
+    not_found: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """Server-side filters shared by the Deck, the CLI and bulk operations.
+
+    ``since``/``until`` bound the pillar's date column (hot: created_at, archive: finished_at,
+    dlq: failed_at), inclusive. ``search`` matches id, type, tags and error text as a plain
+    substring (wildcards in it are literal). ``ids`` restricts to those ids.
+    """
+
+    queue: str | None = None
+    type: str | None = None
+    status: JobStatus | None = None
+    failure_reason: FailureReason | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    search: str | None = None
+    ids: tuple[str, ...] | None = None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing with the total number of matching rows."""
+
+    items: tuple[T, ...]
+    total: int
+    page: int
+    page_size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.page_size))
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """What a bulk-by-filter operation would touch: all matches, how many it will act on (capped),
+    and a sample of the ids it would act on first."""
+
+    matched: int
+    will_affect: int
+    cap: int
+    sample_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A job wherever it lives, for inspectors and listings; fields a pillar lacks are ``None``."""
+
+    pillar: Pillar
+    id: str
+    queue: str
+    type: str
+    payload: str | None
+    tags: tuple[str, ...]
+    priority: int | None
+    attempt_count: int
+    created_at: datetime
+    status: JobStatus | None = None
+    max_attempts: int | None = None
+    timeout_seconds: float | None = None
+    idempotency_key: str | None = None
+    worker_id: str | None = None
+    created_by: str | None = None
+    last_modified_by: str | None = None
+    scheduled_at: datetime | None = None
+    started_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None
+    failed_at: datetime | None = None
+    duration_seconds: float | None = None
+    failure_reason: FailureReason | None = None
+    error: str | None = None
+    last_error: str | None = None
+    progress: int | None = None
+    cancel_requested_at: datetime | None = None
+    cancelled_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The overview: live hot counts plus lifetime counters from ``stats_summary``."""
+
+    pending: int
+    fetched: int
+    processing: int
+    succeeded_total: int
+    failed_total: int
+    retried_total: int
+    last_activity_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A queue's control-plane row."""
+
+    name: str
+    paused: bool
+    active: bool
+    max_workers: int | None
+    zombie_timeout_seconds: float | None
+    execution_timeout_seconds: float | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """A queue's control plane, live hot counts, lifetime counters and eligible-pending lag."""
+
+    queue: QueueInfo
+    pending: int
+    fetched: int
+    processing: int
+    succeeded_total: int
+    failed_total: int
+    retried_total: int
+    last_activity_at: datetime | None
+    lag_count: int  # eligible (due) pending jobs
+    lag_avg_seconds: float
+    lag_max_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    """Outcomes over the last 1 and 5 minutes, read from ``metric_buckets`` only."""
+
+    processed_1m: int
+    failed_1m: int
+    processed_5m: int
+    failed_5m: int
+
+    @property
+    def jobs_per_second_1m(self) -> float:
+        return self.processed_1m / 60.0
+
+    @property
+    def jobs_per_second_5m(self) -> float:
+        return self.processed_5m / 300.0
+
+    @property
+    def failure_rate_1m(self) -> float:
+        """Percent of processed jobs that failed over the last minute (0 when none)."""
+        return self.failed_1m * 100.0 / self.processed_1m if self.processed_1m else 0.0
+
+    @property
+    def failure_rate_5m(self) -> float:
+        return self.failed_5m * 100.0 / self.processed_5m if self.processed_5m else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoint:
+    """One bucket of the throughput chart."""
+
+    bucket_start: datetime
+    succeeded: int
+    failed: int
+    total_duration_seconds: float = 0.0
+    max_duration_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorGroup:
+    """One family of DLQ errors: reason plus the first 160 characters of the error."""
+
+    failure_reason: FailureReason
+    prefix: str
+    count: int
+    latest_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A live (or recently live) worker process as it registered itself.
+
+    ``circuits`` is the JSON text of the worker's circuit-breaker snapshot.
+    """
+
+    id: str
+    hostname: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    desired_concurrency: int | None
+    running: int
+    state: str
+    started_at: datetime
+    heartbeat_at: datetime
+    circuits: str = "[]"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerControl:
+    """What operators asked of a worker since it last looked: new concurrency, circuits to close."""
+
+    desired_concurrency: int | None = None
+    close_circuits: tuple[str, ...] = field(default_factory=tuple)
+
+
+def ordered_ids(ids: Sequence[str]) -> tuple[str, ...]:
+    """Ids de-duplicated in first-seen order (bulk operations act on each id once)."""
+    return tuple(dict.fromkeys(ids))

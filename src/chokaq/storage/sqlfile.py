@@ -1,0 +1,54 @@
+"""Loads a backend's SQL: named blocks from ``queries.sql`` and numbered migration files.
+
+A block starts with a line ``-- name: some_query`` and runs to the next such line. Owns reading
+the files shipped inside the package; it must not execute anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+__all__ = ["Migration", "load_migrations", "load_queries"]
+
+_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_MIGRATION = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One numbered migration: version, name and the SQL text (statements split by ``;``-lines)."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
+    """Every named block of ``package/filename``, keyed by name (duplicate names are an error)."""
+    text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
+    parts = _NAME.split(text)
+    queries: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"{package}/{filename}: query {name!r} is defined twice")
+        queries[name] = body.strip().rstrip(";").strip()
+    return queries
+
+
+def load_migrations(package: str) -> list[Migration]:
+    """The migrations of ``package/migrations`` ordered by version (gaps are an error)."""
+    folder = resources.files(package).joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = _MIGRATION.match(entry.name)
+        if match:
+            found.append(
+                Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8"))
+            )
+    found.sort(key=lambda m: m.version)
+    for expected, migration in enumerate(found, start=1):
+        if migration.version != expected:
+            raise ValueError(f"{package}: migration {expected} is missing")
+    return found
