@@ -7,7 +7,7 @@
     ├── ValidationError           bad input, detected before anything is written (also a ValueError)
     ├── NotFoundError             the job, queue or worker named does not exist where it was looked for
     ├── StorageError              the database failed us; the driver's error is the __cause__
-    │   ├── StorageUnavailableError   cannot reach the database (transient: retry with backoff)
+    │   ├── StorageUnavailableError   the database is out of reach (retry)
     │   └── SchemaError               the schema is missing, too old or too new for this code
     └── JobSignal                 raised by a handler to steer its own job's outcome
         ├── FatalError                never retry: straight to the DLQ as FatalError

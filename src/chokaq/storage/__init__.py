@@ -26,9 +26,7 @@ def create_backend(
     Raises ``ConfigurationError`` for an unknown scheme or a bad schema name.
     """
     if not SCHEMA_NAME.match(schema):
-        raise ConfigurationError(
-            f"schema: must match {SCHEMA_NAME.pattern} (letters, digits, underscore; got {schema!r})"
-        )
+        raise ConfigurationError(f"schema: must match {SCHEMA_NAME.pattern} (got {schema!r})")
     settings = StorageSettings(url=url, schema=schema, limits=limits, **options)  # type: ignore[arg-type]
     if url.startswith("sqlite:"):
         from .sqlite.backend import SQLiteBackend

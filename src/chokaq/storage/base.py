@@ -23,6 +23,7 @@ Semantics shared by all backends (the conformance suite in ``tests/storage`` che
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import inspect
 import time
@@ -94,8 +95,9 @@ UNSET: Any = _Unset()
 # (operation name, seconds taken, the error raised or None)
 Observer = Callable[[str, float, BaseException | None], None]
 
-SortField = Literal["date", "id", "queue", "type", "priority", "attempts", "duration", "reason",
-                    "created", "worker"]
+SortField = Literal[
+    "date", "id", "queue", "type", "priority", "attempts", "duration", "reason", "created", "worker"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +190,8 @@ class Backend(abc.ABC):
 
     def _observe(self, operation: str, seconds: float, error: BaseException | None) -> None:
         for observer in self._observers:
-            try:
+            with contextlib.suppress(Exception):  # an observer must never break storage
                 observer(operation, seconds, error)
-            except Exception:  # an observer must never break storage
-                pass
 
     def _translate(self, exc: Exception) -> ChokaqError:
         """Map a driver error to our tree; backends override for their driver's classes."""
@@ -208,9 +208,13 @@ class Backend(abc.ABC):
         """Release every connection; safe to call twice."""
 
     @abc.abstractmethod
-    async def migrate(self) -> list[int]:
-        """Apply pending migrations under a lock (safe when two processes race); returns the
-        versions applied by this call (empty when already current)."""
+    async def migrate(self, *, via_migrations: bool = False) -> list[int]:
+        """Bring the schema up to date under a lock (safe when two processes race); returns the
+        versions applied by this call (empty when already current).
+
+        An empty database gets the fresh-install script (``schema.sql``) and every version is
+        recorded; an existing one gets the pending numbered migrations. ``via_migrations=True``
+        always walks the numbered migrations (the test that both paths agree uses it)."""
 
     @abc.abstractmethod
     async def schema_version(self) -> int:
@@ -428,9 +432,7 @@ class Backend(abc.ABC):
         """Delete DLQ rows by id; returns the ids deleted. Counters untouched."""
 
     @abc.abstractmethod
-    async def dlq_purge_by_filter(
-        self, *, filter: JobFilter, actor: str, cap: int
-    ) -> list[str]:
+    async def dlq_purge_by_filter(self, *, filter: JobFilter, actor: str, cap: int) -> list[str]:
         """Delete at most ``cap`` DLQ rows matching ``filter`` (newest failure first)."""
 
     # -- reads ------------------------------------------------------------------------------
@@ -470,7 +472,7 @@ class Backend(abc.ABC):
         self,
         *,
         pillar: Pillar,
-        filter: JobFilter = JobFilter(),
+        filter: JobFilter = JobFilter(),  # noqa: B008 (frozen, never mutated)
         sort: str = "date",
         descending: bool = True,
         page: int = 1,

@@ -1,0 +1,56 @@
+"""chokaq: a background job engine for Python whose store is a relational database.
+
+PostgreSQL in production, SQLite as the embedded default. The public API is re-exported here;
+everything else is reached through its module.
+"""
+
+from __future__ import annotations
+
+from .app import App, JobHandle, JobId
+from .context import JobContext, current_job
+from .errors import (
+    ChokaqError,
+    ConfigurationError,
+    FatalError,
+    NotFoundError,
+    SchemaError,
+    StorageError,
+    StorageUnavailableError,
+    ThrottledError,
+    ValidationError,
+)
+from .limits import Limits
+from .models import FailureReason, JobStatus, NewJob, Pillar
+from .outcomes import Fail, Retry
+from .runtime.circuit import CircuitPolicy
+from .runtime.retry import RetryPolicy
+from .runtime.settings import WorkerSettings
+
+__all__ = [
+    "App",
+    "ChokaqError",
+    "CircuitPolicy",
+    "ConfigurationError",
+    "Fail",
+    "FailureReason",
+    "FatalError",
+    "JobContext",
+    "JobHandle",
+    "JobId",
+    "JobStatus",
+    "Limits",
+    "NewJob",
+    "NotFoundError",
+    "Pillar",
+    "Retry",
+    "RetryPolicy",
+    "SchemaError",
+    "StorageError",
+    "StorageUnavailableError",
+    "ThrottledError",
+    "ValidationError",
+    "WorkerSettings",
+    "current_job",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""``python -m chokaq``: the command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,490 @@
+"""The client API: ``App``, the ``@app.job`` decorator and enqueueing.
+
+An ``App`` names a database and holds the registry of job handlers, pipe handlers and middleware.
+Producers use it to enqueue; ``app.run_worker()`` (or ``chokaq worker --app module:app``) runs
+the jobs. It reaches storage only through ``chokaq.storage.Backend``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+
+from .context import JobContext
+from .errors import ConfigurationError, ValidationError
+from .limits import DEFAULT_LIMITS, Limits, check_name
+from .logs import Event, log_event
+from .models import NewJob
+from .runtime.settings import WorkerSettings
+from .storage import Backend, create_backend
+
+if TYPE_CHECKING:
+    from .runtime.worker import Worker
+
+__all__ = ["App", "JobHandle", "JobId", "Middleware", "PipeHandle"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_URL = "sqlite:///chokaq.db"
+
+# Enqueue options; a handler parameter with one of these names could never be passed.
+OPTION_NAMES = frozenset(
+    {
+        "queue",
+        "priority",
+        "delay",
+        "run_at",
+        "idempotency_key",
+        "tags",
+        "created_by",
+        "max_attempts",
+        "timeout",
+        "connection",
+    }
+)
+
+Middleware = Callable[[JobContext, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+
+
+class JobId(str):
+    """A job's id, and whether the enqueue found an existing job with the same idempotency key
+    (``duplicate``: the id is that job's; nothing new was written)."""
+
+    duplicate: bool
+
+    def __new__(cls, value: str, duplicate: bool = False) -> JobId:
+        self = super().__new__(cls, value)
+        self.duplicate = duplicate
+        return self
+
+
+@dataclass(frozen=True)
+class _Options:
+    queue: str | None = None
+    priority: int | None = None
+    delay: float | None = None
+    run_at: datetime | None = None
+    idempotency_key: str | None = None
+    tags: Sequence[str] | None = None
+    created_by: str | None = None
+    max_attempts: int | None = None
+    timeout: float | None = None
+
+
+def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
+    connection = options.pop("connection", None)
+    return _Options(**options), connection, kwargs
+
+
+@dataclass
+class JobHandle(Generic[P, R]):
+    """A registered job handler; call ``enqueue`` to run it in the background.
+
+    Calling the handle itself runs the function directly (handy in tests).
+    """
+
+    app: App
+    fn: Callable[P, R]
+    name: str
+    queue: str
+    priority: int
+    max_attempts: int | None
+    timeout: float | None
+    signature: inspect.Signature = field(repr=False)
+    context_param: str | None = None
+    is_async: bool = True
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def prepare(self, *args: Any, **kwargs: Any) -> NewJob:
+        """The ``NewJob`` an ``enqueue`` with these arguments would write (for bulk enqueue).
+
+        Arguments are checked against the handler's signature; options are ``queue``,
+        ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
+        ``tags``, ``created_by``, ``max_attempts`` and ``timeout`` (seconds).
+        """
+        options, connection, kwargs = _split_options(dict(kwargs))
+        if connection is not None:
+            raise ValidationError("connection", "is only accepted by enqueue, not prepare")
+        return self._new_job(args, kwargs, options)
+
+    def _new_job(self, args: tuple[Any, ...], kwargs: dict[str, Any], options: _Options) -> NewJob:
+        payload = self.app.encode_arguments(self, args, kwargs)
+        return NewJob(
+            type=self.name,
+            payload=payload,
+            queue=options.queue if options.queue is not None else self.queue,
+            priority=options.priority if options.priority is not None else self.priority,
+            delay_seconds=options.delay,
+            run_at=options.run_at,
+            idempotency_key=options.idempotency_key,
+            tags=tuple(options.tags) if options.tags is not None else (),
+            created_by=options.created_by,
+            # Left None unless given per job: the handler's and the queue's settings are applied
+            # at execution time, so that changing them applies to jobs already enqueued.
+            max_attempts=options.max_attempts,
+            timeout_seconds=options.timeout,
+        )
+
+    async def enqueue(self, *args: Any, **kwargs: Any) -> JobId:
+        """Enqueue one job; returns its id (``.duplicate`` when the idempotency key was taken).
+
+        On PostgreSQL, ``connection=`` (the caller's open psycopg connection) makes the job part
+        of the caller's transaction. Raises ``ValidationError`` before writing anything.
+        """
+        options, connection, kwargs = _split_options(dict(kwargs))
+        job = self._new_job(args, kwargs, options)
+        return (await self.app.enqueue_many([job], connection=connection))[0]
+
+    def enqueue_sync(self, *args: Any, **kwargs: Any) -> JobId:
+        """``enqueue`` for code that cannot await (runs on the app's background loop)."""
+        options, connection, kwargs = _split_options(dict(kwargs))
+        job = self._new_job(args, kwargs, options)
+        return self.app.enqueue_many_sync([job], connection=connection)[0]
+
+    async def enqueue_many(self, calls: Iterable[Mapping[str, Any]], **options: Any) -> list[JobId]:
+        """Enqueue one job per mapping of arguments, with shared options, in one round trip."""
+        jobs = [self.prepare(**dict(call), **options) for call in calls]
+        return await self.app.enqueue_many(jobs)
+
+
+@dataclass
+class PipeHandle:
+    """A raw handler for every job of one queue that has no typed handler: it receives the
+    type and the raw JSON payload text (and a ``JobContext`` if it asks for one)."""
+
+    fn: Callable[..., Any]
+    queue: str
+    timeout: float | None
+    max_attempts: int | None
+    context_param: str | None
+    is_async: bool
+
+
+class App:
+    """A chokaq application: a database URL plus registered handlers.
+
+    ``url`` is ``sqlite:///path`` or ``postgresql://user@host/db``; default from the environment
+    variable ``CHOKAQ_DATABASE_URL``, else ``sqlite:///chokaq.db``. ``auto_migrate`` applies
+    pending migrations on open (default: yes on SQLite, no on PostgreSQL, where ``chokaq migrate``
+    runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        schema: str = "chokaq",
+        limits: Limits = DEFAULT_LIMITS,
+        auto_migrate: bool | None = None,
+        worker: WorkerSettings | None = None,
+        **storage_options: Any,
+    ) -> None:
+        self.url = url or os.environ.get("CHOKAQ_DATABASE_URL") or DEFAULT_URL
+        self.schema = schema
+        self.limits = limits
+        self.auto_migrate = auto_migrate
+        self.worker_settings = worker or WorkerSettings()
+        self.storage_options = storage_options
+        self.handlers: dict[str, JobHandle[Any, Any]] = {}
+        self.pipes: dict[str, PipeHandle] = {}
+        self.middlewares: list[Middleware] = []
+        self._backend: Backend | None = None
+        self._opened = False
+        self._open_lock: asyncio.Lock | None = None
+        self._portal: _Portal | None = None
+
+    # -- registration -------------------------------------------------------------------
+
+    @overload
+    def job(self, fn: Callable[P, R], /) -> JobHandle[P, R]: ...
+
+    @overload
+    def job(
+        self,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 10,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+    ) -> Callable[[Callable[P, R]], JobHandle[P, R]]: ...
+
+    def job(  # type: ignore[misc]  # the overloads above are the typed surface
+        self,
+        fn: Callable[P, R] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 10,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
+
+        ``name`` is the persisted type key (default: the function's name); ``timeout`` is the
+        execution timeout in seconds (default: the worker's); ``max_attempts`` counts executions.
+        """
+
+        def register(fn: Callable[P, R]) -> JobHandle[P, R]:
+            key = name or fn.__name__
+            check_name("name", key)
+            check_name("queue", queue)
+            if key in self.handlers:
+                raise ConfigurationError(f"job {key!r} is registered twice")
+            signature = inspect.signature(fn)
+            context_param = None
+            for param in signature.parameters.values():
+                if param.annotation in (JobContext, "JobContext"):
+                    context_param = param.name
+                elif param.name in OPTION_NAMES:
+                    raise ConfigurationError(
+                        f"job {key!r}: parameter {param.name!r} clashes with an enqueue option"
+                    )
+                elif param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL):
+                    raise ConfigurationError(
+                        f"job {key!r}: parameter {param.name!r} must be passable by keyword"
+                    )
+            handle: JobHandle[P, R] = JobHandle(
+                app=self,
+                fn=fn,
+                name=key,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout=timeout,
+                signature=signature,
+                context_param=context_param,
+                is_async=inspect.iscoroutinefunction(fn),
+            )
+            self.handlers[key] = handle
+            return handle
+
+        return register(fn) if fn is not None else register
+
+    def pipe(
+        self, queue: str, *, timeout: float | None = None, max_attempts: int | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
+        job of ``queue`` whose type has no typed handler (the reference's Pipe mode)."""
+        check_name("queue", queue)
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if queue in self.pipes:
+                raise ConfigurationError(f"queue {queue!r} already has a pipe handler")
+            context_param = next(
+                (
+                    p.name
+                    for p in inspect.signature(fn).parameters.values()
+                    if p.annotation in (JobContext, "JobContext")
+                ),
+                None,
+            )
+            self.pipes[queue] = PipeHandle(
+                fn, queue, timeout, max_attempts, context_param, inspect.iscoroutinefunction(fn)
+            )
+            return fn
+
+        return register
+
+    def middleware(self, fn: Middleware) -> Middleware:
+        """Register ``async fn(ctx, call_next)`` around every execution; the first registered
+        is the outermost. Not calling ``call_next`` skips the handler (the job succeeds)."""
+        self.middlewares.append(fn)
+        return fn
+
+    # -- payloads -----------------------------------------------------------------------
+
+    def encode_arguments(
+        self, handle: JobHandle[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> str:
+        """Bind arguments to the handler's signature and serialize them as a JSON object."""
+        params = handle.signature.parameters
+        if handle.context_param is not None:
+            params = {k: v for k, v in params.items() if k != handle.context_param}  # type: ignore[assignment]
+        signature = handle.signature.replace(parameters=list(params.values()))
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ValidationError(
+                "arguments", f"do not fit {handle.name}{signature}: {exc}"
+            ) from None
+        arguments = dict(bound.arguments)
+        for pname, param in params.items():
+            if param.kind is param.VAR_KEYWORD and pname in arguments:
+                arguments.update(arguments.pop(pname))
+        try:
+            return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
+
+    # -- storage ------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Backend:
+        """This app's storage backend (created on first use; ``await app.open()`` opens it)."""
+        if self._backend is None:
+            self._backend = create_backend(
+                self.url, schema=self.schema, limits=self.limits, **self.storage_options
+            )
+        return self._backend
+
+    async def open(self) -> App:
+        """Open the backend and, when ``auto_migrate`` says so, migrate the schema."""
+        if self._opened:
+            return self
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._opened:
+                return self
+            backend = self.backend
+            await backend.open()
+            migrate = self.auto_migrate
+            if migrate is None:
+                migrate = backend.capabilities.name == "sqlite"
+            if migrate:
+                applied = await backend.migrate()
+                if applied:
+                    log_event(Event.MIGRATION_COMPLETED, "schema migrated", versions=applied)
+            self._opened = True
+        return self
+
+    async def close(self) -> None:
+        """Close the backend (and the background loop of the sync client, if started)."""
+        if self._backend is not None and self._opened:
+            await self._backend.close()
+        self._opened = False
+        self._backend = None
+        if self._portal is not None:
+            self._portal.stop()
+            self._portal = None
+
+    async def __aenter__(self) -> App:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- enqueue ------------------------------------------------------------------------
+
+    async def enqueue_many(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
+        """Enqueue prepared jobs (``handle.prepare(...)``, ``app.raw(...)``) in one round trip."""
+        await self.open()
+        results = await self.backend.jobs_enqueue(jobs, connection=connection)
+        for job, result in zip(jobs, results, strict=True):
+            if result.duplicate:
+                log_event(
+                    Event.ENQUEUE_DUPLICATE,
+                    "duplicate enqueue returned the existing job",
+                    level=10,
+                    job_id=result.id,
+                    type=job.type,
+                    idempotency_key=job.idempotency_key,
+                )
+        return [JobId(r.id, r.duplicate) for r in results]
+
+    def enqueue_many_sync(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
+        """``enqueue_many`` for code that cannot await."""
+        if self._portal is None:
+            self._portal = _Portal(self)
+        return self._portal.call(lambda app: app.enqueue_many(jobs, connection=connection))
+
+    def raw(
+        self,
+        type: str,
+        payload: str | Mapping[str, Any] | list[Any],
+        *,
+        queue: str = "default",
+        **options: Any,
+    ) -> NewJob:
+        """A job for a pipe handler or another service: type key plus raw JSON payload text."""
+        text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+        opts = _Options(queue=queue, **options)
+        return NewJob(
+            type=type,
+            payload=text,
+            queue=queue,
+            priority=opts.priority if opts.priority is not None else 10,
+            delay_seconds=opts.delay,
+            run_at=opts.run_at,
+            idempotency_key=opts.idempotency_key,
+            tags=tuple(opts.tags or ()),
+            created_by=opts.created_by,
+            max_attempts=opts.max_attempts,
+            timeout_seconds=opts.timeout,
+        )
+
+    async def enqueue_raw(
+        self, type: str, payload: str | Mapping[str, Any] | list[Any], **options: Any
+    ) -> JobId:
+        """Enqueue one raw job (see ``raw``)."""
+        connection = options.pop("connection", None)
+        return (
+            await self.enqueue_many([self.raw(type, payload, **options)], connection=connection)
+        )[0]
+
+    # -- worker -------------------------------------------------------------------------
+
+    def create_worker(self, **overrides: Any) -> Worker:
+        """A worker for this app; ``overrides`` are ``WorkerSettings`` fields."""
+        from .runtime.worker import Worker
+
+        settings = replace(self.worker_settings, **overrides) if overrides else self.worker_settings
+        return Worker(self, settings)
+
+    async def run_worker(self, **overrides: Any) -> None:
+        """Run a worker until it is stopped (SIGTERM/SIGINT when installed by the CLI, or
+        ``worker.stop()``), or, with ``burst=True``, until no eligible job is left."""
+        await self.create_worker(**overrides).run()
+
+
+class _Portal:
+    """A private event loop on a daemon thread, so sync code can call the async API.
+
+    It opens its own App copy (its own connections): async resources are bound to one loop.
+    """
+
+    def __init__(self, app: App) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="chokaq-sync", daemon=True
+        )
+        self._thread.start()
+        self._app = App(
+            app.url,
+            schema=app.schema,
+            limits=app.limits,
+            auto_migrate=app.auto_migrate,
+            worker=app.worker_settings,
+            **app.storage_options,
+        )
+        self._app.handlers = app.handlers
+        self._app.pipes = app.pipes
+
+    def call(self, fn: Callable[[App], Awaitable[R]]) -> R:
+        future: Future[R] = asyncio.run_coroutine_threadsafe(_call(fn, self._app), self._loop)
+        return future.result()
+
+    def stop(self) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self._app.close(), self._loop).result(timeout=10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+
+
+async def _call(fn: Callable[[App], Awaitable[R]], app: App) -> R:
+    return await fn(app)

@@ -1,0 +1,45 @@
+"""``chokaq migrate``: bring the database schema up to date."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from . import load_app
+
+__all__ = ["COMMANDS"]
+
+
+@click.command()
+@click.option("--app", "app_spec", help="An App as module:attribute (for its URL and schema).")
+@click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Database URL.")
+@click.option("--schema", default=None, help="Schema (PostgreSQL) or table prefix (SQLite).")
+def migrate(app_spec: str | None, database: str | None, schema: str | None) -> None:
+    """Apply pending migrations (safe to run from several processes at once).
+
+    \b
+    Example:
+      chokaq migrate --database postgresql://app@db/app
+    """
+    app = load_app(app_spec, database)
+    if schema:
+        app.schema = schema
+
+    async def run() -> tuple[list[int], int]:
+        backend = app.backend
+        await backend.open()
+        try:
+            applied = await backend.migrate()
+            return applied, await backend.schema_version()
+        finally:
+            await backend.close()
+
+    applied, version = asyncio.run(run())
+    if applied:
+        click.echo(f"applied migrations {', '.join(map(str, applied))}; schema at v{version}")
+    else:
+        click.echo(f"schema already current at v{version}")
+
+
+COMMANDS = [migrate]

@@ -1,0 +1,75 @@
+"""``chokaq worker``: run a worker process until SIGTERM/SIGINT (or, with --burst, until no
+eligible job is left)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any
+
+import click
+
+from ..logs import configure_logging
+from . import load_app
+
+__all__ = ["COMMANDS", "run_worker_process"]
+
+
+async def run_worker_process(app: Any, **overrides: Any) -> None:
+    """Run a worker with SIGTERM/SIGINT wired to a graceful stop (a second signal hurries)."""
+    worker = app.create_worker(**overrides)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, worker.stop)
+    try:
+        await worker.run()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await app.close()
+
+
+@click.command()
+@click.option("--app", "app_spec", required=True, help="The App to run, as module:attribute.")
+@click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Override the App's database URL.")
+@click.option("--queues", help="Comma-separated queues to work (default: all).")
+@click.option("--concurrency", type=click.IntRange(1, 1000), help="Jobs run at once (default 10).")
+@click.option("--prefetch", type=click.IntRange(0, 1000), help="Extra jobs claimed ahead.")
+@click.option("--burst", is_flag=True, help="Exit 0 once no eligible job is left.")
+@click.option("--migrate", "do_migrate", is_flag=True, help="Apply migrations before starting.")
+@click.option("--json-logs", is_flag=True, help="Log JSON lines instead of plain text.")
+@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve /metrics and health.")
+def worker(
+    app_spec: str,
+    database: str | None,
+    queues: str | None,
+    concurrency: int | None,
+    prefetch: int | None,
+    burst: bool,
+    do_migrate: bool,
+    json_logs: bool,
+    metrics_port: int | None,
+) -> None:
+    """Run jobs.
+
+    \b
+    Example:
+      chokaq worker --app myproject.jobs:app --queues emails --concurrency 20
+    """
+    configure_logging(json_lines=json_logs)
+    app = load_app(app_spec, database)
+    if do_migrate:
+        app.auto_migrate = True
+    overrides: dict[str, Any] = {"burst": burst}
+    if queues:
+        overrides["queues"] = tuple(q.strip() for q in queues.split(",") if q.strip())
+    if concurrency is not None:
+        overrides["concurrency"] = concurrency
+    if prefetch is not None:
+        overrides["prefetch"] = prefetch
+    if metrics_port is not None:
+        overrides["metrics_port"] = metrics_port
+    asyncio.run(run_worker_process(app, **overrides))
+
+
+COMMANDS = [worker]

@@ -1,0 +1,86 @@
+"""The job context a handler can ask for: who it is, which attempt, cancellation, progress.
+
+A handler receives it by declaring a parameter annotated ``JobContext`` (any name), or reads it
+with ``current_job()``. The worker owns the storage side (heartbeats, progress writes); this module
+only holds state and hands requests over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+__all__ = ["JobContext", "current_job"]
+
+_current: contextvars.ContextVar[JobContext] = contextvars.ContextVar("chokaq_job")
+
+
+@dataclass(eq=False)
+class JobContext:
+    """What a running job knows about itself.
+
+    ``cancelled`` is set when the job should stop (operator cancel, timeout, lost lease or
+    shutdown); async handlers are also cancelled, sync handlers should poll
+    ``cancel_requested``. ``progress`` (0-100) is stored with the next heartbeat.
+    """
+
+    job_id: str
+    type: str
+    queue: str
+    attempt: int
+    max_attempts: int
+    created_at: datetime
+    tags: tuple[str, ...]
+    worker_id: str
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancel_reason: str | None = None
+    _progress: int | None = None
+    _beat: Callable[[], None] | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancelled.is_set()
+
+    @property
+    def progress(self) -> int | None:
+        return self._progress
+
+    def report_progress(self, percent: float) -> None:
+        """Record progress (clamped to 0..100); it is written with the next heartbeat, and at
+        once when the value moved by 5 points or more. Safe from sync handlers' threads."""
+        value = max(0, min(100, int(percent)))
+        moved = self._progress is None or abs(value - self._progress) >= 5 or value == 100
+        self._progress = value
+        if moved:
+            self.heartbeat()
+
+    def heartbeat(self) -> None:
+        """Ask the worker to heartbeat this job now (a long step is about to start)."""
+        if self._beat is None or self._loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._beat()
+        else:
+            self._loop.call_soon_threadsafe(self._beat)
+
+
+def current_job() -> JobContext:
+    """The context of the job running in this task or thread; LookupError outside a job."""
+    return _current.get()
+
+
+def _bind(context: JobContext) -> contextvars.Token[JobContext]:
+    return _current.set(context)
+
+
+def _unbind(token: contextvars.Token[JobContext]) -> None:
+    _current.reset(token)

@@ -1,0 +1,134 @@
+"""Structured logs with stable event ids: one range per area, never renumbered.
+
+Every log line chokaq writes goes through ``log_event``, which attaches the event's id and name
+and the fields given, so a JSON formatter (``chokaq.logs.JsonFormatter``) or a plain one prints
+them. The ids are a contract: a test checks they are unique and unchanged. Owns the catalogue and
+formatting; it must not decide when to log.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["Event", "JsonFormatter", "PlainFormatter", "configure_logging", "log_event", "logger"]
+
+logger = logging.getLogger("chokaq")
+
+
+class Event(enum.IntEnum):
+    """Event ids by area: 1000 worker, 2000 job, 2100 transitions, 3000 enqueue, 4000 recovery
+    and maintenance, 5000 storage, 6000 operators, 7000 dashboard."""
+
+    WORKER_STARTED = 1000
+    WORKER_STOPPED = 1001
+    WORKER_LOOP_CRASHED = 1002
+    WORKER_SIDE_TASK_DIED = 1003
+    WORKER_CAPACITY_CHANGED = 1004
+    WORKER_LISTEN_FAILED = 1005
+    WORKER_STORAGE_UNAVAILABLE = 1006
+    WORKER_STORAGE_RECOVERED = 1007
+    PREFETCHED_JOB_RELEASED = 1010
+    PREFETCHED_JOB_RELEASE_FAILED = 1011
+    SHUTDOWN_DRAIN_STARTED = 1012
+    SHUTDOWN_GRACE_EXPIRED = 1013
+    FINALIZE_RETRYING = 1014
+
+    JOB_CANCEL_REQUESTED = 2000
+    JOB_CIRCUIT_DEFERRED = 2001
+    JOB_LEASE_REJECTED = 2002
+    JOB_SUCCEEDED = 2003
+    JOB_SHUTDOWN_REQUEUED = 2004
+    JOB_TIMED_OUT = 2005
+    JOB_HEARTBEAT_FAILED = 2006
+    JOB_HEARTBEAT_THRESHOLD = 2007
+    JOB_LEASE_LOST = 2008
+    JOB_CANCELLED = 2009
+    JOB_REJECTED = 2010
+    JOB_SYNC_OVERRAN = 2011
+    JOB_FATAL = 2020
+    JOB_THROTTLED_RETRY = 2021
+    JOB_RETRY_SCHEDULED = 2022
+    JOB_RETRIES_EXHAUSTED = 2023
+    JOB_LIFETIME_EXPIRED = 2024
+
+    TRANSITION_NOT_APPLIED = 2100
+
+    ENQUEUE_DUPLICATE = 3000
+
+    RESCUE_STARTED = 4000
+    FETCHED_JOBS_RECOVERED = 4001
+    ZOMBIES_DEAD_LETTERED = 4002
+    MAINTENANCE_FAILED = 4003
+    RETENTION_PURGED = 4004
+    METRICS_ROLLED_UP = 4005
+    LEADERSHIP_ACQUIRED = 4006
+    LEADERSHIP_LOST = 4007
+
+    MIGRATION_STARTED = 5000
+    MIGRATION_COMPLETED = 5001
+    MIGRATION_FAILED = 5002
+
+    ADMIN_REJECTED = 6000
+    ADMIN_COMPLETED = 6001
+
+    DECK_STARTED = 7000
+    DECK_REQUEST_FAILED = 7001
+
+
+def log_event(event: Event, message: str, *, level: int = logging.INFO, **fields: Any) -> None:
+    """Log ``message`` as ``event`` with structured ``fields`` (kept on the record as
+    ``chokaq`` for formatters)."""
+    if not logger.isEnabledFor(level):
+        return
+    logger.log(
+        level,
+        message,
+        extra={"chokaq": {"event_id": int(event), "event": event.name.lower(), **fields}},
+    )
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, event id and fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        data.update(getattr(record, "chokaq", {}))
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str)
+
+
+class PlainFormatter(logging.Formatter):
+    """``time level [event_id event] message key=value ...`` for terminals."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = dict(getattr(record, "chokaq", {}))
+        head = ""
+        if "event_id" in fields:
+            head = f"[{fields.pop('event_id')} {fields.pop('event')}] "
+        tail = " ".join(f"{k}={v}" for k, v in fields.items())
+        stamp = datetime.fromtimestamp(record.created, UTC).strftime("%H:%M:%S.%f")[:-3]
+        line = f"{stamp} {record.levelname:<7} {head}{record.getMessage()}"
+        if tail:
+            line += f" {tail}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def configure_logging(*, json_lines: bool = False, level: int = logging.INFO) -> None:
+    """Send chokaq's logs to stderr, plain or as JSON lines (the CLI calls this)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if json_lines else PlainFormatter())
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False

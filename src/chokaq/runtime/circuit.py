@@ -1,0 +1,220 @@
+"""Circuit breakers, one per job type, in this worker process.
+
+Closed: everything runs; failures inside ``window_seconds`` are counted and ``threshold`` of them
+open the circuit. Open: jobs of that type are not fetched (and any already claimed are deferred
+without consuming an attempt) until ``break_seconds`` after the last failure. Half-open: up to
+``half_open_max_calls`` probe jobs run; a success closes, a failure re-opens. A probe that never
+reports within ``probe_timeout_seconds`` frees its slot for another probe.
+
+Fatal errors count like any failure (one poison pill must not stop a whole job type). Owns the
+state machine only; the worker reports outcomes and asks permission.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import ConfigurationError
+
+__all__ = ["CircuitBreakers", "CircuitPolicy", "CircuitSnapshot", "CircuitState"]
+
+
+class CircuitState(enum.StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitPolicy:
+    """Breaker settings (defaults as the reference): 5 failures in 60 s open it for 30 s."""
+
+    threshold: int = 5
+    window_seconds: float = 60.0
+    break_seconds: float = 30.0
+    half_open_max_calls: int = 1
+    probe_timeout_seconds: float = 30.0
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("threshold", "half_open_max_calls"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"circuit.{name}: must be at least 1")
+        for name in ("window_seconds", "break_seconds", "probe_timeout_seconds"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"circuit.{name}: must be greater than 0")
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitSnapshot:
+    """One breaker as The Deck shows it."""
+
+    key: str
+    state: CircuitState
+    failures: int
+    reset_in_seconds: float | None  # when open: seconds until a probe may run
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "state": self.state.value,
+            "failures": self.failures,
+            "reset_in_seconds": self.reset_in_seconds,
+        }
+
+
+@dataclass
+class _Circuit:
+    state: CircuitState = CircuitState.CLOSED
+    failures: int = 0
+    last_failure: float = 0.0
+    probes: dict[int, float] = field(default_factory=dict)  # probe id -> started
+    probe_successes: int = 0
+
+
+class CircuitBreakers:
+    """Every job type's breaker in this process. ``clock`` is injectable for tests."""
+
+    def __init__(
+        self,
+        policy: CircuitPolicy | None = None,
+        *,
+        policies: dict[str, CircuitPolicy] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_event: Callable[[str, CircuitState, str], None] | None = None,
+    ) -> None:
+        self.policy = policy or CircuitPolicy()
+        self.policies = dict(policies or {})
+        self._clock = clock
+        self._circuits: dict[str, _Circuit] = {}
+        self._next_probe = 0
+        self._on_event = on_event
+
+    def _policy(self, key: str) -> CircuitPolicy:
+        return self.policies.get(key, self.policy)
+
+    def _emit(self, key: str, circuit: _Circuit, event: str) -> None:
+        if self._on_event is not None:
+            self._on_event(key, circuit.state, event)
+
+    def _refresh(self, key: str, circuit: _Circuit) -> None:
+        policy = self._policy(key)
+        now = self._clock()
+        if (
+            circuit.state is CircuitState.OPEN
+            and now >= circuit.last_failure + policy.break_seconds
+        ):
+            circuit.state = CircuitState.HALF_OPEN
+            circuit.probes.clear()
+            circuit.probe_successes = 0
+            self._emit(key, circuit, "half_opened")
+        if circuit.state is CircuitState.HALF_OPEN:
+            expired = [
+                p for p, t in circuit.probes.items() if now - t > policy.probe_timeout_seconds
+            ]
+            for probe in expired:
+                del circuit.probes[probe]
+                self._emit(key, circuit, "probe_expired")
+
+    def blocked(self) -> list[str]:
+        """Types whose jobs must not be fetched now (open, or half-open with no probe slot)."""
+        out = []
+        for key, circuit in self._circuits.items():
+            self._refresh(key, circuit)
+            if circuit.state is CircuitState.OPEN or (
+                circuit.state is CircuitState.HALF_OPEN
+                and len(circuit.probes) >= self._policy(key).half_open_max_calls
+            ):
+                out.append(key)
+        return out
+
+    def acquire(self, key: str) -> int | None:
+        """Permission to run one job of ``key``: a permit id (0 when closed), None if refused."""
+        if not self._policy(key).enabled:
+            return 0
+        circuit = self._circuits.get(key)
+        if circuit is None:
+            return 0
+        self._refresh(key, circuit)
+        if circuit.state is CircuitState.CLOSED:
+            return 0
+        if circuit.state is CircuitState.OPEN:
+            self._emit(key, circuit, "rejected")
+            return None
+        if len(circuit.probes) >= self._policy(key).half_open_max_calls:
+            self._emit(key, circuit, "rejected")
+            return None
+        self._next_probe += 1
+        circuit.probes[self._next_probe] = self._clock()
+        self._emit(key, circuit, "probe_acquired")
+        return self._next_probe
+
+    def release(self, key: str, permit: int) -> None:
+        """Give a permit back unused (the job never ran: lost lease, shutdown, cancel)."""
+        circuit = self._circuits.get(key)
+        if circuit is not None and permit and circuit.probes.pop(permit, None) is not None:
+            self._emit(key, circuit, "permit_released")
+
+    def success(self, key: str, permit: int) -> None:
+        circuit = self._circuits.get(key)
+        if circuit is None:
+            return
+        if circuit.state is CircuitState.HALF_OPEN:
+            if circuit.probes.pop(permit, None) is None:
+                return  # a report from an older generation
+            circuit.probe_successes += 1
+            if circuit.probe_successes >= self._policy(key).half_open_max_calls:
+                circuit.state = CircuitState.CLOSED
+                circuit.failures = 0
+                self._emit(key, circuit, "closed")
+        elif circuit.state is CircuitState.CLOSED:
+            circuit.failures = 0
+
+    def failure(self, key: str, permit: int) -> None:
+        if not self._policy(key).enabled:
+            return
+        policy = self._policy(key)
+        now = self._clock()
+        circuit = self._circuits.setdefault(key, _Circuit())
+        if circuit.state is CircuitState.HALF_OPEN:
+            if circuit.probes.pop(permit, None) is None:
+                return
+            circuit.state = CircuitState.OPEN
+            circuit.last_failure = now
+            self._emit(key, circuit, "opened")
+            return
+        if circuit.state is CircuitState.OPEN:
+            return  # a job that started before the circuit opened
+        if now - circuit.last_failure >= policy.window_seconds:
+            circuit.failures = 0
+        circuit.failures += 1
+        circuit.last_failure = now
+        if circuit.failures >= policy.threshold:
+            circuit.state = CircuitState.OPEN
+            self._emit(key, circuit, "opened")
+
+    def force_close(self, key: str) -> bool:
+        """Close a circuit by operator request; False when it was not open or half-open."""
+        circuit = self._circuits.get(key)
+        if circuit is None or circuit.state is CircuitState.CLOSED:
+            return False
+        circuit.state = CircuitState.CLOSED
+        circuit.failures = 0
+        circuit.probes.clear()
+        self._emit(key, circuit, "closed")
+        return True
+
+    def snapshot(self) -> list[CircuitSnapshot]:
+        out = []
+        now = self._clock()
+        for key in sorted(self._circuits):
+            circuit = self._circuits[key]
+            self._refresh(key, circuit)
+            reset = None
+            if circuit.state is CircuitState.OPEN:
+                reset = max(0.0, circuit.last_failure + self._policy(key).break_seconds - now)
+            out.append(CircuitSnapshot(key, circuit.state, circuit.failures, reset))
+        return out

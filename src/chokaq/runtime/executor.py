@@ -1,0 +1,365 @@
+"""Runs one claimed job and decides its outcome: resolve, run with timeout, classify, move.
+
+``execute`` resolves the handler, decodes the payload, runs middleware and handler under the
+job's timeout, and returns the storage move that records the outcome (``None`` when the worker
+no longer owns the job). ``decide`` is the one place where outcomes map to moves; it is pure and
+takes the clock as an argument, so retry timing is tested without sleeping. This module does no
+storage I/O itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import enum
+import json
+import random
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..context import JobContext, _bind, _unbind
+from ..errors import FatalError, ThrottledError
+from ..logs import Event, log_event
+from ..models import ClaimedJob, FailMove, FailureReason, Move, RetryMove, SucceedMove
+from ..outcomes import Fail, Retry
+from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..app import JobHandle, PipeHandle
+    from .worker import Worker
+
+__all__ = ["Execution", "Result", "StopReason", "decide", "execute"]
+
+MAX_ERROR_CHARS = 16_000
+
+
+class StopReason(enum.Enum):
+    """Why the worker stopped a running job before it returned."""
+
+    CANCELLED = "cancelled"  # an operator asked (actor recorded)
+    LEASE_LOST = "lease_lost"  # a heartbeat found the job is no longer ours
+    SHUTDOWN = "shutdown"  # the grace period ran out
+    HEARTBEAT_FAILURE = "heartbeat_failure"  # heartbeats kept failing
+
+
+class Result(enum.Enum):
+    SUCCEEDED = "succeeded"
+    RAISED = "raised"
+    RETURNED_RETRY = "retry"
+    RETURNED_FAIL = "fail"
+    TIMED_OUT = "timed_out"
+    STOPPED = "stopped"
+    REJECTED = "rejected"  # could not be dispatched at all
+
+
+@dataclass(eq=False)
+class Execution:
+    """One running job as the worker tracks it."""
+
+    job: ClaimedJob
+    context: JobContext
+    timeout_seconds: float
+    started: float = field(default_factory=time.monotonic)
+    next_beat: float = 0.0
+    beat_now: bool = False
+    beat_failures: int = 0
+    stop_reason: StopReason | None = None
+    stop_actor: str | None = None
+    task: asyncio.Task[None] | None = None
+    in_handler: bool = False
+    abandoned: bool = False
+
+    def stop(self, reason: StopReason, actor: str | None = None) -> None:
+        """Ask the job to stop: set its cancel flag and cancel the handler while it runs."""
+        if self.stop_reason is not None:
+            return
+        self.stop_reason = reason
+        self.stop_actor = actor
+        self.context.cancel_reason = reason.value
+        self.context.cancelled.set()
+        if self.in_handler and self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
+def _error_text(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc)).strip()
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS - 20] + "\n... (truncated)"
+    return text
+
+
+def decide(
+    *,
+    job: ClaimedJob,
+    result: Result,
+    policy: RetryPolicy,
+    max_attempts: int,
+    duration: float | None,
+    now: datetime,
+    value: Any = None,
+    error: BaseException | None = None,
+    message: str | None = None,
+    stop_reason: StopReason | None = None,
+    actor: str | None = None,
+    fatal_types: tuple[type[BaseException], ...] = (),
+    rng: random.Random | None = None,
+) -> Move | None:
+    """Map an execution's result to the move that records it (None: we no longer own it).
+
+    * success -> archive;
+    * ``FatalError``, a configured fatal type, or ``Fail`` -> DLQ FATAL_ERROR, no retry;
+    * dispatch failure -> DLQ REJECTED;
+    * timeout -> DLQ TIMEOUT; operator cancel -> DLQ CANCELLED (actor);
+      heartbeat failure -> DLQ HEARTBEAT_FAILURE; shutdown -> back to pending now (the
+      interrupted execution counts as an attempt); lost lease -> nothing (not ours);
+    * ``Retry``, ``ThrottledError`` and other exceptions -> retry while attempts remain
+      (``job.attempt_count`` executions so far), else DLQ MAX_RETRIES_EXCEEDED, THROTTLED or
+      TRANSIENT; a retry that would land past ``created_at`` + max job age -> DLQ
+      RETRY_LIFETIME_EXPIRED.
+    """
+    lease = job.lease
+    if result is Result.SUCCEEDED:
+        return SucceedMove(lease, duration)
+    if result is Result.REJECTED:
+        return FailMove(lease, FailureReason.REJECTED, message or "Rejected", duration_seconds=None)
+    if result is Result.TIMED_OUT:
+        return FailMove(
+            lease, FailureReason.TIMEOUT, message or "Timeout", duration_seconds=duration
+        )
+    if result is Result.STOPPED:
+        if stop_reason is StopReason.LEASE_LOST or stop_reason is None:
+            return None
+        if stop_reason is StopReason.CANCELLED:
+            return FailMove(
+                lease,
+                FailureReason.CANCELLED,
+                f"Cancelled by {actor or 'an operator'} while running",
+                actor=actor,
+                duration_seconds=duration,
+            )
+        if stop_reason is StopReason.HEARTBEAT_FAILURE:
+            return FailMove(
+                lease,
+                FailureReason.HEARTBEAT_FAILURE,
+                "HeartbeatFailure: heartbeats kept failing; the job was cancelled",
+                duration_seconds=duration,
+            )
+        return RetryMove(
+            lease, "Shutdown: the worker stopped before the job finished", count_retry=False
+        )
+    if result is Result.RETURNED_FAIL:
+        return FailMove(
+            lease, FailureReason.FATAL_ERROR, f"Fail: {message}", duration_seconds=duration
+        )
+    if (result is Result.RAISED and error is not None) and (
+        isinstance(error, FatalError) or (fatal_types and isinstance(error, fatal_types))
+    ):
+        return FailMove(
+            lease, FailureReason.FATAL_ERROR, _error_text(error), duration_seconds=duration
+        )
+
+    # Retryable: Retry(...) returned, a throttled error or any other exception.
+    throttled = isinstance(error, ThrottledError)
+    if result is Result.RETURNED_RETRY:
+        retry = value if isinstance(value, Retry) else Retry()
+        exhausted_reason = FailureReason.MAX_RETRIES_EXCEEDED
+        text = f"Retry: {retry.reason}"
+        delay = (
+            policy.throttled(retry.after_seconds)
+            if retry.after_seconds is not None
+            else policy.backoff(job.attempt_count, rng)
+        )
+    else:
+        exhausted_reason = FailureReason.THROTTLED if throttled else FailureReason.TRANSIENT
+        text = _error_text(error) if error is not None else (message or "failed")
+        after = error.retry_after_seconds if isinstance(error, ThrottledError) else None
+        delay = (
+            policy.throttled(after) if after is not None else policy.backoff(job.attempt_count, rng)
+        )
+    if job.attempt_count >= max_attempts:
+        return FailMove(
+            lease,
+            exhausted_reason,
+            f"Attempts exhausted ({job.attempt_count} of {max_attempts}): {text}",
+            duration_seconds=duration,
+        )
+    run_at = now + timedelta(seconds=delay)
+    if policy.max_job_age_seconds is not None:
+        deadline = job.created_at + timedelta(seconds=policy.max_job_age_seconds)
+        if now >= deadline or run_at > deadline:
+            return FailMove(
+                lease,
+                FailureReason.RETRY_LIFETIME_EXPIRED,
+                f"RetryLifetimeExpired: created {job.created_at.isoformat()}, next retry "
+                f"{run_at.isoformat()}, max job age {policy.max_job_age_seconds:g} s: {text}",
+                duration_seconds=duration,
+            )
+    return RetryMove(lease, text, run_at=run_at)
+
+
+def _resolve(worker: Worker, job: ClaimedJob) -> JobHandle[Any, Any] | PipeHandle | None:
+    handle = worker.app.handlers.get(job.type)
+    if handle is not None:
+        return handle
+    return worker.app.pipes.get(job.queue)
+
+
+async def execute(worker: Worker, ex: Execution) -> Move | None:
+    """Run ``ex`` to its end and return the move that records the outcome."""
+    from ..app import JobHandle
+
+    job = ex.job
+    settings = worker.settings
+    handle = _resolve(worker, job)
+    policy = settings.retry
+    max_attempts = job.max_attempts or getattr(handle, "max_attempts", None) or policy.max_attempts
+    ex.context.max_attempts = max_attempts
+
+    def finish(result: Result, **kw: Any) -> Move | None:
+        return decide(
+            job=job,
+            result=result,
+            policy=policy,
+            max_attempts=max_attempts,
+            now=datetime.now(UTC),
+            fatal_types=settings.fatal_exceptions,
+            **kw,
+        )
+
+    if handle is None:
+        message = (
+            f"Rejected: unknown job type {job.type!r} (no handler is registered for it and "
+            f"queue {job.queue!r} has no pipe handler)"
+        )
+        log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
+        return finish(Result.REJECTED, duration=None, message=message)
+
+    call: Callable[[], Any]
+    if isinstance(handle, JobHandle):
+        try:
+            arguments = json.loads(job.payload)
+            if not isinstance(arguments, dict):
+                raise ValueError("the payload is not a JSON object")
+            if handle.context_param is not None:
+                arguments[handle.context_param] = ex.context
+            handle.signature.bind(**arguments)
+        except (ValueError, TypeError) as exc:
+            message = f"Rejected: the payload does not fit {job.type}: {exc}"
+            log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
+            return finish(Result.REJECTED, duration=None, message=message)
+        fn = handle.fn
+        call = _caller(worker, fn, (), arguments, handle.is_async, ex.context)
+    else:
+        pargs: dict[str, Any] = {}
+        if handle.context_param is not None:
+            pargs[handle.context_param] = ex.context
+        call = _caller(
+            worker, handle.fn, (job.type, job.payload), pargs, handle.is_async, ex.context
+        )
+
+    chain = _chain(worker, ex.context, call)
+    started = time.perf_counter()
+    task = asyncio.current_task()
+    ex.in_handler = True
+    try:
+        async with asyncio.timeout(ex.timeout_seconds) as scope:
+            value = await chain()
+        ex.in_handler = False
+        if scope.expired():  # the handler swallowed the timeout's cancellation
+            return finish(
+                Result.TIMED_OUT,
+                duration=time.perf_counter() - started,
+                message=_timeout_message(ex),
+            )
+    except asyncio.CancelledError:
+        ex.in_handler = False
+        if ex.stop_reason is None:
+            raise
+        if task is not None:
+            task.uncancel()
+        return finish(
+            Result.STOPPED,
+            duration=time.perf_counter() - started,
+            stop_reason=ex.stop_reason,
+            actor=ex.stop_actor,
+        )
+    except TimeoutError as exc:
+        ex.in_handler = False
+        duration = time.perf_counter() - started
+        if scope.expired():
+            return finish(Result.TIMED_OUT, duration=duration, message=_timeout_message(ex))
+        return finish(Result.RAISED, duration=duration, error=exc)
+    except BaseException as exc:  # handlers may raise anything, SystemExit included
+        ex.in_handler = False
+        return finish(Result.RAISED, duration=time.perf_counter() - started, error=exc)
+    duration = time.perf_counter() - started
+    if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
+        # Stopped while a sync handler finished anyway: the stop decided the outcome.
+        return finish(
+            Result.STOPPED, duration=duration, stop_reason=ex.stop_reason, actor=ex.stop_actor
+        )
+    if isinstance(value, Retry):
+        return finish(Result.RETURNED_RETRY, duration=duration, value=value)
+    if isinstance(value, Fail):
+        return finish(Result.RETURNED_FAIL, duration=duration, message=value.message)
+    return finish(Result.SUCCEEDED, duration=duration)
+
+
+def _timeout_message(ex: Execution) -> str:
+    return f"Timeout: the handler ran past its execution timeout of {ex.timeout_seconds:g} s"
+
+
+def _caller(
+    worker: Worker,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    is_async: bool,
+    context: JobContext,
+) -> Callable[[], Awaitable[Any]]:
+    if is_async:
+
+        async def call_async() -> Any:
+            token = _bind(context)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                _unbind(token)
+
+        return call_async
+
+    async def call_sync() -> Any:
+        # A sync handler runs in a thread with the job's context bound. If it overruns its
+        # timeout or is cancelled, the worker stops waiting and records the outcome; the thread
+        # cannot be interrupted and its eventual result is ignored.
+        ctx = contextvars.copy_context()
+        ctx.run(_bind, context)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(worker.threads, lambda: ctx.run(fn, *args, **kwargs))
+
+    return call_sync
+
+
+def _chain(
+    worker: Worker, context: JobContext, call: Callable[[], Awaitable[Any]]
+) -> Callable[[], Awaitable[Any]]:
+    middlewares = worker.app.middlewares
+    if not middlewares:
+        return call
+
+    def link(index: int) -> Callable[[], Awaitable[Any]]:
+        if index == len(middlewares):
+            return call
+        middleware = middlewares[index]
+        following = link(index + 1)
+
+        async def run() -> Any:
+            return await middleware(context, following)
+
+        return run
+
+    return link(0)

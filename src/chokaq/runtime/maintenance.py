@@ -1,0 +1,116 @@
+"""Maintenance run by the elected worker: rescue of abandoned and zombie jobs, retention of
+archive and DLQ rows, and the roll-up and pruning of metric buckets.
+
+Leadership comes from the backend (an advisory lock on PostgreSQL); every statement is guarded,
+so a second leader would do no harm, only double work. Owns the schedule; the SQL is in the
+backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ..errors import StorageError
+from ..logs import Event, log_event
+from ..storage import Leadership
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+__all__ = ["Maintenance", "run_retention"]
+
+
+class Maintenance:
+    """The elected worker's periodic chores."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.leadership: Leadership = worker.app.backend.leadership("maintenance")
+        self.leading = False
+        self._last_retention = 0.0
+
+    async def run(self) -> None:
+        settings = self.worker.settings
+        while True:
+            try:
+                await self.tick()
+            except StorageError as exc:
+                log_event(
+                    Event.MAINTENANCE_FAILED, "maintenance pass failed", level=30, error=str(exc)
+                )
+                self.leading = False
+            await asyncio.sleep(settings.rescue_interval_seconds)
+
+    async def tick(self) -> None:
+        """One pass: stay or become leader, then rescue (and retention when it is due)."""
+        leading = await self.leadership.try_acquire()
+        if leading != self.leading:
+            self.leading = leading
+            event = Event.LEADERSHIP_ACQUIRED if leading else Event.LEADERSHIP_LOST
+            log_event(
+                event, "maintenance leadership changed", worker_id=self.worker.id, leading=leading
+            )
+        if not leading:
+            return
+        await self.rescue()
+        settings = self.worker.settings
+        if time.monotonic() - self._last_retention >= settings.retention_interval_seconds:
+            self._last_retention = time.monotonic()
+            await run_retention(self.worker)
+
+    async def rescue(self) -> None:
+        settings = self.worker.settings
+        result = await self.worker.app.backend.jobs_rescue(
+            fetched_timeout_seconds=settings.fetched_timeout_seconds,
+            processing_timeout_seconds=settings.zombie_timeout_seconds,
+        )
+        if result.requeued:
+            log_event(
+                Event.FETCHED_JOBS_RECOVERED,
+                "abandoned prefetched jobs back to pending",
+                count=len(result.requeued),
+            )
+        if result.zombies:
+            log_event(
+                Event.ZOMBIES_DEAD_LETTERED,
+                "zombie jobs moved to the DLQ",
+                level=30,
+                count=len(result.zombies),
+                ids=",".join(result.zombies[:20]),
+            )
+            for job_id in result.zombies:
+                self.worker.emit("zombie", job_id=job_id)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.leadership.release()
+
+
+async def run_retention(worker: Worker, *, now: datetime | None = None) -> dict[str, int]:
+    """Delete old archive and DLQ rows in small batches; roll second buckets into minutes and
+    prune old minute buckets. Lifetime counters are never touched."""
+    settings = worker.settings
+    backend = worker.app.backend
+    now = now or datetime.now(UTC)
+    done = {
+        "archive": await backend.archive_purge(
+            older_than=now - timedelta(days=settings.retention_archive_days)
+        ),
+        "dlq": await backend.dlq_purge_older(
+            older_than=now - timedelta(days=settings.retention_dlq_days)
+        ),
+        "rolled_up": await backend.metrics_rollup(
+            older_than=now - timedelta(seconds=settings.metrics_second_buckets_seconds)
+        ),
+        "minute_buckets": await backend.metrics_prune(
+            older_than=now - timedelta(days=settings.metrics_minute_buckets_days),
+            width_seconds=60,
+        ),
+    }
+    if any(done.values()):
+        log_event(Event.RETENTION_PURGED, "retention pass", **done)
+    return done

@@ -1,0 +1,132 @@
+"""Worker settings: one frozen dataclass with every knob, its default and its unit.
+
+Owns defaults and their validation; the worker reads them, nothing else writes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+
+from ..errors import ConfigurationError
+from .circuit import CircuitPolicy
+from .retry import RetryPolicy
+
+__all__ = ["WorkerSettings"]
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a worker runs. Durations are seconds.
+
+    Attributes:
+        queues: queues to fetch from (``None``: every queue).
+        concurrency: jobs run at once (changeable at runtime).
+        prefetch: jobs claimed beyond the free slots, waiting as Fetched (0 = none).
+        burst: exit 0 once no eligible job is left.
+        poll_interval_seconds: how often an idle worker looks for work when no notification
+            arrives (``None``: 1 s where the backend notifies across processes, 0.05 s where not).
+        heartbeat_min_seconds / heartbeat_max_seconds: each running job heartbeats at a
+            uniformly random interval in this range.
+        heartbeat_failure_threshold: consecutive failed heartbeats before the job is considered
+            in trouble; with ``cancel_on_heartbeat_failure`` it is then cancelled.
+        default_timeout_seconds: execution timeout when neither job, queue nor handler sets one.
+        fetched_timeout_seconds: a Fetched row untouched this long goes back to Pending.
+        zombie_timeout_seconds: a Processing row without heartbeat this long is a Zombie
+            (per-queue override in the queues table).
+        rescue_interval_seconds: how often the elected worker runs rescue.
+        shutdown_grace_seconds: how long running jobs may finish after SIGTERM before they are
+            cancelled and put back to Pending.
+        worker_beat_interval_seconds: how often the worker refreshes its registry row and reads
+            operator requests (concurrency, circuit force-close) and queue settings.
+        finalize_batch_max: moves per finalize round trip at most.
+        retry: the retry policy (attempts, backoff, max job age).
+        circuit: the circuit-breaker policy per job type.
+        circuit_delay_seconds: how far a job claimed while its circuit is open is deferred.
+        fatal_exceptions: exception types that skip retries (in addition to FatalError).
+        sync_threads: threads for sync handlers (``None``: concurrency).
+        retention_*: what the elected worker deletes (see chokaq.runtime.maintenance).
+        metrics_port / metrics_host: where the worker serves Prometheus metrics and health
+            checks (``None``: not served).
+    """
+
+    queues: tuple[str, ...] | None = None
+    concurrency: int = 10
+    prefetch: int = 0
+    burst: bool = False
+    poll_interval_seconds: float | None = None
+    heartbeat_min_seconds: float = 3.0
+    heartbeat_max_seconds: float = 5.0
+    heartbeat_failure_threshold: int = 10
+    cancel_on_heartbeat_failure: bool = False
+    default_timeout_seconds: float = 900.0
+    fetched_timeout_seconds: float = 120.0
+    zombie_timeout_seconds: float = 60.0
+    rescue_interval_seconds: float = 15.0
+    shutdown_grace_seconds: float = 30.0
+    worker_beat_interval_seconds: float = 2.0
+    finalize_batch_max: int = 500
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    circuit: CircuitPolicy = field(default_factory=CircuitPolicy)
+    circuit_delay_seconds: float = 5.0
+    fatal_exceptions: tuple[type[BaseException], ...] = ()
+    sync_threads: int | None = None
+    retention_archive_days: float = 7.0
+    retention_dlq_days: float = 30.0
+    retention_interval_seconds: float = 300.0
+    metrics_second_buckets_seconds: float = 3600.0
+    metrics_minute_buckets_days: float = 14.0
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.concurrency <= 1000:
+            raise ConfigurationError("concurrency: must be between 1 and 1000")
+        if not 0 <= self.prefetch <= 1000:
+            raise ConfigurationError("prefetch: must be between 0 and 1000")
+        if (
+            self.heartbeat_min_seconds <= 0
+            or self.heartbeat_max_seconds < self.heartbeat_min_seconds
+        ):
+            raise ConfigurationError(
+                "heartbeat_min_seconds / heartbeat_max_seconds: need 0 < min <= max"
+            )
+        positive = (
+            "default_timeout_seconds",
+            "fetched_timeout_seconds",
+            "zombie_timeout_seconds",
+            "rescue_interval_seconds",
+            "worker_beat_interval_seconds",
+            "circuit_delay_seconds",
+            "retention_archive_days",
+            "retention_dlq_days",
+            "retention_interval_seconds",
+            "metrics_second_buckets_seconds",
+            "metrics_minute_buckets_days",
+        )
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"{name}: must be greater than 0")
+        if self.shutdown_grace_seconds < 0:
+            raise ConfigurationError("shutdown_grace_seconds: must not be negative")
+        if self.poll_interval_seconds is not None and self.poll_interval_seconds <= 0:
+            raise ConfigurationError("poll_interval_seconds: must be greater than 0")
+        if self.heartbeat_failure_threshold < 1:
+            raise ConfigurationError("heartbeat_failure_threshold: must be at least 1")
+        if self.finalize_batch_max < 1:
+            raise ConfigurationError("finalize_batch_max: must be at least 1")
+        if self.zombie_timeout_seconds <= self.heartbeat_max_seconds:
+            raise ConfigurationError(
+                "zombie_timeout_seconds: must be longer than heartbeat_max_seconds"
+            )
+
+    @classmethod
+    def documented(cls) -> list[tuple[str, str, str]]:
+        """(name, type, default) of every setting, for the generated configuration reference."""
+        out = []
+        for f in fields(cls):
+            if f.default_factory is not MISSING:
+                default = repr(f.default_factory())
+            else:
+                default = repr(f.default)
+            out.append((f.name, str(f.type), default))
+        return out

@@ -1,0 +1,721 @@
+"""The worker: claims jobs within its free slots, runs them concurrently, heartbeats them,
+finalizes their outcomes in batches, and shuts down in two phases.
+
+Side tasks (heartbeats, the finalizer, the registry beat, maintenance) are supervised: if one
+dies the worker logs it loudly and restarts it. The worker talks to storage only through the
+backend interface; deciding outcomes is ``executor``'s job, maintenance is ``maintenance``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import socket
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ..context import JobContext
+from ..errors import StorageError
+from ..logs import Event, log_event
+from ..models import ClaimedJob, Heartbeat, Lease, Move, QueueInfo, WorkerInfo
+from .circuit import CircuitBreakers, CircuitState
+from .executor import Execution, StopReason, execute
+from .finalizer import Finalizer
+from .maintenance import Maintenance
+from .settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from ..app import App
+
+__all__ = ["Worker"]
+
+WARNING = 30
+ERROR = 40
+
+
+class Worker:
+    """One worker process's runtime. ``run()`` until ``stop()`` (or, in burst mode, until no
+    eligible job is left). Listeners added with ``add_listener`` hear every job outcome."""
+
+    def __init__(self, app: App, settings: WorkerSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.concurrency = settings.concurrency
+        self.running: dict[str, Execution] = {}
+        self.buffer: deque[ClaimedJob] = deque()
+        self.circuits = CircuitBreakers(settings.circuit, on_event=self._circuit_event)
+        self.threads = ThreadPoolExecutor(
+            max_workers=settings.sync_threads or settings.concurrency,
+            thread_name_prefix="chokaq-job",
+        )
+        self.started_at = datetime.now(UTC)
+        self.last_fetch_at: float | None = None
+        self.queues: dict[str, QueueInfo] = {}
+        self.state = "starting"
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self._wake = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._beat_now = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._hurry = False
+        self._side_tasks: list[asyncio.Task[None]] = []
+        self.finalizer: Finalizer | None = None
+        self._storage_down_since: float | None = None
+
+    # -- control ----------------------------------------------------------------------------
+
+    def stop(self, *, hurry: bool = False) -> None:
+        """Begin a graceful shutdown (``hurry``: skip the grace period). Safe from signals."""
+        if self._stopping.is_set():
+            self._hurry = True
+        self._hurry = self._hurry or hurry
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def set_concurrency(self, n: int) -> None:
+        """Change how many jobs run at once; scale-down never interrupts running jobs."""
+        n = max(1, min(1000, int(n)))
+        if n != self.concurrency:
+            log_event(
+                Event.WORKER_CAPACITY_CHANGED,
+                "concurrency changed",
+                worker_id=self.id,
+                old=self.concurrency,
+                new=n,
+            )
+            self.concurrency = n
+            self.threads._max_workers = max(self.threads._max_workers, n)
+            self._slot_freed.set()
+
+    def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        """``listener(event, fields)`` for job and worker events (metrics hook)."""
+        self.listeners.append(listener)
+
+    def emit(self, name: str, **fields: Any) -> None:
+        for listener in self.listeners:
+            with contextlib.suppress(Exception):
+                listener(name, fields)
+
+    # -- main loop --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until stopped. Opens (and at the end closes) the app if it was not open."""
+        owns_app = not self.app._opened
+        await self.app.open()
+        backend = self.app.backend
+        self.finalizer = Finalizer(backend, self.settings.finalize_batch_max, self._on_finalized)
+        notifier = backend.notifier()
+        listening = False
+        try:
+            await notifier.start(self._on_jobs, self._on_cancel)
+            listening = True
+        except Exception as exc:
+            log_event(
+                Event.WORKER_LISTEN_FAILED,
+                "cannot listen for notifications; polling",
+                level=WARNING,
+                error=str(exc),
+            )
+        maintenance = Maintenance(self)
+        supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+            ("finalizer", self.finalizer.run),
+            ("heartbeat", self._heartbeat_loop),
+            ("registry", self._registry_loop),
+            ("maintenance", maintenance.run),
+        ]
+        self._side_tasks = [
+            asyncio.create_task(self._supervise(name, fn), name=f"chokaq-{name}")
+            for name, fn in supervised
+        ]
+        self.state = "running"
+        log_event(
+            Event.WORKER_STARTED,
+            "worker started",
+            worker_id=self.id,
+            queues=",".join(self.settings.queues or ("*",)),
+            concurrency=self.concurrency,
+            listening=listening,
+            backend=backend.capabilities.name,
+        )
+        try:
+            await self._fetch_loop(notifier if listening else None)
+        finally:
+            await self._shutdown(notifier, maintenance)
+            if owns_app:
+                await self.app.close()
+
+    def _poll_interval(self, notifier_ok: bool) -> float:
+        if self.settings.poll_interval_seconds is not None:
+            return self.settings.poll_interval_seconds
+        return 1.0 if notifier_ok else 0.05
+
+    async def _fetch_loop(self, notifier: Any) -> None:
+        settings = self.settings
+        failures = 0
+        while not self._stopping.is_set():
+            free = self.concurrency - len(self.running)
+            if free <= 0:
+                self._slot_freed.clear()
+                await self._wait(self._slot_freed, None)
+                continue
+            self._wake.clear()
+            try:
+                got = await self._claim(free)
+            except StorageError as exc:
+                failures += 1
+                self._storage_trouble(exc)
+                await self._wait(
+                    None, min(5.0, 0.1 * 2 ** min(failures, 6)) * random.uniform(0.5, 1)
+                )
+                continue
+            if failures:
+                failures = 0
+                self._storage_recovered()
+            if got >= free:
+                continue  # more work is likely waiting
+            if settings.burst and got == 0 and await self._burst_done():
+                log_event(
+                    Event.WORKER_STOPPED, "burst finished: no eligible job left", worker_id=self.id
+                )
+                self.stop()
+                break
+            if got:
+                continue
+            healthy = notifier is not None and notifier.healthy
+            await self._wait(self._wake, self._poll_interval(healthy))
+
+    async def _claim(self, free: int) -> int:
+        """Start buffered jobs, then claim more straight into Processing; refill the prefetch."""
+        backend = self.app.backend
+        started = 0
+        if self.buffer:
+            started += await self._start_buffered(free)
+            free = self.concurrency - len(self.running)
+        got = 0
+        if free > 0:
+            jobs = await backend.jobs_fetch(
+                worker_id=self.id,
+                limit=free,
+                queues=self.settings.queues,
+                exclude_types=self.circuits.blocked(),
+                start=True,
+            )
+            self.last_fetch_at = time.monotonic()
+            for job in jobs:
+                self._launch(job)
+            got = len(jobs)
+        room = self.settings.prefetch - len(self.buffer)
+        if room > 0 and (free <= 0 or got == free):
+            more = await backend.jobs_fetch(
+                worker_id=self.id,
+                limit=room,
+                queues=self.settings.queues,
+                exclude_types=self.circuits.blocked(),
+                start=False,
+            )
+            self.buffer.extend(more)
+        return got + started
+
+    async def _start_buffered(self, free: int) -> int:
+        take: list[ClaimedJob] = []
+        release: list[ClaimedJob] = []
+        blocked = set(self.circuits.blocked())
+        while self.buffer and len(take) < free:
+            job = self.buffer.popleft()
+            queue = self.queues.get(job.queue)
+            if job.type in blocked or (queue is not None and (queue.paused or not queue.active)):
+                release.append(job)
+            else:
+                take.append(job)
+        if release:
+            await self._release(release)
+        if not take:
+            return 0
+        started = await self.app.backend.jobs_start_many(leases=[j.lease for j in take])
+        for job in take:
+            info = started.get(job.id)
+            if info is None:
+                log_event(
+                    Event.JOB_LEASE_REJECTED,
+                    "prefetched job was reclaimed before it started; skipping it",
+                    level=WARNING,
+                    job_id=job.id,
+                )
+                continue
+            self._launch(_as_started(job, info.attempt_count, info.started_at))
+        return len(started)
+
+    async def _release(self, jobs: list[ClaimedJob]) -> None:
+        try:
+            released = await self.app.backend.jobs_release(leases=[j.lease for j in jobs])
+            log_event(
+                Event.PREFETCHED_JOB_RELEASED,
+                "released prefetched jobs",
+                count=len(released),
+                worker_id=self.id,
+            )
+        except StorageError as exc:
+            log_event(
+                Event.PREFETCHED_JOB_RELEASE_FAILED,
+                "could not release prefetched jobs; rescue will recover them",
+                level=WARNING,
+                error=str(exc),
+                count=len(jobs),
+            )
+
+    async def _burst_done(self) -> bool:
+        """In burst mode: nothing running, buffered or waiting to be finalized, and a fresh
+        fetch finds nothing."""
+        while self.running or self.buffer:
+            self._slot_freed.clear()
+            await self._wait(self._slot_freed, 0.05)
+            if self.buffer and len(self.running) < self.concurrency:
+                return False
+        assert self.finalizer is not None
+        await self.finalizer.drain()
+        return await self._claim(self.concurrency) == 0
+
+    def _launch(self, job: ClaimedJob) -> None:
+        queue = self.queues.get(job.queue)
+        handle = self.app.handlers.get(job.type)
+        pipe = self.app.pipes.get(job.queue) if handle is None else None
+        timeout = (
+            job.timeout_seconds
+            or (queue.execution_timeout_seconds if queue is not None else None)
+            or (handle.timeout if handle is not None else None)
+            or (pipe.timeout if pipe is not None else None)
+            or self.settings.default_timeout_seconds
+        )
+        context = JobContext(
+            job_id=job.id,
+            type=job.type,
+            queue=job.queue,
+            attempt=job.attempt_count,
+            max_attempts=job.max_attempts or self.settings.retry.max_attempts,
+            created_at=job.created_at,
+            tags=job.tags,
+            worker_id=self.id,
+        )
+        ex = Execution(job=job, context=context, timeout_seconds=timeout)
+        ex.next_beat = time.monotonic() + self._beat_interval()
+        context._loop = asyncio.get_running_loop()
+        context._beat = lambda: self._request_beat(ex)
+        self.running[job.id] = ex
+        ex.task = asyncio.create_task(self._run_one(ex))
+
+    async def _run_one(self, ex: Execution) -> None:
+        job = ex.job
+        permit = self.circuits.acquire(job.type)
+        move: Move | None
+        if permit is None:
+            # The circuit opened after this job was claimed: defer it, attempt refunded.
+            log_event(
+                Event.JOB_CIRCUIT_DEFERRED,
+                "circuit open; job deferred",
+                job_id=job.id,
+                type=job.type,
+            )
+            from ..models import RetryMove
+
+            move = RetryMove(
+                job.lease,
+                None,
+                delay_seconds=self.settings.circuit_delay_seconds,
+                refund_attempt=True,
+                count_retry=False,
+            )
+        else:
+            try:
+                move = await execute(self, ex)
+            except asyncio.CancelledError:
+                self.circuits.release(job.type, permit)
+                self._done(ex)
+                raise
+            except Exception as exc:  # a bug of ours: never lose the job silently
+                log_event(
+                    Event.WORKER_LOOP_CRASHED,
+                    "executor failed",
+                    level=ERROR,
+                    job_id=job.id,
+                    error=repr(exc),
+                )
+                move = None
+            self._report_circuit(ex, move, permit)
+        self._done(ex)
+        if ex.abandoned:
+            return
+        if move is None:
+            if ex.stop_reason is StopReason.LEASE_LOST:
+                log_event(
+                    Event.JOB_LEASE_LOST,
+                    "lease lost; the job's outcome is not ours to record",
+                    level=WARNING,
+                    job_id=job.id,
+                    worker_id=self.id,
+                )
+            return
+        assert self.finalizer is not None
+        self.finalizer.submit(move, ex)
+
+    def _report_circuit(self, ex: Execution, move: Move | None, permit: int) -> None:
+        from ..models import FailMove, FailureReason, RetryMove, SucceedMove
+
+        key = ex.job.type
+        if isinstance(move, SucceedMove):
+            self.circuits.success(key, permit)
+        elif isinstance(move, FailMove) and move.reason in (
+            FailureReason.CANCELLED,
+            FailureReason.REJECTED,
+            FailureReason.HEARTBEAT_FAILURE,
+        ):
+            self.circuits.release(key, permit)
+        elif isinstance(move, FailMove) or (isinstance(move, RetryMove) and move.count_retry):
+            self.circuits.failure(key, permit)
+        else:
+            self.circuits.release(key, permit)
+
+    def _done(self, ex: Execution) -> None:
+        if self.running.get(ex.job.id) is ex:
+            del self.running[ex.job.id]
+        self._slot_freed.set()
+
+    def _on_finalized(self, move: Move, ex: Any, applied: bool) -> None:
+        job: ClaimedJob = ex.job
+        kind = type(move).__name__.removesuffix("Move").lower()
+        fields: dict[str, Any] = {"job_id": job.id, "type": job.type, "queue": job.queue}
+        if not applied:
+            log_event(
+                Event.TRANSITION_NOT_APPLIED,
+                "transition not applied (lease no longer held)",
+                level=WARNING,
+                transition=kind,
+                **fields,
+            )
+            self.emit("conflict", transition=kind, **fields)
+            return
+        from ..models import FailMove, RetryMove, SucceedMove
+
+        if isinstance(move, SucceedMove):
+            log_event(
+                Event.JOB_SUCCEEDED,
+                "job succeeded",
+                level=10,
+                duration=move.duration_seconds,
+                **fields,
+            )
+            self.emit("succeeded", duration=move.duration_seconds, **fields)
+        elif isinstance(move, FailMove):
+            event = {
+                "FATAL_ERROR": Event.JOB_FATAL,
+                "TIMEOUT": Event.JOB_TIMED_OUT,
+                "CANCELLED": Event.JOB_CANCELLED,
+                "REJECTED": Event.JOB_REJECTED,
+                "RETRY_LIFETIME_EXPIRED": Event.JOB_LIFETIME_EXPIRED,
+            }.get(move.reason.name, Event.JOB_RETRIES_EXHAUSTED)
+            log_event(event, "job dead-lettered", level=WARNING, reason=move.reason.name, **fields)
+            self.emit("failed", reason=move.reason, duration=move.duration_seconds, **fields)
+        elif isinstance(move, RetryMove):
+            if move.count_retry:
+                log_event(
+                    Event.JOB_RETRY_SCHEDULED,
+                    "job will retry",
+                    level=20,
+                    run_at=move.run_at,
+                    **fields,
+                )
+                self.emit("retried", **fields)
+            elif move.refund_attempt:
+                self.emit("deferred", **fields)
+            else:
+                log_event(
+                    Event.JOB_SHUTDOWN_REQUEUED, "job put back to pending at shutdown", **fields
+                )
+                self.emit("requeued", **fields)
+
+    # -- notifications ----------------------------------------------------------------------
+
+    def _on_jobs(self, queue: str) -> None:
+        if self.settings.queues is None or queue in self.settings.queues:
+            self._wake.set()
+
+    def _on_cancel(self, job_id: str) -> None:
+        ex = self.running.get(job_id)
+        if ex is not None:
+            log_event(Event.JOB_CANCEL_REQUESTED, "cancel requested", job_id=job_id)
+            self._request_beat(ex)
+
+    def _request_beat(self, ex: Execution) -> None:
+        ex.beat_now = True
+        self._beat_now.set()
+
+    # -- heartbeats -------------------------------------------------------------------------
+
+    def _beat_interval(self) -> float:
+        return random.uniform(
+            self.settings.heartbeat_min_seconds, self.settings.heartbeat_max_seconds
+        )
+
+    async def _heartbeat_loop(self) -> None:
+        backend = self.app.backend
+        while True:
+            self._beat_now.clear()
+            now = time.monotonic()
+            self._watchdog(now)
+            due = [
+                ex
+                for ex in self.running.values()
+                if (ex.beat_now or ex.next_beat <= now) and ex.stop_reason is None
+            ]
+            if due:
+                for ex in due:
+                    ex.beat_now = False
+                    ex.next_beat = now + self._beat_interval()
+                beats = [Heartbeat(ex.job.lease, ex.context.progress) for ex in due]
+                try:
+                    acks = await backend.jobs_heartbeat(beats=beats)
+                except StorageError as exc:
+                    self._heartbeat_failed(due, exc)
+                else:
+                    for ex, ack in zip(due, acks, strict=True):
+                        ex.beat_failures = 0
+                        if not ack.owned:
+                            ex.stop(StopReason.LEASE_LOST)
+                        elif ack.cancel_requested:
+                            ex.stop(StopReason.CANCELLED, ack.cancel_requested_by)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._beat_now.wait(), timeout=0.5)
+
+    def _heartbeat_failed(self, due: list[Execution], exc: Exception) -> None:
+        threshold = self.settings.heartbeat_failure_threshold
+        for ex in due:
+            ex.beat_failures += 1
+            self.emit("heartbeat_failed", job_id=ex.job.id, type=ex.job.type, queue=ex.job.queue)
+            log_event(
+                Event.JOB_HEARTBEAT_FAILED,
+                "heartbeat failed",
+                level=WARNING,
+                job_id=ex.job.id,
+                failures=ex.beat_failures,
+                error=str(exc),
+            )
+            if ex.beat_failures >= threshold:
+                log_event(
+                    Event.JOB_HEARTBEAT_THRESHOLD,
+                    "heartbeat failure threshold reached",
+                    level=ERROR,
+                    job_id=ex.job.id,
+                    cancelling=self.settings.cancel_on_heartbeat_failure,
+                )
+                if self.settings.cancel_on_heartbeat_failure:
+                    ex.stop(StopReason.HEARTBEAT_FAILURE)
+                else:
+                    ex.beat_failures = 0  # keep running; rescue is the final authority
+
+    def _watchdog(self, now: float) -> None:
+        """Abandon a job that outlived its timeout by 10 s without returning (it ignored
+        cancellation): record its timeout and free the slot."""
+        for ex in list(self.running.values()):
+            if ex.abandoned or now - ex.started < ex.timeout_seconds + 10.0:
+                continue
+            ex.abandoned = True
+            self._done(ex)
+            log_event(
+                Event.JOB_SYNC_OVERRAN,
+                "job ignored its timeout; abandoned",
+                level=ERROR,
+                job_id=ex.job.id,
+                timeout=ex.timeout_seconds,
+            )
+            from ..models import FailMove, FailureReason
+
+            assert self.finalizer is not None
+            self.finalizer.submit(
+                FailMove(
+                    ex.job.lease,
+                    FailureReason.TIMEOUT,
+                    f"Timeout: the handler ran past its execution timeout of "
+                    f"{ex.timeout_seconds:g} s and did not stop when cancelled",
+                    duration_seconds=now - ex.started,
+                ),
+                ex,
+            )
+
+    # -- registry, queues, operator requests -------------------------------------------------
+
+    def info(self) -> WorkerInfo:
+        now = datetime.now(UTC)
+        return WorkerInfo(
+            id=self.id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            queues=tuple(self.settings.queues or ()),
+            concurrency=self.concurrency,
+            desired_concurrency=None,
+            running=len(self.running),
+            state=self.state,
+            started_at=self.started_at,
+            heartbeat_at=now,
+            circuits=json.dumps([c.as_json() for c in self.circuits.snapshot()]),
+        )
+
+    async def _registry_loop(self) -> None:
+        backend = self.app.backend
+        while True:
+            try:
+                control = await backend.worker_beat(self.info())
+                if control.desired_concurrency and control.desired_concurrency != self.concurrency:
+                    self.set_concurrency(control.desired_concurrency)
+                for key in control.close_circuits:
+                    self.circuits.force_close(key)
+                queues = {q.name: q for q in await backend.queue_list()}
+                self.queues = queues
+                if self.buffer:
+                    await self._release_paused()
+            except StorageError as exc:
+                self._storage_trouble(exc)
+            await asyncio.sleep(self.settings.worker_beat_interval_seconds)
+
+    async def _release_paused(self) -> None:
+        keep: deque[ClaimedJob] = deque()
+        release = []
+        for job in self.buffer:
+            queue = self.queues.get(job.queue)
+            if queue is not None and (queue.paused or not queue.active):
+                release.append(job)
+            else:
+                keep.append(job)
+        if release:
+            self.buffer = keep
+            await self._release(release)
+
+    def _circuit_event(self, key: str, state: CircuitState, event: str) -> None:
+        self.emit("circuit", key=key, state=state.value, event=event)
+
+    # -- storage trouble --------------------------------------------------------------------
+
+    def _storage_trouble(self, exc: Exception) -> None:
+        if self._storage_down_since is None:
+            self._storage_down_since = time.monotonic()
+            log_event(
+                Event.WORKER_STORAGE_UNAVAILABLE,
+                "storage unavailable; retrying with backoff",
+                level=ERROR,
+                error=str(exc),
+            )
+
+    def _storage_recovered(self) -> None:
+        if self._storage_down_since is not None:
+            log_event(
+                Event.WORKER_STORAGE_RECOVERED,
+                "storage reachable again",
+                down_seconds=round(time.monotonic() - self._storage_down_since, 3),
+            )
+            self._storage_down_since = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _wait(self, event: asyncio.Event | None, timeout: float | None) -> None:
+        """Wait for ``event``, the stop signal, or ``timeout`` seconds, whichever is first."""
+        waiters = [asyncio.ensure_future(self._stopping.wait())]
+        if event is not None:
+            waiters.append(asyncio.ensure_future(event.wait()))
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _supervise(self, name: str, fn: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            try:
+                await fn()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log_event(
+                    Event.WORKER_SIDE_TASK_DIED,
+                    f"side task {name} died; restarting it",
+                    level=ERROR,
+                    task=name,
+                    error=repr(exc),
+                )
+                await asyncio.sleep(1.0)
+
+    async def _shutdown(self, notifier: Any, maintenance: Maintenance) -> None:
+        self.state = "stopping"
+        log_event(
+            Event.SHUTDOWN_DRAIN_STARTED,
+            "stopping: no more fetching",
+            worker_id=self.id,
+            running=len(self.running),
+            buffered=len(self.buffer),
+        )
+        if self.buffer:
+            jobs = list(self.buffer)
+            self.buffer.clear()
+            await self._release(jobs)
+        tasks = [ex.task for ex in self.running.values() if ex.task is not None]
+        grace = 0.0 if self._hurry else self.settings.shutdown_grace_seconds
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        if self.running:
+            log_event(
+                Event.SHUTDOWN_GRACE_EXPIRED,
+                "grace period over; interrupting running jobs and putting them back to pending",
+                level=WARNING,
+                count=len(self.running),
+            )
+            pending = [ex.task for ex in self.running.values() if ex.task is not None]
+            for ex in list(self.running.values()):
+                ex.stop(StopReason.SHUTDOWN)
+                if not ex.in_handler and ex.task is not None:
+                    ex.task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5.0)
+        assert self.finalizer is not None
+        try:
+            await asyncio.wait_for(self.finalizer.drain(), timeout=30.0)
+        except TimeoutError:
+            log_event(
+                Event.FINALIZE_RETRYING,
+                "could not record every outcome before exit; rescue will recover those jobs",
+                level=ERROR,
+            )
+        for task in self._side_tasks:
+            task.cancel()
+        await asyncio.gather(*self._side_tasks, return_exceptions=True)
+        await maintenance.close()
+        with contextlib.suppress(Exception):
+            await notifier.stop()
+        with contextlib.suppress(StorageError):
+            await self.app.backend.worker_remove(worker_id=self.id)
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.state = "stopped"
+        log_event(Event.WORKER_STOPPED, "worker stopped", worker_id=self.id)
+
+
+def _as_started(job: ClaimedJob, attempt_count: int, started_at: datetime) -> ClaimedJob:
+    from dataclasses import replace
+
+    from ..models import JobStatus
+
+    return replace(
+        job, status=JobStatus.PROCESSING, attempt_count=attempt_count, started_at=started_at
+    )
+
+
+def lease_of(job: ClaimedJob) -> Lease:
+    return job.lease
