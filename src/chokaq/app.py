@@ -484,6 +484,8 @@ class _Portal:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
+            if not self._thread.is_alive():
+                self._loop.close()
 
 
 async def _call(fn: Callable[[App], Awaitable[R]], app: App) -> R:

@@ -1,0 +1,218 @@
+"""The retry formula, outcome classification and circuit breaker, with injected clocks."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from chokaq.errors import ConfigurationError, FatalError, ThrottledError
+from chokaq.models import (
+    ClaimedJob,
+    FailMove,
+    FailureReason,
+    JobStatus,
+    Lease,
+    RetryMove,
+    SucceedMove,
+)
+from chokaq.outcomes import Retry
+from chokaq.runtime.circuit import CircuitBreakers, CircuitPolicy, CircuitState
+from chokaq.runtime.executor import Result, StopReason, decide
+from chokaq.runtime.retry import RetryPolicy
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def claimed(attempt: int = 1, created: datetime = NOW) -> ClaimedJob:
+    return ClaimedJob(
+        id="0190a0a0-0000-7000-8000-000000000001",
+        queue="q",
+        type="t",
+        payload="{}",
+        tags=(),
+        priority=10,
+        status=JobStatus.PROCESSING,
+        attempt_count=attempt,
+        max_attempts=None,
+        timeout_seconds=None,
+        idempotency_key=None,
+        created_at=created,
+        scheduled_at=None,
+        started_at=NOW,
+        created_by=None,
+        last_error=None,
+        trace_context=None,
+        lease=Lease("0190a0a0-0000-7000-8000-000000000001", "w", "token"),
+    )
+
+
+def test_first_retry_waits_the_base_delay_then_doubles() -> None:
+    policy = RetryPolicy(base_delay_seconds=3, multiplier=2, jitter_seconds=0)
+    assert [policy.backoff(n) for n in (1, 2, 3, 4)] == [3, 6, 12, 24]
+
+
+def test_jitter_stays_in_range_and_never_passes_the_cap() -> None:
+    policy = RetryPolicy(base_delay_seconds=3, multiplier=2, max_delay_seconds=10, jitter_seconds=1)
+    rng = random.Random(7)
+    for _ in range(200):
+        assert 3 <= policy.backoff(1, rng) <= 4
+        assert 6 <= policy.backoff(2, rng) <= 7
+        assert policy.backoff(3, rng) == 10  # capped: no room left for jitter
+        assert policy.backoff(30, rng) == 10
+
+
+def test_throttled_delay_is_exact_but_capped() -> None:
+    policy = RetryPolicy(max_delay_seconds=60)
+    assert policy.throttled(17.5) == 17.5
+    assert policy.throttled(3600) == 60
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"base_delay_seconds": 0}, "base_delay_seconds"),
+        ({"multiplier": 0.5}, "multiplier"),
+        ({"max_delay_seconds": 1, "base_delay_seconds": 2}, "max_delay_seconds"),
+        ({"jitter_seconds": -1}, "jitter_seconds"),
+        ({"max_job_age_seconds": 0}, "max_job_age_seconds"),
+    ],
+)
+def test_bad_retry_settings_name_the_field(kwargs: dict[str, float], field: str) -> None:
+    with pytest.raises(ConfigurationError, match=field):
+        RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def decide_for(result: Result, *, attempt: int = 1, max_attempts: int = 3, **kw: object):
+    policy = kw.pop("policy", RetryPolicy(jitter_seconds=0))
+    return decide(
+        job=claimed(attempt, kw.pop("created", NOW)),  # type: ignore[arg-type]
+        result=result,
+        policy=policy,  # type: ignore[arg-type]
+        max_attempts=max_attempts,
+        duration=0.5,
+        now=NOW,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_transient_error_retries_on_the_formula_then_dead_letters() -> None:
+    first = decide_for(Result.RAISED, attempt=1, error=ValueError("boom"))
+    assert isinstance(first, RetryMove) and first.run_at == NOW + timedelta(seconds=3)
+    assert "ValueError: boom" in (first.error or "")
+    second = decide_for(Result.RAISED, attempt=2, error=ValueError("boom"))
+    assert isinstance(second, RetryMove) and second.run_at == NOW + timedelta(seconds=6)
+    last = decide_for(Result.RAISED, attempt=3, error=ValueError("boom"))
+    assert isinstance(last, FailMove) and last.reason is FailureReason.TRANSIENT
+
+
+def test_fatal_errors_skip_retries() -> None:
+    move = decide_for(Result.RAISED, error=FatalError("poison"))
+    assert isinstance(move, FailMove) and move.reason is FailureReason.FATAL_ERROR
+    configured = decide_for(Result.RAISED, error=KeyError("x"), fatal_types=(KeyError,))
+    assert isinstance(configured, FailMove) and configured.reason is FailureReason.FATAL_ERROR
+
+
+def test_throttled_retry_after_is_honoured_and_exhaustion_says_throttled() -> None:
+    move = decide_for(Result.RAISED, error=ThrottledError("429", retry_after_seconds=42))
+    assert isinstance(move, RetryMove) and move.run_at == NOW + timedelta(seconds=42)
+    last = decide_for(Result.RAISED, attempt=3, error=ThrottledError("429", retry_after_seconds=1))
+    assert isinstance(last, FailMove) and last.reason is FailureReason.THROTTLED
+
+
+def test_returned_retry_uses_its_delay_and_exhausts_as_max_retries() -> None:
+    move = decide_for(Result.RETURNED_RETRY, value=Retry(after_seconds=9))
+    assert isinstance(move, RetryMove) and move.run_at == NOW + timedelta(seconds=9)
+    last = decide_for(Result.RETURNED_RETRY, attempt=3, value=Retry())
+    assert isinstance(last, FailMove) and last.reason is FailureReason.MAX_RETRIES_EXCEEDED
+
+
+def test_a_retry_past_the_max_job_age_expires_the_job() -> None:
+    policy = RetryPolicy(jitter_seconds=0, max_job_age_seconds=3600)
+    old = NOW - timedelta(seconds=3599)
+    move = decide_for(Result.RAISED, error=ValueError("x"), policy=policy, created=old)
+    assert isinstance(move, FailMove) and move.reason is FailureReason.RETRY_LIFETIME_EXPIRED
+    fresh = decide_for(Result.RAISED, error=ValueError("x"), policy=policy)
+    assert isinstance(fresh, RetryMove)
+
+
+def test_stops_map_to_their_outcomes() -> None:
+    cancel = decide_for(Result.STOPPED, stop_reason=StopReason.CANCELLED, actor="alice")
+    assert isinstance(cancel, FailMove) and cancel.reason is FailureReason.CANCELLED
+    assert cancel.actor == "alice"
+    assert decide_for(Result.STOPPED, stop_reason=StopReason.LEASE_LOST) is None
+    shutdown = decide_for(Result.STOPPED, stop_reason=StopReason.SHUTDOWN)
+    assert isinstance(shutdown, RetryMove) and not shutdown.refund_attempt
+    beat = decide_for(Result.STOPPED, stop_reason=StopReason.HEARTBEAT_FAILURE)
+    assert isinstance(beat, FailMove) and beat.reason is FailureReason.HEARTBEAT_FAILURE
+    timeout = decide_for(Result.TIMED_OUT)
+    assert isinstance(timeout, FailMove) and timeout.reason is FailureReason.TIMEOUT
+    assert isinstance(decide_for(Result.SUCCEEDED), SucceedMove)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_circuit_opens_at_threshold_and_recovers_through_a_probe() -> None:
+    clock = Clock()
+    events: list[str] = []
+    breakers = CircuitBreakers(
+        CircuitPolicy(threshold=3, window_seconds=60, break_seconds=30),
+        clock=clock,
+        on_event=lambda key, state, event: events.append(event),
+    )
+    for _ in range(3):
+        permit = breakers.acquire("t")
+        assert permit == 0
+        breakers.failure("t", permit)
+    assert breakers.blocked() == ["t"]
+    assert breakers.acquire("t") is None
+    clock.t += 30
+    probe = breakers.acquire("t")
+    assert probe  # half-open: one probe
+    assert breakers.acquire("t") is None
+    breakers.success("t", probe)
+    assert breakers.snapshot()[0].state is CircuitState.CLOSED
+    assert events[:1] == ["opened"] and "half_opened" in events and events[-1] == "closed"
+
+
+def test_failures_outside_the_window_do_not_add_up() -> None:
+    clock = Clock()
+    breakers = CircuitBreakers(CircuitPolicy(threshold=2, window_seconds=10), clock=clock)
+    breakers.failure("t", 0)
+    clock.t += 11
+    breakers.failure("t", 0)
+    assert breakers.blocked() == []
+
+
+def test_half_open_failure_reopens_and_force_close_closes() -> None:
+    clock = Clock()
+    breakers = CircuitBreakers(CircuitPolicy(threshold=1, break_seconds=5), clock=clock)
+    breakers.failure("t", 0)
+    clock.t += 5
+    probe = breakers.acquire("t")
+    assert probe is not None
+    breakers.failure("t", probe)
+    assert breakers.snapshot()[0].state is CircuitState.OPEN
+    assert breakers.force_close("t")
+    assert breakers.acquire("t") == 0
+
+
+def test_a_probe_that_never_reports_frees_its_slot() -> None:
+    clock = Clock()
+    breakers = CircuitBreakers(
+        CircuitPolicy(threshold=1, break_seconds=5, probe_timeout_seconds=10), clock=clock
+    )
+    breakers.failure("t", 0)
+    clock.t += 5
+    assert breakers.acquire("t")
+    assert breakers.acquire("t") is None
+    clock.t += 11
+    assert breakers.acquire("t")

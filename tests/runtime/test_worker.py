@@ -1,0 +1,562 @@
+"""The worker in-process, on both backends: outcomes, retries, timeouts, cancel, circuits."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from chokaq import (
+    App,
+    CircuitPolicy,
+    Fail,
+    FailureReason,
+    FatalError,
+    JobContext,
+    Retry,
+    RetryPolicy,
+    ThrottledError,
+    ValidationError,
+)
+from chokaq.models import JobFilter, JobStatus, NewJob, Pillar
+
+from .conftest import running, until
+
+
+async def pillar_of(app: App, job_id: str) -> Pillar | None:
+    view = await app.backend.job_get(job_id)
+    return view.pillar if view else None
+
+
+async def test_jobs_run_concurrently_and_land_in_the_archive(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    seen: list[int] = []
+    in_flight = 0
+    peak = 0
+
+    @app.job(queue="work")
+    async def work(i: int) -> None:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.02)
+        in_flight -= 1
+        seen.append(i)
+
+    @app.job()
+    def blocking(i: int) -> None:
+        time.sleep(0.01)
+        seen.append(-i)
+
+    await app.open()
+    await work.enqueue_many([{"i": i} for i in range(40)])
+    await blocking.enqueue_many([{"i": i} for i in range(1, 6)])
+    await app.run_worker(burst=True, concurrency=5)
+    assert sorted(seen) == sorted([*range(40), *(-i for i in range(1, 6))])
+    assert peak == 5
+    summary = await app.backend.stats_summary()
+    assert (summary.pending, summary.processing, summary.succeeded_total) == (0, 0, 45)
+
+
+async def test_a_failing_job_retries_after_the_backoff_and_then_succeeds(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=3, base_delay_seconds=0.3, jitter_seconds=0))
+    calls: list[float] = []
+
+    @app.job()
+    async def flaky() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise ConnectionError("reset by peer")
+
+    await app.open()
+    job_id = await flaky.enqueue()
+    async with running(app):
+        await until(lambda: _in(app, job_id, Pillar.ARCHIVE))
+    assert len(calls) == 2
+    assert calls[1] - calls[0] >= 0.3  # the first retry waits the base delay
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.attempt_count == 2
+    assert (await app.backend.stats_summary()).retried_total == 1
+
+
+async def _in(app: App, job_id: str, pillar: Pillar) -> bool:
+    return await pillar_of(app, job_id) is pillar
+
+
+async def dlq_reason(app: App, job_id: str) -> FailureReason | None:
+    view = await app.backend.job_get(job_id)
+    return view.failure_reason if view is not None and view.pillar is Pillar.DLQ else None
+
+
+async def test_each_failure_path_ends_where_documented(make_app: Callable[..., App]) -> None:
+    app = make_app(
+        retry=RetryPolicy(max_attempts=2, base_delay_seconds=0.05, jitter_seconds=0),
+        fatal_exceptions=(KeyError,),
+        circuit=CircuitPolicy(enabled=False),
+    )
+
+    @app.job()
+    async def fatal() -> None:
+        raise FatalError("poison pill")
+
+    @app.job()
+    async def configured_fatal() -> None:
+        raise KeyError("missing")
+
+    @app.job()
+    async def always_fails() -> None:
+        raise RuntimeError("still broken")
+
+    @app.job()
+    async def throttled() -> None:
+        raise ThrottledError("429", retry_after_seconds=0.05)
+
+    @app.job()
+    async def gives_up() -> Fail:
+        return Fail("customer closed the account")
+
+    @app.job()
+    async def keeps_retrying() -> Retry:
+        return Retry(after_seconds=0.05)
+
+    @app.job(timeout=0.2)
+    async def too_slow() -> None:
+        await asyncio.sleep(10)
+
+    @app.job(timeout=0.2)
+    def too_slow_sync() -> str:
+        time.sleep(0.6)
+        return "ignored"
+
+    @app.job()
+    async def with_args(n: int) -> None: ...
+
+    await app.open()
+    expected = {
+        await fatal.enqueue(): FailureReason.FATAL_ERROR,
+        await configured_fatal.enqueue(): FailureReason.FATAL_ERROR,
+        await always_fails.enqueue(): FailureReason.TRANSIENT,
+        await throttled.enqueue(): FailureReason.THROTTLED,
+        await gives_up.enqueue(): FailureReason.FATAL_ERROR,
+        await keeps_retrying.enqueue(): FailureReason.MAX_RETRIES_EXCEEDED,
+        await too_slow.enqueue(): FailureReason.TIMEOUT,
+        await too_slow_sync.enqueue(): FailureReason.TIMEOUT,
+        (await app.enqueue_raw("nobody_handles_this", {})): FailureReason.REJECTED,
+        (await app.enqueue_raw("with_args", {"m": 1})): FailureReason.REJECTED,
+        (await app.enqueue_raw("with_args", [1, 2])): FailureReason.REJECTED,
+    }
+    async with running(app):
+
+        async def all_dead() -> bool:
+            return all([await dlq_reason(app, i) is not None for i in expected])
+
+        await until(all_dead)
+    for job_id, reason in expected.items():
+        assert await dlq_reason(app, job_id) is reason, job_id
+    failed = (await app.backend.stats_summary()).failed_total
+    assert failed == len(expected)
+    throughput = await app.backend.stats_throughput()
+    assert throughput.failed_1m == len(expected)
+
+
+async def test_fatal_error_keeps_its_stack_trace(make_app: Callable[..., App]) -> None:
+    app = make_app()
+
+    @app.job()
+    async def poison(order: int) -> None:
+        raise FatalError(f"order {order} cannot be parsed")
+
+    await app.open()
+    job_id = await poison.enqueue(order=7)
+    await app.run_worker(burst=True)
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.error is not None
+    assert "Traceback" in view.error and "order 7 cannot be parsed" in view.error
+
+
+async def test_throttled_retry_after_is_honoured_exactly(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    starts: list[datetime] = []
+
+    @app.job()
+    async def partner() -> None:
+        starts.append(datetime.now(UTC))
+        if len(starts) == 1:
+            raise ThrottledError("slow down", retry_after_seconds=0.5)
+
+    await app.open()
+    job_id = await partner.enqueue()
+    async with running(app):
+        await until(lambda: _in(app, job_id, Pillar.ARCHIVE))
+    assert timedelta(seconds=0.5) <= starts[1] - starts[0] < timedelta(seconds=1.5)
+
+
+async def test_lifetime_expiry_stops_retries(make_app: Callable[..., App]) -> None:
+    app = make_app(
+        retry=RetryPolicy(
+            max_attempts=5, base_delay_seconds=5, jitter_seconds=0, max_job_age_seconds=2
+        )
+    )
+
+    @app.job()
+    async def stale() -> None:
+        raise RuntimeError("downstream gone")
+
+    await app.open()
+    job_id = await stale.enqueue()
+    async with running(app):
+        await until(lambda: dlq_reason_is(app, job_id, FailureReason.RETRY_LIFETIME_EXPIRED))
+
+
+async def dlq_reason_is(app: App, job_id: str, reason: FailureReason) -> bool:
+    return await dlq_reason(app, job_id) is reason
+
+
+async def test_an_open_circuit_defers_jobs_without_consuming_attempts(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(
+        circuit=CircuitPolicy(threshold=2, break_seconds=60),
+        retry=RetryPolicy(max_attempts=1),
+    )
+
+    @app.job()
+    async def gateway(n: int) -> None:
+        raise TimeoutError("gateway down")
+
+    await app.open()
+    first = [await gateway.enqueue(n=i) for i in range(2)]
+    async with running(app, concurrency=1) as worker:
+        for job_id in first:
+            await until(lambda job_id=job_id: _in(app, job_id, Pillar.DLQ))
+        assert worker.circuits.blocked() == ["gateway"]
+        later = await gateway.enqueue(n=99)
+        await asyncio.sleep(0.3)  # give the worker a few polls: it must not take the job
+        view = await app.backend.job_get(later)
+        assert view is not None and view.pillar is Pillar.HOT
+        assert view.status is JobStatus.PENDING and view.attempt_count == 0
+        snapshot = worker.circuits.snapshot()[0]
+        assert snapshot.state.value == "open" and snapshot.failures == 2
+
+
+async def test_a_running_job_is_cancelled_from_another_connection(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    operator = make_app()  # a second App: its own connections, like another process
+    started = asyncio.Event()
+
+    @app.job()
+    async def long_task(ctx: JobContext) -> None:
+        started.set()
+        await asyncio.sleep(30)
+
+    await app.open()
+    await operator.open()
+    job_id = await long_task.enqueue()
+    async with running(app):
+        await asyncio.wait_for(started.wait(), 10)
+        result = await operator.backend.jobs_cancel(ids=[job_id], actor="alice")
+        assert result.requested == (job_id,)
+        await until(lambda: _in(app, job_id, Pillar.DLQ), timeout=10)
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.failure_reason is FailureReason.CANCELLED
+    assert view.cancelled_by == "alice"
+
+
+async def test_sync_handler_sees_the_cancel_flag(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    observed = threading.Event()
+
+    @app.job()
+    def cooperative(ctx: JobContext) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if ctx.cancel_requested:
+                observed.set()
+                return
+            time.sleep(0.01)
+
+    await app.open()
+    job_id = await cooperative.enqueue()
+    async with running(app):
+        await until(lambda: _status_is(app, job_id, JobStatus.PROCESSING))
+        await app.backend.jobs_cancel(ids=[job_id], actor="bob")
+        await until(lambda: _in(app, job_id, Pillar.DLQ))
+    assert observed.wait(5)
+
+
+async def _status_is(app: App, job_id: str, status: JobStatus) -> bool:
+    view = await app.backend.job_get(job_id)
+    return view is not None and view.status is status
+
+
+async def test_progress_is_stored_and_visible_while_running(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    release = asyncio.Event()
+
+    @app.job()
+    async def report(ctx: JobContext) -> None:
+        ctx.report_progress(40)
+        await release.wait()
+
+    await app.open()
+    job_id = await report.enqueue()
+    async with running(app):
+
+        async def shows_progress() -> bool:
+            view = await app.backend.job_get(job_id)
+            return view is not None and view.progress == 40
+
+        await until(shows_progress)
+        release.set()
+        await until(lambda: _in(app, job_id, Pillar.ARCHIVE))
+
+
+async def test_middleware_wraps_in_registration_order(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    trail: list[str] = []
+
+    @app.middleware
+    async def outer(ctx: JobContext, call_next):  # type: ignore[no-untyped-def]
+        trail.append(f"outer>{ctx.type}:{ctx.attempt}")
+        result = await call_next()
+        trail.append("outer<")
+        return result
+
+    @app.middleware
+    async def inner(ctx: JobContext, call_next):  # type: ignore[no-untyped-def]
+        trail.append("inner>")
+        result = await call_next()
+        trail.append("inner<")
+        return result
+
+    @app.job()
+    async def handler() -> None:
+        trail.append("handler")
+
+    await app.open()
+    await handler.enqueue()
+    await app.run_worker(burst=True)
+    assert trail == ["outer>handler:1", "inner>", "handler", "inner<", "outer<"]
+
+
+async def test_pipe_handler_receives_type_and_raw_payload(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    received: list[tuple[str, str, str]] = []
+
+    @app.pipe("events")
+    async def sink(type: str, payload: str, ctx: JobContext) -> None:
+        received.append((type, payload, ctx.queue))
+
+    await app.open()
+    await app.enqueue_raw("user.signed_up", '{"id": 1}', queue="events")
+    await app.enqueue_raw("user.deleted", {"id": 2}, queue="events")
+    await app.run_worker(burst=True)
+    assert sorted(received) == [
+        ("user.deleted", '{"id":2}', "events"),
+        ("user.signed_up", '{"id": 1}', "events"),
+    ]
+
+
+async def test_enqueue_checks_arguments_and_options_before_writing(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+
+    @app.job(queue="emails")
+    async def send_email(to: str, subject: str) -> None: ...
+
+    await app.open()
+    with pytest.raises(ValidationError, match="missing a required argument: 'subject'"):
+        await send_email.enqueue(to="a@b.c")
+    with pytest.raises(ValidationError, match="unexpected keyword argument 'cc'"):
+        await send_email.enqueue(to="a@b.c", subject="hi", cc="x")
+    with pytest.raises(ValidationError, match="JSON-serializable"):
+        await send_email.enqueue(to=object(), subject="hi")
+    with pytest.raises(ValidationError) as info:
+        await send_email.enqueue(to="a", subject="b", priority=10**9)
+    assert info.value.field == "priority"
+    page = await app.backend.jobs_page(pillar=Pillar.HOT)
+    assert page.total == 0
+
+
+async def test_enqueue_options_and_duplicates(make_app: Callable[..., App]) -> None:
+    app = make_app()
+
+    @app.job(queue="emails", max_attempts=5, timeout=30)
+    async def send_email(to: str, subject: str) -> None: ...
+
+    await app.open()
+    first = await send_email.enqueue(
+        to="a@b.c",
+        subject="hi",
+        priority=20,
+        delay=60,
+        idempotency_key="welcome:42",
+        tags=["signup"],
+        created_by="signup-service",
+    )
+    again = await send_email.enqueue(to="a@b.c", subject="hi", idempotency_key="welcome:42")
+    assert not first.duplicate and again.duplicate and again == first
+    view = await app.backend.job_get(first)
+    assert view is not None
+    assert (view.queue, view.priority, view.tags, view.created_by) == (
+        "emails",
+        20,
+        ("signup",),
+        "signup-service",
+    )
+    assert view.scheduled_at is not None and view.scheduled_at > datetime.now(UTC)
+    sync_id = await asyncio.to_thread(send_email.enqueue_sync, to="x@y.z", subject="sync")
+    assert await pillar_of(app, sync_id) is Pillar.HOT
+
+
+async def test_burst_leaves_delayed_jobs_for_later(make_app: Callable[..., App]) -> None:
+    app = make_app()
+
+    @app.job()
+    async def later() -> None: ...
+
+    await app.open()
+    await later.enqueue(delay=3600)
+    now_id = await later.enqueue()
+    await asyncio.wait_for(app.run_worker(burst=True), timeout=10)
+    assert await pillar_of(app, now_id) is Pillar.ARCHIVE
+    assert (await app.backend.stats_summary()).pending == 1
+
+
+async def test_concurrency_changes_at_runtime_without_interrupting_work(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    gate = asyncio.Event()
+    in_flight = 0
+    peak = 0
+
+    @app.job()
+    async def hold(i: int) -> None:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await gate.wait()
+        in_flight -= 1
+
+    await app.open()
+    await hold.enqueue_many([{"i": i} for i in range(6)])
+    async with running(app, concurrency=2) as worker:
+        await until(lambda: _count(app, JobStatus.PROCESSING, 2))
+        worker.set_concurrency(4)
+        await until(lambda: _count(app, JobStatus.PROCESSING, 4))
+        worker.set_concurrency(1)  # running jobs keep running
+        assert in_flight == 4
+        gate.set()
+        await until(lambda: _archived(app, 6))
+    assert peak == 4
+
+
+async def _count(app: App, status: JobStatus, n: int) -> bool:
+    page = await app.backend.jobs_page(pillar=Pillar.HOT, filter=JobFilter(status=status))
+    return page.total == n
+
+
+async def _archived(app: App, n: int) -> bool:
+    return (await app.backend.stats_summary()).succeeded_total == n
+
+
+async def test_operators_ask_a_worker_to_change_concurrency(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    await app.open()
+    async with running(app, concurrency=3) as worker:
+
+        async def registered() -> bool:
+            return any(w.id == worker.id for w in await app.backend.workers_list())
+
+        await until(registered)
+        await app.backend.worker_request(worker_id=worker.id, concurrency=7)
+
+        async def changed() -> bool:
+            return worker.concurrency == 7
+
+        await until(changed)
+
+
+async def test_shutdown_interrupts_after_the_grace_period_and_requeues(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(shutdown_grace_seconds=0.2)
+    started = asyncio.Event()
+
+    @app.job()
+    async def endless() -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    await app.open()
+    job_id = await endless.enqueue()
+    worker = app.create_worker()
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(started.wait(), 10)
+    worker.stop()
+    await asyncio.wait_for(task, 10)
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.pillar is Pillar.HOT and view.status is JobStatus.PENDING
+    assert view.attempt_count == 1  # the interrupted execution counts as an attempt
+    assert view.last_error is not None and "Shutdown" in view.last_error
+
+
+async def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
+    make_app: Callable[..., App],
+) -> None:
+    # The worker's heartbeats are slow and rescue runs elsewhere: the job is declared a zombie,
+    # and when the stale worker finishes, its success is refused by the lease fence.
+    app = make_app(
+        heartbeat_min_seconds=30,
+        heartbeat_max_seconds=31,
+        zombie_timeout_seconds=60,
+        rescue_interval_seconds=3600,
+    )
+    release = asyncio.Event()
+
+    @app.job()
+    async def slow() -> None:
+        await release.wait()
+
+    await app.open()
+    job_id = await slow.enqueue()
+    async with running(app):
+        await until(lambda: _status_is(app, job_id, JobStatus.PROCESSING))
+        rescue = await app.backend.jobs_rescue(
+            fetched_timeout_seconds=60,
+            processing_timeout_seconds=60,
+            now=datetime.now(UTC) + timedelta(seconds=120),
+        )
+        assert rescue.zombies == (job_id,)
+        release.set()
+        await asyncio.sleep(0.3)
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.pillar is Pillar.DLQ
+    assert view.failure_reason is FailureReason.ZOMBIE
+    summary = await app.backend.stats_summary()
+    assert (summary.succeeded_total, summary.failed_total) == (0, 1)
+
+
+async def test_enqueue_many_of_prepared_jobs_is_one_call(make_app: Callable[..., App]) -> None:
+    app = make_app()
+
+    @app.job()
+    async def a(x: int) -> None: ...
+
+    await app.open()
+    ids = await app.enqueue_many(
+        [a.prepare(x=1), a.prepare(x=2, queue="other"), NewJob(type="raw", payload="[]")]
+    )
+    assert len(set(ids)) == 3
+    queues = {q.queue.name for q in await app.backend.stats_queues()}
+    assert {"default", "other"} <= queues
