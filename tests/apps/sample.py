@@ -1,0 +1,64 @@
+"""A sample app for worker subprocess tests, configured from the environment.
+
+Handlers coordinate with the test through marker files in ``CHOKAQ_TEST_DIR``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from chokaq import App, JobContext, RetryPolicy, WorkerSettings
+
+MARKERS = Path(os.environ.get("CHOKAQ_TEST_DIR", "/tmp"))
+
+app = App(
+    os.environ.get("CHOKAQ_DATABASE_URL", "sqlite:///sample.db"),
+    schema=os.environ.get("CHOKAQ_SCHEMA", "chokaq"),
+    auto_migrate=True,
+    worker=WorkerSettings(
+        heartbeat_min_seconds=0.2,
+        heartbeat_max_seconds=0.3,
+        zombie_timeout_seconds=float(os.environ.get("CHOKAQ_ZOMBIE_TIMEOUT", "2")),
+        fetched_timeout_seconds=float(os.environ.get("CHOKAQ_FETCHED_TIMEOUT", "2")),
+        rescue_interval_seconds=0.3,
+        poll_interval_seconds=0.05,
+        worker_beat_interval_seconds=0.3,
+        shutdown_grace_seconds=float(os.environ.get("CHOKAQ_GRACE", "5")),
+        retry=RetryPolicy(max_attempts=3, base_delay_seconds=0.1, jitter_seconds=0),
+    ),
+)
+
+
+def mark(name: str) -> None:
+    (MARKERS / name).write_text(str(os.getpid()))
+
+
+@app.job()
+async def hang(tag: str) -> None:
+    """Marks that it started, then runs until cancelled."""
+    mark(f"started-{tag}")
+    await asyncio.sleep(3600)
+
+
+@app.job()
+async def sleepy(tag: str, seconds: float) -> None:
+    mark(f"started-{tag}")
+    await asyncio.sleep(seconds)
+    mark(f"done-{tag}")
+
+
+@app.job()
+def sync_sleepy(tag: str, seconds: float, ctx: JobContext) -> None:
+    mark(f"started-{tag}")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not ctx.cancel_requested:
+        time.sleep(0.01)
+    mark(f"done-{tag}")
+
+
+@app.job()
+async def quick(tag: str) -> None:
+    mark(f"done-{tag}")
