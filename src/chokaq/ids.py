@@ -56,6 +56,6 @@ def is_job_id(value: str) -> bool:
     if len(value) != 36:
         return False
     try:
-        return str(uuid.UUID(value)) == value.lower()
+        return str(uuid.UUID(value)) == value
     except ValueError:
         return False

@@ -75,7 +75,9 @@ def _check_utf8(field: str, value: str) -> None:
         raise ValidationError(field, "must be valid UTF-8 (no lone surrogates)") from None
 
 
-def check_text(field: str, value: object, *, max_length: int, allow_none: bool = True) -> str | None:
+def check_text(
+    field: str, value: object, *, max_length: int, allow_none: bool = True
+) -> str | None:
     """A free-text field: a string of at most ``max_length`` characters, valid UTF-8, no NUL."""
     if value is None:
         if allow_none:
@@ -225,7 +227,9 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         or not 1 <= job.max_attempts <= MAX_ATTEMPTS
     ):
         raise ValidationError("max_attempts", f"must be an integer between 1 and {MAX_ATTEMPTS}")
-    _check_seconds("timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True)
+    _check_seconds(
+        "timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True
+    )
     check_text("trace_context", job.trace_context, max_length=1000)
     if job.id is not None:
         check_job_id("id", job.id)

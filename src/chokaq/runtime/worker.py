@@ -193,7 +193,12 @@ class Worker:
                 break
             if got:
                 continue
-            healthy = notifier is not None and notifier.healthy
+            # Only a backend that notifies across processes lets an idle worker sleep long.
+            healthy = (
+                notifier is not None
+                and notifier.healthy
+                and backend.capabilities.listen_notify
+            )
             await self._wait(self._wake, self._poll_interval(healthy))
 
     async def _claim(self, free: int) -> int:

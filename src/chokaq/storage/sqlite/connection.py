@@ -1,0 +1,259 @@
+"""The SQLite connection: one file, one dedicated thread, short transactions, the loaded SQL.
+
+Owns opening the file (PRAGMAs, version check), the single-thread executor every statement runs
+on, the statement text with the table prefix substituted, write transactions (``BEGIN
+IMMEDIATE`` with a bounded retry on a locked file) and the migration ledger. It knows nothing of
+jobs: the operations live in ``transitions``, ``operators``, ``control`` and ``reads``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ...errors import ConfigurationError, StorageError
+from ..sqlfile import Migration, load_migrations, load_queries
+
+__all__ = ["Database", "database_path", "quote_identifier"]
+
+T = TypeVar("T")
+
+_PACKAGE = "chokaq.storage.sqlite"
+_TABLE = re.compile(r"\{p\}([A-Za-z_][A-Za-z0-9_]*)")
+_MIN_VERSION = (3, 35, 0)  # RETURNING
+_LOCK_RETRIES = 6
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a double-quoted SQLite identifier (embedded quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def database_path(url: str) -> str:
+    """The file of a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL."""
+    if not url.startswith("sqlite:///"):
+        raise ConfigurationError(f"database url: expected sqlite:///path, got {url!r}")
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    if not path:
+        raise ConfigurationError("database url: sqlite:/// needs a file path")
+    return path
+
+
+def _prefixed(sql: str, prefix: str) -> str:
+    return _TABLE.sub(lambda m: quote_identifier(prefix + m.group(1)), sql)
+
+
+def _statements(script: str) -> Iterable[str]:
+    """Split a script into complete statements (executescript would commit our transaction)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                yield buffer
+            buffer = ""
+    if buffer.strip() and sqlite3.complete_statement(buffer + ";"):
+        yield buffer
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc)
+    return "database is locked" in text or "database is busy" in text
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    queries: dict[str, str]
+    schema: str
+    migrations: list[Migration]
+
+
+@functools.lru_cache(maxsize=16)
+def _load(prefix: str) -> _Loaded:
+    """Every statement with the table prefix substituted, once per prefix."""
+    queries = {k: _prefixed(v, prefix) for k, v in load_queries(_PACKAGE).items()}
+    text = resources.files(_PACKAGE).joinpath("schema.sql").read_text(encoding="utf-8")
+    migrations = [
+        Migration(m.version, m.name, _prefixed(m.sql, prefix)) for m in load_migrations(_PACKAGE)
+    ]
+    return _Loaded(queries, _prefixed(text, prefix), migrations)
+
+
+class Database:
+    """The connection to one SQLite file, used only from its own thread.
+
+    ``call`` hops onto that thread once per operation; the operation then runs every statement
+    it needs there (a batch is one hop, not one per row).
+    """
+
+    def __init__(self, *, path: str, prefix: str, busy_timeout_seconds: float) -> None:
+        self.path = path
+        self.key = path if path == ":memory:" else str(Path(path).resolve())
+        self.prefix = prefix
+        self.busy_timeout_seconds = busy_timeout_seconds
+        loaded = _load(prefix)
+        self.q = loaded.queries
+        self.migrations = loaded.migrations
+        self._schema = loaded.schema
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if sqlite3.sqlite_version_info < _MIN_VERSION:
+            raise ConfigurationError(
+                f"SQLite {sqlite3.sqlite_version} is too old: chokaq needs 3.35 or newer "
+                "(for RETURNING)"
+            )
+        if self._executor is not None:
+            return
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chokaq-sqlite")
+        try:
+            await self.call(Database._connect)
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_seconds, isolation_level=None)
+        try:
+            # sqlite3.connect(timeout=...) already installs the busy timeout.
+            for name in ("pragma_wal", "pragma_synchronous", "pragma_foreign_keys"):
+                conn.execute(self.q[name])
+        except BaseException:
+            conn.close()
+            raise
+        conn.row_factory = sqlite3.Row
+        self._conn = conn
+
+    async def close(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(executor, self._disconnect)
+        finally:
+            executor.shutdown(wait=True)
+
+    def _disconnect(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StorageError("the SQLite backend is not open: call await backend.open()")
+        return self._conn
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(self, *args)`` on the connection's thread."""
+        if self._executor is None:
+            raise StorageError("the SQLite backend is not open: call await backend.open()")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, self, *args))
+
+    # -- transactions (on the connection's thread) ------------------------------------------
+
+    def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` inside ``BEGIN IMMEDIATE``; retried when the file stays locked.
+
+        ``BEGIN IMMEDIATE`` takes the write lock up front, so two processes never deadlock on a
+        read-to-write upgrade; busy_timeout makes each attempt wait, the retry covers the rare
+        case where the wait runs out under a burst.
+        """
+        return self._transaction("begin_write", fn, args)
+
+    def exclusive(self, fn: Callable[..., T], *args: Any) -> T:
+        return self._transaction("begin_exclusive", fn, args)
+
+    def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` in a read transaction (one consistent snapshot)."""
+        conn = self.conn
+        conn.execute(self.q["begin_read"])
+        try:
+            return fn(*args)
+        finally:
+            conn.execute(self.q["rollback"])
+
+    def _transaction(self, begin: str, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        conn = self.conn
+        for attempt in range(_LOCK_RETRIES):
+            try:
+                conn.execute(self.q[begin])
+                try:
+                    result = fn(*args)
+                    conn.execute(self.q["commit"])
+                    return result
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute(self.q["rollback"])
+                    raise
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or attempt == _LOCK_RETRIES - 1:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def script(self, text: str) -> None:
+        """Execute every statement of ``text`` inside the current transaction."""
+        for statement in _statements(text):
+            self.conn.execute(statement)
+
+    # -- migrations (on the connection's thread) --------------------------------------------
+
+    def migrate(self, via_migrations: bool) -> list[int]:
+        return self.exclusive(self._migrate, via_migrations)
+
+    def _migrate(self, via_migrations: bool) -> list[int]:
+        conn, q = self.conn, self.q
+        conn.execute(q["ledger_create"])
+        done = {row[0] for row in conn.execute(q["ledger_versions"])}
+        now = time.time()
+        applied: list[int] = []
+        fresh = (
+            not done
+            and not conn.execute(q["table_exists"], {"name": self.prefix + "jobs_hot"}).fetchone()[
+                0
+            ]
+        )
+        if fresh and not via_migrations:
+            self.script(self._schema)
+            for migration in self.migrations:
+                conn.execute(
+                    q["ledger_record"],
+                    {"version": migration.version, "name": migration.name, "now": now},
+                )
+                applied.append(migration.version)
+            return applied
+        for migration in self.migrations:
+            if migration.version in done:
+                continue
+            self.script(migration.sql)
+            conn.execute(
+                q["ledger_record"],
+                {"version": migration.version, "name": migration.name, "now": now},
+            )
+            applied.append(migration.version)
+        return applied
+
+    def schema_version(self) -> int:
+        conn = self.conn
+        exists = conn.execute(
+            self.q["table_exists"], {"name": self.prefix + "schema_migrations"}
+        ).fetchone()[0]
+        if not exists:
+            return 0
+        versions = [row[0] for row in conn.execute(self.q["ledger_versions"])]
+        return max(versions, default=0)

@@ -1,0 +1,106 @@
+"""The control plane on SQLite: queue rows (pause, activate, limits) and worker rows.
+
+Each function runs on the connection's thread in one short write transaction, or a read.
+Owns these tables' statements only; arguments are validated by the backend.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ...models import QueueInfo, WorkerControl, WorkerInfo
+from .connection import Database
+from .rows import queue_info, worker_info
+from .transitions import ensure_queues
+
+__all__ = [
+    "queue_configure",
+    "queue_ensure",
+    "queue_list",
+    "queue_set",
+    "worker_beat",
+    "worker_remove",
+    "worker_request",
+    "workers_list",
+]
+
+
+def _get(db: Database, name: str) -> QueueInfo:
+    return queue_info(db.conn.execute(db.q["queue_get"], {"name": name}).fetchone())
+
+
+def queue_list(db: Database) -> list[QueueInfo]:
+    return [queue_info(row) for row in db.conn.execute(db.q["queue_list"]).fetchall()]
+
+
+def queue_ensure(db: Database, name: str, now: float) -> QueueInfo:
+    def run() -> QueueInfo:
+        ensure_queues(db, [name], now)
+        return _get(db, name)
+
+    return db.write(run)
+
+
+def queue_set(
+    db: Database, query: str, name: str, flag: bool, actor: str | None, now: float
+) -> QueueInfo:
+    """Set ``paused`` (``queue_set_paused``) or ``active`` (``queue_set_active``)."""
+
+    def run() -> QueueInfo:
+        ensure_queues(db, [name], now)
+        db.conn.execute(
+            db.q[query], {"name": name, "flag": 1 if flag else 0, "actor": actor, "now": now}
+        )
+        return _get(db, name)
+
+    return db.write(run)
+
+
+def queue_configure(db: Database, params: dict[str, object]) -> QueueInfo:
+    def run() -> QueueInfo:
+        name = str(params["name"])
+        ensure_queues(db, [name], float(params["now"]))  # type: ignore[arg-type]
+        db.conn.execute(db.q["queue_configure"], params)
+        return _get(db, name)
+
+    return db.write(run)
+
+
+def worker_beat(db: Database, info: WorkerInfo, now: float) -> WorkerControl:
+    params = {
+        "id": info.id,
+        "hostname": info.hostname,
+        "pid": info.pid,
+        "queues": json.dumps(list(info.queues)),
+        "concurrency": info.concurrency,
+        "running": info.running,
+        "state": info.state,
+        "circuits": info.circuits,
+        "started_at": info.started_at.timestamp(),
+        "now": now,
+    }
+
+    def run() -> WorkerControl:
+        desired, close = db.conn.execute(db.q["worker_upsert"], params).fetchone()
+        circuits = tuple(json.loads(close or "[]"))
+        if circuits:
+            db.conn.execute(db.q["worker_clear_circuits"], {"id": info.id})
+        return WorkerControl(desired_concurrency=desired, close_circuits=circuits)
+
+    return db.write(run)
+
+
+def worker_remove(db: Database, worker_id: str) -> None:
+    db.write(lambda: db.conn.execute(db.q["worker_remove"], {"id": worker_id}))
+
+
+def workers_list(db: Database, since: float) -> list[WorkerInfo]:
+    rows = db.conn.execute(db.q["workers_list"], {"since": since}).fetchall()
+    return [worker_info(row) for row in rows]
+
+
+def worker_request(
+    db: Database, worker_id: str | None, concurrency: int | None, circuit: str | None
+) -> int:
+    params = {"id": worker_id, "concurrency": concurrency, "circuit": circuit}
+    return db.write(lambda: db.conn.execute(db.q["worker_request"], params).rowcount)

@@ -1,0 +1,541 @@
+-- The SQLite backend's statements, loaded once by name. "{p}name" is replaced at load time by the
+-- quoted, prefixed table name; ":name" are driver parameters. "{order}" (page queries only) is
+-- replaced by a whitelisted, quoted ORDER BY list built from the sort field.
+
+-- name: ledger_create
+CREATE TABLE IF NOT EXISTS {p}schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+
+-- name: ledger_versions
+SELECT version FROM {p}schema_migrations ORDER BY version
+
+-- name: ledger_record
+INSERT INTO {p}schema_migrations (version, name, applied_at) VALUES (:version, :name, :now)
+
+-- name: table_exists
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name
+
+-- name: ensure_queue
+INSERT OR IGNORE INTO {p}queues (name, updated_at) VALUES (:queue, :now)
+
+-- name: ensure_stats
+INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
+
+-- name: enqueue_insert
+INSERT INTO {p}jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context
+) VALUES (
+    :id, :queue, :type, :payload, :tags, :idempotency_key, :priority, 0, 0,
+    :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context
+)
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+
+-- name: ids_by_key
+SELECT idempotency_key, id FROM {p}jobs_hot
+WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
+
+-- name: fetch_capped_queues
+SELECT q.name,
+       q.max_workers - (SELECT count(*) FROM {p}jobs_hot AS h
+                        WHERE h.queue = q.name AND h.status IN (1, 2)) AS free
+FROM {p}queues AS q
+WHERE q.max_workers IS NOT NULL AND q.paused = 0 AND q.active = 1
+
+-- name: fetch_candidates
+SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS sort_at, h.created_at
+FROM {p}jobs_hot AS h
+WHERE h.status = 0
+  AND (h.scheduled_at IS NULL OR h.scheduled_at <= :now)
+  AND h.type NOT IN (SELECT value FROM json_each(:exclude))
+  AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
+                  WHERE q.name = h.queue
+                    AND (q.paused <> 0 OR q.active = 0 OR q.max_workers IS NOT NULL))
+ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+LIMIT :limit
+
+-- name: fetch_candidates_in
+SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS sort_at, h.created_at
+FROM {p}jobs_hot AS h
+WHERE h.status = 0
+  AND h.queue IN (SELECT value FROM json_each(:queues))
+  AND (h.scheduled_at IS NULL OR h.scheduled_at <= :now)
+  AND h.type NOT IN (SELECT value FROM json_each(:exclude))
+  AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
+                  WHERE q.name = h.queue
+                    AND (q.paused <> 0 OR q.active = 0 OR q.max_workers IS NOT NULL))
+ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+LIMIT :limit
+
+-- name: fetch_candidates_queue
+SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS sort_at, h.created_at
+FROM {p}jobs_hot AS h
+WHERE h.status = 0
+  AND h.queue = :queue
+  AND (h.scheduled_at IS NULL OR h.scheduled_at <= :now)
+  AND h.type NOT IN (SELECT value FROM json_each(:exclude))
+ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+LIMIT :limit
+
+-- name: fetch_claim
+UPDATE {p}jobs_hot
+SET status = :status,
+    worker_id = :worker_id,
+    lease_token = c.token,
+    updated_at = :now,
+    progress = NULL,
+    attempt_count = attempt_count + :started,
+    started_at = CASE WHEN :started THEN :now ELSE started_at END,
+    heartbeat_at = CASE WHEN :started THEN :now ELSE heartbeat_at END
+FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
+      FROM json_each(:claims)) AS c
+WHERE {p}jobs_hot.id = c.id AND {p}jobs_hot.status = 0
+RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_attempts,
+          timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
+          last_error, trace_context, worker_id, lease_token
+
+-- name: job_start
+UPDATE {p}jobs_hot
+SET status = 2, attempt_count = attempt_count + 1, started_at = :now, heartbeat_at = :now,
+    updated_at = :now
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 1
+RETURNING attempt_count, started_at
+
+-- name: job_heartbeat
+UPDATE {p}jobs_hot
+SET heartbeat_at = :now, updated_at = :now, progress = coalesce(:progress, progress)
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 2
+RETURNING cancel_requested_at, cancelled_by
+
+-- name: job_progress
+UPDATE {p}jobs_hot
+SET progress = :progress, updated_at = :now
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 2
+
+-- name: job_release
+UPDATE {p}jobs_hot
+SET status = 0, worker_id = NULL, lease_token = NULL, updated_at = :now
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 1
+RETURNING id
+
+-- name: job_retry
+UPDATE {p}jobs_hot
+SET status = 0, scheduled_at = :scheduled_at, last_error = :error, worker_id = NULL,
+    lease_token = NULL, heartbeat_at = NULL, progress = NULL, updated_at = :now,
+    attempt_count = max(attempt_count - :refund, 0)
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
+RETURNING queue
+
+-- name: archive_insert_leased
+INSERT INTO {p}jobs_archive (
+    id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
+    worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds
+)
+SELECT id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
+       worker_id, created_by, last_modified_by, created_at, started_at, :now, :duration
+FROM {p}jobs_hot
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
+
+-- name: dlq_insert_leased
+INSERT INTO {p}jobs_dlq (
+    id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
+    timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
+    started_at, failed_at, duration_seconds
+)
+SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
+       timeout_seconds, worker_id, created_by, last_modified_by,
+       coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
+       started_at, :now, :duration
+FROM {p}jobs_hot
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
+
+-- name: hot_delete_leased
+DELETE FROM {p}jobs_hot
+WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
+RETURNING queue
+
+-- name: dlq_insert_by_status
+INSERT INTO {p}jobs_dlq (
+    id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
+    timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
+    started_at, failed_at, duration_seconds
+)
+SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
+       timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
+       created_at, started_at, :now, NULL
+FROM {p}jobs_hot
+WHERE id = :id AND status = :status
+
+-- name: hot_delete_by_status
+DELETE FROM {p}jobs_hot WHERE id = :id AND status = :status RETURNING queue
+
+-- name: stats_bump
+INSERT INTO {p}stats_summary (queue, succeeded_total, failed_total, retried_total,
+                              last_activity_at)
+VALUES (:queue, :succeeded, :failed, :retried, :now)
+ON CONFLICT (queue) DO UPDATE SET
+    succeeded_total = succeeded_total + excluded.succeeded_total,
+    failed_total = failed_total + excluded.failed_total,
+    retried_total = retried_total + excluded.retried_total,
+    last_activity_at = max(coalesce(last_activity_at, excluded.last_activity_at),
+                           excluded.last_activity_at)
+
+-- name: bucket_bump
+INSERT INTO {p}metric_buckets (
+    width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+    duration_count, total_duration_seconds, max_duration_seconds, updated_at
+) VALUES (1, :bucket, :queue, :outcome, :reason, :count, :duration_count, :duration_total,
+          :duration_max, :now)
+ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE SET
+    completed_count = completed_count + excluded.completed_count,
+    duration_count = duration_count + excluded.duration_count,
+    total_duration_seconds = total_duration_seconds + excluded.total_duration_seconds,
+    max_duration_seconds = max(coalesce(max_duration_seconds, excluded.max_duration_seconds),
+                               coalesce(excluded.max_duration_seconds, max_duration_seconds)),
+    updated_at = excluded.updated_at
+
+-- name: rescue_fetched
+UPDATE {p}jobs_hot
+SET status = 0, worker_id = NULL, lease_token = NULL, updated_at = :now
+WHERE status = 1 AND updated_at < :cutoff
+RETURNING id
+
+-- name: rescue_zombies
+SELECT h.id, coalesce(q.zombie_timeout_seconds, :timeout) AS timeout
+FROM {p}jobs_hot AS h LEFT JOIN {p}queues AS q ON q.name = h.queue
+WHERE h.status = 2
+  AND coalesce(h.heartbeat_at, h.updated_at) < :now - coalesce(q.zombie_timeout_seconds, :timeout)
+
+-- name: hot_status_of
+SELECT id, status FROM {p}jobs_hot WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: cancel_request
+UPDATE {p}jobs_hot
+SET cancel_requested_at = coalesce(cancel_requested_at, :now), cancelled_by = :actor,
+    last_modified_by = :actor
+WHERE id = :id AND status = 2
+
+-- name: hot_edit
+UPDATE {p}jobs_hot
+SET payload = coalesce(:payload, payload),
+    tags = CASE WHEN :set_tags THEN :tags ELSE tags END,
+    priority = coalesce(:priority, priority),
+    last_modified_by = :actor,
+    updated_at = :now
+WHERE id = :id AND status = 0
+
+-- name: dlq_edit
+UPDATE {p}jobs_dlq
+SET payload = coalesce(:payload, payload),
+    tags = CASE WHEN :set_tags THEN :tags ELSE tags END,
+    priority = coalesce(:priority, priority),
+    last_modified_by = :actor
+WHERE id = :id
+
+-- name: dlq_to_hot
+INSERT INTO {p}jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
+    last_modified_by
+)
+SELECT id, queue, type, coalesce(:payload, payload),
+       CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
+       max_attempts, timeout_seconds, NULL, created_at, :now, created_by, :actor
+FROM {p}jobs_dlq
+WHERE id = :id
+ON CONFLICT DO NOTHING
+
+-- name: dlq_delete_one
+DELETE FROM {p}jobs_dlq WHERE id = :id RETURNING queue
+
+-- name: dlq_delete_ids
+DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING id
+
+-- name: archive_purge_batch
+DELETE FROM {p}jobs_archive
+WHERE id IN (SELECT id FROM {p}jobs_archive WHERE finished_at < :cutoff
+             ORDER BY finished_at LIMIT :limit)
+
+-- name: dlq_purge_batch
+DELETE FROM {p}jobs_dlq
+WHERE id IN (SELECT id FROM {p}jobs_dlq WHERE failed_at < :cutoff
+             ORDER BY failed_at LIMIT :limit)
+
+-- name: metrics_prune
+DELETE FROM {p}metric_buckets WHERE width_seconds = :width AND bucket_start < :cutoff
+
+-- name: metrics_rollup_fold
+INSERT INTO {p}metric_buckets (
+    width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+    duration_count, total_duration_seconds, max_duration_seconds, updated_at
+)
+SELECT 60, CAST(bucket_start / 60 AS INTEGER) * 60.0 AS minute, queue, outcome, failure_reason,
+       sum(completed_count), sum(duration_count), sum(total_duration_seconds),
+       max(max_duration_seconds), :now
+FROM {p}metric_buckets
+WHERE width_seconds = 1 AND bucket_start < :cutoff
+GROUP BY minute, queue, outcome, failure_reason
+ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE SET
+    completed_count = completed_count + excluded.completed_count,
+    duration_count = duration_count + excluded.duration_count,
+    total_duration_seconds = total_duration_seconds + excluded.total_duration_seconds,
+    max_duration_seconds = max(coalesce(max_duration_seconds, excluded.max_duration_seconds),
+                               coalesce(excluded.max_duration_seconds, max_duration_seconds)),
+    updated_at = excluded.updated_at
+
+-- name: metrics_rollup_delete
+DELETE FROM {p}metric_buckets WHERE width_seconds = 1 AND bucket_start < :cutoff
+
+-- name: summary_hot
+SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0)
+FROM {p}jobs_hot
+
+-- name: summary_totals
+SELECT coalesce(sum(succeeded_total), 0), coalesce(sum(failed_total), 0),
+       coalesce(sum(retried_total), 0), max(last_activity_at)
+FROM {p}stats_summary
+
+-- name: stats_queues
+SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
+       q.execution_timeout_seconds, q.updated_at,
+       coalesce(c.pending, 0), coalesce(c.fetched, 0), coalesce(c.processing, 0),
+       coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
+       coalesce(s.retried_total, 0), s.last_activity_at,
+       coalesce(l.n, 0), coalesce(l.lag_avg, 0.0), coalesce(l.lag_max, 0.0)
+FROM {p}queues AS q
+LEFT JOIN {p}stats_summary AS s ON s.queue = q.name
+LEFT JOIN (SELECT queue, sum(status = 0) AS pending, sum(status = 1) AS fetched,
+                  sum(status = 2) AS processing
+           FROM {p}jobs_hot GROUP BY queue) AS c ON c.queue = q.name
+LEFT JOIN (SELECT queue, count(*) AS n,
+                  avg(max(:now - coalesce(scheduled_at, created_at), 0.0)) AS lag_avg,
+                  max(max(:now - coalesce(scheduled_at, created_at), 0.0)) AS lag_max
+           FROM {p}jobs_hot
+           WHERE status = 0 AND (scheduled_at IS NULL OR scheduled_at <= :now)
+           GROUP BY queue) AS l ON l.queue = q.name
+ORDER BY q.name
+
+-- name: stats_throughput
+SELECT coalesce(sum(CASE WHEN bucket_start >= :since_1m THEN completed_count END), 0),
+       coalesce(sum(CASE WHEN bucket_start >= :since_1m AND outcome = 1
+                         THEN completed_count END), 0),
+       coalesce(sum(completed_count), 0),
+       coalesce(sum(CASE WHEN outcome = 1 THEN completed_count END), 0)
+FROM {p}metric_buckets
+WHERE width_seconds = 1 AND bucket_start >= :since_5m
+
+-- name: stats_series
+SELECT bucket_start,
+       coalesce(sum(CASE WHEN outcome = 0 THEN completed_count END), 0),
+       coalesce(sum(CASE WHEN outcome = 1 THEN completed_count END), 0),
+       coalesce(sum(total_duration_seconds), 0.0),
+       max(max_duration_seconds)
+FROM {p}metric_buckets
+WHERE width_seconds = :width AND bucket_start >= :since
+  AND (:until IS NULL OR bucket_start <= :until)
+  AND (:queue IS NULL OR queue = :queue)
+GROUP BY bucket_start
+ORDER BY bucket_start
+
+-- name: dlq_newest_errors
+SELECT failure_reason, error, failed_at FROM {p}jobs_dlq ORDER BY failed_at DESC LIMIT :scan
+
+-- name: hot_get
+SELECT * FROM {p}jobs_hot WHERE id = :id
+
+-- name: archive_get
+SELECT * FROM {p}jobs_archive WHERE id = :id
+
+-- name: dlq_get
+SELECT * FROM {p}jobs_dlq WHERE id = :id
+
+-- name: hot_count
+SELECT count(*) FROM {p}jobs_hot
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:status IS NULL OR status = :status)
+  AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
+
+-- name: hot_page
+SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
+       max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
+       scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
+       cancel_requested_at, cancelled_by
+FROM {p}jobs_hot
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:status IS NULL OR status = :status)
+  AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
+ORDER BY {order}
+LIMIT :limit OFFSET :offset
+
+-- name: archive_count
+SELECT count(*) FROM {p}jobs_archive
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\')
+
+-- name: archive_page
+SELECT * FROM {p}jobs_archive
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\')
+ORDER BY {order}
+LIMIT :limit OFFSET :offset
+
+-- name: dlq_count
+SELECT count(*) FROM {p}jobs_dlq
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:reason IS NULL OR failure_reason = :reason)
+  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+
+-- name: dlq_page
+SELECT * FROM {p}jobs_dlq
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:reason IS NULL OR failure_reason = :reason)
+  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+ORDER BY {order}
+LIMIT :limit OFFSET :offset
+
+-- name: queue_get
+SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+       updated_at
+FROM {p}queues WHERE name = :name
+
+-- name: queue_list
+SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+       updated_at
+FROM {p}queues ORDER BY name
+
+-- name: queue_set_paused
+UPDATE {p}queues SET paused = :flag, updated_at = :now, last_modified_by = :actor
+WHERE name = :name
+
+-- name: queue_set_active
+UPDATE {p}queues SET active = :flag, updated_at = :now, last_modified_by = :actor
+WHERE name = :name
+
+-- name: queue_configure
+UPDATE {p}queues
+SET max_workers = CASE WHEN :set_max_workers THEN :max_workers ELSE max_workers END,
+    zombie_timeout_seconds = CASE WHEN :set_zombie THEN :zombie ELSE zombie_timeout_seconds END,
+    execution_timeout_seconds = CASE WHEN :set_execution THEN :execution
+                                     ELSE execution_timeout_seconds END,
+    updated_at = :now,
+    last_modified_by = :actor
+WHERE name = :name
+
+-- name: worker_upsert
+INSERT INTO {p}workers (id, hostname, pid, queues, concurrency, running, state, circuits,
+                        started_at, heartbeat_at)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :running, :state, :circuits,
+        :started_at, :now)
+ON CONFLICT (id) DO UPDATE SET
+    hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, running = excluded.running, state = excluded.state,
+    circuits = excluded.circuits, heartbeat_at = excluded.heartbeat_at
+RETURNING desired_concurrency, close_circuits
+
+-- name: worker_clear_circuits
+UPDATE {p}workers SET close_circuits = '[]' WHERE id = :id AND close_circuits <> '[]'
+
+-- name: worker_remove
+DELETE FROM {p}workers WHERE id = :id
+
+-- name: workers_list
+SELECT id, hostname, pid, queues, concurrency, desired_concurrency, running, state,
+       started_at, heartbeat_at, circuits
+FROM {p}workers WHERE heartbeat_at >= :since ORDER BY heartbeat_at DESC, id
+
+-- name: worker_request
+UPDATE {p}workers
+SET desired_concurrency = coalesce(:concurrency, desired_concurrency),
+    close_circuits = CASE
+        WHEN :circuit IS NULL
+          OR EXISTS (SELECT 1 FROM json_each(close_circuits) WHERE value = :circuit)
+        THEN close_circuits
+        ELSE json_insert(close_circuits, '$[#]', :circuit) END
+WHERE (:id IS NULL OR id = :id)
+
+-- name: begin_write
+BEGIN IMMEDIATE
+
+-- name: begin_exclusive
+BEGIN EXCLUSIVE
+
+-- name: begin_read
+BEGIN
+
+-- name: commit
+COMMIT
+
+-- name: rollback
+ROLLBACK
+
+-- name: savepoint
+SAVEPOINT move
+
+-- name: savepoint_release
+RELEASE SAVEPOINT move
+
+-- name: savepoint_rollback
+ROLLBACK TO SAVEPOINT move
+
+-- name: pragma_wal
+PRAGMA journal_mode = WAL
+
+-- name: pragma_synchronous
+PRAGMA synchronous = NORMAL
+
+-- name: pragma_foreign_keys
+PRAGMA foreign_keys = OFF
+
+-- name: savepoint_batch
+SAVEPOINT batch
+
+-- name: savepoint_batch_release
+RELEASE SAVEPOINT batch
+
+-- name: savepoint_batch_rollback
+ROLLBACK TO SAVEPOINT batch
+
+-- name: archive_insert_many
+INSERT INTO {p}jobs_archive (
+    id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
+    worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds
+)
+SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count, h.max_attempts,
+       h.timeout_seconds, h.worker_id, h.created_by, h.last_modified_by, h.created_at,
+       h.started_at, :now, json_extract(m.value, '$[3]')
+FROM json_each(:moves) AS m
+JOIN {p}jobs_hot AS h ON h.id = json_extract(m.value, '$[0]')
+WHERE h.worker_id = json_extract(m.value, '$[1]')
+  AND h.lease_token = json_extract(m.value, '$[2]')
+  AND h.status IN (1, 2)
+
+-- name: hot_delete_many
+DELETE FROM {p}jobs_hot
+WHERE id IN (SELECT h.id
+             FROM json_each(:moves) AS m
+             JOIN {p}jobs_hot AS h ON h.id = json_extract(m.value, '$[0]')
+             WHERE h.worker_id = json_extract(m.value, '$[1]')
+               AND h.lease_token = json_extract(m.value, '$[2]')
+               AND h.status IN (1, 2))
+RETURNING id, queue

@@ -1,0 +1,236 @@
+"""Reads on SQLite: the overview, per-queue stats, throughput, chart series, top DLQ errors,
+paged listings and single-job lookups.
+
+Each function runs on the connection's thread inside one read transaction (one snapshot). The
+overview and throughput never touch the archive or the DLQ. Owns reading only; it writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ...errors import ValidationError
+from ...limits import MAX_SEARCH_LENGTH, check_text
+from ...models import (
+    ErrorGroup,
+    FailureReason,
+    JobFilter,
+    JobView,
+    Page,
+    Pillar,
+    QueueStats,
+    SeriesPoint,
+    Summary,
+    Throughput,
+)
+from .connection import Database, quote_identifier
+from .rows import from_ts, job_view, queue_info, to_ts
+
+__all__ = [
+    "filter_params",
+    "job_get",
+    "jobs_page",
+    "order_by",
+    "stats_queues",
+    "stats_series",
+    "stats_summary",
+    "stats_throughput",
+    "top_errors",
+]
+
+# The sort fields (``base.SortField``) and the column each orders by in each pillar; a field a
+# pillar has no column for orders by that pillar's date.
+_SORTS: dict[Pillar, dict[str, str]] = {
+    Pillar.HOT: {
+        "date": "created_at",
+        "created": "created_at",
+        "id": "id",
+        "queue": "queue",
+        "type": "type",
+        "priority": "priority",
+        "attempts": "attempt_count",
+        "worker": "worker_id",
+        # Hot rows have neither a duration nor a reason yet: these sort by date.
+        "duration": "created_at",
+        "reason": "created_at",
+    },
+    Pillar.ARCHIVE: {
+        "date": "finished_at",
+        "created": "created_at",
+        "id": "id",
+        "queue": "queue",
+        "type": "type",
+        "priority": "priority",
+        "attempts": "attempt_count",
+        "duration": "duration_seconds",
+        "worker": "worker_id",
+        "reason": "finished_at",  # succeeded jobs have no failure reason: sort by date
+    },
+    Pillar.DLQ: {
+        "date": "failed_at",
+        "created": "created_at",
+        "id": "id",
+        "queue": "queue",
+        "type": "type",
+        "priority": "priority",
+        "attempts": "attempt_count",
+        "duration": "duration_seconds",
+        "reason": "failure_reason",
+        "worker": "worker_id",
+    },
+}
+_DIRECTION = {True: "DESC", False: "ASC"}
+
+
+def order_by(pillar: Pillar, sort: str, descending: bool) -> str:
+    """A whitelisted ORDER BY list (quoted column, direction, then id as the tie-breaker)."""
+    column = _SORTS[pillar].get(sort)
+    if column is None:
+        allowed = ", ".join(sorted(_SORTS[pillar]))
+        raise ValidationError("sort", f"must be one of {allowed} for the {pillar} pillar")
+    direction = _DIRECTION[bool(descending)]
+    return f"{quote_identifier(column)} {direction}, {quote_identifier('id')} {direction}"
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def filter_params(filter: JobFilter) -> dict[str, object]:
+    """The named parameters every filtered statement takes (None switches a filter off)."""
+    search = check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
+    return {
+        "queue": filter.queue,
+        "type": filter.type,
+        "status": None if filter.status is None else int(filter.status),
+        "reason": None if filter.failure_reason is None else int(filter.failure_reason),
+        "since": None if filter.since is None else to_ts(filter.since, "filter.since"),
+        "until": None if filter.until is None else to_ts(filter.until, "filter.until"),
+        "ids": None if filter.ids is None else json.dumps(list(filter.ids)),
+        "search": _like(search) if search else None,
+    }
+
+
+def stats_summary(db: Database) -> Summary:
+    def run() -> Summary:
+        pending, fetched, processing = db.conn.execute(db.q["summary_hot"]).fetchone()
+        succeeded, failed, retried, last = db.conn.execute(db.q["summary_totals"]).fetchone()
+        return Summary(
+            pending=pending,
+            fetched=fetched,
+            processing=processing,
+            succeeded_total=succeeded,
+            failed_total=failed,
+            retried_total=retried,
+            last_activity_at=from_ts(last),
+        )
+
+    return db.read(run)
+
+
+def stats_queues(db: Database, now: float) -> list[QueueStats]:
+    def run() -> list[QueueStats]:
+        out = []
+        for row in db.conn.execute(db.q["stats_queues"], {"now": now}).fetchall():
+            values = tuple(row)
+            out.append(
+                QueueStats(
+                    queue=queue_info(values),
+                    pending=values[7],
+                    fetched=values[8],
+                    processing=values[9],
+                    succeeded_total=values[10],
+                    failed_total=values[11],
+                    retried_total=values[12],
+                    last_activity_at=from_ts(values[13]),
+                    lag_count=values[14],
+                    lag_avg_seconds=float(values[15]),
+                    lag_max_seconds=float(values[16]),
+                )
+            )
+        return out
+
+    return db.read(run)
+
+
+def stats_throughput(db: Database, now: float) -> Throughput:
+    row = db.conn.execute(
+        db.q["stats_throughput"], {"since_1m": now - 60.0, "since_5m": now - 300.0}
+    ).fetchone()
+    return Throughput(processed_1m=row[0], failed_1m=row[1], processed_5m=row[2], failed_5m=row[3])
+
+
+def stats_series(
+    db: Database, since: float, until: float | None, width: int, queue: str | None
+) -> list[SeriesPoint]:
+    rows = db.conn.execute(
+        db.q["stats_series"], {"since": since, "until": until, "width": width, "queue": queue}
+    ).fetchall()
+    return [
+        SeriesPoint(
+            bucket_start=from_ts(row[0]),  # type: ignore[arg-type]
+            succeeded=row[1],
+            failed=row[2],
+            total_duration_seconds=float(row[3]),
+            max_duration_seconds=row[4],
+        )
+        for row in rows
+    ]
+
+
+def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
+    """Group the newest ``scan`` DLQ rows by reason and error prefix (done here, in Python,
+    because SQLite has no regular-expression replace to collapse whitespace)."""
+    groups: dict[tuple[int, str], list[float]] = {}
+    for reason, error, failed_at in db.conn.execute(db.q["dlq_newest_errors"], {"scan": scan}):
+        prefix = " ".join((error or "").split())[:160].strip() or "(empty error details)"
+        group = groups.setdefault((reason, prefix), [0, failed_at])
+        group[0] += 1
+        group[1] = max(group[1], failed_at)
+    ranked = sorted(groups.items(), key=lambda item: (-item[1][0], -item[1][1]))
+    return [
+        ErrorGroup(
+            failure_reason=FailureReason(reason),
+            prefix=prefix,
+            count=int(count),
+            latest_at=from_ts(latest),  # type: ignore[arg-type]
+        )
+        for (reason, prefix), (count, latest) in ranked[:limit]
+    ]
+
+
+_PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
+
+
+def jobs_page(
+    db: Database, pillar: Pillar, filter: JobFilter, order: str, page: int, page_size: int
+) -> Page[JobView]:
+    params = filter_params(filter)
+    name = _PAGE[pillar]
+
+    def run() -> Page[JobView]:
+        total = db.conn.execute(db.q[f"{name}_count"], params).fetchone()[0]
+        sql = db.q[f"{name}_page"].replace("{order}", order)
+        rows = db.conn.execute(
+            sql, {**params, "limit": page_size, "offset": (page - 1) * page_size}
+        ).fetchall()
+        items = tuple(job_view(pillar, row) for row in rows)
+        return Page(items=items, total=total, page=page, page_size=page_size)
+
+    return db.read(run)
+
+
+def job_get(db: Database, id: str) -> JobView | None:
+    def run() -> JobView | None:
+        for pillar, query in (
+            (Pillar.HOT, "hot_get"),
+            (Pillar.ARCHIVE, "archive_get"),
+            (Pillar.DLQ, "dlq_get"),
+        ):
+            row = db.conn.execute(db.q[query], {"id": id}).fetchone()
+            if row is not None:
+                return job_view(pillar, row)
+        return None
+
+    return db.read(run)

@@ -1,0 +1,490 @@
+"""The worker path on SQLite: enqueue, claim, start, heartbeat, release, finalize and rescue.
+
+Each function runs on the connection's thread and does its whole batch in one short write
+transaction. Every worker transition is fenced by the lease (id, worker id, token, status).
+Terminal moves update ``stats_summary`` and ``metric_buckets`` in the same transaction; nothing
+here ever decrements a counter. Owns these transitions only; validation happens in the backend.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ...ids import new_job_id, new_lease_token
+from ...models import (
+    ClaimedJob,
+    EnqueueResult,
+    FailMove,
+    FailureReason,
+    Heartbeat,
+    HeartbeatAck,
+    JobStatus,
+    Lease,
+    Move,
+    NewJob,
+    Outcome,
+    RetryMove,
+    Started,
+    SucceedMove,
+)
+from .connection import Database
+from .rows import claimed_job, from_ts, tags_in, to_ts
+
+__all__ = [
+    "Counters",
+    "enqueue",
+    "fetch",
+    "finalize",
+    "heartbeat",
+    "progress",
+    "release",
+    "rescue",
+    "start_many",
+]
+
+
+@dataclass
+class _Bucket:
+    count: int = 0
+    duration_count: int = 0
+    duration_total: float = 0.0
+    duration_max: float | None = None
+
+
+@dataclass
+class Counters:
+    """Counter deltas gathered during one transaction and written once at its end."""
+
+    now: float
+    stats: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
+    buckets: dict[tuple[str, int, int], _Bucket] = field(
+        default_factory=lambda: defaultdict(_Bucket)
+    )
+
+    def outcome(
+        self, queue: str, reason: FailureReason | None, duration: float | None = None
+    ) -> None:
+        self.stats[queue][0 if reason is None else 1] += 1
+        outcome = Outcome.SUCCEEDED if reason is None else Outcome.FAILED
+        bucket = self.buckets[(queue, int(outcome), -1 if reason is None else int(reason))]
+        bucket.count += 1
+        if duration is not None:
+            bucket.duration_count += 1
+            bucket.duration_total += duration
+            bucket.duration_max = (
+                duration if bucket.duration_max is None else max(bucket.duration_max, duration)
+            )
+
+    def retried(self, queue: str) -> None:
+        self.stats[queue][2] += 1
+
+    def write(self, db: Database) -> None:
+        conn, q = db.conn, db.q
+        if self.stats:
+            conn.executemany(
+                q["stats_bump"],
+                [
+                    {"queue": k, "succeeded": s, "failed": f, "retried": r, "now": self.now}
+                    for k, (s, f, r) in self.stats.items()
+                ],
+            )
+        if self.buckets:
+            start = float(math.floor(self.now))
+            conn.executemany(
+                q["bucket_bump"],
+                [
+                    {
+                        "bucket": start,
+                        "queue": queue,
+                        "outcome": outcome,
+                        "reason": reason,
+                        "count": b.count,
+                        "duration_count": b.duration_count,
+                        "duration_total": b.duration_total,
+                        "duration_max": b.duration_max,
+                        "now": self.now,
+                    }
+                    for (queue, outcome, reason), b in self.buckets.items()
+                ],
+            )
+
+
+def _lease(lease: Lease) -> dict[str, str]:
+    return {"id": lease.job_id, "worker_id": lease.worker_id, "token": lease.token}
+
+
+def ensure_queues(db: Database, queues: Sequence[str], now: float) -> None:
+    rows = [{"queue": name, "now": now} for name in dict.fromkeys(queues)]
+    db.conn.executemany(db.q["ensure_queue"], rows)
+    db.conn.executemany(db.q["ensure_stats"], rows)
+
+
+# -- enqueue ----------------------------------------------------------------------------------
+
+
+def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
+    """Insert a validated batch; duplicates (by idempotency key) get the holder's id."""
+    ids = [job.id or new_job_id() for job in jobs]
+    first_by_key: dict[str, int] = {}
+    rows = []
+    for i, job in enumerate(jobs):
+        key = job.idempotency_key
+        if key is not None:
+            if key in first_by_key:
+                continue
+            first_by_key[key] = i
+        if job.run_at is not None:
+            scheduled: float | None = to_ts(job.run_at, "run_at")
+        elif job.delay_seconds:
+            scheduled = now + job.delay_seconds
+        else:
+            scheduled = None
+        rows.append(
+            {
+                "id": ids[i],
+                "queue": job.queue,
+                "type": job.type,
+                "payload": job.payload,
+                "tags": tags_in(job.tags),
+                "idempotency_key": key,
+                "priority": job.priority,
+                "max_attempts": job.max_attempts,
+                "timeout_seconds": job.timeout_seconds,
+                "scheduled_at": scheduled,
+                "now": now,
+                "created_by": job.created_by,
+                "trace_context": job.trace_context,
+            }
+        )
+    return db.write(_enqueue, db, jobs, ids, rows, first_by_key, now)
+
+
+def _enqueue(
+    db: Database,
+    jobs: Sequence[NewJob],
+    ids: list[str],
+    rows: list[dict[str, object]],
+    first_by_key: dict[str, int],
+    now: float,
+) -> list[EnqueueResult]:
+    conn, q = db.conn, db.q
+    ensure_queues(db, [job.queue for job in jobs], now)
+    conn.executemany(q["enqueue_insert"], rows)
+    holders: dict[str, str] = {}
+    if first_by_key:
+        for key, holder in conn.execute(q["ids_by_key"], {"keys": json.dumps(list(first_by_key))}):
+            holders[key] = holder
+    results = []
+    for i, job in enumerate(jobs):
+        key = job.idempotency_key
+        if key is None:
+            results.append(EnqueueResult(id=ids[i], duplicate=False))
+            continue
+        holder = holders.get(key, ids[first_by_key[key]])
+        first = first_by_key[key] == i
+        results.append(EnqueueResult(id=holder, duplicate=not (first and holder == ids[i])))
+    return results
+
+
+# -- claim ------------------------------------------------------------------------------------
+
+
+def fetch(
+    db: Database,
+    worker_id: str,
+    limit: int,
+    queues: Sequence[str] | None,
+    exclude_types: Sequence[str],
+    start: bool,
+    now: float,
+) -> list[ClaimedJob]:
+    return db.write(_fetch, db, worker_id, limit, queues, exclude_types, start, now)
+
+
+def _fetch(
+    db: Database,
+    worker_id: str,
+    limit: int,
+    queues: Sequence[str] | None,
+    exclude_types: Sequence[str],
+    start: bool,
+    now: float,
+) -> list[ClaimedJob]:
+    """Pick candidates, then claim them with one UPDATE ... FROM ... RETURNING.
+
+    Queues with a ``max_workers`` bulkhead are picked one by one, each capped at its free slots;
+    every other eligible queue is picked by one ordered scan of the partial fetch index. The
+    write lock is held from the first read, so no other fetcher can interleave.
+    """
+    conn, q = db.conn, db.q
+    exclude = json.dumps(list(exclude_types))
+    base = {"now": now, "exclude": exclude, "limit": limit}
+    wanted = None if queues is None else set(queues)
+    if queues is None:
+        picked = conn.execute(q["fetch_candidates"], base).fetchall()
+    else:
+        picked = conn.execute(
+            q["fetch_candidates_in"], {**base, "queues": json.dumps(list(queues))}
+        ).fetchall()
+    for name, free in conn.execute(q["fetch_capped_queues"]).fetchall():
+        if free <= 0 or (wanted is not None and name not in wanted):
+            continue
+        picked += conn.execute(
+            q["fetch_candidates_queue"], {**base, "queue": name, "limit": min(free, limit)}
+        ).fetchall()
+    if not picked:
+        return []
+    picked.sort(key=lambda r: (-r["priority"], r["sort_at"], r["created_at"]))
+    order = [row["id"] for row in picked[:limit]]
+    claims = json.dumps([[job_id, new_lease_token()] for job_id in order])
+    status = JobStatus.PROCESSING if start else JobStatus.FETCHED
+    rows = conn.execute(
+        q["fetch_claim"],
+        {
+            "status": int(status),
+            "worker_id": worker_id,
+            "now": now,
+            "started": 1 if start else 0,
+            "claims": claims,
+        },
+    ).fetchall()
+    position = {job_id: i for i, job_id in enumerate(order)}
+    rows.sort(key=lambda r: position[r["id"]])
+    return [claimed_job(row) for row in rows]
+
+
+# -- lease-guarded transitions ----------------------------------------------------------------
+
+
+def start_many(db: Database, leases: Sequence[Lease], now: float) -> dict[str, Started]:
+    def run() -> dict[str, Started]:
+        started: dict[str, Started] = {}
+        for lease in leases:
+            row = db.conn.execute(db.q["job_start"], {**_lease(lease), "now": now}).fetchone()
+            if row is not None:
+                started[lease.job_id] = Started(row[0], from_ts(row[1]))  # type: ignore[arg-type]
+        return started
+
+    return db.write(run)
+
+
+def heartbeat(db: Database, beats: Sequence[Heartbeat], now: float) -> list[HeartbeatAck]:
+    def run() -> list[HeartbeatAck]:
+        acks = []
+        for beat in beats:
+            row = db.conn.execute(
+                db.q["job_heartbeat"],
+                {**_lease(beat.lease), "now": now, "progress": beat.progress},
+            ).fetchone()
+            if row is None:
+                acks.append(HeartbeatAck(job_id=beat.lease.job_id, owned=False))
+            else:
+                acks.append(
+                    HeartbeatAck(
+                        job_id=beat.lease.job_id,
+                        owned=True,
+                        cancel_requested=row[0] is not None,
+                        cancel_requested_by=row[1] if row[0] is not None else None,
+                    )
+                )
+        return acks
+
+    return db.write(run)
+
+
+def progress(db: Database, lease: Lease, value: int, now: float) -> bool:
+    def run() -> bool:
+        cur = db.conn.execute(
+            db.q["job_progress"], {**_lease(lease), "progress": value, "now": now}
+        )
+        return cur.rowcount > 0
+
+    return db.write(run)
+
+
+def release(db: Database, leases: Sequence[Lease], now: float) -> list[str]:
+    def run() -> list[str]:
+        released = []
+        for lease in leases:
+            if db.conn.execute(db.q["job_release"], {**_lease(lease), "now": now}).fetchone():
+                released.append(lease.job_id)
+        return released
+
+    return db.write(run)
+
+
+# -- finalize ---------------------------------------------------------------------------------
+
+
+def finalize(db: Database, moves: Sequence[Move], now: float) -> list[bool]:
+    def run() -> list[bool]:
+        counters = Counters(now)
+        done = _succeed_batch(db, moves, now, counters)
+        applied = [
+            done[i] if i in done else _apply_move(db, move, now, counters)
+            for i, move in enumerate(moves)
+        ]
+        counters.write(db)
+        return applied
+
+    return db.write(run)
+
+
+def _succeed_batch(
+    db: Database, moves: Sequence[Move], now: float, counters: Counters
+) -> dict[int, bool]:
+    """The common case first: every succeed move of the batch in two statements.
+
+    If that fails as a whole (one id already archived, say), its savepoint is rolled back and
+    the moves are retried one by one, each in its own savepoint, so one bad move cannot block
+    the others. Returns the outcome of each succeed move it settled, by index.
+    """
+    index: dict[str, int] = {}
+    payload = []
+    for i, move in enumerate(moves):
+        if isinstance(move, SucceedMove) and move.lease.job_id not in index:
+            index[move.lease.job_id] = i
+            lease = move.lease
+            payload.append([lease.job_id, lease.worker_id, lease.token, move.duration_seconds])
+    if len(payload) < 2:
+        return {}
+    conn, q = db.conn, db.q
+    params = {"moves": json.dumps(payload), "now": now}
+    conn.execute(q["savepoint_batch"])
+    try:
+        conn.execute(q["archive_insert_many"], params)
+        deleted = conn.execute(q["hot_delete_many"], params).fetchall()
+    except sqlite3.IntegrityError:
+        conn.execute(q["savepoint_batch_rollback"])
+        conn.execute(q["savepoint_batch_release"])
+        return {}
+    conn.execute(q["savepoint_batch_release"])
+    done = dict.fromkeys(index.values(), False)
+    for job_id, queue in deleted:
+        i = index[job_id]
+        done[i] = True
+        move = moves[i]
+        assert isinstance(move, SucceedMove)
+        counters.outcome(queue, None, move.duration_seconds)
+    return done
+
+
+def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> bool:
+    """One move inside its own savepoint: a move that fails (say, its id is already in the
+    archive) rolls back alone and reports False; the others still apply. Its counters are only
+    recorded once it has applied, and written with the batch."""
+    conn, q = db.conn, db.q
+    params: dict[str, object] = {**_lease(move.lease), "now": now}
+    conn.execute(q["savepoint"])
+    try:
+        if isinstance(move, RetryMove):
+            if move.run_at is not None:
+                scheduled = to_ts(move.run_at, "run_at")
+            else:
+                scheduled = now + max(move.delay_seconds, 0.0)
+            row = conn.execute(
+                q["job_retry"],
+                {
+                    **params,
+                    "scheduled_at": scheduled,
+                    "error": move.error,
+                    "refund": 1 if move.refund_attempt else 0,
+                },
+            ).fetchone()
+            queue = None if row is None else row[0]
+        elif isinstance(move, SucceedMove):
+            params["duration"] = move.duration_seconds
+            queue = _move_out(db, "archive_insert_leased", params)
+        else:
+            assert isinstance(move, FailMove)
+            params.update(
+                reason=int(move.reason),
+                error=move.error,
+                actor=move.actor,
+                duration=move.duration_seconds,
+            )
+            queue = _move_out(db, "dlq_insert_leased", params)
+    except sqlite3.IntegrityError:
+        conn.execute(q["savepoint_rollback"])
+        conn.execute(q["savepoint_release"])
+        return False
+    conn.execute(q["savepoint_release"])
+    if queue is None:
+        return False
+    if isinstance(move, RetryMove):
+        if move.count_retry:
+            counters.retried(queue)
+    elif isinstance(move, SucceedMove):
+        counters.outcome(queue, None, move.duration_seconds)
+    else:
+        counters.outcome(queue, move.reason, move.duration_seconds)
+    return True
+
+
+def _move_out(db: Database, insert: str, params: dict[str, object]) -> str | None:
+    """Copy the leased hot row into a cold pillar, then delete it; the queue, or None."""
+    if db.conn.execute(db.q[insert], params).rowcount == 0:
+        return None
+    row = db.conn.execute(db.q["hot_delete_leased"], params).fetchone()
+    return None if row is None else str(row[0])
+
+
+# -- rescue -----------------------------------------------------------------------------------
+
+
+def rescue(
+    db: Database, fetched_timeout: float, processing_timeout: float, now: float
+) -> tuple[list[str], list[str]]:
+    def run() -> tuple[list[str], list[str]]:
+        conn, q = db.conn, db.q
+        requeued = [
+            row[0]
+            for row in conn.execute(
+                q["rescue_fetched"], {"now": now, "cutoff": now - fetched_timeout}
+            ).fetchall()
+        ]
+        counters = Counters(now)
+        zombies = []
+        candidates = conn.execute(
+            q["rescue_zombies"], {"now": now, "timeout": processing_timeout}
+        ).fetchall()
+        for job_id, timeout in candidates:
+            error = f"Zombie: heartbeat expired (no heartbeat for more than {timeout:g} s)"
+            params = {
+                "id": job_id,
+                "status": int(JobStatus.PROCESSING),
+                "reason": int(FailureReason.ZOMBIE),
+                "error": error,
+                "actor": None,
+                "now": now,
+            }
+            queue = move_by_status(db, params)
+            if queue is not None:
+                zombies.append(job_id)
+                counters.outcome(queue, FailureReason.ZOMBIE)
+        counters.write(db)
+        return requeued, zombies
+
+    return db.write(run)
+
+
+def move_by_status(db: Database, params: dict[str, object]) -> str | None:
+    """Hot row ``id`` in ``status`` -> DLQ, in a savepoint; the queue, or None."""
+    conn, q = db.conn, db.q
+    conn.execute(q["savepoint"])
+    try:
+        queue = None
+        if conn.execute(q["dlq_insert_by_status"], params).rowcount:
+            row = conn.execute(q["hot_delete_by_status"], params).fetchone()
+            queue = None if row is None else str(row[0])
+    except sqlite3.IntegrityError:
+        conn.execute(q["savepoint_rollback"])
+        conn.execute(q["savepoint_release"])
+        return None
+    conn.execute(q["savepoint_release"])
+    return queue
