@@ -100,3 +100,14 @@ async def open_backend(store: Store) -> AsyncIterator[Callable[..., Awaitable[Ba
 async def backend(open_backend: Callable[..., Awaitable[Backend]]) -> Backend:
     """One opened, migrated backend on a fresh store."""
     return await open_backend()
+
+
+@pytest.fixture
+def pg_store() -> Iterator[Store]:
+    """A fresh PostgreSQL schema only (for PostgreSQL-specific tests)."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    try:
+        yield Store("postgres", PG_URL, schema)
+    finally:
+        drop_schema(schema)

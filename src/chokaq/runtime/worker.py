@@ -197,7 +197,7 @@ class Worker:
             healthy = (
                 notifier is not None
                 and notifier.healthy
-                and backend.capabilities.listen_notify
+                and self.app.backend.capabilities.listen_notify
             )
             await self._wait(self._wake, self._poll_interval(healthy))
 
