@@ -32,9 +32,11 @@ CREATE TABLE {schema}.jobs_hot (
     trace_context       text
 ) WITH (fillfactor = 80);
 
--- The fetch path: only pending rows are in this index.
+-- The fetch path: only pending rows are in this index, in the exact claim order within a queue
+-- (priority DESC, then due time = coalesce(scheduled_at, created_at), then created_at), so a
+-- fetch walks it in order and stops after LIMIT rows instead of sorting every pending row.
 CREATE INDEX jobs_hot_fetch ON {schema}.jobs_hot
-    (queue, priority DESC, scheduled_at, created_at) WHERE status = 0;
+    (queue, priority DESC, (coalesce(scheduled_at, created_at)), created_at) WHERE status = 0;
 CREATE UNIQUE INDEX jobs_hot_idempotency ON {schema}.jobs_hot (idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX jobs_hot_active ON {schema}.jobs_hot (queue, status) WHERE status IN (1, 2);

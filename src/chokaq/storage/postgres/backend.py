@@ -1,0 +1,476 @@
+"""The PostgreSQL backend: enqueue, the worker path (fetch, start, heartbeat, finalize) and
+maintenance (rescue, retention, metric roll-ups).
+
+Owns turning the domain calls of ``chokaq.storage.base`` into the named statements of
+``queries.sql`` with array parameters, so that a batch costs one round trip. Operator commands
+and reads are in ``operators.py`` and ``reads.py``; this module must not hold SQL text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar, LiteralString
+
+import psycopg
+
+from ...errors import StorageError, ValidationError
+from ...ids import new_job_id
+from ...limits import check_job_id, check_name, check_text, validate_new_jobs
+from ...models import (
+    Capabilities,
+    ClaimedJob,
+    EnqueueResult,
+    FailMove,
+    Heartbeat,
+    HeartbeatAck,
+    Lease,
+    Move,
+    NewJob,
+    RescueResult,
+    RetryMove,
+    Started,
+    SucceedMove,
+)
+from ..base import Leadership, Notifier
+from .core import Params
+from .notify import PgLeadership, PgNotifier
+from .operators import PostgresOperators
+from .reads import PostgresReads
+from .rows import claimed_job, join_tags
+
+__all__ = ["PostgresBackend"]
+
+_SUCCEED, _FAIL, _RETRY = 0, 1, 2
+
+
+_CANONICAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _leases(field: str, leases: Sequence[Lease]) -> dict[str, list[str]]:
+    """The id / worker / token arrays of a batch of leases (ids checked before anything)."""
+    match = _CANONICAL_ID.fullmatch
+    for lease in leases:
+        if not (isinstance(lease.job_id, str) and match(lease.job_id)):
+            check_job_id(f"{field}.job_id", lease.job_id)
+    return {
+        "ids": [lease.job_id for lease in leases],
+        "workers": [lease.worker_id for lease in leases],
+        "tokens": [lease.token for lease in leases],
+    }
+
+
+class PostgresBackend(PostgresOperators, PostgresReads):
+    """Every storage operation on PostgreSQL 14+ (psycopg 3, async, pooled)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        name="postgresql",
+        listen_notify=True,
+        skip_locked=True,
+        advisory_locks=True,
+        caller_transactions=True,
+        multi_host=True,
+        compression="lz4 (where the server supports it)",
+    )
+
+    # -- notification and leadership -----------------------------------------------------------
+
+    def notifier(self) -> Notifier:
+        return PgNotifier(self._connect, self._q["listen"])
+
+    def leadership(self, name: str) -> Leadership:
+        check_name("name", name)
+        return PgLeadership(
+            self._connect,
+            key=f"chokaq-leader:{self.schema}:{name}",
+            try_lock=self._q["leader_try"],
+            unlock=self._q["leader_release"],
+            ping=self._q["ping"],
+        )
+
+    # -- enqueue ----------------------------------------------------------------------------
+
+    async def jobs_enqueue(
+        self,
+        jobs: Sequence[NewJob],
+        *,
+        now: datetime | None = None,
+        connection: Any = None,
+    ) -> list[EnqueueResult]:
+        checked = validate_new_jobs(jobs, self.settings.limits)
+        if not checked:
+            return []
+        ids = [job.id or new_job_id() for job in checked]
+        results: list[EnqueueResult | None] = [None] * len(checked)
+        first_with_key: dict[str, int] = {}
+        later: dict[int, int] = {}  # in-batch duplicate -> the first job with its key
+        todo: list[int] = []
+        for i, job in enumerate(checked):
+            key = job.idempotency_key
+            if key is not None:
+                if key in first_with_key:
+                    later[i] = first_with_key[key]
+                    continue
+                first_with_key[key] = i
+            todo.append(i)
+
+        if connection is None:
+            async with self.pool.connection() as conn:
+                await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
+        elif isinstance(connection, psycopg.AsyncConnection):
+            await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
+        elif isinstance(connection, psycopg.Connection):
+            sync_conn: psycopg.Connection[Any] = connection
+
+            async def run(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
+                return await asyncio.to_thread(sync_conn.execute, query, params)
+
+            await self._enqueue_rounds(run, checked, ids, todo, results, now)
+        else:
+            raise ValidationError("connection", "must be a psycopg Connection or AsyncConnection")
+
+        for i, first in later.items():
+            winner = results[first]
+            assert winner is not None
+            results[i] = EnqueueResult(id=winner.id, duplicate=True)
+        return [r for r in results if r is not None]
+
+    async def _enqueue_rounds(
+        self,
+        execute: Any,
+        jobs: list[NewJob],
+        ids: list[str],
+        todo: list[int],
+        results: list[EnqueueResult | None],
+        now: datetime | None,
+    ) -> None:
+        """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
+        whose holder left hot in between is inserted again."""
+        while todo:
+            cur = await execute(self._q["jobs_enqueue"], self._enqueue_params(jobs, ids, todo, now))
+            inserted = {row[0] for row in await _fetchall(cur) if row[0] is not None}
+            conflicted: list[int] = []
+            for i in todo:
+                if ids[i] in inserted:
+                    results[i] = EnqueueResult(id=ids[i], duplicate=False)
+                else:
+                    conflicted.append(i)
+            if not conflicted:
+                return
+            keys = [jobs[i].idempotency_key for i in conflicted]
+            if any(key is None for key in keys):
+                raise StorageError("enqueue: a job without an idempotency key was not inserted")
+            cur = await execute(self._q["jobs_by_keys"], {"keys": keys})
+            holders = {row[0]: row[1] for row in await _fetchall(cur)}
+            todo = []
+            for i in conflicted:
+                holder = holders.get(jobs[i].idempotency_key)
+                if holder is None:
+                    todo.append(i)
+                else:
+                    results[i] = EnqueueResult(id=holder, duplicate=True)
+
+    def _enqueue_params(
+        self, jobs: list[NewJob], ids: list[str], todo: list[int], now: datetime | None
+    ) -> Params:
+        batch = [jobs[i] for i in todo]
+        return {
+            "ids": [ids[i] for i in todo],
+            "queues": [j.queue for j in batch],
+            "types": [j.type for j in batch],
+            "payloads": [j.payload for j in batch],
+            "tags": [join_tags(j.tags) for j in batch],
+            "keys": [j.idempotency_key for j in batch],
+            "priorities": [j.priority for j in batch],
+            "max_attempts": [j.max_attempts for j in batch],
+            "timeouts": [_float(j.timeout_seconds) for j in batch],
+            "run_ats": [j.run_at for j in batch],
+            "delays": [_float(j.delay_seconds) for j in batch],
+            "created_by": [j.created_by for j in batch],
+            "traces": [j.trace_context for j in batch],
+            "now": now,
+            "channel": self.channel,
+        }
+
+    # -- worker path ------------------------------------------------------------------------
+
+    async def jobs_fetch(
+        self,
+        *,
+        worker_id: str,
+        limit: int,
+        queues: Sequence[str] | None = None,
+        exclude_types: Sequence[str] = (),
+        start: bool = False,
+        now: datetime | None = None,
+    ) -> list[ClaimedJob]:
+        check_text("worker_id", worker_id, max_length=255, allow_none=False)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValidationError("limit", "must be a non-negative integer")
+        if queues is not None:
+            queues = [check_name(f"queues[{i}]", q) for i, q in enumerate(queues)]
+            if not queues:
+                return []
+        if limit == 0:
+            return []
+        params = {
+            "worker_id": worker_id,
+            "limit": limit,
+            "queues": queues,
+            "exclude": list(exclude_types),
+            "start": bool(start),
+            "now": now,
+        }
+        lock = {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues}
+        # Pipelined: BEGIN, the bulkhead lock, the claim and COMMIT cost one round trip.
+        async with self.pool.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute(self._q["jobs_fetch_lock"], lock)
+                cur = await conn.execute(self._q["jobs_fetch"], params)
+            rows = await cur.fetchall()
+        return [claimed_job(row) for row in rows]
+
+    async def jobs_start(self, *, lease: Lease, now: datetime | None = None) -> Started | None:
+        started = await self.jobs_start_many(leases=[lease], now=now)
+        return started.get(lease.job_id)
+
+    async def jobs_start_many(
+        self, *, leases: Sequence[Lease], now: datetime | None = None
+    ) -> dict[str, Started]:
+        if not leases:
+            return {}
+        rows = await self._rows("jobs_start", {**_leases("leases", leases), "now": now})
+        return {row[0]: Started(attempt_count=row[1], started_at=row[2]) for row in rows}
+
+    async def jobs_heartbeat(
+        self, *, beats: Sequence[Heartbeat], now: datetime | None = None
+    ) -> list[HeartbeatAck]:
+        if not beats:
+            return []
+        params = {
+            **_leases("beats", [beat.lease for beat in beats]),
+            "progress": [beat.progress for beat in beats],
+            "now": now,
+        }
+        rows = await self._rows("jobs_heartbeat", params)
+        seen = {row[0]: row for row in rows}
+        acks = []
+        for beat in beats:
+            row = seen.get(beat.lease.job_id)
+            if row is None:
+                acks.append(HeartbeatAck(job_id=beat.lease.job_id, owned=False))
+            else:
+                acks.append(
+                    HeartbeatAck(
+                        job_id=row[0],
+                        owned=True,
+                        cancel_requested=row[1],
+                        cancel_requested_by=row[2],
+                    )
+                )
+        return acks
+
+    async def jobs_progress(
+        self, *, lease: Lease, progress: int, now: datetime | None = None
+    ) -> bool:
+        if isinstance(progress, bool) or not isinstance(progress, int):
+            raise ValidationError("progress", "must be an integer (0-100)")
+        acks = await self.jobs_heartbeat(
+            beats=[Heartbeat(lease=lease, progress=max(0, min(100, progress)))], now=now
+        )
+        return acks[0].owned
+
+    async def jobs_release(
+        self, *, leases: Sequence[Lease], now: datetime | None = None
+    ) -> list[str]:
+        if not leases:
+            return []
+        rows = await self._rows("jobs_release", {**_leases("leases", leases), "now": now})
+        released = {row[0] for row in rows}
+        return [lease.job_id for lease in leases if lease.job_id in released]
+
+    async def jobs_finalize(
+        self, *, moves: Sequence[Move], now: datetime | None = None
+    ) -> list[bool]:
+        if not moves:
+            return []
+        # A job is moved at most once per call: a repeated id is reported as not applied.
+        first: dict[str, int] = {}
+        for i, move in enumerate(moves):
+            first.setdefault(move.lease.job_id, i)
+        unique = [moves[i] for i in sorted(first.values())]
+        try:
+            rows = await self._rows("jobs_finalize", self._finalize_params(unique, now))
+            applied = {row[0] for row in rows}
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error:
+            # The batch failed as a whole (for instance an archive row with the same id exists):
+            # apply each move alone so one bad move cannot block the others.
+            applied = set()
+            for move in unique:
+                try:
+                    rows = await self._rows("jobs_finalize", self._finalize_params([move], now))
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error:
+                    continue
+                applied.update(row[0] for row in rows)
+        return [
+            first[move.lease.job_id] == i and move.lease.job_id in applied
+            for i, move in enumerate(moves)
+        ]
+
+    @staticmethod
+    def _finalize_params(moves: Sequence[Move], now: datetime | None) -> Params:
+        kinds: list[int] = []
+        durations: list[float | None] = []
+        reasons: list[int | None] = []
+        errors: list[str | None] = []
+        actors: list[str | None] = []
+        run_ats: list[datetime | None] = []
+        delays: list[float | None] = []
+        refunds: list[bool] = []
+        counts: list[bool] = []
+        for move in moves:
+            if isinstance(move, SucceedMove):
+                kinds.append(_SUCCEED)
+                durations.append(_float(move.duration_seconds))
+                reasons.append(None)
+                errors.append(None)
+                actors.append(None)
+                run_ats.append(None)
+                delays.append(None)
+                refunds.append(False)
+                counts.append(False)
+            elif isinstance(move, FailMove):
+                kinds.append(_FAIL)
+                durations.append(_float(move.duration_seconds))
+                reasons.append(int(move.reason))
+                errors.append(move.error)
+                actors.append(move.actor)
+                run_ats.append(None)
+                delays.append(None)
+                refunds.append(False)
+                counts.append(False)
+            elif isinstance(move, RetryMove):
+                kinds.append(_RETRY)
+                durations.append(None)
+                reasons.append(None)
+                errors.append(move.error)
+                actors.append(None)
+                run_ats.append(move.run_at)
+                delays.append(float(move.delay_seconds or 0.0))
+                refunds.append(bool(move.refund_attempt))
+                counts.append(bool(move.count_retry))
+            else:
+                raise ValidationError("moves", f"unknown move type {type(move).__name__}")
+        return {
+            **_leases("moves", [move.lease for move in moves]),
+            "kinds": kinds,
+            "durations": durations,
+            "reasons": reasons,
+            "errors": errors,
+            "actors": actors,
+            "run_ats": run_ats,
+            "delays": delays,
+            "refunds": refunds,
+            "counts": counts,
+            "now": now,
+        }
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    async def jobs_rescue(
+        self,
+        *,
+        fetched_timeout_seconds: float,
+        processing_timeout_seconds: float,
+        now: datetime | None = None,
+    ) -> RescueResult:
+        params = {"timeout": float(processing_timeout_seconds), "now": now, "ids": None}
+        zombies: tuple[str, ...] | None = None
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                cur = await conn.execute(
+                    self._q["jobs_rescue_fetched"],
+                    {"timeout": float(fetched_timeout_seconds), "now": now},
+                )
+                requeued = tuple(row[0] for row in await cur.fetchall())
+                try:
+                    async with conn.transaction():  # a savepoint: the requeues stand alone
+                        cur = await conn.execute(self._q["jobs_rescue_zombies"], params)
+                        zombies = tuple(row[0] for row in await cur.fetchall())
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error:
+                    zombies = None
+            if zombies is None:
+                # One zombie could not be buried (say its id is already in the DLQ): bury each
+                # alone, so that one cannot block the others.
+                cur = await conn.execute(self._q["jobs_zombie_candidates"], params)
+                found: list[str] = []
+                for (job_id,) in await cur.fetchall():
+                    try:
+                        cur = await conn.execute(
+                            self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
+                        )
+                    except psycopg.OperationalError:
+                        raise
+                    except psycopg.Error:
+                        continue
+                    found.extend(row[0] for row in await cur.fetchall())
+                zombies = tuple(found)
+        return RescueResult(requeued=requeued, zombies=zombies)
+
+    async def archive_purge(
+        self, *, older_than: datetime, batch_size: int | None = None, limit: int | None = None
+    ) -> int:
+        return await self._purge("archive_purge_batch", older_than, batch_size, limit)
+
+    async def dlq_purge_older(
+        self, *, older_than: datetime, batch_size: int | None = None, limit: int | None = None
+    ) -> int:
+        return await self._purge("dlq_purge_batch", older_than, batch_size, limit)
+
+    async def _purge(
+        self, name: str, older_than: datetime, batch_size: int | None, limit: int | None
+    ) -> int:
+        """Short transactions of at most ``batch_size`` rows each, so retention never holds
+        long locks on a busy table."""
+        batch = batch_size if batch_size is not None else self.settings.cleanup_batch_size
+        if batch < 1:
+            raise ValidationError("batch_size", "must be at least 1")
+        if limit is not None and limit < 0:
+            raise ValidationError("limit", "must not be negative")
+        total = 0
+        while limit is None or total < limit:
+            size = batch if limit is None else min(batch, limit - total)
+            deleted = await self._count(name, {"older_than": older_than, "batch": size})
+            total += deleted
+            if deleted < size:
+                break
+        return total
+
+    async def metrics_prune(self, *, older_than: datetime, width_seconds: int = 1) -> int:
+        return await self._count(
+            "metrics_prune", {"older_than": older_than, "width": width_seconds}
+        )
+
+    async def metrics_rollup(self, *, older_than: datetime) -> int:
+        row = await self._one("metrics_rollup", {"older_than": older_than})
+        return int(row[0]) if row is not None else 0
+
+
+def _float(value: float | None) -> float | None:
+    """Numbers as floats, so a binary array of them has one element type."""
+    return None if value is None else float(value)
+
+
+async def _fetchall(cur: Any) -> list[Any]:
+    """Rows of an async or a sync cursor (a caller's connection may be either)."""
+    if isinstance(cur, psycopg.AsyncCursor):
+        return await cur.fetchall()
+    return list(cur.fetchall())

@@ -1,0 +1,205 @@
+"""The PostgreSQL backend's foundation: the connection pool, the loaded queries and migrations.
+
+Owns connecting (an ``AsyncConnectionPool`` of autocommit connections in UTC), composing every
+named query once with the quoted schema, translating driver errors into our tree, and bringing
+the schema up to date under an advisory lock. The domain operations live in the modules that
+subclass ``PostgresCore``; this module must not hold SQL text itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from ...errors import ChokaqError, SchemaError, StorageError, StorageUnavailableError
+from ..base import Backend, StorageSettings
+from ..sqlfile import Migration, load_migrations, load_queries
+
+__all__ = ["PostgresCore"]
+
+_PACKAGE = "chokaq.storage.postgres"
+
+Params = Mapping[str, Any]
+
+
+def _compose(text: str, schema: str, channel: str) -> LiteralString:
+    """Fill ``{schema}`` and ``{channel}`` with quoted identifiers; keep ``{order}`` for later."""
+    composed = sql.SQL(text).format(
+        schema=sql.Identifier(schema),
+        channel=sql.Identifier(channel),
+        order=sql.SQL("{order}"),
+    )
+    # Built only from our own files and quoted identifiers (mypy treats LiteralString as str).
+    return composed.as_string(None)
+
+
+class PostgresCore(Backend):
+    """Pool, queries and migrations shared by every PostgreSQL operation."""
+
+    def __init__(self, settings: StorageSettings) -> None:
+        super().__init__(settings)
+        self.schema = settings.schema
+        self.channel = f"chokaq_{settings.schema.lower()}"
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] | None = None
+        self._migrations: list[Migration] = load_migrations(_PACKAGE)
+        self._q: dict[str, LiteralString] = {
+            name: _compose(text, self.schema, self.channel)
+            for name, text in load_queries(_PACKAGE).items()
+        }
+
+    # -- errors -----------------------------------------------------------------------------
+
+    def _translate(self, exc: Exception) -> ChokaqError:
+        if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
+            return SchemaError(
+                f"the chokaq schema {self.schema!r} is missing or incomplete "
+                f"(run `chokaq migrate`): {exc}"
+            )
+        if isinstance(exc, psycopg.OperationalError):
+            return StorageUnavailableError(f"PostgreSQL is unavailable: {exc}")
+        if isinstance(exc, psycopg.Error):
+            return StorageError(f"PostgreSQL error ({type(exc).__name__}): {exc}")
+        return StorageError(f"{type(exc).__name__}: {exc}")
+
+    # -- connections ------------------------------------------------------------------------
+
+    async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(self._q["session_setup"])
+
+    @property
+    def pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]]:
+        if self._pool is None:
+            raise StorageError("the PostgreSQL backend is not open (call `await backend.open()`)")
+        return self._pool
+
+    async def _rows(self, name: str, params: Params | None = None) -> list[tuple[Any, ...]]:
+        """Run one named statement on a pooled connection (its own transaction); all rows."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q[name], params)
+            return await cur.fetchall() if cur.description is not None else []
+
+    async def _rows_each(self, name: str, params: Params, ids: list[str]) -> list[tuple[Any, ...]]:
+        """Run ``name`` for all ``ids`` at once; if that fails as a whole (one id collides with
+        a row already in the target table), run it for each id alone and skip the ones that
+        fail, so one bad id cannot block the others."""
+        try:
+            return await self._rows(name, {**params, "ids": ids})
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error:
+            if len(ids) == 1:
+                return []
+        rows: list[tuple[Any, ...]] = []
+        for job_id in ids:
+            try:
+                rows.extend(await self._rows(name, {**params, "ids": [job_id]}))
+            except psycopg.OperationalError:
+                raise
+            except psycopg.Error:
+                continue
+        return rows
+
+    async def _one(self, name: str, params: Params | None = None) -> tuple[Any, ...] | None:
+        rows = await self._rows(name, params)
+        return rows[0] if rows else None
+
+    async def _count(self, name: str, params: Params | None = None) -> int:
+        """Run one named statement and return how many rows it changed."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q[name], params)
+            return max(cur.rowcount, 0)
+
+    async def _connect(self) -> psycopg.AsyncConnection[TupleRow]:
+        """A dedicated (non-pool) autocommit connection, for listening and leadership."""
+        conn = await psycopg.AsyncConnection.connect(self.settings.url, autocommit=True)
+        await self._configure(conn)
+        return conn
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] = AsyncConnectionPool(
+            self.settings.url,
+            min_size=self.settings.pool_min_size,
+            max_size=max(self.settings.pool_max_size, self.settings.pool_min_size),
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            open=False,
+            name=f"chokaq-{self.schema}",
+        )
+        try:
+            await pool.open(wait=True, timeout=30.0)
+        except Exception:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # -- migrations -------------------------------------------------------------------------
+
+    def latest_version(self) -> int:
+        return self._migrations[-1].version if self._migrations else 0
+
+    async def schema_version(self) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q["migrate_has_ledger"], {"schema": self.schema})
+            row = await cur.fetchone()
+            if row is None or not row[0]:
+                return 0
+            cur = await conn.execute(self._q["schema_version"])
+            row = await cur.fetchone()
+            return int(row[0]) if row is not None else 0
+
+    async def migrate(self, *, via_migrations: bool = False) -> list[int]:
+        """Each step is one transaction that takes the schema's advisory lock first, so two
+        processes racing apply every version exactly once."""
+        applied: list[int] = []
+        while True:
+            step = await self._migrate_step(via_migrations=via_migrations)
+            if not step:
+                return applied
+            applied.extend(step)
+
+    async def _migrate_step(self, *, via_migrations: bool) -> list[int]:
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute(self._q["migrate_lock"], {"schema": self.schema})
+            await conn.execute(self._q["migrate_ledger"])
+            cur = await conn.execute(self._q["migrate_applied"])
+            done = {int(row[0]) for row in await cur.fetchall()}
+            pending = [m for m in self._migrations if m.version not in done]
+            if not pending:
+                return []
+            if not done and not via_migrations:
+                cur = await conn.execute(self._q["migrate_has_jobs"], {"schema": self.schema})
+                row = await cur.fetchone()
+                if row is not None and not row[0]:
+                    await conn.execute(self._fresh_install_script())
+                    for migration in self._migrations:
+                        await self._record(conn, migration)
+                    return [m.version for m in self._migrations]
+            migration = pending[0]
+            await conn.execute(_compose(migration.sql, self.schema, self.channel))
+            await self._record(conn, migration)
+            return [migration.version]
+
+    def _fresh_install_script(self) -> LiteralString:
+        from importlib import resources
+
+        text = resources.files(_PACKAGE).joinpath("schema.sql").read_text(encoding="utf-8")
+        return _compose(text, self.schema, self.channel)
+
+    async def _record(self, conn: psycopg.AsyncConnection[Any], migration: Migration) -> None:
+        await conn.execute(
+            self._q["migrate_record"], {"version": migration.version, "name": migration.name}
+        )

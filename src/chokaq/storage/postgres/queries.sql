@@ -1,0 +1,1008 @@
+-- Every statement of the PostgreSQL backend, as named blocks loaded once by ``queries.py``.
+-- "{schema}" is replaced by the quoted schema name (psycopg's sql.Identifier) and "{channel}" by
+-- the quoted notification channel; literal braces are doubled. Parameters are psycopg's
+-- "%(name)s" placeholders, and "%(name)b" (binary, much cheaper to dump) for arrays; a literal
+-- percent sign is written "%%".
+
+-- ---------------------------------------------------------------------------------------------
+-- Migrations
+-- ---------------------------------------------------------------------------------------------
+
+-- name: migrate_lock
+SELECT pg_advisory_xact_lock(hashtext('chokaq-migrate:' || %(schema)s))
+
+-- name: migrate_ledger
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL
+)
+
+-- name: migrate_applied
+SELECT version FROM {schema}.schema_migrations ORDER BY version
+
+-- name: migrate_record
+INSERT INTO {schema}.schema_migrations (version, name, applied_at)
+VALUES (%(version)s, %(name)s, now())
+
+-- name: migrate_has_jobs
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %(schema)s AND tablename = 'jobs_hot'
+)
+
+-- name: migrate_has_ledger
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_tables
+    WHERE schemaname = %(schema)s AND tablename = 'schema_migrations'
+)
+
+-- name: session_setup
+SET TIME ZONE 'UTC'
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) FROM {schema}.schema_migrations
+
+-- ---------------------------------------------------------------------------------------------
+-- Enqueue
+-- ---------------------------------------------------------------------------------------------
+
+-- name: jobs_enqueue
+-- One statement for a whole batch: the queue and counter rows are ensured, the jobs inserted
+-- (sorted by key, so two batches sharing keys cannot deadlock on each other), and every queue
+-- that got a job is notified; the notification is delivered when the transaction commits.
+WITH input AS (
+    SELECT *
+    FROM unnest(
+        %(ids)b::uuid[], %(queues)b::text[], %(types)b::text[], %(payloads)b::text[],
+        %(tags)b::text[], %(keys)b::text[], %(priorities)b::integer[],
+        %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
+        %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[]
+    ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
+           timeout_seconds, run_at, delay_seconds, created_by, trace_context)
+),
+clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+names AS MATERIALIZED (
+    SELECT DISTINCT queue FROM input
+),
+queue_rows AS (
+    INSERT INTO {schema}.queues (name, updated_at)
+    SELECT n.queue, c.now FROM names n CROSS JOIN clock c ORDER BY n.queue
+    ON CONFLICT (name) DO NOTHING
+),
+stats_rows AS (
+    INSERT INTO {schema}.stats_summary (queue)
+    SELECT queue FROM names ORDER BY queue
+    ON CONFLICT (queue) DO NOTHING
+),
+inserted AS (
+    INSERT INTO {schema}.jobs_hot (
+        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
+        trace_context
+    )
+    SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
+           i.max_attempts, i.timeout_seconds,
+           coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds)),
+           c.now, c.now, i.created_by, i.trace_context
+    FROM input i CROSS JOIN clock c
+    ORDER BY i.idempotency_key
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id, queue
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
+)
+SELECT id::text FROM inserted
+UNION ALL
+SELECT NULL FROM woken
+
+-- name: jobs_by_keys
+SELECT idempotency_key, id::text
+FROM {schema}.jobs_hot
+WHERE idempotency_key = ANY(%(keys)b::text[])
+
+-- ---------------------------------------------------------------------------------------------
+-- Worker path
+-- ---------------------------------------------------------------------------------------------
+
+-- name: jobs_fetch_lock
+-- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
+-- claiming transaction commits, and the fetch that follows takes a fresh snapshot, so it counts
+-- the claims of the fetcher before it.
+SELECT pg_advisory_xact_lock(hashtext(%(prefix)s || name))
+FROM {schema}.queues
+WHERE max_workers IS NOT NULL
+  AND (%(queues)b::text[] IS NULL OR name = ANY(%(queues)b::text[]))
+ORDER BY name
+
+-- name: jobs_fetch
+-- Each serving queue (the given names, or every queue row) gets its own ordered scan of the
+-- partial fetch index, capped by the room its bulkhead leaves (max_workers minus the rows
+-- Fetched or Processing anywhere); the union is ordered and cut to the limit. A queue without a
+-- row counts as active and unpaused. The per-queue LIMIT keeps each scan short, so the index is
+-- walked in order instead of sorting the whole pending set.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+serving AS MATERIALIZED (
+    SELECT n.name,
+           CASE
+               WHEN q.max_workers IS NULL THEN %(limit)s::integer
+               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
+                   SELECT count(*) FROM {schema}.jobs_hot a
+                   WHERE a.queue = n.name AND a.status IN (1, 2)
+               )))::integer
+           END AS room
+    FROM (
+        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
+        UNION
+        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
+    ) n
+    LEFT JOIN {schema}.queues q ON q.name = n.name
+    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
+),
+candidates AS MATERIALIZED (
+    SELECT c.id, c.priority, c.due, c.created_at
+    FROM serving s
+    CROSS JOIN clock k
+    CROSS JOIN LATERAL (
+        SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS due, h.created_at
+        FROM {schema}.jobs_hot h
+        WHERE h.status = 0
+          AND h.queue = s.name
+          AND coalesce(h.scheduled_at, h.created_at) <= k.now
+          AND NOT (h.type = ANY(%(exclude)b::text[]))
+        ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+        LIMIT s.room
+        FOR UPDATE OF h SKIP LOCKED
+    ) c
+    WHERE s.room > 0
+),
+picked AS (
+    SELECT id FROM candidates
+    ORDER BY priority DESC, due, created_at
+    LIMIT %(limit)s
+),
+claimed AS (
+    UPDATE {schema}.jobs_hot h
+    SET status = CASE WHEN %(start)s THEN 2 ELSE 1 END,
+        attempt_count = h.attempt_count + CASE WHEN %(start)s THEN 1 ELSE 0 END,
+        started_at = CASE WHEN %(start)s THEN k.now ELSE h.started_at END,
+        heartbeat_at = CASE WHEN %(start)s THEN k.now ELSE NULL END,
+        worker_id = %(worker_id)s,
+        lease_token = gen_random_uuid(),
+        updated_at = k.now,
+        progress = NULL
+    FROM clock k
+    WHERE h.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
+              h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
+              h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
+              h.trace_context, h.worker_id, h.lease_token::text
+)
+SELECT * FROM claimed
+ORDER BY priority DESC, coalesce(scheduled_at, created_at), created_at
+
+-- name: jobs_start
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+v AS (
+    SELECT * FROM unnest(%(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[])
+        AS v(id, worker_id, token)
+)
+UPDATE {schema}.jobs_hot h
+SET status = 2,
+    attempt_count = h.attempt_count + 1,
+    started_at = k.now,
+    heartbeat_at = k.now,
+    updated_at = k.now
+FROM v, clock k
+WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+  AND h.status = 1
+RETURNING h.id::text, h.attempt_count, h.started_at
+
+-- name: jobs_heartbeat
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+v AS (
+    SELECT * FROM unnest(
+        %(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[], %(progress)b::integer[]
+    ) AS v(id, worker_id, token, progress)
+)
+UPDATE {schema}.jobs_hot h
+SET heartbeat_at = k.now,
+    updated_at = k.now,
+    progress = coalesce(least(greatest(v.progress, 0), 100), h.progress)
+FROM v, clock k
+WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+  AND h.status = 2
+RETURNING h.id::text, h.cancel_requested_at IS NOT NULL, h.cancelled_by
+
+-- name: jobs_release
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+v AS (
+    SELECT * FROM unnest(%(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[])
+        AS v(id, worker_id, token)
+)
+UPDATE {schema}.jobs_hot h
+SET status = 0,
+    worker_id = NULL,
+    lease_token = NULL,
+    heartbeat_at = NULL,
+    progress = NULL,
+    updated_at = k.now
+FROM v, clock k
+WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+  AND h.status = 1
+RETURNING h.id::text
+
+-- name: jobs_finalize
+-- Succeed, fail and retry moves of a batch in one statement: the rows leave hot (or go back to
+-- pending), land in archive or DLQ, and the lifetime counters and 1-second buckets move with
+-- them. Every move is guarded by its lease; a stale one matches nothing.
+WITH v AS (
+    SELECT * FROM unnest(
+        %(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[], %(kinds)b::integer[],
+        %(durations)b::float8[], %(reasons)b::integer[], %(errors)b::text[],
+        %(actors)b::text[], %(run_ats)b::timestamptz[], %(delays)b::float8[],
+        %(refunds)b::boolean[], %(counts)b::boolean[]
+    ) AS v(id, worker_id, token, kind, duration, reason, error, actor, run_at, delay, refund,
+           count_retry)
+),
+clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING v
+    WHERE v.kind IN (0, 1)
+      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+      AND h.status IN (1, 2)
+    RETURNING h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count,
+              h.max_attempts, h.timeout_seconds, h.worker_id, h.created_by,
+              h.last_modified_by, h.created_at, h.started_at,
+              v.kind, v.duration, v.reason, v.error, v.actor
+),
+archived AS (
+    INSERT INTO {schema}.jobs_archive (
+        id, queue, type, payload, tags, priority, attempt_count, max_attempts,
+        timeout_seconds, worker_id, created_by, last_modified_by, created_at, started_at,
+        finished_at, duration_seconds
+    )
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.attempt_count,
+           d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by, d.last_modified_by,
+           d.created_at, d.started_at, k.now, d.duration
+    FROM done d CROSS JOIN clock k
+    WHERE d.kind = 0
+),
+buried AS (
+    INSERT INTO {schema}.jobs_dlq (
+        id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
+        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
+        created_at, started_at, failed_at, duration_seconds
+    )
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.reason, d.error,
+           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
+           d.last_modified_by, d.actor, d.created_at, d.started_at, k.now, d.duration
+    FROM done d CROSS JOIN clock k
+    WHERE d.kind = 1
+),
+retried AS (
+    UPDATE {schema}.jobs_hot h
+    SET status = 0,
+        scheduled_at = coalesce(v.run_at, k.now + make_interval(secs => v.delay)),
+        last_error = v.error,
+        worker_id = NULL,
+        lease_token = NULL,
+        heartbeat_at = NULL,
+        progress = NULL,
+        attempt_count = CASE WHEN v.refund THEN greatest(h.attempt_count - 1, 0)
+                             ELSE h.attempt_count END,
+        updated_at = k.now
+    FROM v, clock k
+    WHERE v.kind = 2
+      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+      AND h.status IN (1, 2)
+    RETURNING h.id, h.queue, v.count_retry
+),
+counted AS (
+    SELECT queue, count(*) FILTER (WHERE kind = 0) AS succeeded,
+           count(*) FILTER (WHERE kind = 1) AS failed, 0 AS retried
+    FROM done GROUP BY queue
+    UNION ALL
+    SELECT queue, 0, 0, count(*) FILTER (WHERE count_retry)
+    FROM retried GROUP BY queue
+),
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (
+        queue, succeeded_total, failed_total, retried_total, last_activity_at
+    )
+    SELECT c.queue, sum(c.succeeded), sum(c.failed), sum(c.retried), min(k.now)
+    FROM counted c CROSS JOIN clock k
+    GROUP BY c.queue
+    ORDER BY c.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET succeeded_total = s.succeeded_total + excluded.succeeded_total,
+        failed_total = s.failed_total + excluded.failed_total,
+        retried_total = s.retried_total + excluded.retried_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+),
+buckets AS (
+    INSERT INTO {schema}.metric_buckets AS b (
+        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_seconds, max_duration_seconds, updated_at
+    )
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, d.kind,
+           CASE WHEN d.kind = 0 THEN -1 ELSE d.reason END,
+           count(*), count(d.duration), coalesce(sum(d.duration), 0), max(d.duration),
+           min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue, d.kind, CASE WHEN d.kind = 0 THEN -1 ELSE d.reason END
+    ORDER BY 3, 4, 5
+    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
+    SET completed_count = b.completed_count + excluded.completed_count,
+        duration_count = b.duration_count + excluded.duration_count,
+        total_duration_seconds = b.total_duration_seconds + excluded.total_duration_seconds,
+        max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
+        updated_at = excluded.updated_at
+)
+SELECT id::text FROM done
+UNION ALL
+SELECT id::text FROM retried
+
+-- ---------------------------------------------------------------------------------------------
+-- Maintenance
+-- ---------------------------------------------------------------------------------------------
+
+-- name: jobs_rescue_fetched
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+)
+UPDATE {schema}.jobs_hot h
+SET status = 0,
+    worker_id = NULL,
+    lease_token = NULL,
+    heartbeat_at = NULL,
+    progress = NULL,
+    updated_at = k.now
+FROM clock k
+WHERE h.status = 1
+  AND h.updated_at < k.now - make_interval(secs => %(timeout)s::float8)
+RETURNING h.id::text
+
+-- name: jobs_rescue_zombies
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+limits AS (
+    SELECT h.id, coalesce(q.zombie_timeout_seconds, %(timeout)s::float8) AS timeout
+    FROM {schema}.jobs_hot h
+    LEFT JOIN {schema}.queues q ON q.name = h.queue
+    CROSS JOIN clock k
+    WHERE h.status = 2
+      AND coalesce(h.heartbeat_at, h.updated_at)
+          < k.now - make_interval(secs => coalesce(q.zombie_timeout_seconds, %(timeout)s::float8))
+      AND (%(ids)b::uuid[] IS NULL OR h.id = ANY(%(ids)b::uuid[]))
+    FOR UPDATE OF h SKIP LOCKED
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING limits l
+    WHERE h.id = l.id AND h.status = 2
+    RETURNING h.*, l.timeout
+),
+buried AS (
+    INSERT INTO {schema}.jobs_dlq (
+        id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
+        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
+        created_at, started_at, failed_at, duration_seconds
+    )
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, 2,
+           'Zombie: heartbeat expired (no heartbeat for more than '
+               || d.timeout::numeric::text || ' s)',
+           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
+    FROM done d CROSS JOIN clock k
+),
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET failed_total = s.failed_total + excluded.failed_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+),
+buckets AS (
+    INSERT INTO {schema}.metric_buckets AS b (
+        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_seconds, max_duration_seconds, updated_at
+    )
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, 2, count(*), 0, 0, NULL,
+           min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
+    SET completed_count = b.completed_count + excluded.completed_count,
+        updated_at = excluded.updated_at
+)
+SELECT id::text FROM done
+
+-- name: jobs_zombie_candidates
+SELECT h.id::text
+FROM {schema}.jobs_hot h
+LEFT JOIN {schema}.queues q ON q.name = h.queue
+WHERE h.status = 2
+  AND coalesce(h.heartbeat_at, h.updated_at)
+      < coalesce(%(now)s::timestamptz, now())
+        - make_interval(secs => coalesce(q.zombie_timeout_seconds, %(timeout)s::float8))
+ORDER BY h.id
+
+-- name: archive_purge_batch
+DELETE FROM {schema}.jobs_archive
+WHERE id IN (
+    SELECT id FROM {schema}.jobs_archive
+    WHERE finished_at < %(older_than)s
+    ORDER BY finished_at
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+
+-- name: dlq_purge_batch
+DELETE FROM {schema}.jobs_dlq
+WHERE id IN (
+    SELECT id FROM {schema}.jobs_dlq
+    WHERE failed_at < %(older_than)s
+    ORDER BY failed_at
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+
+-- name: metrics_prune
+DELETE FROM {schema}.metric_buckets
+WHERE width_seconds = %(width)s AND bucket_start < %(older_than)s
+
+-- name: metrics_rollup
+WITH gone AS (
+    DELETE FROM {schema}.metric_buckets
+    WHERE width_seconds = 1 AND bucket_start < %(older_than)s
+    RETURNING *
+),
+folded AS (
+    INSERT INTO {schema}.metric_buckets AS b (
+        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_seconds, max_duration_seconds, updated_at
+    )
+    SELECT 60, date_bin('60 seconds', g.bucket_start, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
+           g.queue, g.outcome, g.failure_reason, sum(g.completed_count),
+           sum(g.duration_count), sum(g.total_duration_seconds),
+           max(g.max_duration_seconds), now()
+    FROM gone g
+    GROUP BY 2, 3, 4, 5
+    ORDER BY 2, 3, 4, 5
+    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
+    SET completed_count = b.completed_count + excluded.completed_count,
+        duration_count = b.duration_count + excluded.duration_count,
+        total_duration_seconds = b.total_duration_seconds + excluded.total_duration_seconds,
+        max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
+        updated_at = excluded.updated_at
+)
+SELECT count(*) FROM gone
+
+-- ---------------------------------------------------------------------------------------------
+-- Operators
+-- ---------------------------------------------------------------------------------------------
+
+-- name: jobs_cancel
+-- Pending and Fetched rows go to the DLQ as CANCELLED at once (with counters and buckets);
+-- Processing rows get a durable cancel request that the owning worker hears.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status IN (0, 1)
+    RETURNING h.*
+),
+buried AS (
+    INSERT INTO {schema}.jobs_dlq (
+        id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
+        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
+        created_at, started_at, failed_at, duration_seconds
+    )
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, 1,
+           'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
+           d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
+           d.started_at, k.now, NULL
+    FROM done d CROSS JOIN clock k
+),
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET failed_total = s.failed_total + excluded.failed_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+),
+buckets AS (
+    INSERT INTO {schema}.metric_buckets AS b (
+        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_seconds, max_duration_seconds, updated_at
+    )
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, 1, count(*), 0, 0, NULL,
+           min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
+    SET completed_count = b.completed_count + excluded.completed_count,
+        updated_at = excluded.updated_at
+),
+requested AS (
+    UPDATE {schema}.jobs_hot h
+    SET cancel_requested_at = k.now,
+        cancelled_by = %(actor)s,
+        last_modified_by = %(actor)s
+    FROM clock k
+    WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status = 2
+    RETURNING h.id
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'cancel:' || r.id::text) FROM requested r
+)
+SELECT id::text, true FROM done
+UNION ALL
+SELECT id::text, false FROM requested
+UNION ALL
+SELECT NULL, NULL FROM woken
+
+-- name: jobs_edit
+UPDATE {schema}.jobs_hot
+SET payload = coalesce(%(payload)s::text, payload),
+    tags = CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE tags END,
+    priority = coalesce(%(priority)s::integer, priority),
+    last_modified_by = %(actor)s,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+WHERE id = %(id)s::uuid AND status = 0
+
+-- name: dlq_edit
+UPDATE {schema}.jobs_dlq
+SET payload = coalesce(%(payload)s::text, payload),
+    tags = CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE tags END,
+    priority = coalesce(%(priority)s::integer, priority),
+    last_modified_by = %(actor)s
+WHERE id = %(id)s::uuid
+
+-- name: dlq_resurrect
+-- DLQ -> hot Pending in one statement; lifetime counters and buckets are not touched.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+moved AS (
+    DELETE FROM {schema}.jobs_dlq
+    WHERE id = ANY(%(ids)b::uuid[])
+    RETURNING *
+),
+names AS MATERIALIZED (
+    SELECT DISTINCT queue FROM moved
+),
+queue_rows AS (
+    INSERT INTO {schema}.queues (name, updated_at)
+    SELECT n.queue, k.now FROM names n CROSS JOIN clock k ORDER BY n.queue
+    ON CONFLICT (name) DO NOTHING
+),
+stats_rows AS (
+    INSERT INTO {schema}.stats_summary (queue)
+    SELECT queue FROM names ORDER BY queue
+    ON CONFLICT (queue) DO NOTHING
+),
+inserted AS (
+    INSERT INTO {schema}.jobs_hot (
+        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
+        last_modified_by, last_error
+    )
+    SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
+           CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
+           coalesce(%(priority)s::integer, m.priority), 0, 0, m.max_attempts,
+           m.timeout_seconds, NULL, m.created_at, k.now, m.created_by, %(actor)s, m.error
+    FROM moved m CROSS JOIN clock k
+    RETURNING id, queue
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
+)
+SELECT id::text FROM inserted
+UNION ALL
+SELECT NULL FROM woken
+
+-- name: dlq_purge
+DELETE FROM {schema}.jobs_dlq
+WHERE id = ANY(%(ids)b::uuid[])
+RETURNING id::text
+
+-- name: dlq_match_count
+SELECT count(*)
+FROM {schema}.jobs_dlq
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
+  AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
+
+-- name: dlq_match_ids
+SELECT id::text
+FROM {schema}.jobs_dlq
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
+  AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
+ORDER BY failed_at DESC, id DESC
+LIMIT %(cap)s
+
+-- ---------------------------------------------------------------------------------------------
+-- Reads
+-- ---------------------------------------------------------------------------------------------
+
+-- name: stats_summary
+SELECT
+    (SELECT count(*) FROM {schema}.jobs_hot WHERE status = 0),
+    (SELECT count(*) FROM {schema}.jobs_hot WHERE status = 1),
+    (SELECT count(*) FROM {schema}.jobs_hot WHERE status = 2),
+    coalesce(sum(s.succeeded_total), 0)::bigint,
+    coalesce(sum(s.failed_total), 0)::bigint,
+    coalesce(sum(s.retried_total), 0)::bigint,
+    max(s.last_activity_at)
+FROM {schema}.stats_summary s
+
+-- name: stats_queues
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+hot AS (
+    SELECT h.queue,
+           count(*) FILTER (WHERE h.status = 0) AS pending,
+           count(*) FILTER (WHERE h.status = 1) AS fetched,
+           count(*) FILTER (WHERE h.status = 2) AS processing,
+           count(*) FILTER (WHERE h.status = 0 AND coalesce(h.scheduled_at, h.created_at) <= k.now)
+               AS lag_count,
+           avg(greatest(0, extract(epoch FROM k.now - coalesce(h.scheduled_at, h.created_at))))
+               FILTER (WHERE h.status = 0 AND coalesce(h.scheduled_at, h.created_at) <= k.now)
+               AS lag_avg,
+           max(greatest(0, extract(epoch FROM k.now - coalesce(h.scheduled_at, h.created_at))))
+               FILTER (WHERE h.status = 0 AND coalesce(h.scheduled_at, h.created_at) <= k.now)
+               AS lag_max
+    FROM {schema}.jobs_hot h CROSS JOIN clock k
+    GROUP BY h.queue
+)
+SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
+       q.execution_timeout_seconds, q.updated_at,
+       coalesce(h.pending, 0), coalesce(h.fetched, 0), coalesce(h.processing, 0),
+       coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
+       coalesce(s.retried_total, 0), s.last_activity_at,
+       coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8
+FROM {schema}.queues q
+LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
+LEFT JOIN hot h ON h.queue = q.name
+ORDER BY q.name
+
+-- name: stats_throughput
+WITH clock AS MATERIALIZED (
+    SELECT date_trunc('second', coalesce(%(now)s::timestamptz, now())) AS now
+)
+SELECT
+    coalesce(sum(b.completed_count) FILTER (WHERE b.bucket_start > k.now - interval '60 seconds'), 0)::bigint,
+    coalesce(sum(b.completed_count) FILTER (WHERE b.bucket_start > k.now - interval '60 seconds' AND b.outcome = 1), 0)::bigint,
+    coalesce(sum(b.completed_count), 0)::bigint,
+    coalesce(sum(b.completed_count) FILTER (WHERE b.outcome = 1), 0)::bigint
+FROM {schema}.metric_buckets b CROSS JOIN clock k
+WHERE b.width_seconds = 1
+  AND b.bucket_start > k.now - interval '300 seconds'
+  AND b.bucket_start <= k.now
+
+-- name: stats_series
+SELECT bucket_start,
+       coalesce(sum(completed_count) FILTER (WHERE outcome = 0), 0)::bigint,
+       coalesce(sum(completed_count) FILTER (WHERE outcome = 1), 0)::bigint,
+       coalesce(sum(total_duration_seconds), 0)::float8,
+       max(max_duration_seconds)
+FROM {schema}.metric_buckets
+WHERE width_seconds = %(width)s
+  AND bucket_start >= %(since)s
+  AND (%(until)s::timestamptz IS NULL OR bucket_start <= %(until)s::timestamptz)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+GROUP BY bucket_start
+ORDER BY bucket_start
+
+-- name: dlq_top_errors
+WITH recent AS (
+    SELECT failure_reason, error, failed_at
+    FROM {schema}.jobs_dlq
+    ORDER BY failed_at DESC
+    LIMIT %(scan)s
+),
+families AS (
+    SELECT failure_reason,
+           rtrim(left(btrim(regexp_replace(coalesce(error, ''), '\s+', ' ', 'g')), 160)) AS prefix,
+           failed_at
+    FROM recent
+)
+SELECT failure_reason,
+       CASE WHEN prefix = '' THEN '(empty error details)' ELSE prefix END AS family,
+       count(*) AS n,
+       max(failed_at) AS latest
+FROM families
+GROUP BY failure_reason, family
+ORDER BY n DESC, latest DESC, family
+LIMIT %(limit)s
+
+-- name: hot_count
+SELECT count(*)
+FROM {schema}.jobs_hot
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
+
+-- name: hot_page
+SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
+       status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
+       last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
+       progress, cancel_requested_at, cancelled_by
+FROM {schema}.jobs_hot
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
+ORDER BY {order}
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: archive_count
+SELECT count(*)
+FROM {schema}.jobs_archive
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
+
+-- name: archive_page
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
+       finished_at, duration_seconds
+FROM {schema}.jobs_archive
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
+ORDER BY {order}
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: dlq_page
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
+       failed_at, duration_seconds, failure_reason, error, cancelled_by
+FROM {schema}.jobs_dlq
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
+  AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
+ORDER BY {order}
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: hot_get
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
+       last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
+       progress, cancel_requested_at, cancelled_by
+FROM {schema}.jobs_hot
+WHERE id = %(id)s::uuid
+
+-- name: archive_get
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
+       finished_at, duration_seconds
+FROM {schema}.jobs_archive
+WHERE id = %(id)s::uuid
+
+-- name: dlq_get
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
+       failed_at, duration_seconds, failure_reason, error, cancelled_by
+FROM {schema}.jobs_dlq
+WHERE id = %(id)s::uuid
+
+-- ---------------------------------------------------------------------------------------------
+-- Queues
+-- ---------------------------------------------------------------------------------------------
+
+-- name: queue_list
+SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+       updated_at
+FROM {schema}.queues
+ORDER BY name
+
+-- name: queue_ensure
+WITH made AS (
+    INSERT INTO {schema}.queues (name, updated_at)
+    VALUES (%(name)s, now())
+    ON CONFLICT (name) DO NOTHING
+    RETURNING name, paused, active, max_workers, zombie_timeout_seconds,
+              execution_timeout_seconds, updated_at
+)
+SELECT * FROM made
+UNION ALL
+SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+       updated_at
+FROM {schema}.queues
+WHERE name = %(name)s AND NOT EXISTS (SELECT 1 FROM made)
+
+-- name: queue_get
+SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+       updated_at
+FROM {schema}.queues
+WHERE name = %(name)s
+
+-- name: queue_stats_row
+INSERT INTO {schema}.stats_summary (queue) VALUES (%(name)s)
+ON CONFLICT (queue) DO NOTHING
+
+-- name: queue_pause
+INSERT INTO {schema}.queues AS q (name, paused, updated_at, last_modified_by)
+VALUES (%(name)s, %(paused)s, now(), %(actor)s)
+ON CONFLICT (name) DO UPDATE
+SET paused = excluded.paused, updated_at = excluded.updated_at,
+    last_modified_by = excluded.last_modified_by
+RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+          updated_at
+
+-- name: queue_activate
+INSERT INTO {schema}.queues AS q (name, active, updated_at, last_modified_by)
+VALUES (%(name)s, %(active)s, now(), %(actor)s)
+ON CONFLICT (name) DO UPDATE
+SET active = excluded.active, updated_at = excluded.updated_at,
+    last_modified_by = excluded.last_modified_by
+RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+          updated_at
+
+-- name: queue_configure
+INSERT INTO {schema}.queues AS q (
+    name, max_workers, zombie_timeout_seconds, execution_timeout_seconds, updated_at,
+    last_modified_by
+)
+VALUES (%(name)s, %(max_workers)s::integer, %(zombie)s::float8, %(execution)s::float8, now(),
+        %(actor)s)
+ON CONFLICT (name) DO UPDATE
+SET max_workers = CASE WHEN %(set_max_workers)s THEN excluded.max_workers
+                       ELSE q.max_workers END,
+    zombie_timeout_seconds = CASE WHEN %(set_zombie)s THEN excluded.zombie_timeout_seconds
+                                  ELSE q.zombie_timeout_seconds END,
+    execution_timeout_seconds = CASE WHEN %(set_execution)s
+                                     THEN excluded.execution_timeout_seconds
+                                     ELSE q.execution_timeout_seconds END,
+    updated_at = excluded.updated_at,
+    last_modified_by = excluded.last_modified_by
+RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+          updated_at
+
+-- ---------------------------------------------------------------------------------------------
+-- Workers
+-- ---------------------------------------------------------------------------------------------
+
+-- name: worker_close_circuits
+-- Read under the row lock, in the same transaction as worker_beat clears them, so each request
+-- is handed over exactly once.
+SELECT close_circuits FROM {schema}.workers WHERE id = %(id)s FOR UPDATE
+
+-- name: worker_beat
+INSERT INTO {schema}.workers AS w (
+    id, hostname, pid, queues, concurrency, desired_concurrency, running, state,
+    circuits, close_circuits, started_at, heartbeat_at
+)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s, %(concurrency)s,
+        %(desired)s::integer, %(running)s, %(state)s, %(circuits)s, '[]',
+        %(started_at)s, coalesce(%(now)s::timestamptz, now()))
+ON CONFLICT (id) DO UPDATE
+SET hostname = excluded.hostname,
+    pid = excluded.pid,
+    queues = excluded.queues,
+    concurrency = excluded.concurrency,
+    running = excluded.running,
+    state = excluded.state,
+    circuits = excluded.circuits,
+    close_circuits = '[]',
+    heartbeat_at = excluded.heartbeat_at
+RETURNING w.desired_concurrency
+
+-- name: worker_remove
+DELETE FROM {schema}.workers WHERE id = %(id)s
+
+-- name: workers_list
+SELECT id, hostname, pid, queues, concurrency, desired_concurrency, running, state,
+       started_at, heartbeat_at, circuits
+FROM {schema}.workers
+WHERE heartbeat_at >= coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(within)s::float8)
+ORDER BY heartbeat_at DESC, id
+
+-- name: worker_request
+UPDATE {schema}.workers
+SET desired_concurrency = coalesce(%(concurrency)s::integer, desired_concurrency),
+    close_circuits = CASE
+        WHEN %(circuit)s::text IS NULL THEN close_circuits
+        WHEN close_circuits::jsonb ? %(circuit)s::text THEN close_circuits
+        ELSE (close_circuits::jsonb || to_jsonb(%(circuit)s::text))::text
+    END
+WHERE (%(id)s::text IS NULL OR id = %(id)s::text)
+
+-- ---------------------------------------------------------------------------------------------
+-- Notification and leadership
+-- ---------------------------------------------------------------------------------------------
+
+-- name: listen
+LISTEN {channel}
+
+-- name: unlisten
+UNLISTEN {channel}
+
+-- name: leader_try
+SELECT pg_try_advisory_lock(hashtext(%(key)s))
+
+-- name: leader_release
+SELECT pg_advisory_unlock(hashtext(%(key)s))
+
+-- name: ping
+SELECT 1

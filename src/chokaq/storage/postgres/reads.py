@@ -1,0 +1,233 @@
+"""Read operations of the PostgreSQL backend: summaries, per-queue stats, throughput, chart
+series, DLQ error families, paged listings and single-job lookups.
+
+Owns the listing filters (``JobFilter`` to parameters) and the sort whitelist per pillar. It must
+not write anything.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from ...errors import ValidationError
+from ...limits import MAX_SEARCH_LENGTH, check_job_id, check_name, check_text
+from ...models import (
+    ErrorGroup,
+    FailureReason,
+    JobFilter,
+    JobView,
+    Page,
+    Pillar,
+    QueueStats,
+    SeriesPoint,
+    Summary,
+    Throughput,
+)
+from .core import PostgresCore
+from .rows import archive_view, dlq_view, hot_view, queue_info
+
+__all__ = ["PostgresReads", "filter_params"]
+
+# The sortable columns of each pillar; anything else is refused.
+_SORTS: dict[Pillar, dict[str, str]] = {
+    Pillar.HOT: {
+        "date": "created_at",
+        "created": "created_at",
+        "id": "id",
+        "queue": "queue",
+        "type": "type",
+        "priority": "priority",
+        "attempts": "attempt_count",
+        "worker": "worker_id",
+    },
+    Pillar.ARCHIVE: {
+        "date": "finished_at",
+        "created": "created_at",
+        "id": "id",
+        "queue": "queue",
+        "type": "type",
+        "priority": "priority",
+        "attempts": "attempt_count",
+        "duration": "duration_seconds",
+        "worker": "worker_id",
+    },
+    Pillar.DLQ: {
+        "date": "failed_at",
+        "created": "created_at",
+        "id": "id",
+        "queue": "queue",
+        "type": "type",
+        "priority": "priority",
+        "attempts": "attempt_count",
+        "duration": "duration_seconds",
+        "reason": "failure_reason",
+        "worker": "worker_id",
+    },
+}
+
+_NO_FILTER = JobFilter()
+
+# The named statements that count and list each pillar.
+_COUNTS = {Pillar.HOT: "hot_count", Pillar.ARCHIVE: "archive_count", Pillar.DLQ: "dlq_match_count"}
+
+_VIEWS = {Pillar.HOT: hot_view, Pillar.ARCHIVE: archive_view, Pillar.DLQ: dlq_view}
+
+
+def _like_pattern(search: str) -> str:
+    """A case-insensitive substring pattern with LIKE's wildcards taken literally."""
+    escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def filter_params(filter: JobFilter) -> dict[str, Any]:
+    """The parameters shared by every filtered statement (``None`` means "any")."""
+    if filter.queue is not None:
+        check_name("filter.queue", filter.queue)
+    if filter.type is not None:
+        check_name("filter.type", filter.type)
+    search = check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
+    ids = None
+    if filter.ids is not None:
+        ids = [check_job_id(f"filter.ids[{i}]", v) for i, v in enumerate(filter.ids)]
+    return {
+        "queue": filter.queue,
+        "type": filter.type,
+        "status": int(filter.status) if filter.status is not None else None,
+        "reason": int(filter.failure_reason) if filter.failure_reason is not None else None,
+        "since": filter.since,
+        "until": filter.until,
+        "ids": ids,
+        "search": _like_pattern(search) if search else None,
+    }
+
+
+class PostgresReads(PostgresCore):
+    """Reads; none of them touches archive or DLQ unless that pillar is asked for."""
+
+    async def stats_summary(self) -> Summary:
+        row = await self._one("stats_summary")
+        assert row is not None
+        return Summary(
+            pending=row[0],
+            fetched=row[1],
+            processing=row[2],
+            succeeded_total=row[3],
+            failed_total=row[4],
+            retried_total=row[5],
+            last_activity_at=row[6],
+        )
+
+    async def stats_queues(self, *, now: datetime | None = None) -> list[QueueStats]:
+        rows = await self._rows("stats_queues", {"now": now})
+        return [
+            QueueStats(
+                queue=queue_info(row[:7]),
+                pending=row[7],
+                fetched=row[8],
+                processing=row[9],
+                succeeded_total=row[10],
+                failed_total=row[11],
+                retried_total=row[12],
+                last_activity_at=row[13],
+                lag_count=row[14],
+                lag_avg_seconds=float(row[15]),
+                lag_max_seconds=float(row[16]),
+            )
+            for row in rows
+        ]
+
+    async def stats_throughput(self, *, now: datetime | None = None) -> Throughput:
+        row = await self._one("stats_throughput", {"now": now})
+        assert row is not None
+        return Throughput(
+            processed_1m=row[0], failed_1m=row[1], processed_5m=row[2], failed_5m=row[3]
+        )
+
+    async def stats_series(
+        self,
+        *,
+        since: datetime,
+        until: datetime | None = None,
+        width_seconds: int = 1,
+        queue: str | None = None,
+    ) -> list[SeriesPoint]:
+        rows = await self._rows(
+            "stats_series",
+            {"since": since, "until": until, "width": width_seconds, "queue": queue},
+        )
+        return [
+            SeriesPoint(
+                bucket_start=row[0],
+                succeeded=row[1],
+                failed=row[2],
+                total_duration_seconds=float(row[3]),
+                max_duration_seconds=row[4],
+            )
+            for row in rows
+        ]
+
+    async def dlq_top_errors(self, *, limit: int = 5, scan: int = 5000) -> list[ErrorGroup]:
+        if limit < 1:
+            return []
+        rows = await self._rows("dlq_top_errors", {"limit": limit, "scan": max(scan, 0)})
+        return [
+            ErrorGroup(
+                failure_reason=FailureReason(row[0]), prefix=row[1], count=row[2], latest_at=row[3]
+            )
+            for row in rows
+        ]
+
+    async def jobs_page(
+        self,
+        *,
+        pillar: Pillar,
+        filter: JobFilter = _NO_FILTER,
+        sort: str = "date",
+        descending: bool = True,
+        page: int = 1,
+        page_size: int = 100,
+    ) -> Page[JobView]:
+        pillar = Pillar(pillar)
+        column = _SORTS[pillar].get(sort)
+        if column is None:
+            allowed = ", ".join(sorted(_SORTS[pillar]))
+            raise ValidationError("sort", f"must be one of {allowed} for the {pillar} pillar")
+        if (
+            isinstance(page_size, bool)
+            or not isinstance(page_size, int)
+            or not (1 <= page_size <= 1000)
+        ):
+            raise ValidationError("page_size", "must be an integer between 1 and 1000")
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise ValidationError("page", "must be an integer of at least 1")
+        params = filter_params(filter)
+        direction = sql.SQL("DESC") if descending else sql.SQL("ASC")
+        order = sql.SQL("{} {} NULLS LAST, id {}").format(
+            sql.Identifier(column), direction, direction
+        )
+        listing = sql.SQL(self._q[f"{pillar.value}_page"]).format(order=order)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q[_COUNTS[pillar]], params)
+            counted = await cur.fetchone()
+            total = int(counted[0]) if counted is not None else 0
+            cur = await conn.execute(
+                listing, {**params, "limit": page_size, "offset": (page - 1) * page_size}
+            )
+            rows = await cur.fetchall()
+        view = _VIEWS[pillar]
+        return Page(
+            items=tuple(view(row) for row in rows), total=total, page=page, page_size=page_size
+        )
+
+    async def job_get(self, id: str) -> JobView | None:
+        check_job_id("id", id)
+        async with self.pool.connection() as conn:
+            for pillar, view in _VIEWS.items():
+                cur = await conn.execute(self._q[f"{pillar.value}_get"], {"id": id})
+                row = await cur.fetchone()
+                if row is not None:
+                    return view(row)
+        return None
