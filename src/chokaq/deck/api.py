@@ -1,0 +1,578 @@
+"""The Deck's JSON API: every read and action the page (and automation) uses, with the route
+metadata the OpenAPI document is generated from.
+
+Each handler authorizes (``admin`` routes need the admin role and, for cookie sessions, the CSRF
+header), validates its input before calling storage, and maps errors to 4xx answers with a
+message. It reaches data only through ``chokaq.storage.Backend``; it must not hold SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..errors import NotFoundError, StorageError, ValidationError
+from ..limits import check_job_id, check_name, check_payload, check_priority, check_tags
+from ..models import FailureReason, JobFilter, Pillar
+from ..storage import UNSET
+from .auth import Principal, Role, csrf_ok
+from .views import (
+    SOURCES,
+    circuits_of,
+    dump,
+    filter_json,
+    parse_filter,
+    parse_int,
+    queue_json,
+    throughput_json,
+)
+
+if TYPE_CHECKING:
+    from .app import DeckState
+
+__all__ = ["ROUTES", "ApiRoute", "snapshot"]
+
+Handler = Callable[[Request, "DeckState", Principal], Awaitable[Any]]
+MAX_IDS = 1000
+MAX_CAP = 10_000
+CONFIRM_AT = 25  # bulk actions on this many jobs or more need a typed confirmation
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    """One API operation: where it lives, who may call it, and what it takes."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    admin: bool = False
+    query: tuple[str, ...] = ()
+    body: dict[str, str] = field(default_factory=dict)  # property -> JSON type
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def endpoint(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
+    """Wrap a handler with authorization, CSRF and error mapping (never a 500 for bad input)."""
+
+    async def asgi(request: Request) -> Response:
+        state: DeckState = request.app.state.deck
+        principal = await state.principal(request)
+        if principal is None:
+            return _error(401, "authentication required")
+        if route.admin:
+            if principal.role is not Role.ADMIN:
+                return _error(403, "this action needs the admin role")
+            if not csrf_ok(request):
+                return _error(403, "missing or wrong CSRF token (header X-CSRF-Token)")
+        try:
+            await state.ensure_open()
+            result = await route.handler(request, state, principal)
+            if route.admin:
+                state.invalidate()
+        except ApiError as exc:
+            return _error(exc.status, exc.message)
+        except ValidationError as exc:
+            return _error(422, str(exc), field=exc.field)
+        except NotFoundError as exc:
+            return _error(404, str(exc))
+        except StorageError as exc:
+            return _error(503, f"storage unavailable: {exc}")
+        return result if isinstance(result, Response) else JSONResponse(result)
+
+    return asgi
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        data = json.loads(await request.body() or b"{}")
+    except ValueError:
+        raise ApiError(400, "request body must be a JSON object") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "request body must be a JSON object")
+    return data
+
+
+def _ids(data: dict[str, Any]) -> list[str]:
+    ids = data.get("ids")
+    if not isinstance(ids, list) or not ids:
+        raise ValidationError("ids", "must be a non-empty list of job ids")
+    if len(ids) > MAX_IDS:
+        raise ValidationError("ids", f"must hold at most {MAX_IDS} ids (got {len(ids)})")
+    return list(dict.fromkeys(check_job_id(f"ids[{i}]", v) for i, v in enumerate(ids)))
+
+
+def _confirm(data: dict[str, Any], word: str, count: int, *, always: bool = False) -> None:
+    """Destructive actions, and any action on ``CONFIRM_AT`` or more jobs, carry the typed word."""
+    if (always or count >= CONFIRM_AT) and data.get("confirm") != word:
+        raise ValidationError("confirm", f'must be "{word}" (typed confirmation)')
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+
+async def snapshot(state: DeckState) -> dict[str, Any]:
+    """Everything the live panels show, in one compact document (also the SSE payload)."""
+    backend = state.app.backend
+    now = datetime.now(UTC)
+    summary = await backend.stats_summary()
+    throughput = await backend.stats_throughput()
+    queues = await backend.stats_queues()
+    workers = await backend.workers_list()
+    series = await backend.stats_series(since=now - timedelta(seconds=15), width_seconds=1)
+    errors = await state.top_errors()
+    return {
+        "at": dump(now),
+        "summary": dump(summary),
+        "throughput": throughput_json(throughput),
+        "queues": [queue_json(q) for q in queues],
+        "workers": [{k: v for k, v in dump(w).items() if k != "circuits"} for w in workers],
+        "circuits": circuits_of([(w.id, w.circuits) for w in workers]),
+        "series_tail": dump(series),
+        "top_errors": dump(errors),
+    }
+
+
+async def get_me(request: Request, state: DeckState, who: Principal) -> Any:
+    return {"name": who.name, "role": who.role.value}
+
+
+async def get_overview(request: Request, state: DeckState, who: Principal) -> Any:
+    return await state.live_snapshot()
+
+
+async def get_series(request: Request, state: DeckState, who: Principal) -> Any:
+    window = request.query_params.get("window", "hour")
+    if window not in ("hour", "2w"):
+        raise ValidationError("window", "must be hour or 2w")
+    queue = request.query_params.get("queue") or None
+    if queue is not None:
+        check_name("queue", queue)
+    now = datetime.now(UTC)
+    if window == "hour":
+        since, width = now - timedelta(hours=1), 1
+    else:
+        since, width = now - timedelta(days=14), 60
+    points = await state.app.backend.stats_series(since=since, width_seconds=width, queue=queue)
+    return {
+        "window": window,
+        "width_seconds": width,
+        "since": dump(since),
+        "until": dump(now),
+        "points": dump(points),
+    }
+
+
+async def get_jobs(request: Request, state: DeckState, who: Principal) -> Any:
+    params = request.query_params
+    source = params.get("source", "active")
+    if source not in SOURCES:
+        raise ValidationError("source", "must be active, archive or dlq")
+    job_filter = parse_filter(params)
+    page = parse_int("page", params.get("page"), default=1, low=1, high=1_000_000)
+    size = parse_int("page_size", params.get("page_size"), default=50, low=1, high=1000)
+    sort = params.get("sort", "date")
+    descending = params.get("order", "desc") != "asc"
+    result = await state.app.backend.jobs_page(
+        pillar=SOURCES[source],
+        filter=job_filter,
+        sort=sort,
+        descending=descending,
+        page=page,
+        page_size=size,
+    )
+    return {
+        "source": source,
+        "total": result.total,
+        "page": result.page,
+        "page_size": result.page_size,
+        "pages": result.pages,
+        "items": dump(result.items),
+    }
+
+
+async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
+    job_id = check_job_id("id", request.path_params["id"])
+    job = await state.app.backend.job_get(job_id)
+    if job is None:
+        raise ApiError(404, f"job {job_id} not found in hot, archive or DLQ")
+    return dump(job)
+
+
+async def get_top_errors(request: Request, state: DeckState, who: Principal) -> Any:
+    limit = parse_int("limit", request.query_params.get("limit"), default=5, low=1, high=50)
+    return dump(await state.app.backend.dlq_top_errors(limit=limit))
+
+
+# -- job actions ------------------------------------------------------------------------------
+
+
+async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any:
+    data = await _body(request)
+    ids = _ids(data)
+    _confirm(data, "CANCEL", len(ids))
+    result = await state.app.backend.jobs_cancel(ids=ids, actor=who.name)
+    return dump(result)
+
+
+async def post_resurrect(request: Request, state: DeckState, who: Principal) -> Any:
+    data = await _body(request)
+    ids = _ids(data)
+    _confirm(data, "RETRY", len(ids))
+    moved = await state.app.backend.dlq_resurrect(ids=ids, actor=who.name)
+    return {"moved": moved}
+
+
+async def post_purge(request: Request, state: DeckState, who: Principal) -> Any:
+    data = await _body(request)
+    ids = _ids(data)
+    _confirm(data, "PURGE", len(ids), always=True)
+    deleted = await state.app.backend.dlq_purge(ids=ids, actor=who.name)
+    return {"deleted": deleted}
+
+
+def _edits(data: dict[str, Any], state: DeckState) -> dict[str, Any]:
+    edits: dict[str, Any] = {}
+    if data.get("payload") is not None:
+        edits["payload"] = check_payload("payload", data["payload"], state.app.limits)
+    if data.get("tags") is not None:
+        edits["tags"] = check_tags("tags", data["tags"])
+    if data.get("priority") is not None:
+        edits["priority"] = check_priority("priority", data["priority"])
+    return edits
+
+
+async def post_edit(request: Request, state: DeckState, who: Principal) -> Any:
+    """Save a pending job's or a DLQ job's payload, tags, priority; ``requeue`` (DLQ only)
+    saves and resurrects in one transaction."""
+    job_id = check_job_id("id", request.path_params["id"])
+    data = await _body(request)
+    edits = _edits(data, state)
+    requeue = data.get("requeue", False)
+    if not isinstance(requeue, bool):
+        raise ValidationError("requeue", "must be true or false")
+    backend = state.app.backend
+    job = await backend.job_get(job_id)
+    if job is None:
+        raise ApiError(404, f"job {job_id} not found")
+    if requeue:
+        if job.pillar is not Pillar.DLQ:
+            raise ApiError(409, "only a DLQ job can be saved and requeued")
+        moved = await backend.dlq_resurrect(ids=[job_id], actor=who.name, **edits)
+        if not moved:
+            raise ApiError(409, "the job left the DLQ before it could be requeued")
+        return {"saved": True, "requeued": True}
+    if not edits:
+        raise ValidationError("payload", "nothing to save: give payload, tags or priority")
+    if job.pillar is Pillar.DLQ:
+        applied = await backend.dlq_edit(id=job_id, actor=who.name, **edits)
+    elif job.pillar is Pillar.HOT:
+        applied = await backend.jobs_edit(id=job_id, actor=who.name, **edits)
+    else:
+        raise ApiError(409, "an archived job cannot be edited")
+    if not applied:
+        raise ApiError(409, "the job is no longer editable (only pending or DLQ jobs are)")
+    return {"saved": True, "requeued": False}
+
+
+# -- DLQ by filter ----------------------------------------------------------------------------
+
+
+def _dlq_filter(data: dict[str, Any]) -> tuple[JobFilter, int]:
+    raw = data.get("filter", {})
+    if not isinstance(raw, dict):
+        raise ValidationError("filter", "must be an object")
+    job_filter = parse_filter(raw)
+    if job_filter.status is not None:
+        raise ValidationError("filter.status", "does not apply to the DLQ")
+    cap = parse_int("cap", data.get("cap"), default=100, low=1, high=MAX_CAP)
+    return job_filter, cap
+
+
+async def post_preview(request: Request, state: DeckState, who: Principal) -> Any:
+    """What a bulk action by filter would touch. The filter comes back pinned to now
+    (``until``), and executing with that pinned filter touches only rows that existed at
+    preview time: a failure arriving in between is not swept up unseen."""
+    data = await _body(request)
+    job_filter, cap = _dlq_filter(data)
+    now = datetime.now(UTC)
+    pinned = replace(job_filter, until=min(job_filter.until or now, now))
+    preview = await state.app.backend.dlq_preview(filter=pinned, cap=cap, sample=10)
+    return {**dump(preview), "filter": filter_json(pinned), "cap": cap}
+
+
+async def _by_filter(request: Request, state: DeckState, who: Principal, word: str) -> Any:
+    data = await _body(request)
+    job_filter, cap = _dlq_filter(data)
+    if job_filter.until is None:
+        raise ValidationError("filter.until", "is required: send the filter the preview returned")
+    backend = state.app.backend
+    if word == "PURGE":
+        _confirm(data, word, cap, always=True)
+        ids = await backend.dlq_purge_by_filter(filter=job_filter, actor=who.name, cap=cap)
+    else:
+        preview = await backend.dlq_preview(filter=job_filter, cap=cap, sample=0)
+        _confirm(data, word, preview.will_affect)
+        ids = await backend.dlq_resurrect_by_filter(filter=job_filter, actor=who.name, cap=cap)
+    return {"affected": len(ids), "ids": ids}
+
+
+async def post_purge_by_filter(request: Request, state: DeckState, who: Principal) -> Any:
+    return await _by_filter(request, state, who, "PURGE")
+
+
+async def post_requeue_by_filter(request: Request, state: DeckState, who: Principal) -> Any:
+    return await _by_filter(request, state, who, "REQUEUE")
+
+
+# -- queues, circuits, workers ------------------------------------------------------------------
+
+
+def _flag(data: dict[str, Any], name: str) -> bool:
+    value = data.get(name)
+    if not isinstance(value, bool):
+        raise ValidationError(name, "must be true or false")
+    return value
+
+
+def _optional_number(data: dict[str, Any], name: str) -> Any:
+    if name not in data:
+        return UNSET
+    value = data[name]
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(name, "must be a number or null")
+    return value
+
+
+async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
+    """Pause/resume (``paused``), hide/unhide (``active``) or set limits of one queue."""
+    data = await _body(request)
+    name = check_name("queue", data.get("queue"))
+    backend = state.app.backend
+    info = None
+    if "paused" in data:
+        info = await backend.queue_pause(name=name, paused=_flag(data, "paused"), actor=who.name)
+    if "active" in data:
+        info = await backend.queue_activate(name=name, active=_flag(data, "active"), actor=who.name)
+    max_workers = _optional_number(data, "max_workers")
+    zombie = _optional_number(data, "zombie_timeout_seconds")
+    if max_workers is not UNSET or zombie is not UNSET:
+        if max_workers not in (UNSET, None) and not isinstance(max_workers, int):
+            raise ValidationError("max_workers", "must be an integer")
+        info = await backend.queue_configure(
+            name=name, max_workers=max_workers, zombie_timeout_seconds=zombie, actor=who.name
+        )
+    if info is None:
+        raise ValidationError("queue", "nothing to change: give paused, active or limits")
+    return dump(info)
+
+
+async def post_close_circuit(request: Request, state: DeckState, who: Principal) -> Any:
+    data = await _body(request)
+    key = check_name("key", data.get("key"))
+    asked = await state.app.backend.worker_request(worker_id=None, close_circuit=key)
+    return {"workers_asked": asked}
+
+
+async def post_concurrency(request: Request, state: DeckState, who: Principal) -> Any:
+    data = await _body(request)
+    worker_id = check_name("worker_id", data.get("worker_id"))
+    concurrency = parse_int("concurrency", data.get("concurrency"), default=0, low=1, high=1000)
+    asked = await state.app.backend.worker_request(worker_id=worker_id, concurrency=concurrency)
+    if not asked:
+        raise ApiError(404, f"worker {worker_id} is not registered")
+    return {"workers_asked": asked}
+
+
+FILTER_QUERY = ("queue", "type", "status", "reason", "since", "until", "search")
+FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
+
+ROUTES: tuple[ApiRoute, ...] = (
+    ApiRoute("GET", "/api/me", get_me, "Who you are and your role"),
+    ApiRoute(
+        "GET",
+        "/api/overview",
+        get_overview,
+        "Counts, throughput, queues, workers, circuits and top errors (the live snapshot)",
+    ),
+    ApiRoute(
+        "GET",
+        "/api/series",
+        get_series,
+        "Throughput and failures per bucket: window=hour (1 s) or 2w (60 s)",
+        query=("window", "queue"),
+    ),
+    ApiRoute(
+        "GET",
+        "/api/jobs",
+        get_jobs,
+        "One page of jobs from active, archive or dlq",
+        query=("source", *FILTER_QUERY, "sort", "order", "page", "page_size"),
+    ),
+    ApiRoute("GET", "/api/jobs/{id}", get_job, "Every field of one job, wherever it lives"),
+    ApiRoute(
+        "GET",
+        "/api/errors",
+        get_top_errors,
+        "The most frequent DLQ error families",
+        query=("limit",),
+    ),
+    ApiRoute(
+        "POST",
+        "/api/jobs/{id}/edit",
+        post_edit,
+        "Edit a pending or DLQ job; requeue=true saves and resurrects a DLQ job atomically",
+        admin=True,
+        body={"payload": "string", "tags": "array", "priority": "integer", "requeue": "boolean"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/jobs/cancel",
+        post_cancel,
+        "Cancel pending, fetched or running jobs",
+        admin=True,
+        body={"ids": "array", "confirm": "string"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/dlq/resurrect",
+        post_resurrect,
+        "Requeue DLQ jobs by id",
+        admin=True,
+        body={"ids": "array", "confirm": "string"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/dlq/purge",
+        post_purge,
+        'Delete DLQ jobs by id (confirm: "PURGE")',
+        admin=True,
+        body={"ids": "array", "confirm": "string"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/dlq/preview",
+        post_preview,
+        "Preview a bulk action by filter; returns the filter pinned to now",
+        body={"filter": "object", "cap": "integer"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/dlq/purge-by-filter",
+        post_purge_by_filter,
+        'Delete DLQ jobs matching a previewed filter (confirm: "PURGE")',
+        admin=True,
+        body=FILTER_BODY,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/dlq/requeue-by-filter",
+        post_requeue_by_filter,
+        'Requeue DLQ jobs matching a previewed filter (confirm: "REQUEUE" at 25+)',
+        admin=True,
+        body=FILTER_BODY,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/queues",
+        post_queue,
+        "Pause/resume, hide/unhide or set max_workers / zombie timeout of a queue",
+        admin=True,
+        body={
+            "queue": "string",
+            "paused": "boolean",
+            "active": "boolean",
+            "max_workers": "integer",
+            "zombie_timeout_seconds": "number",
+        },
+    ),
+    ApiRoute(
+        "POST",
+        "/api/circuits/close",
+        post_close_circuit,
+        "Force-close a job type's circuit on every worker",
+        admin=True,
+        body={"key": "string"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/workers/concurrency",
+        post_concurrency,
+        "Change a worker's concurrency",
+        admin=True,
+        body={"worker_id": "string", "concurrency": "integer"},
+    ),
+)
+
+REASONS = [r.name.lower() for r in FailureReason]
+
+
+def openapi(prefix: str = "") -> dict[str, Any]:
+    """The OpenAPI 3.1 document, generated from ``ROUTES``."""
+    paths: dict[str, Any] = {}
+    for route in ROUTES:
+        op: dict[str, Any] = {
+            "summary": route.summary,
+            "operationId": route.handler.__name__,
+            "responses": {
+                "200": {"description": "OK"},
+                "401": {"description": "not authenticated"},
+                "422": {"description": "invalid input; the body names the field"},
+            },
+        }
+        params: list[dict[str, Any]] = [
+            {"name": q, "in": "query", "schema": {"type": "string"}} for q in route.query
+        ]
+        if "{id}" in route.path:
+            params.append(
+                {
+                    "name": "id",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", "format": "uuid"},
+                }
+            )
+        if params:
+            op["parameters"] = params
+        if route.body:
+            op["requestBody"] = {
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {k: {"type": v} for k, v in route.body.items()},
+                        }
+                    }
+                }
+            }
+        if route.admin:
+            op["description"] = (
+                "Needs the admin role; cookie sessions must send the X-CSRF-Token header."
+            )
+            op["responses"]["403"] = {"description": "not an admin, or CSRF token missing"}
+        paths.setdefault(prefix + route.path, {})[route.method.lower()] = op
+    schema: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "chokaq Deck API", "version": "1"},
+        "paths": paths,
+        "components": {"schemas": {"FailureReason": {"type": "string", "enum": REASONS}}},
+    }
+    return schema

@@ -1,0 +1,338 @@
+"""The Deck's ASGI application: the page, the login form, the live event stream, the API routes
+and the security headers, assembled by ``create_deck``.
+
+It owns HTTP concerns (routing, cookies, headers, the SSE loop); data comes from the API module's
+handlers, which reach storage only through the backend. It must not hold SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..app import App
+from ..errors import ChokaqError
+from . import api
+from .auth import (
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    Authorizer,
+    Credentials,
+    Principal,
+    SessionSigner,
+    new_csrf_token,
+    resolve,
+)
+
+__all__ = ["DeckState", "create_deck"]
+
+HERE = Path(__file__).parent
+TOP_ERRORS_SECONDS = 5.0
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
+
+
+@dataclass
+class DeckState:
+    """What every request of one Deck shares: the chokaq app, the authorizer and settings."""
+
+    app: App
+    authorizer: Authorizer | None
+    signer: SessionSigner
+    credentials: Credentials | None
+    poll_interval_seconds: float
+    title: str
+
+    # One snapshot is shared by every open stream of this Deck, and the (heavier) top-errors
+    # scan is refreshed at most every TOP_ERRORS_SECONDS: ten operators watching must not mean
+    # ten times the storage reads.
+    _snapshot: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _snapshot_at: float = field(default=0.0, init=False, repr=False)
+    _errors: list[Any] | None = field(default=None, init=False, repr=False)
+    _errors_at: float = field(default=0.0, init=False, repr=False)
+    _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
+
+    async def principal(self, request: Request) -> Principal | None:
+        return await resolve(self.authorizer, request)
+
+    async def live_snapshot(self) -> dict[str, Any]:
+        """The current snapshot, read from storage at most once per poll interval."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            age = time.monotonic() - self._snapshot_at
+            if self._snapshot is None or age >= self.poll_interval_seconds * 0.9:
+                self._snapshot = await api.snapshot(self)
+                self._snapshot_at = time.monotonic()
+            return self._snapshot
+
+    async def top_errors(self) -> list[Any]:
+        if self._errors is None or time.monotonic() - self._errors_at >= TOP_ERRORS_SECONDS:
+            self._errors = await self.app.backend.dlq_top_errors(limit=5)
+            self._errors_at = time.monotonic()
+        return self._errors
+
+    def invalidate(self) -> None:
+        """Forget cached reads after a mutation, so the next snapshot shows its effect."""
+        self._snapshot = None
+        self._errors = None
+
+    async def ensure_open(self) -> None:
+        await self.app.open()
+
+
+class SecurityHeaders:
+    """Adds CSP and the usual hardening headers to every response of the Deck."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"cache-control", b"no-store"),
+                ]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _base(request: Request) -> str:
+    """The mount prefix the Deck is served under ('' when at the root)."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _cookie_path(request: Request) -> str:
+    return _base(request) + "/" if _base(request) else "/"
+
+
+def _secure(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+async def page(request: Request) -> Response:
+    state: DeckState = request.app.state.deck
+    principal = await state.principal(request)
+    if principal is None:
+        if state.credentials is not None:
+            return RedirectResponse(_base(request) + "/login", status_code=303)
+        return JSONResponse({"error": "authentication required"}, status_code=401)
+    csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+    templates: Jinja2Templates = request.app.state.templates
+    response = templates.TemplateResponse(
+        request,
+        "index.html",
+        {
+            "base": _base(request),
+            "csrf": csrf,
+            "user": principal.name,
+            "role": principal.role.value,
+            "title": state.title,
+        },
+    )
+    response.set_cookie(
+        CSRF_COOKIE,
+        csrf,
+        httponly=True,
+        samesite="strict",
+        secure=_secure(request),
+        path=_cookie_path(request),
+    )
+    return response
+
+
+async def login_form(request: Request) -> Response:
+    state: DeckState = request.app.state.deck
+    templates: Jinja2Templates = request.app.state.templates
+    creds = state.credentials
+    return templates.TemplateResponse(
+        request,
+        "login.html",
+        {
+            "base": _base(request),
+            "error": None,
+            "title": state.title,
+            "tokens": bool(creds and (creds.admin_token or creds.readonly_token)),
+            "users": bool(creds and creds.users),
+        },
+    )
+
+
+async def login_submit(request: Request) -> Response:
+    state: DeckState = request.app.state.deck
+    creds = state.credentials
+    form = await request.form()
+    principal = None
+    if creds is not None:
+        token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
+        if token:
+            principal = creds.check_token(token)
+        elif name:
+            principal = creds.check_user(name, password)
+    if principal is None:
+        templates: Jinja2Templates = request.app.state.templates
+        return templates.TemplateResponse(
+            request,
+            "login.html",
+            {
+                "base": _base(request),
+                "error": "Wrong credentials.",
+                "title": state.title,
+                "tokens": bool(creds and (creds.admin_token or creds.readonly_token)),
+                "users": bool(creds and creds.users),
+            },
+            status_code=401,
+        )
+    response = RedirectResponse(_base(request) + "/", status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        state.signer.sign(principal),
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="strict",
+        secure=_secure(request),
+        path=_cookie_path(request),
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    response = RedirectResponse(_base(request) + "/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path=_cookie_path(request))
+    return response
+
+
+async def openapi_json(request: Request) -> Response:
+    return JSONResponse(api.openapi(_base(request)))
+
+
+async def events(request: Request) -> Response:
+    """Server-sent events: a full snapshot every poll interval (only when it changed, else a
+    keep-alive comment). ``EventSource`` reconnects by itself; the page reloads its data on
+    every (re)connect, so a dropped connection is reconciled with storage."""
+    state: DeckState = request.app.state.deck
+    if await state.principal(request) is None:
+        return JSONResponse({"error": "authentication required"}, status_code=401)
+    await state.ensure_open()
+
+    async def stream() -> AsyncIterator[str]:
+        last = ""
+        yield "retry: 1000\n\n"
+        while True:
+            try:
+                data = json.dumps(await state.live_snapshot(), separators=(",", ":"))
+            except ChokaqError as exc:
+                yield f"event: storage-error\ndata: {json.dumps(str(exc))}\n\n"
+            else:
+                # The timestamp changes every time; compare the rest to skip idle repeats.
+                body = data.split(",", 1)[1]
+                if body != last:
+                    yield f"event: snapshot\ndata: {data}\n\n"
+                else:
+                    yield "event: tick\ndata: {}\n\n"
+                last = body
+            await asyncio.sleep(state.poll_interval_seconds)
+
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"}
+    )
+
+
+def _routes() -> list[BaseRoute]:
+    routes: list[BaseRoute] = [
+        Route("/", page),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login_submit, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/api/openapi.json", openapi_json),
+        Route("/api/events", events),
+    ]
+    routes += [Route(r.path, api.endpoint(r), methods=[r.method]) for r in api.ROUTES]
+    routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
+    return routes
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": "not found"}, status_code=404)
+
+
+async def _method_not_allowed(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": "method not allowed"}, status_code=405)
+
+
+def create_deck(
+    app: App,
+    *,
+    authorizer: Authorizer | None = None,
+    credentials: Credentials | None = None,
+    session_secret: str | None = None,
+    poll_interval_seconds: float = 0.5,
+    title: str = "chokaq",
+    close_app_on_shutdown: bool = False,
+) -> Starlette:
+    """The Deck as an ASGI application, ready to serve or to mount under a prefix.
+
+    ``authorizer(request)`` returns ``Role.ADMIN``, ``Role.READONLY``, a ``Principal`` (name
+    recorded as actor plus role) or ``None`` (refused); it may be async. Without one, every
+    request is an admin: the host application must guard the mount. ``credentials`` (tokens and
+    users, see ``auth.credentials_from_env``) enable the login form and the built-in authorizer
+    when no ``authorizer`` is given. ``poll_interval_seconds`` is how often the live stream reads
+    storage (default 0.5 s). The chokaq ``app`` is opened on first use.
+    """
+    signer = SessionSigner(session_secret)
+    if authorizer is None and credentials is not None and credentials.configured:
+        from .auth import env_authorizer
+
+        authorizer = env_authorizer(credentials, signer)
+    state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if close_app_on_shutdown:
+                with contextlib.suppress(Exception):
+                    await app.close()
+
+    deck = Starlette(
+        routes=_routes(),
+        lifespan=lifespan,
+        exception_handlers={404: _not_found, 405: _method_not_allowed},
+    )
+    deck.add_middleware(SecurityHeaders)
+    deck.state.deck = state
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
+    deck.state.templates = Jinja2Templates(env=env)
+    return deck

@@ -1,0 +1,211 @@
+"""Who is asking, and may they: roles, authorizers, sessions and CSRF tokens of The Deck.
+
+An *authorizer* is any callable ``authorizer(request) -> Role | Principal | None`` (or an
+awaitable of one), so a host application plugs in its own authentication; ``None`` means
+"not allowed in". ``env_authorizer()`` builds the standalone command's authorizer from tokens
+and basic-auth users in the environment. This module owns identity and request forgery checks;
+it must not touch storage.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import hashlib
+import hmac
+import inspect
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from ..errors import ConfigurationError
+
+__all__ = [
+    "CSRF_COOKIE",
+    "CSRF_HEADER",
+    "SESSION_COOKIE",
+    "Authorizer",
+    "Principal",
+    "Role",
+    "SessionSigner",
+    "env_authorizer",
+    "resolve",
+]
+
+SESSION_COOKIE = "chokaq_deck_session"
+CSRF_COOKIE = "chokaq_deck_csrf"
+CSRF_HEADER = "x-csrf-token"
+SESSION_SECONDS = 12 * 3600
+
+
+class Role(enum.StrEnum):
+    """``readonly`` sees everything and changes nothing; ``admin`` may act."""
+
+    READONLY = "readonly"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated operator: the name recorded as actor, and the role."""
+
+    name: str
+    role: Role
+
+
+Authorizer = Callable[[Request], "Role | Principal | Awaitable[Role | Principal | None] | None"]
+
+
+async def resolve(authorizer: Authorizer | None, request: Request) -> Principal | None:
+    """Run the authorizer; a bare ``Role`` gets a name from ``request.user`` when the host set
+    one (Starlette's AuthenticationMiddleware), else ``"deck-admin"``/``"deck-readonly"``.
+    Without an authorizer every request is an admin: the host application guards the mount."""
+    if authorizer is None:
+        return Principal(_host_user(request) or "deck-admin", Role.ADMIN)
+    result = authorizer(request)
+    if inspect.isawaitable(result):
+        result = await result
+    if result is None or isinstance(result, Principal):
+        return result
+    role = Role(result)
+    return Principal(_host_user(request) or f"deck-{role.value}", role)
+
+
+def _host_user(request: Request) -> str | None:
+    if "user" not in request.scope:
+        return None
+    user = request.scope["user"]
+    if getattr(user, "is_authenticated", False):
+        name = getattr(user, "display_name", None) or getattr(user, "username", None)
+        return str(name) if name else None
+    return None
+
+
+class SessionSigner:
+    """Signs ``name|role|expiry`` cookies with a secret (``CHOKAQ_DECK_SECRET`` or random per
+    process, which logs everyone out on restart: the safe default)."""
+
+    def __init__(self, secret: str | None = None) -> None:
+        self._key = (secret or secrets.token_hex(32)).encode()
+
+    def sign(self, principal: Principal, *, now: float | None = None) -> str:
+        expires = int((now or time.time()) + SESSION_SECONDS)
+        body = f"{principal.name}|{principal.role.value}|{expires}"
+        raw = base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+        return f"{raw}.{self._mac(raw)}"
+
+    def verify(self, value: str, *, now: float | None = None) -> Principal | None:
+        raw, _, mac = value.partition(".")
+        if not raw or not hmac.compare_digest(mac, self._mac(raw)):
+            return None
+        try:
+            body = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
+            name, role, expires = body.rsplit("|", 2)
+            if int(expires) < (now or time.time()):
+                return None
+            return Principal(name, Role(role))
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            return None
+
+    def _mac(self, raw: str) -> str:
+        return hmac.new(self._key, raw.encode(), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the standalone Deck accepts: bearer tokens and basic-auth users."""
+
+    admin_token: str | None = None
+    readonly_token: str | None = None
+    users: Mapping[str, tuple[str, Role]] | None = None
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.admin_token or self.readonly_token or self.users)
+
+    def check_token(self, token: str) -> Principal | None:
+        if self.admin_token and hmac.compare_digest(token, self.admin_token):
+            return Principal("token-admin", Role.ADMIN)
+        if self.readonly_token and hmac.compare_digest(token, self.readonly_token):
+            return Principal("token-readonly", Role.READONLY)
+        return None
+
+    def check_user(self, name: str, password: str) -> Principal | None:
+        entry = (self.users or {}).get(name)
+        if entry is None:
+            # Compare anyway so a wrong name costs as long as a wrong password.
+            hmac.compare_digest(password, "x" * 16)
+            return None
+        secret, role = entry
+        return Principal(name, role) if hmac.compare_digest(password, secret) else None
+
+
+def parse_users(text: str) -> dict[str, tuple[str, Role]]:
+    """``"alice:secret:admin,bob:pw:readonly"`` (role defaults to readonly) as a mapping.
+
+    Raises ``ConfigurationError`` naming the bad entry (without its password)."""
+    users: dict[str, tuple[str, Role]] = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        name, _, rest = entry.partition(":")
+        password, _, role = rest.rpartition(":") if rest.count(":") else (rest, "", "readonly")
+        if not name or not password:
+            raise ConfigurationError(f"CHOKAQ_DECK_USERS: entry for {name!r} needs name:password")
+        try:
+            users[name] = (password, Role(role or "readonly"))
+        except ValueError:
+            raise ConfigurationError(
+                f"CHOKAQ_DECK_USERS: role of {name!r} must be admin or readonly, not {role!r}"
+            ) from None
+    return users
+
+
+def credentials_from_env(environ: Mapping[str, str] | None = None) -> Credentials:
+    """Read ``CHOKAQ_DECK_TOKEN``, ``CHOKAQ_DECK_READONLY_TOKEN`` and ``CHOKAQ_DECK_USERS``."""
+    env = os.environ if environ is None else environ
+    return Credentials(
+        admin_token=env.get("CHOKAQ_DECK_TOKEN") or None,
+        readonly_token=env.get("CHOKAQ_DECK_READONLY_TOKEN") or None,
+        users=parse_users(env.get("CHOKAQ_DECK_USERS", "")) or None,
+    )
+
+
+def env_authorizer(credentials: Credentials, signer: SessionSigner) -> Authorizer:
+    """The standalone authorizer: ``Authorization: Bearer <token>``, ``Authorization: Basic``
+    for a configured user, or a session cookie set by the login form."""
+
+    def authorize(request: Request) -> Principal | None:
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "bearer" and value:
+            return credentials.check_token(value.strip())
+        if scheme.lower() == "basic" and value:
+            try:
+                name, _, password = base64.b64decode(value.strip()).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+            return credentials.check_user(name, password)
+        cookie = request.cookies.get(SESSION_COOKIE)
+        return signer.verify(cookie) if cookie else None
+
+    return authorize
+
+
+def new_csrf_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def csrf_ok(request: Request) -> bool:
+    """Double-submit check: the header must equal the HttpOnly cookie the page was served with
+    (the page carries the token in a meta tag). A request authenticated by an
+    ``Authorization: Bearer`` header is exempt: a browser never attaches one on its own, so it
+    cannot be forged cross-site."""
+    if request.headers.get("authorization", "").lower().startswith("bearer "):
+        return True
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    header = request.headers.get(CSRF_HEADER, "")
+    return bool(cookie) and hmac.compare_digest(cookie, header)

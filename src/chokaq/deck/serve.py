@@ -1,0 +1,94 @@
+"""Running The Deck on its own: ``chokaq deck --app module:app`` calls ``serve``.
+
+Owns the standalone process: reading credentials from the environment, refusing to expose an
+unauthenticated Deck beyond loopback, and running uvicorn. It must not hold routes or SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+from typing import Any
+
+from ..app import App
+from ..errors import ConfigurationError
+from .app import create_deck
+from .auth import Authorizer, credentials_from_env
+
+__all__ = ["build_server", "is_loopback", "serve"]
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``; every other bind address is exposed."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def build_server(
+    app: App,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    authorizer: Authorizer | None = None,
+    root_path: str = "",
+    proxy_headers: bool = False,
+    log_level: str = "info",
+    demo: bool = False,
+) -> Any:
+    """A ``uvicorn.Server`` for the Deck of ``app``, not started (``await server.serve()``).
+
+    Authentication comes from ``authorizer`` or the environment: ``CHOKAQ_DECK_TOKEN`` (admin
+    bearer/login token), ``CHOKAQ_DECK_READONLY_TOKEN``, ``CHOKAQ_DECK_USERS``
+    (``"alice:secret:admin,bob:pw:readonly"``) and ``CHOKAQ_DECK_SECRET`` (session signing key;
+    random per process when unset). Bound to anything but loopback without any of these, it
+    raises ``ConfigurationError`` instead of starting. ``proxy_headers`` trusts
+    X-Forwarded-Proto from the proxy so cookies get ``Secure`` behind TLS. ``demo`` only
+    changes the page title.
+    """
+    import uvicorn
+
+    credentials = credentials_from_env()
+    if authorizer is None and not credentials.configured and not is_loopback(host):
+        raise ConfigurationError(
+            f"deck: refusing to listen on {host} without authentication; set "
+            "CHOKAQ_DECK_TOKEN, CHOKAQ_DECK_READONLY_TOKEN or CHOKAQ_DECK_USERS "
+            "(or bind to 127.0.0.1)"
+        )
+    deck = create_deck(
+        app,
+        authorizer=authorizer,
+        credentials=credentials if credentials.configured else None,
+        session_secret=os.environ.get("CHOKAQ_DECK_SECRET") or None,
+        title="chokaq demo" if demo else "chokaq",
+    )
+    config = uvicorn.Config(
+        deck,
+        host=host,
+        port=port,
+        root_path=root_path,
+        proxy_headers=proxy_headers,
+        forwarded_allow_ips="*" if proxy_headers else None,
+        log_level=log_level,
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+    )
+    return uvicorn.Server(config)
+
+
+def serve(app: App, **options: Any) -> None:
+    """Serve the Deck of ``app`` until interrupted (blocking); options as ``build_server``.
+    Closes ``app`` on the way out."""
+
+    async def run() -> None:
+        server = build_server(app, **options)
+        try:
+            await server.serve()
+        finally:
+            await app.close()
+
+    asyncio.run(run())

@@ -1,0 +1,821 @@
+// The Deck's page logic: live snapshot over server-sent events, the jobs table, the inspector
+// and editor, actions with typed confirmation, and the SVG throughput chart.
+// All user data is written with textContent (never innerHTML); no inline handlers (CSP).
+(function () {
+  "use strict";
+
+  var base = document.querySelector('meta[name="deck-base"]').content;
+  var csrf = document.querySelector('meta[name="csrf-token"]').content;
+  var isAdmin = document.body.dataset.role === "admin";
+  var REASONS = ["max_retries_exceeded", "cancelled", "zombie", "rejected", "throttled",
+    "fatal_error", "timeout", "transient", "heartbeat_failure", "retry_lifetime_expired"];
+
+  var state = {
+    source: "active", page: 1, pages: 1, selected: new Set(), job: null,
+    chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
+    lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0
+  };
+
+  function $(id) { return document.getElementById(id); }
+
+  // el("td", {className: "x", title: "y"}, "text", node, ...) with text as textContent.
+  function el(tag, props) {
+    var node = document.createElement(tag);
+    if (props) {
+      Object.keys(props).forEach(function (k) {
+        if (k === "dataset") { Object.assign(node.dataset, props[k]); }
+        else { node[k] = props[k]; }
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var child = arguments[i];
+      if (child === null || child === undefined) { continue; }
+      node.appendChild(typeof child === "string" || typeof child === "number"
+        ? document.createTextNode(String(child)) : child);
+    }
+    return node;
+  }
+
+  function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
+
+  function toast(message, bad) {
+    var t = el("div", { className: "toast" + (bad ? " bad" : "") }, message);
+    $("toasts").appendChild(t);
+    setTimeout(function () { t.remove(); }, 4000);
+  }
+
+  function api(path, body) {
+    var options = { credentials: "same-origin", headers: { "Accept": "application/json" } };
+    if (body !== undefined) {
+      options.method = "POST";
+      options.headers["Content-Type"] = "application/json";
+      options.headers["X-CSRF-Token"] = csrf;
+      options.body = JSON.stringify(body);
+    }
+    return fetch(base + path, options).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (data) {
+        if (!r.ok) { throw new Error(data.error || ("HTTP " + r.status)); }
+        return data;
+      });
+    });
+  }
+
+  // -- formatting -------------------------------------------------------------------------
+
+  function fmtNum(n) { return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
+  function fmtSecs(s) {
+    if (s === null || s === undefined) { return "–"; }
+    if (s < 1) { return Math.round(s * 1000) + " ms"; }
+    if (s < 60) { return s.toFixed(1) + " s"; }
+    var m = Math.floor(s / 60);
+    return m + ":" + String(Math.floor(s % 60)).padStart(2, "0");
+  }
+  function ago(iso) {
+    if (!iso) { return "–"; }
+    var s = (Date.now() - Date.parse(iso)) / 1000;
+    if (s < 0) { return "in " + fmtSecs(-s); }
+    if (s < 60) { return Math.floor(s) + "s ago"; }
+    if (s < 3600) { return Math.floor(s / 60) + "m ago"; }
+    if (s < 86400) { return Math.floor(s / 3600) + "h ago"; }
+    return Math.floor(s / 86400) + "d ago";
+  }
+  function when(iso) { return iso ? new Date(iso).toLocaleString() : "–"; }
+  function pretty(text) {
+    if (text === null || text === undefined) { return ""; }
+    try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
+  }
+
+  // Keeps one <tr> per key, updating cells in place so that focus, selection and the progress
+  // bar's transition survive the once-a-second refresh.
+  function syncRows(tbody, items, key, build, update) {
+    var existing = new Map();
+    Array.prototype.forEach.call(tbody.children, function (tr) { existing.set(tr.dataset.key, tr); });
+    items.forEach(function (item) {
+      var k = key(item);
+      var tr = existing.get(k);
+      if (!tr) { tr = build(item); tr.dataset.key = k; }
+      existing.delete(k);
+      update(tr, item);
+      tbody.appendChild(tr);
+    });
+    existing.forEach(function (tr) { tr.remove(); });
+  }
+
+  // -- typed confirmation ---------------------------------------------------------------------
+
+  function confirmAction(title, text, word) {
+    var dialog = $("confirm");
+    $("confirm-title").textContent = title;
+    $("confirm-text").textContent = text;
+    $("confirm-word").textContent = word || "";
+    $("confirm-typed").hidden = !word;
+    $("confirm-input").value = "";
+    $("confirm-yes").disabled = !!word;
+    dialog.showModal();
+    if (word) { $("confirm-input").focus(); }
+    return new Promise(function (resolve) {
+      function done(ok) {
+        $("confirm-form").removeEventListener("submit", onSubmit);
+        $("confirm-no").removeEventListener("click", onNo);
+        dialog.removeEventListener("cancel", onNo);
+        dialog.close();
+        resolve(ok);
+      }
+      function onSubmit(ev) {
+        ev.preventDefault();
+        if (!word || $("confirm-input").value === word) { done(true); }
+      }
+      function onNo(ev) { ev.preventDefault(); done(false); }
+      $("confirm-form").addEventListener("submit", onSubmit);
+      $("confirm-no").addEventListener("click", onNo);
+      dialog.addEventListener("cancel", onNo);
+    });
+  }
+  if (isAdmin) {
+    $("confirm-input").addEventListener("input", function () {
+      $("confirm-yes").disabled = this.value !== $("confirm-word").textContent;
+    });
+  }
+
+  // -- live snapshot ----------------------------------------------------------------------
+
+  function renderSnapshot(snap) {
+    var prev = state.lastSnapshot;
+    state.lastSnapshot = snap;
+    var s = snap.summary, t = snap.throughput;
+    $("c-pending").textContent = fmtNum(s.pending);
+    $("c-fetched").textContent = fmtNum(s.fetched);
+    $("c-processing").textContent = fmtNum(s.processing);
+    $("c-succeeded").textContent = fmtNum(s.succeeded_total);
+    $("c-failed").textContent = fmtNum(s.failed_total);
+    $("c-tput").textContent = t.jobs_per_second_1m.toFixed(2) + "/s";
+    $("c-tput5").textContent = "5 min: " + t.jobs_per_second_5m.toFixed(2) + "/s";
+    $("c-frate").textContent = t.failure_rate_1m.toFixed(1) + "%";
+    $("c-frate5").textContent = "5 min: " + t.failure_rate_5m.toFixed(1) + "%";
+    renderQueues(snap.queues);
+    renderErrors(snap.top_errors);
+    renderCircuits(snap.circuits);
+    renderWorkers(snap.workers);
+    if (state.chartWindow !== "2w") {
+      snap.series_tail.forEach(function (p) {
+        state.series.set(Date.parse(p.bucket_start) / 1000, { s: p.succeeded, f: p.failed });
+      });
+    }
+    drawChart(Date.parse(snap.at) / 1000);
+    var changed = !prev || prev.summary.succeeded_total !== s.succeeded_total ||
+      prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending;
+    state.ticks++;
+    if (state.source === "active" || changed || state.ticks % 10 === 0) { loadJobs(); }
+    if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
+  }
+
+  function renderQueues(queues) {
+    var showHidden = $("show-hidden").checked;
+    var rows = queues.filter(function (q) { return q.active || showHidden; });
+    $("queues-empty").hidden = rows.length > 0;
+    syncRows($("queue-rows"), rows, function (q) { return q.name; }, buildQueueRow, updateQueueRow);
+  }
+
+  function buildQueueRow(q) {
+    var tr = el("tr");
+    for (var i = 0; i < 11; i++) { tr.appendChild(el("td")); }
+    tr.children[0].className = "qname";
+    if (isAdmin) {
+      var ctl = el("td", { className: "admin-only" },
+        el("button", { type: "button", className: "q-pause" }), " ",
+        el("button", { type: "button", className: "q-hide ghost" }));
+      tr.appendChild(ctl);
+      var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
+      var zt = el("input", { type: "number", min: 1, max: 86400, className: "q-zombie", placeholder: "default" });
+      clear(tr.children[7]); tr.children[7].appendChild(mw);
+      clear(tr.children[8]); tr.children[8].appendChild(zt);
+      ctl.querySelector(".q-pause").addEventListener("click", function () {
+        queueAction({ queue: q.name, paused: tr.dataset.paused !== "true" });
+      });
+      ctl.querySelector(".q-hide").addEventListener("click", function () {
+        queueAction({ queue: q.name, active: tr.dataset.active !== "true" });
+      });
+      mw.addEventListener("change", function () {
+        queueAction({ queue: q.name, max_workers: mw.value === "" ? null : parseInt(mw.value, 10) });
+      });
+      zt.addEventListener("change", function () {
+        queueAction({ queue: q.name, zombie_timeout_seconds: zt.value === "" ? null : Number(zt.value) });
+      });
+    }
+    return tr;
+  }
+
+  function setInput(input, value) {
+    if (document.activeElement !== input) { input.value = value === null || value === undefined ? "" : value; }
+  }
+
+  function updateQueueRow(tr, q) {
+    var c = tr.children;
+    tr.dataset.paused = q.paused; tr.dataset.active = q.active;
+    c[0].textContent = q.name;
+    c[1].textContent = fmtNum(q.pending);
+    c[2].textContent = fmtNum(q.fetched);
+    c[3].textContent = fmtNum(q.processing);
+    c[4].textContent = fmtNum(q.succeeded_total);
+    c[5].textContent = fmtNum(q.failed_total);
+    c[6].textContent = q.lag_count ? fmtSecs(q.lag_avg_seconds) + " / " + fmtSecs(q.lag_max_seconds) : "–";
+    c[6].className = "lag-" + q.lag_level;
+    if (isAdmin) {
+      setInput(c[7].firstChild, q.max_workers);
+      setInput(c[8].firstChild, q.zombie_timeout_seconds);
+      c[11].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
+      c[11].querySelector(".q-pause").disabled = !q.active;
+      c[11].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
+    } else {
+      c[7].textContent = q.max_workers === null ? "∞" : q.max_workers;
+      c[8].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
+    }
+    c[9].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
+    c[9].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
+    c[10].textContent = ago(q.last_activity_at);
+  }
+
+  function queueAction(body) {
+    api("/api/queues", body).then(function () { toast("Queue " + body.queue + " updated"); })
+      .catch(function (e) { toast(e.message, true); });
+  }
+
+  function renderErrors(groups) {
+    var list = $("error-rows");
+    clear(list);
+    $("errors-empty").hidden = groups.length > 0;
+    groups.forEach(function (g) {
+      var li = el("li", { title: "Show these jobs in the DLQ" },
+        el("span", { className: "chip" }, g.failure_reason), " ",
+        el("b", null, fmtNum(g.count)), " · ", ago(g.latest_at),
+        el("span", { className: "prefix" }, g.prefix.length > 160 ? g.prefix.slice(0, 160) + "…" : g.prefix));
+      li.addEventListener("click", function () { showErrorGroup(g); });
+      list.appendChild(li);
+    });
+  }
+
+  // The group's prefix has whitespace collapsed, so search on its first stretch that cannot
+  // span a collapsed newline: up to the first ": " boundary, at most 80 characters.
+  function searchTermOf(prefix) {
+    // A traceback: its frames ("File "x.py", line 3, in f") never span a newline.
+    var frames = prefix.match(/File "[^"]*", line \d+, in [^\s]+/g);
+    if (prefix.indexOf("Traceback") === 0 && frames) { return frames[frames.length - 1]; }
+    var cut = prefix.slice(0, 80);
+    var colon = cut.indexOf(": ");
+    return colon > 8 ? cut.slice(0, colon + 1) : cut;
+  }
+
+  function showErrorGroup(g) {
+    var form = $("filters");
+    form.reset();
+    form.elements.reason.value = g.failure_reason;
+    form.elements.search.value = searchTermOf(g.prefix);
+    setSource("dlq");
+  }
+
+  function renderCircuits(circuits) {
+    $("circuits-empty").hidden = circuits.length > 0;
+    syncRows($("circuit-rows"), circuits, function (c) { return c.key; }, function (c) {
+      var tr = el("tr", null, el("td"), el("td"), el("td"), el("td"));
+      if (isAdmin) {
+        var b = el("button", { type: "button", className: "c-close" }, "Force close");
+        b.addEventListener("click", function () {
+          api("/api/circuits/close", { key: c.key }).then(function (r) {
+            toast("Asked " + r.workers_asked + " worker(s) to close " + c.key);
+          }).catch(function (e) { toast(e.message, true); });
+        });
+        tr.appendChild(el("td", { className: "admin-only" }, b));
+      }
+      return tr;
+    }, function (tr, c) {
+      tr.children[0].textContent = c.key;
+      tr.children[1].textContent = c.state.toUpperCase().replace("_", "-");
+      tr.children[1].className = "st-" + c.state;
+      tr.children[2].textContent = c.failures;
+      tr.children[3].textContent = c.state === "open" && c.reset_in_seconds !== null
+        ? fmtSecs(c.reset_in_seconds) : (c.state === "closed" ? "–" : "ready");
+      if (isAdmin) { tr.children[4].firstChild.disabled = c.state === "closed"; }
+    });
+  }
+
+  function renderWorkers(workers) {
+    $("workers-empty").hidden = workers.length > 0;
+    syncRows($("worker-rows"), workers, function (w) { return w.id; }, function (w) {
+      var tr = el("tr", null, el("td", { className: "id" }), el("td"), el("td"), el("td"), el("td"), el("td"));
+      if (isAdmin) {
+        var input = el("input", { type: "number", min: 1, max: 1000, className: "w-concurrency" });
+        input.addEventListener("change", function () {
+          api("/api/workers/concurrency", { worker_id: w.id, concurrency: parseInt(input.value, 10) })
+            .then(function () { toast("Concurrency of " + w.hostname + ":" + w.pid + " → " + input.value); })
+            .catch(function (e) { toast(e.message, true); });
+        });
+        tr.children[3].appendChild(input);
+      }
+      return tr;
+    }, function (tr, w) {
+      var c = tr.children;
+      c[0].textContent = w.hostname + ":" + w.pid;
+      c[0].title = w.id;
+      c[1].textContent = w.queues.length ? w.queues.join(", ") : "all";
+      c[2].textContent = w.running;
+      if (isAdmin) { setInput(c[3].firstChild, w.desired_concurrency || w.concurrency); }
+      else { c[3].textContent = w.concurrency; }
+      c[4].textContent = w.state;
+      c[5].textContent = ago(w.heartbeat_at);
+    });
+  }
+
+  // -- chart --------------------------------------------------------------------------------
+
+  function loadSeries() {
+    var win = state.chartWindow === "2w" ? "2w" : "hour";
+    return api("/api/series?window=" + win).then(function (data) {
+      state.series = new Map();
+      state.seriesWidth = data.width_seconds;
+      data.points.forEach(function (p) {
+        state.series.set(Date.parse(p.bucket_start) / 1000, { s: p.succeeded, f: p.failed });
+      });
+      drawChart(Date.parse(data.until) / 1000);
+    }).catch(function (e) { toast("Chart: " + e.message, true); });
+  }
+
+  function drawChart(nowSec) {
+    var svg = $("chart");
+    var span = { "5m": 300, hour: 3600, "2w": 14 * 86400 }[state.chartWindow];
+    var width = state.seriesWidth;
+    var start = nowSec - span;
+    var peak = 0, total = 0;
+    state.series.forEach(function (v, k) {
+      if (k < nowSec - Math.max(span, 3600)) { state.series.delete(k); return; }
+      if (k < start) { return; }
+      peak = Math.max(peak, (v.s + v.f) / width);
+      total += v.s + v.f;
+    });
+    var scale = peak > 0 ? 190 / peak : 0;
+    var barW = Math.max(1000 / (span / width), 1.2);
+    var ok = [], bad = [];
+    state.series.forEach(function (v, k) {
+      if (k < start) { return; }
+      var x = ((k - start) / span) * 1000;
+      var hs = (v.s / width) * scale, hf = (v.f / width) * scale;
+      if (hs > 0) { ok.push("M" + x.toFixed(2) + " " + (200 - hs).toFixed(2) + "h" + barW.toFixed(2) + "V200h-" + barW.toFixed(2) + "Z"); }
+      if (hf > 0) { bad.push("M" + x.toFixed(2) + " " + (200 - hs - hf).toFixed(2) + "h" + barW.toFixed(2) + "v" + hf.toFixed(2) + "h-" + barW.toFixed(2) + "Z"); }
+    });
+    var NS = "http://www.w3.org/2000/svg";
+    clear(svg);
+    [25, 50, 75].forEach(function (pct) {
+      var line = document.createElementNS(NS, "line");
+      line.setAttribute("x1", "0"); line.setAttribute("x2", "1000");
+      line.setAttribute("y1", String(200 - pct * 1.9)); line.setAttribute("y2", String(200 - pct * 1.9));
+      line.setAttribute("class", "axis");
+      svg.appendChild(line);
+    });
+    [["ok", ok], ["bad", bad]].forEach(function (pair) {
+      var path = document.createElementNS(NS, "path");
+      path.setAttribute("class", pair[0]);
+      path.setAttribute("d", pair[1].join("") || "M0 200");
+      svg.appendChild(path);
+    });
+    svg.dataset.until = String(Math.floor(nowSec));
+    svg.dataset.total = String(total);
+    svg.dataset.bars = String(ok.length + bad.length);
+    $("chart-from").textContent = new Date(start * 1000).toLocaleString();
+    $("chart-peak").textContent = "peak " + peak.toFixed(2) + " jobs/s";
+    $("chart-to").textContent = "now";
+  }
+
+  document.querySelectorAll("#chart-window button").forEach(function (b) {
+    b.addEventListener("click", function () {
+      state.chartWindow = b.dataset.window;
+      document.querySelectorAll("#chart-window button").forEach(function (o) { o.classList.toggle("on", o === b); });
+      loadSeries();
+    });
+  });
+  setInterval(function () { if (state.chartWindow === "2w") { loadSeries(); } }, 60000);
+
+  // -- jobs ---------------------------------------------------------------------------------
+
+  function filterValues() {
+    var f = $("filters").elements;
+    var out = {};
+    ["search", "queue", "type"].forEach(function (k) { if (f[k].value.trim()) { out[k] = f[k].value.trim(); } });
+    if (state.source === "active" && f.status.value) { out.status = f.status.value; }
+    if (state.source === "dlq" && f.reason.value) { out.reason = f.reason.value; }
+    ["since", "until"].forEach(function (k) {
+      if (f[k].value) { out[k] = new Date(f[k].value).toISOString(); }
+    });
+    return out;
+  }
+
+  function loadJobs() {
+    if (state.jobsBusy) { state.jobsAgain = true; return; }
+    state.jobsBusy = true;
+    var f = $("filters").elements;
+    var params = new URLSearchParams(filterValues());
+    params.set("source", state.source);
+    params.set("sort", f.sort.value);
+    params.set("order", f.order.value);
+    params.set("page", String(state.page));
+    params.set("page_size", f.page_size.value);
+    api("/api/jobs?" + params.toString()).then(renderJobs).catch(function (e) {
+      toast("Jobs: " + e.message, true);
+    }).then(function () {
+      state.jobsBusy = false;
+      if (state.jobsAgain) { state.jobsAgain = false; loadJobs(); }
+    });
+  }
+
+  function renderJobs(data) {
+    state.pages = data.pages;
+    if (data.page > data.pages && data.total > 0) { state.page = data.pages; state.jobsAgain = true; }
+    $("page-info").textContent = "Page " + data.page + " of " + data.pages + " · " + fmtNum(data.total) + " jobs";
+    $("prev").disabled = data.page <= 1;
+    $("next").disabled = data.page >= data.pages;
+    $("jobs").dataset.total = String(data.total);
+    var visible = new Set(data.items.map(function (j) { return j.id; }));
+    state.selected.forEach(function (id) { if (!visible.has(id)) { state.selected.delete(id); } });
+    syncRows($("job-rows"), data.items, function (j) { return j.pillar + ":" + j.id; }, buildJobRow, updateJobRow);
+    updateSelection();
+  }
+
+  function buildJobRow(j) {
+    var tr = el("tr");
+    tr.dataset.id = j.id;
+    if (isAdmin) {
+      var box = el("input", { type: "checkbox", className: "sel" });
+      box.setAttribute("aria-label", "select " + j.id);
+      box.addEventListener("click", function (ev) { ev.stopPropagation(); });
+      box.addEventListener("change", function () {
+        if (box.checked) { state.selected.add(j.id); } else { state.selected.delete(j.id); }
+        updateSelection();
+      });
+      tr.appendChild(el("td", { className: "admin-only" }, box));
+    }
+    for (var i = 0; i < 10; i++) { tr.appendChild(el("td")); }
+    tr.addEventListener("click", function () { openJob(j.id); });
+    return tr;
+  }
+
+  function updateJobRow(tr, j) {
+    var c = Array.prototype.slice.call(tr.children, isAdmin ? 1 : 0);
+    if (isAdmin) { tr.firstChild.firstChild.checked = state.selected.has(j.id); }
+    c[0].textContent = j.id.slice(0, 8) + "…" + j.id.slice(-4);
+    c[0].className = "id"; c[0].title = j.id;
+    c[1].textContent = j.queue;
+    c[2].textContent = j.type;
+    c[3].textContent = j.priority === null ? "–" : j.priority;
+    clear(c[4]);
+    var status;
+    if (j.pillar === "hot") { status = j.status; }
+    else if (j.pillar === "archive") { status = "succeeded"; }
+    else { status = "failed"; }
+    c[4].appendChild(el("span", { className: "st-" + status }, status.toUpperCase()));
+    tr.dataset.status = status;
+    if (j.pillar === "dlq") {
+      c[4].appendChild(el("span", { className: "chip" }, j.failure_reason || ""));
+      if (j.error) { c[4].appendChild(el("span", { className: "err", title: j.error }, j.error.split("\n").slice(-1)[0])); }
+    }
+    (j.tags || []).forEach(function (t) { c[4].appendChild(el("span", { className: "chip tag" }, t)); });
+    // Progress for running jobs, due time for delayed ones, duration for finished ones.
+    var cell = c[5];
+    if (j.pillar === "hot" && j.status === "processing") {
+      var pct = Math.max(0, Math.min(100, j.progress || 0));
+      var bar = cell.querySelector(".bar");
+      if (!bar) { clear(cell); bar = el("span", { className: "bar" }, el("span")); bar.setAttribute("role", "progressbar"); cell.appendChild(bar); cell.appendChild(el("span", { className: "pct" })); }
+      bar.firstChild.style.width = pct + "%";
+      bar.setAttribute("aria-valuenow", String(pct));
+      cell.querySelector(".pct").textContent = " " + pct + "%";
+    } else {
+      clear(cell);
+      if (j.pillar === "hot" && j.scheduled_at && Date.parse(j.scheduled_at) > Date.now()) {
+        cell.appendChild(el("span", { className: "due", title: when(j.scheduled_at) }, "due " + ago(j.scheduled_at)));
+      } else if (j.duration_seconds !== null && j.duration_seconds !== undefined) {
+        cell.textContent = fmtSecs(j.duration_seconds);
+      } else { cell.textContent = "–"; }
+    }
+    c[6].textContent = j.attempt_count + (j.max_attempts ? "/" + j.max_attempts : "");
+    var at = j.failed_at || j.finished_at || j.created_at;
+    c[7].textContent = ago(at); c[7].title = when(at);
+    c[8].textContent = j.cancelled_by || j.last_modified_by || j.created_by || "system";
+    clear(c[9]);
+    if (isAdmin) {
+      if (j.pillar === "hot") {
+        var stop = el("button", { type: "button", className: "row-cancel danger" }, "Cancel");
+        stop.disabled = !!j.cancel_requested_at;
+        stop.addEventListener("click", function (ev) { ev.stopPropagation(); cancelJobs([j.id]); });
+        c[9].appendChild(stop);
+      } else if (j.pillar === "dlq") {
+        var retry = el("button", { type: "button", className: "row-retry" }, "Requeue");
+        retry.addEventListener("click", function (ev) { ev.stopPropagation(); resurrect([j.id]); });
+        c[9].appendChild(retry);
+      }
+    }
+  }
+
+  function updateSelection() {
+    if (!isAdmin) { return; }
+    $("selected-count").textContent = state.selected.size + " selected";
+    ["bulk-cancel", "bulk-retry", "bulk-purge"].forEach(function (id) { $(id).disabled = state.selected.size === 0; });
+    var boxes = document.querySelectorAll("#job-rows .sel");
+    $("select-all").checked = boxes.length > 0 && Array.prototype.every.call(boxes, function (b) { return b.checked; });
+  }
+
+  function setSource(source) {
+    state.source = source;
+    state.page = 1;
+    state.selected.clear();
+    clear($("job-rows"));
+    invalidatePreview();
+    document.querySelectorAll("#source button").forEach(function (b) { b.classList.toggle("on", b.dataset.source === source); });
+    document.body.dataset.source = source;
+    document.querySelectorAll(".only-dlq").forEach(function (n) { n.hidden = source !== "dlq"; });
+    document.querySelectorAll(".only-active").forEach(function (n) { n.hidden = source !== "active"; });
+    loadJobs();
+  }
+
+  // -- actions ----------------------------------------------------------------------------
+
+  function cancelJobs(ids) {
+    confirmAction("Cancel " + ids.length + " job(s)?",
+      "Pending and fetched jobs go to the DLQ as Cancelled now; running jobs are stopped by their worker. Recorded as " + document.body.dataset.user + ".",
+      "CANCEL").then(function (ok) {
+      if (!ok) { return; }
+      api("/api/jobs/cancel", { ids: ids, confirm: "CANCEL" }).then(function (r) {
+        toast("Cancelled " + r.cancelled.length + ", stop requested for " + r.requested.length +
+          (r.not_found.length ? ", " + r.not_found.length + " no longer active" : ""));
+        state.selected.clear(); loadJobs(); refreshInspector();
+      }).catch(function (e) { toast(e.message, true); });
+    });
+  }
+
+  function resurrect(ids) {
+    var word = ids.length >= 25 ? "RETRY" : null;
+    confirmAction("Requeue " + ids.length + " DLQ job(s)?", "They go back to pending with attempts reset.", word)
+      .then(function (ok) {
+        if (!ok) { return; }
+        api("/api/dlq/resurrect", { ids: ids, confirm: "RETRY" }).then(function (r) {
+          toast("Requeued " + r.moved.length + " job(s)");
+          state.selected.clear(); loadJobs(); refreshInspector();
+        }).catch(function (e) { toast(e.message, true); });
+      });
+  }
+
+  function purge(ids) {
+    confirmAction("Purge " + ids.length + " DLQ job(s)?", "They are deleted for good. Lifetime counters keep them.", "PURGE")
+      .then(function (ok) {
+        if (!ok) { return; }
+        api("/api/dlq/purge", { ids: ids, confirm: "PURGE" }).then(function (r) {
+          toast("Purged " + r.deleted.length + " job(s)");
+          state.selected.clear(); loadJobs();
+          if (state.job && ids.indexOf(state.job) >= 0) { closeDrawer(); }
+        }).catch(function (e) { toast(e.message, true); });
+      });
+  }
+
+  function invalidatePreview() {
+    state.preview = null;
+    var box = $("preview");
+    if (box) { box.hidden = true; clear(box); }
+  }
+
+  function previewByFilter(action) {
+    var cap = parseInt($("cap").value, 10) || 100;
+    api("/api/dlq/preview", { filter: filterValues(), cap: cap }).then(function (p) {
+      state.preview = { action: action, data: p };
+      var box = $("preview");
+      clear(box);
+      box.hidden = false;
+      var verb = action === "purge" ? "purge" : "requeue";
+      box.appendChild(el("p", { className: "preview-text" },
+        "Will " + verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + fmtNum(p.matched) +
+        " matching DLQ jobs" + (p.matched > p.will_affect ? " (capped at " + p.cap + ")" : "") + ", newest failure first."));
+      var sample = el("p", { className: "hint" }, "First ids: ");
+      p.sample_ids.forEach(function (id) { sample.appendChild(el("code", null, id + " ")); });
+      box.appendChild(sample);
+      var go = el("button", { type: "button", id: "preview-confirm", className: "danger" }, "Confirm " + verb + "…");
+      go.disabled = p.will_affect === 0;
+      var back = el("button", { type: "button", className: "ghost" }, "Discard preview");
+      back.addEventListener("click", invalidatePreview);
+      go.addEventListener("click", function () { executeByFilter(); });
+      box.appendChild(el("div", { className: "actions" }, go, back));
+    }).catch(function (e) { toast(e.message, true); });
+  }
+
+  function executeByFilter() {
+    var pv = state.preview;
+    if (!pv) { return; }
+    var word = pv.action === "purge" ? "PURGE" : "REQUEUE";
+    var needsWord = pv.action === "purge" || pv.data.will_affect >= 25;
+    confirmAction((pv.action === "purge" ? "Purge " : "Requeue ") + pv.data.will_affect + " DLQ job(s) by filter?",
+      "Exactly the jobs previewed (failed before the preview was taken).", needsWord ? word : null)
+      .then(function (ok) {
+        if (!ok) { return; }
+        var path = pv.action === "purge" ? "/api/dlq/purge-by-filter" : "/api/dlq/requeue-by-filter";
+        api(path, { filter: pv.data.filter, cap: pv.data.cap, confirm: word }).then(function (r) {
+          toast(r.affected + " job(s) " + (pv.action === "purge" ? "purged" : "requeued"));
+          invalidatePreview(); state.page = 1; loadJobs();
+        }).catch(function (e) { toast(e.message, true); });
+      });
+  }
+
+  // -- inspector & editor ---------------------------------------------------------------------
+
+  var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "priority", "tags",
+    "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
+    "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "started_at",
+    "heartbeat_at", "updated_at", "finished_at", "failed_at", "duration_seconds", "cancel_requested_at"];
+
+  function openJob(id) {
+    state.job = id;
+    $("drawer").hidden = false;
+    showTab("inspector");
+    refreshInspector();
+  }
+
+  function refreshInspector() {
+    if (!state.job) { return; }
+    var id = state.job;
+    api("/api/jobs/" + encodeURIComponent(id)).then(function (j) {
+      if (state.job === id) { renderInspector(j); }
+    }).catch(function (e) {
+      if (state.job === id) {
+        $("insp-banner").textContent = e.message;
+        $("insp-banner").className = "banner";
+        $("drawer").dataset.pillar = "gone";
+      }
+    });
+  }
+
+  function renderInspector(j) {
+    state.jobData = j;
+    var banner = $("insp-banner");
+    var where = { hot: "ACTIVE", archive: "ARCHIVE · SUCCEEDED", dlq: "DLQ · " + String(j.failure_reason).toUpperCase() }[j.pillar];
+    banner.textContent = where + (j.status ? " · " + j.status.toUpperCase() : "");
+    banner.className = "banner " + j.pillar;
+    $("drawer").dataset.pillar = j.pillar;
+    $("drawer").dataset.status = j.status || "";
+    var dl = $("insp-fields");
+    clear(dl);
+    FIELD_ORDER.forEach(function (k) {
+      var v = j[k];
+      if (v === null || v === undefined || (Array.isArray(v) && v.length === 0)) { return; }
+      dl.appendChild(el("dt", null, k.replace(/_/g, " ")));
+      dl.appendChild(el("dd", { dataset: { field: k } }, Array.isArray(v) ? v.join(", ") : String(v)));
+    });
+    $("insp-error").textContent = j.error || j.last_error || "(none)";
+    $("insp-payload").textContent = j.payload === null ? "(not stored)" : pretty(j.payload);
+    if (isAdmin) {
+      var editable = j.pillar === "dlq" || (j.pillar === "hot" && j.status === "pending");
+      $("insp-edit").hidden = !editable;
+      $("insp-retry").hidden = j.pillar !== "dlq";
+      $("insp-purge").hidden = j.pillar !== "dlq";
+      $("insp-cancel").hidden = j.pillar !== "hot";
+      document.querySelector('#drawer-tabs [data-tab="editor"]').disabled = !editable;
+      $("ed-requeue").hidden = j.pillar !== "dlq";
+    }
+  }
+
+  function showTab(tab) {
+    document.querySelectorAll("#drawer-tabs button").forEach(function (b) { b.classList.toggle("on", b.dataset.tab === tab); });
+    $("inspector").hidden = tab !== "inspector";
+    if ($("editor")) { $("editor").hidden = tab !== "editor"; }
+    if (tab === "editor") { fillEditor(); }
+  }
+
+  function fillEditor() {
+    var j = state.jobData;
+    if (!j) { return; }
+    $("ed-payload").value = pretty(j.payload);
+    $("ed-tags").value = (j.tags || []).join(", ");
+    $("ed-priority").value = j.priority === null || j.priority === undefined ? "" : j.priority;
+    checkJson();
+  }
+
+  function checkJson() {
+    var hint = $("ed-json");
+    try {
+      JSON.parse($("ed-payload").value);
+      hint.textContent = "Valid JSON"; hint.className = "hint ok";
+      $("ed-save").disabled = false; $("ed-requeue").disabled = false;
+      return true;
+    } catch (e) {
+      hint.textContent = "Invalid JSON: " + e.message; hint.className = "hint bad";
+      $("ed-save").disabled = true; $("ed-requeue").disabled = true;
+      return false;
+    }
+  }
+
+  function saveEditor(requeue) {
+    if (!checkJson() || !state.job) { return; }
+    var j = state.jobData;
+    var body = { payload: JSON.stringify(JSON.parse($("ed-payload").value)), requeue: requeue };
+    var tags = $("ed-tags").value.split(",").map(function (t) { return t.trim(); }).filter(Boolean);
+    if (tags.join(",") !== (j.tags || []).join(",")) { body.tags = tags; }
+    var p = $("ed-priority").value;
+    if (p !== "") { body.priority = parseInt(p, 10); }
+    api("/api/jobs/" + encodeURIComponent(state.job) + "/edit", body).then(function (r) {
+      toast(r.requeued ? "Saved and requeued" : "Saved");
+      showTab("inspector"); refreshInspector(); loadJobs();
+    }).catch(function (e) { toast(e.message, true); });
+  }
+
+  function closeDrawer() { state.job = null; state.jobData = null; $("drawer").hidden = true; }
+
+  // -- wiring ---------------------------------------------------------------------------------
+
+  if (!isAdmin) {
+    document.querySelectorAll(".admin-only").forEach(function (n) { n.remove(); });
+  }
+  var reasonSelect = $("filters").elements.reason;
+  REASONS.forEach(function (r) { reasonSelect.appendChild(el("option", { value: r }, r)); });
+  document.querySelectorAll("#source button").forEach(function (b) {
+    b.addEventListener("click", function () { setSource(b.dataset.source); });
+  });
+  $("filters").addEventListener("submit", function (ev) { ev.preventDefault(); state.page = 1; invalidatePreview(); loadJobs(); });
+  $("filters").addEventListener("input", invalidatePreview);
+  $("filters").addEventListener("reset", function () { setTimeout(function () { state.page = 1; invalidatePreview(); loadJobs(); }, 0); });
+  $("prev").addEventListener("click", function () { if (state.page > 1) { state.page--; loadJobs(); } });
+  $("next").addEventListener("click", function () { if (state.page < state.pages) { state.page++; loadJobs(); } });
+  $("show-hidden").addEventListener("change", function () { if (state.lastSnapshot) { renderQueues(state.lastSnapshot.queues); } });
+  $("drawer-close").addEventListener("click", closeDrawer);
+  document.querySelectorAll("#drawer-tabs button").forEach(function (b) {
+    b.addEventListener("click", function () { showTab(b.dataset.tab); });
+  });
+  if (isAdmin) {
+    $("select-all").addEventListener("change", function () {
+      var on = this.checked;
+      document.querySelectorAll("#job-rows tr").forEach(function (tr) {
+        if (on) { state.selected.add(tr.dataset.id); } else { state.selected.delete(tr.dataset.id); }
+        tr.querySelector(".sel").checked = on;
+      });
+      updateSelection();
+    });
+    $("bulk-cancel").addEventListener("click", function () { cancelJobs(Array.from(state.selected)); });
+    $("bulk-retry").addEventListener("click", function () { resurrect(Array.from(state.selected)); });
+    $("bulk-purge").addEventListener("click", function () { purge(Array.from(state.selected)); });
+    $("preview-purge").addEventListener("click", function () { previewByFilter("purge"); });
+    $("preview-requeue").addEventListener("click", function () { previewByFilter("requeue"); });
+    $("cap").addEventListener("input", invalidatePreview);
+    $("insp-edit").addEventListener("click", function () { showTab("editor"); });
+    $("insp-retry").addEventListener("click", function () { resurrect([state.job]); });
+    $("insp-cancel").addEventListener("click", function () { cancelJobs([state.job]); });
+    $("insp-purge").addEventListener("click", function () { purge([state.job]); });
+    $("ed-payload").addEventListener("input", checkJson);
+    $("editor").addEventListener("submit", function (ev) { ev.preventDefault(); saveEditor(false); });
+    $("ed-requeue").addEventListener("click", function () { saveEditor(true); });
+  }
+
+  var themeSelect = $("theme");
+  themeSelect.value = document.documentElement.getAttribute("data-theme") || "blueprint";
+  themeSelect.addEventListener("change", function () {
+    document.documentElement.setAttribute("data-theme", themeSelect.value);
+    try { window.localStorage.setItem("chokaq-deck-theme", themeSelect.value); } catch (e) { /* ignore */ }
+  });
+
+  // -- connection -------------------------------------------------------------------------
+
+  var source = null;
+  function setOnline(on) {
+    var pill = $("conn");
+    pill.textContent = on ? "ONLINE" : "OFFLINE";
+    pill.className = "pill " + (on ? "online" : "offline");
+  }
+
+  function connect() {
+    if (source) { source.close(); }
+    source = new EventSource(base + "/api/events");
+    source.addEventListener("open", function () {
+      setOnline(true);
+      state.lastEventAt = Date.now();
+      // Reconcile everything with storage after every (re)connect.
+      loadSeries(); loadJobs(); refreshInspector();
+    });
+    source.addEventListener("snapshot", function (ev) {
+      state.lastEventAt = Date.now();
+      setOnline(true);
+      renderSnapshot(JSON.parse(ev.data));
+    });
+    source.addEventListener("tick", function () {
+      state.lastEventAt = Date.now(); setOnline(true);
+      if (state.chartWindow !== "2w") { drawChart(Date.now() / 1000); }
+    });
+    source.addEventListener("storage-error", function (ev) { setOnline(false); toast("Storage: " + JSON.parse(ev.data), true); });
+    source.addEventListener("error", function () {
+      setOnline(false);
+      // Closed for good means the server refused the stream (a session that expired):
+      // reload, so the sign-in page (or the host's) takes over; otherwise the browser retries.
+      if (source.readyState === EventSource.CLOSED) {
+        fetch(base + "/api/me", { credentials: "same-origin" }).then(function (r) {
+          if (r.status === 401) { window.location.reload(); } else { setTimeout(connect, 2000); }
+        }).catch(function () { setTimeout(connect, 2000); });
+      }
+    });
+  }
+  // A stream that went silent (a proxy holding a dead connection) is reopened.
+  setInterval(function () {
+    if (state.lastEventAt && Date.now() - state.lastEventAt > 5000) { setOnline(false); state.lastEventAt = 0; connect(); }
+  }, 1000);
+
+  setSource("active");
+  connect();
+})();

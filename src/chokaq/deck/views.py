@@ -1,0 +1,193 @@
+"""How storage values become JSON for The Deck, and how query strings become filters.
+
+Pure functions: dataclasses of ``chokaq.models`` in, plain JSON-ready dicts out; request
+parameters in, validated ``JobFilter`` values out (``ValidationError`` naming the field). This
+module must not do I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import ValidationError
+from ..limits import MAX_SEARCH_LENGTH, check_name, check_text
+from ..models import FailureReason, JobFilter, JobStatus, Pillar, QueueStats, Throughput
+
+__all__ = [
+    "SOURCES",
+    "circuits_of",
+    "dump",
+    "parse_datetime",
+    "parse_filter",
+    "parse_int",
+    "queue_json",
+    "throughput_json",
+]
+
+SOURCES: dict[str, Pillar] = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
+LAG_WARNING_SECONDS = 5.0
+LAG_CRITICAL_SECONDS = 10.0
+
+
+def dump(value: Any) -> Any:
+    """A dataclass (or list of them) as JSON-ready data: datetimes ISO 8601, enums by name."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: dump(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, enum.IntEnum):
+        return value.name.lower()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [dump(v) for v in value]
+    return value
+
+
+def throughput_json(t: Throughput) -> dict[str, Any]:
+    return {
+        **dump(t),
+        "jobs_per_second_1m": round(t.jobs_per_second_1m, 3),
+        "jobs_per_second_5m": round(t.jobs_per_second_5m, 3),
+        "failure_rate_1m": round(t.failure_rate_1m, 2),
+        "failure_rate_5m": round(t.failure_rate_5m, 2),
+    }
+
+
+def queue_json(q: QueueStats) -> dict[str, Any]:
+    """A queue row with its lag level: ``ok``, ``warning`` (>= 5 s) or ``critical`` (>= 10 s)."""
+    data = dump(q)
+    info = data.pop("queue")
+    level = "ok"
+    if q.lag_count and q.lag_max_seconds >= LAG_CRITICAL_SECONDS:
+        level = "critical"
+    elif q.lag_count and q.lag_max_seconds >= LAG_WARNING_SECONDS:
+        level = "warning"
+    return {**info, **data, "lag_level": level}
+
+
+def circuits_of(workers_circuits: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Merge the circuit snapshots workers published (``(worker_id, json)`` pairs) into one row
+    per job type: the worst state wins (open > half_open > closed), failures are the most any
+    worker counted, reset is the longest wait. Malformed snapshots are skipped."""
+    rank = {"closed": 0, "half_open": 1, "open": 2}
+    merged: dict[str, dict[str, Any]] = {}
+    for worker_id, text in workers_circuits:
+        try:
+            items = json.loads(text or "[]")
+        except ValueError:
+            continue
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+                continue
+            state = str(item.get("state"))
+            if state not in rank:
+                state = "closed"
+            failures = item.get("failures") if isinstance(item.get("failures"), int) else 0
+            reset = item.get("reset_in_seconds")
+            reset = float(reset) if isinstance(reset, int | float) else None
+            row = merged.setdefault(
+                item["key"],
+                {
+                    "key": item["key"],
+                    "state": "closed",
+                    "failures": 0,
+                    "reset_in_seconds": None,
+                    "workers": [],
+                },
+            )
+            if rank[state] > rank[row["state"]]:
+                row["state"] = state
+            row["failures"] = max(row["failures"], failures)
+            if reset is not None:
+                row["reset_in_seconds"] = max(row["reset_in_seconds"] or 0.0, reset)
+            row["workers"].append(worker_id)
+    return sorted(merged.values(), key=lambda r: (-rank[r["state"]], r["key"]))
+
+
+def parse_datetime(field: str, value: str | None) -> datetime | None:
+    """ISO 8601; a value without an offset is taken as UTC."""
+    if value is None or value == "":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(field, "must be an ISO 8601 date-time") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_int(field: str, value: Any, *, default: int, low: int, high: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        raise ValidationError(field, "must be an integer")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(field, "must be an integer") from None
+    if not low <= number <= high:
+        raise ValidationError(field, f"must be between {low} and {high}")
+    return number
+
+
+def _enum_by_name(field: str, value: str | None, kind: type[enum.IntEnum]) -> Any:
+    if value is None or value == "":
+        return None
+    try:
+        return kind[value.upper()]
+    except KeyError:
+        names = ", ".join(m.name.lower() for m in kind)
+        raise ValidationError(field, f"must be one of {names}") from None
+
+
+def parse_filter(params: Mapping[str, Any]) -> JobFilter:
+    """A ``JobFilter`` from query parameters or a JSON object (``queue``, ``type``, ``status``,
+    ``reason``, ``since``, ``until``, ``search``, ``ids``)."""
+
+    def text(name: str) -> str | None:
+        value = params.get(name)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            raise ValidationError(name, "must be a string")
+        return value
+
+    queue = text("queue")
+    type_ = text("type")
+    since = parse_datetime("since", text("since"))
+    until = parse_datetime("until", text("until"))
+    if since and until and since > until:
+        raise ValidationError("since", "must not be after until")
+    ids = params.get("ids")
+    if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
+        raise ValidationError("ids", "must be a list of job ids")
+    return JobFilter(
+        queue=check_name("queue", queue) if queue is not None else None,
+        type=check_name("type", type_) if type_ is not None else None,
+        status=_enum_by_name("status", text("status"), JobStatus),
+        failure_reason=_enum_by_name("reason", text("reason"), FailureReason),
+        since=since,
+        until=until,
+        search=check_text("search", text("search"), max_length=MAX_SEARCH_LENGTH),
+        ids=tuple(ids) if ids is not None else None,
+    )
+
+
+def filter_json(f: JobFilter) -> dict[str, Any]:
+    """The inverse of ``parse_filter`` (for echoing a pinned preview filter back)."""
+    return {
+        "queue": f.queue,
+        "type": f.type,
+        "status": f.status.name.lower() if f.status is not None else None,
+        "reason": f.failure_reason.name.lower() if f.failure_reason is not None else None,
+        "since": dump(f.since),
+        "until": dump(f.until),
+        "search": f.search,
+    }

@@ -1,0 +1,216 @@
+"""Fixtures of The Deck's tests: a SQLite file per test, the Deck served by a real uvicorn
+server in a thread, a real worker subprocess, and Chromium through Playwright.
+
+Browser tests skip when /usr/bin/chromium is missing, except under ``CI=true``, where they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from chokaq.app import App
+from chokaq.deck import Credentials, Role, create_deck
+
+HERE = Path(__file__).parent
+CHROMIUM = "/usr/bin/chromium"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+SCREENSHOTS = HERE.parent.parent / "docs" / "screenshots"
+USERS = {"alice": ("alice-pw", Role.ADMIN), "bob": ("bob-pw", Role.READONLY)}
+
+T = TypeVar("T")
+
+
+def run(coro_fn: Callable[[App], Awaitable[T]], url: str) -> T:
+    """Run ``coro_fn(app)`` on a fresh, opened App of ``url`` (for sync browser tests)."""
+
+    async def go() -> T:
+        app = App(url)
+        await app.open()
+        try:
+            return await coro_fn(app)
+        finally:
+            await app.close()
+
+    # Playwright's sync API keeps an event loop running on this thread: use another one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
+
+
+def wait_for(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str = "") -> Any:
+    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'deck.db'}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Served:
+    """The Deck on a real uvicorn server in a thread; ``restart()`` drops every connection."""
+
+    def __init__(self, db_url: str) -> None:
+        self.db_url = db_url
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = App(db_url)
+        self.deck = create_deck(
+            self.app, credentials=Credentials(users=USERS), session_secret="deck-tests"
+        )
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(
+            self.deck,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        wait_for(lambda: self._server.started, timeout=10, what="uvicorn to start")
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+            self._server = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def deck_server(db_url: str) -> Iterator[Served]:
+    """The Deck (users alice=admin, bob=readonly) served over real HTTP."""
+    run(lambda app: asyncio.sleep(0), db_url)  # create and migrate the file first
+    served = Served(db_url)
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+@pytest.fixture
+def worker(db_url: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A real worker subprocess (``python -m chokaq worker``) running ``sample_app``."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "CHOKAQ_DATABASE_URL": db_url,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chokaq", "worker", "--app", "sample_app:app", "--concurrency", "8"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if os.environ.get("DECK_TEST_WORKER_LOG") and proc.stderr is not None:
+            sys.stderr.write(proc.stderr.read().decode(errors="replace")[-4000:])
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def _browser_unavailable() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    reason = _browser_unavailable()
+    if reason is not None:
+        if IN_CI:
+            pytest.fail(f"CI=true but {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def login(browser: Any, deck_server: Served) -> Iterator[Callable[[str], Any]]:
+    """``login("alice")`` -> a Playwright page signed in through the login form."""
+    contexts: list[Any] = []
+
+    def open_as(user: str, *, theme: str | None = None) -> Any:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        contexts.append(context)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.js_errors = errors
+        page.goto(deck_server.url + "/")
+        page.fill("input[name=username]", user)
+        page.fill("input[name=password]", USERS[user][0])
+        page.click("button[type=submit]")
+        page.wait_for_selector("#conn.online", timeout=10_000)
+        if theme:
+            page.select_option("#theme", theme)
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()

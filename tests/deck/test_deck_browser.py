@@ -1,0 +1,377 @@
+"""The Deck end to end: Chromium (Playwright) against a real uvicorn server and a real worker
+subprocess, on a SQLite file. Also writes docs/screenshots/*.png for the README."""
+
+from __future__ import annotations
+
+import functools
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from chokaq.app import App
+from chokaq.models import FailMove, FailureReason, JobFilter, Pillar, WorkerInfo
+
+from .conftest import SCREENSHOTS, Served, run, wait_for
+
+pytestmark = pytest.mark.browser
+
+
+def dead_letter(
+    url: str,
+    n: int,
+    *,
+    error: str,
+    queue: str = "default",
+    type: str = "charge",
+    payload: Any = None,
+    tags: tuple[str, ...] = (),
+) -> list[str]:
+    async def go(app: App) -> list[str]:
+        ids = [
+            str(await app.enqueue_raw(type, payload or {"n": i}, queue=queue, tags=tags))
+            for i in range(n)
+        ]
+        claimed = await app.backend.jobs_fetch(
+            worker_id="seed", limit=n, queues=[queue], start=True
+        )
+        await app.backend.jobs_finalize(
+            moves=[
+                FailMove(lease=c.lease, reason=FailureReason.FATAL_ERROR, error=error)
+                for c in claimed
+            ]
+        )
+        return ids
+
+    return run(go, url)
+
+
+def enqueue(url: str, type: str, payloads: list[dict[str, Any]], **options: Any) -> list[str]:
+    async def go(app: App) -> list[str]:
+        return [str(await app.enqueue_raw(type, p, **options)) for p in payloads]
+
+    return run(go, url)
+
+
+def job(url: str, job_id: str) -> Any:
+    return run(lambda app: app.backend.job_get(job_id), url)
+
+
+def chart_filled(page: Any, jobs: int) -> bool:
+    return int(page.get_attribute("#chart", "data-total") or 0) >= jobs
+
+
+def no_js_errors(page: Any, *, expected: str = "") -> None:
+    assert [e for e in page.js_errors if not (expected and expected in e)] == []
+
+
+def test_live_counts_progress_and_chart_move(login: Any, deck_server: Served, worker: Any) -> None:
+    page = login("alice")
+    enqueue(deck_server.db_url, "steady", [{"steps": 16, "step_seconds": 0.25}])
+    enqueue(deck_server.db_url, "quick", [{"n": i} for i in range(40)], delay=1.0)
+    start_until = int(page.get_attribute("#chart", "data-until") or 0)
+    # Counts change without a reload.
+    wait_for(
+        lambda: page.text_content("#c-succeeded") not in ("\u2013", "0"),
+        timeout=30,
+        what="succeeded > 0",
+    )
+    # The progress bar of the running job moves.
+    bar = "#job-rows tr[data-status=processing] .bar"
+    page.wait_for_selector(bar, timeout=30_000)
+    first = int(page.get_attribute(bar, "aria-valuenow") or 0)
+    wait_for(
+        lambda: (
+            page.query_selector(bar) is None
+            or int(page.get_attribute(bar, "aria-valuenow") or 0) > first
+        ),
+        what="progress to move",
+    )
+    # The chart moves: its right edge follows the clock, and it shows what was processed.
+    wait_for(
+        lambda: int(page.get_attribute("#chart", "data-until") or 0) > start_until,
+        what="chart to advance",
+    )
+    wait_for(
+        lambda: int(page.get_attribute("#chart", "data-total") or 0) >= 40,
+        what="chart to show 40 jobs",
+    )
+    wait_for(lambda: page.text_content("#c-succeeded") == "41", what="all 41 succeeded")
+    assert page.text_content("#conn") == "ONLINE"
+    assert page.locator("#worker-rows tr").count() == 1
+    no_js_errors(page)
+
+
+def test_operator_fixes_a_dlq_payload_and_requeues_it(
+    login: Any, deck_server: Served, worker: Any
+) -> None:
+    [bad] = enqueue(deck_server.db_url, "charge", [{"amount": -5}])
+    wait_for(
+        lambda: (j := job(deck_server.db_url, bad)) and j.pillar is Pillar.DLQ,
+        what="the job to fail",
+    )
+    page = login("alice")
+    page.click("#source button[data-source=dlq]")
+    page.click(f"#job-rows tr[data-id='{bad}']")
+    page.wait_for_selector("#insp-banner.dlq")
+    assert "amount must not be negative" in page.text_content("#insp-error")
+    page.click("#insp-edit")
+    page.fill("#ed-payload", '{"amount": 5')
+    assert page.is_disabled("#ed-requeue")  # checked in the browser first
+    assert "Invalid JSON" in page.text_content("#ed-json")
+    page.fill("#ed-payload", '{"amount": 5}')
+    page.click("#ed-requeue")
+    page.wait_for_selector("#insp-banner.archive", timeout=30_000)
+    view = job(deck_server.db_url, bad)
+    assert view.pillar is Pillar.ARCHIVE and json.loads(view.payload) == {"amount": 5}
+    assert view.last_modified_by == "alice"
+    no_js_errors(page)
+
+
+def test_bulk_purge_by_filter_removes_exactly_the_previewed_rows(
+    login: Any, deck_server: Served
+) -> None:
+    url = deck_server.db_url
+    doomed = dead_letter(url, 30, error="CardDeclined: insufficient funds", queue="pay")
+    keep = dead_letter(url, 4, error="Timeout talking to bank", queue="pay")
+    page = login("alice")
+    page.click("#source button[data-source=dlq]")
+    page.fill("#filters input[name=search]", "CardDeclined")
+    page.fill("#filters input[name=queue]", "pay")
+    page.click("#filters button[type=submit]")
+    wait_for(lambda: page.get_attribute("#jobs", "data-total") == "30", what="30 rows listed")
+    page.fill("#cap", "100")
+    page.click("#preview-purge")
+    page.wait_for_selector("#preview-count")
+    assert page.text_content("#preview-count") == "30"
+    late = dead_letter(url, 2, error="CardDeclined: after preview", queue="pay")
+    page.click("#preview-confirm")
+    page.wait_for_selector("#confirm[open]")
+    assert page.is_disabled("#confirm-yes")
+    page.fill("#confirm-input", "purge")
+    assert page.is_disabled("#confirm-yes")
+    page.fill("#confirm-input", "PURGE")
+    page.click("#confirm-yes")
+    page.wait_for_selector(".toast >> text=30 job(s) purged")
+    left = run(
+        lambda app: app.backend.jobs_page(pillar=Pillar.DLQ, filter=JobFilter(queue="pay")), url
+    )
+    assert sorted(j.id for j in left.items) == sorted(keep + late)
+    assert not set(doomed) & {j.id for j in left.items}
+    no_js_errors(page)
+
+
+def test_cancel_a_running_job_from_the_page(login: Any, deck_server: Served, worker: Any) -> None:
+    [long] = enqueue(deck_server.db_url, "steady", [{"steps": 200, "step_seconds": 0.1}])
+    page = login("alice")
+    row = f"#job-rows tr[data-id='{long}'][data-status=processing]"
+    page.wait_for_selector(row, timeout=30_000)
+    page.click(f"{row} .row-cancel")
+    page.fill("#confirm-input", "CANCEL")
+    page.click("#confirm-yes")
+    wait_for(lambda: job(deck_server.db_url, long).pillar is Pillar.DLQ, what="the job to stop")
+    view = job(deck_server.db_url, long)
+    assert view.failure_reason is FailureReason.CANCELLED and view.cancelled_by == "alice"
+    page.click("#source button[data-source=dlq]")
+    page.wait_for_selector(f"#job-rows tr[data-id='{long}']")
+    assert "alice" in page.text_content(f"#job-rows tr[data-id='{long}']")
+    no_js_errors(page)
+
+
+def test_readonly_sees_no_destructive_controls_and_is_refused(
+    login: Any, deck_server: Served
+) -> None:
+    [dead] = dead_letter(deck_server.db_url, 1, error="boom")
+    page = login("bob")
+    page.click("#source button[data-source=dlq]")
+    page.wait_for_selector(f"#job-rows tr[data-id='{dead}']")
+    page.click(f"#job-rows tr[data-id='{dead}']")
+    page.wait_for_selector("#insp-banner.dlq")
+    page.wait_for_selector("#queue-rows tr")
+    controls = (
+        "button.danger, .row-cancel, .row-retry, #bulk, #insp-actions, #editor, "
+        ".q-pause, .q-hide, .c-close, .w-concurrency, .sel, #preview-purge"
+    )
+    assert page.locator(controls).count() == 0
+    forged = page.evaluate(
+        """async (id) => {
+        const csrf = document.querySelector('meta[name=csrf-token]').content;
+        const r = await fetch('api/dlq/purge', {method: 'POST',
+          headers: {'Content-Type': 'application/json', 'X-CSRF-Token': csrf},
+          body: JSON.stringify({ids: [id], confirm: 'PURGE'})});
+        return r.status;
+    }""",
+        dead,
+    )
+    assert forged == 403
+    assert job(deck_server.db_url, dead) is not None
+    admin = login("alice")
+    no_token = admin.evaluate(
+        """async (id) => {
+        const r = await fetch('api/dlq/purge', {method: 'POST',
+          headers: {'Content-Type': 'application/json'},
+          body: JSON.stringify({ids: [id], confirm: 'PURGE'})});
+        return r.status;
+    }""",
+        dead,
+    )
+    assert no_token == 403
+    assert job(deck_server.db_url, dead) is not None
+    no_js_errors(page, expected="403 (Forbidden)")
+
+
+def test_script_payload_renders_inert(login: Any, deck_server: Served) -> None:
+    evil = "<script>window.__pwned = 1</script><img src=x onerror=window.__pwned=2>"
+    [dead] = dead_letter(
+        deck_server.db_url,
+        1,
+        error=evil,
+        queue=evil,
+        type=evil,
+        payload={"note": evil},
+        tags=("<b>tag</b>",),
+    )
+    page = login("alice")
+    page.check("#show-hidden")
+    page.wait_for_selector("#queue-rows tr")
+    page.click("#source button[data-source=dlq]")
+    page.wait_for_selector(f"#job-rows tr[data-id='{dead}']")
+    page.click(f"#job-rows tr[data-id='{dead}']")
+    page.wait_for_selector("#insp-banner.dlq")
+    page.wait_for_selector("#error-rows li")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__pwned") is None
+    assert evil in page.text_content("#insp-error")
+    assert evil in page.text_content("#insp-payload")
+    assert evil in page.text_content("#queue-rows")
+    assert "<b>tag</b>" in page.text_content("#job-rows")
+    assert page.locator("#job-rows img, #queue-rows img, #drawer img, #errors img").count() == 0
+    no_js_errors(page)
+
+
+def test_reconnects_and_reconciles_after_a_dropped_connection(
+    login: Any, deck_server: Served
+) -> None:
+    page = login("alice")
+    wait_for(lambda: page.text_content("#c-pending") == "0", what="initial counts")
+    deck_server.stop()
+    page.wait_for_selector("#conn.offline", timeout=10_000)
+    enqueue(deck_server.db_url, "quick", [{}, {}, {}], delay=3600.0)
+    deck_server.start()
+    page.wait_for_selector("#conn.online", timeout=15_000)
+    wait_for(lambda: page.text_content("#c-pending") == "3", what="counts reconciled")
+    wait_for(lambda: page.locator("#job-rows tr .due").count() == 3, what="delayed rows")
+
+
+def seed_showcase(url: str) -> None:
+    """A varied store for the screenshots: queues, delayed and failed jobs, two workers."""
+    dead_letter(
+        url,
+        12,
+        error="CardDeclined: insufficient funds (card ending 4242)",
+        queue="payments",
+        tags=("checkout",),
+    )
+    dead_letter(
+        url,
+        5,
+        error="TimeoutError: bank API did not answer in 30 s",
+        queue="payments",
+        type="refund",
+    )
+    dead_letter(url, 3, error="KeyError: 'sku'", queue="emails", type="send_receipt")
+    enqueue(url, "send_receipt", [{"order": i} for i in range(8)], queue="emails", delay=900.0)
+    enqueue(url, "report", [{"day": "2026-11-30"}], queue="reports", delay=600.0)
+
+    async def workers(app: App) -> None:
+        now = datetime.now(UTC)
+        await app.backend.queue_pause(name="reports", paused=True, actor="alice")
+        await app.backend.queue_configure(
+            name="payments", max_workers=4, zombie_timeout_seconds=120
+        )
+        for wid, host, circuits in (
+            (
+                "w-1",
+                "app-1",
+                [
+                    {"key": "charge", "state": "open", "failures": 5, "reset_in_seconds": 21.5},
+                    {"key": "refund", "state": "closed", "failures": 1, "reset_in_seconds": None},
+                ],
+            ),
+            (
+                "w-2",
+                "app-2",
+                [
+                    {
+                        "key": "send_receipt",
+                        "state": "half_open",
+                        "failures": 5,
+                        "reset_in_seconds": 0,
+                    }
+                ],
+            ),
+        ):
+            await app.backend.worker_beat(
+                WorkerInfo(
+                    id=wid,
+                    hostname=host,
+                    pid=4242,
+                    queues=("payments", "emails"),
+                    concurrency=16,
+                    desired_concurrency=None,
+                    running=3,
+                    state="running",
+                    started_at=now,
+                    heartbeat_at=now,
+                    circuits=json.dumps(circuits),
+                )
+            )
+
+    run(workers, url)
+
+
+PANELS = ("overview", "queues", "jobs", "errors", "circuits", "workers")
+
+
+def test_screenshots_of_every_panel_in_both_themes(
+    login: Any, deck_server: Served, worker: Any
+) -> None:
+    url = deck_server.db_url
+    seed_showcase(url)
+    enqueue(url, "quick", [{"n": i} for i in range(60)])
+    enqueue(url, "steady", [{"steps": 400, "step_seconds": 0.1} for _ in range(2)])
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for theme in ("blueprint", "carbon"):
+        page = login("alice", theme=theme)
+        page.click("#chart-window button[data-window='5m']")
+        page.wait_for_selector("#job-rows tr[data-status=processing] .bar", timeout=15_000)
+        wait_for(functools.partial(chart_filled, page, 60), what="the chart to fill")
+        page.wait_for_selector("#circuit-rows tr")
+        page.wait_for_timeout(600)
+        page.screenshot(path=str(SCREENSHOTS / f"deck-{theme}.png"), full_page=True)
+        for panel in PANELS:
+            page.locator(f"#{panel}").screenshot(path=str(SCREENSHOTS / f"{panel}-{theme}.png"))
+        page.click("#source button[data-source=dlq]")
+        page.wait_for_selector("#job-rows tr .chip")
+        page.click("#error-rows li >> nth=0")
+        page.wait_for_selector("#job-rows tr")
+        page.click("#preview-purge")
+        page.wait_for_selector("#preview-count")
+        page.locator("#jobs").screenshot(path=str(SCREENSHOTS / f"dlq-{theme}.png"))
+        page.click("#preview-confirm")
+        page.fill("#confirm-input", "PUR")
+        page.screenshot(path=str(SCREENSHOTS / f"confirm-{theme}.png"))
+        page.click("#confirm-no")
+        page.click("#job-rows tr >> nth=0")
+        page.wait_for_selector("#insp-banner.dlq")
+        page.locator("#drawer").screenshot(path=str(SCREENSHOTS / f"inspector-{theme}.png"))
+        page.click("#insp-edit")
+        page.locator("#drawer").screenshot(path=str(SCREENSHOTS / f"editor-{theme}.png"))
+        assert page.evaluate("localStorage.getItem('chokaq-deck-theme')") == theme
+        no_js_errors(page)
+    # The theme is remembered per browser: a reload keeps Carbon.
+    page.reload()
+    assert page.get_attribute("html", "data-theme") == "carbon"
+    names = sorted(p.name for p in SCREENSHOTS.glob("*.png"))
+    assert len(names) >= 2 * (len(PANELS) + 5)
