@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar, LiteralString
@@ -60,6 +61,9 @@ def _leases(field: str, leases: Sequence[Lease]) -> dict[str, list[str]]:
         "workers": [lease.worker_id for lease in leases],
         "tokens": [lease.token for lease in leases],
     }
+
+
+BULKHEAD_CACHE_SECONDS = 1.0
 
 
 class PostgresBackend(PostgresOperators, PostgresReads):
@@ -223,14 +227,29 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             "start": bool(start),
             "now": now,
         }
-        lock = {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues}
-        # Pipelined: BEGIN, the bulkhead lock, the claim and COMMIT cost one round trip.
-        async with self.pool.connection() as conn:
-            async with conn.pipeline(), conn.transaction():
-                await conn.execute(self._q["jobs_fetch_lock"], lock)
-                cur = await conn.execute(self._q["jobs_fetch"], params)
-            rows = await cur.fetchall()
+        bulkheads = await self._bulkhead_queues()
+        if bulkheads if queues is None else not bulkheads.isdisjoint(queues):
+            lock = {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues}
+            # Pipelined: BEGIN, the bulkhead lock, the claim and COMMIT cost one round trip.
+            async with self.pool.connection() as conn:
+                async with conn.pipeline(), conn.transaction():
+                    await conn.execute(self._q["jobs_fetch_lock"], lock)
+                    cur = await conn.execute(self._q["jobs_fetch"], params)
+                rows = await cur.fetchall()
+        else:
+            # No bulkhead involved: the claim is one statement, atomic on its own.
+            rows = await self._rows("jobs_fetch", params)
         return [claimed_job(row) for row in rows]
+
+    async def _bulkhead_queues(self) -> frozenset[str]:
+        """Queues with max_workers, re-read at most once a second (and at once after this
+        process changes one). A bulkhead set elsewhere in the last second is still enforced by
+        the fetch statement itself, only not serialized against concurrent fetchers."""
+        if time.monotonic() - self._bulkheads_read_at > BULKHEAD_CACHE_SECONDS:
+            rows = await self._rows("queues_with_bulkhead")
+            self._bulkheads = frozenset(row[0] for row in rows)
+            self._bulkheads_read_at = time.monotonic()
+        return self._bulkheads
 
     async def jobs_start(self, *, lease: Lease, now: datetime | None = None) -> Started | None:
         started = await self.jobs_start_many(leases=[lease], now=now)

@@ -46,6 +46,8 @@ class PostgresCore(Backend):
         self.schema = settings.schema
         self.channel = f"chokaq_{settings.schema.lower()}"
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] | None = None
+        self._bulkheads: frozenset[str] = frozenset()
+        self._bulkheads_read_at = float("-inf")  # monotonic seconds; -inf: read on next fetch
         self._migrations: list[Migration] = load_migrations(_PACKAGE)
         self._q: dict[str, LiteralString] = {
             name: _compose(text, self.schema, self.channel)

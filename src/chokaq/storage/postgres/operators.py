@@ -280,6 +280,8 @@ class PostgresOperators(PostgresReads):
                 high=7 * 24 * 3600,
                 exclusive=True,
             )
+        if set_mw:
+            self._bulkheads_read_at = float("-inf")  # the next fetch re-reads the bulkheads
         row = await self._one(
             "queue_configure",
             {

@@ -85,7 +85,7 @@ inserted AS (
     )
     SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
            i.max_attempts, i.timeout_seconds,
-           coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds)),
+           coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
            c.now, c.now, i.created_by, i.trace_context
     FROM input i CROSS JOIN clock c
     ORDER BY i.idempotency_key
@@ -108,6 +108,9 @@ WHERE idempotency_key = ANY(%(keys)b::text[])
 -- Worker path
 -- ---------------------------------------------------------------------------------------------
 
+-- name: queues_with_bulkhead
+SELECT name FROM {schema}.queues WHERE max_workers IS NOT NULL
+
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
 -- claiming transaction commits, and the fetch that follows takes a fresh snapshot, so it counts
@@ -125,7 +128,11 @@ ORDER BY name
 -- row counts as active and unpaused. The per-queue LIMIT keeps each scan short, so the index is
 -- walked in order instead of sorting the whole pending set.
 WITH clock AS MATERIALIZED (
+    -- A claim, start, heartbeat or release that a server crash loses is harmless: the row
+    -- is simply as it was before, and the lease fence refuses the stale worker. So these
+    -- commit without waiting for the WAL flush; finalization and enqueue always wait.
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 ),
 serving AS MATERIALIZED (
     SELECT n.name,
@@ -149,13 +156,13 @@ candidates AS MATERIALIZED (
     FROM serving s
     CROSS JOIN clock k
     CROSS JOIN LATERAL (
-        SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS due, h.created_at
+        SELECT h.id, h.priority, h.scheduled_at AS due, h.created_at
         FROM {schema}.jobs_hot h
         WHERE h.status = 0
           AND h.queue = s.name
-          AND coalesce(h.scheduled_at, h.created_at) <= k.now
+          AND h.scheduled_at <= k.now
           AND NOT (h.type = ANY(%(exclude)b::text[]))
-        ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at
         LIMIT s.room
         FOR UPDATE OF h SKIP LOCKED
     ) c
@@ -184,11 +191,12 @@ claimed AS (
               h.trace_context, h.worker_id, h.lease_token::text
 )
 SELECT * FROM claimed
-ORDER BY priority DESC, coalesce(scheduled_at, created_at), created_at
+ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_start
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
 ),
 v AS (
     SELECT * FROM unnest(%(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[])
@@ -208,6 +216,7 @@ RETURNING h.id::text, h.attempt_count, h.started_at
 -- name: jobs_heartbeat
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
 ),
 v AS (
     SELECT * FROM unnest(
@@ -226,6 +235,7 @@ RETURNING h.id::text, h.cancel_requested_at IS NOT NULL, h.cancelled_by
 -- name: jobs_release
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
 ),
 v AS (
     SELECT * FROM unnest(%(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[])
@@ -616,7 +626,7 @@ inserted AS (
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
            coalesce(%(priority)s::integer, m.priority), 0, 0, m.max_attempts,
-           m.timeout_seconds, NULL, m.created_at, k.now, m.created_by, %(actor)s, m.error
+           m.timeout_seconds, k.now, m.created_at, k.now, m.created_by, %(actor)s, m.error
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
@@ -688,13 +698,13 @@ hot AS (
            count(*) FILTER (WHERE h.status = 0) AS pending,
            count(*) FILTER (WHERE h.status = 1) AS fetched,
            count(*) FILTER (WHERE h.status = 2) AS processing,
-           count(*) FILTER (WHERE h.status = 0 AND coalesce(h.scheduled_at, h.created_at) <= k.now)
+           count(*) FILTER (WHERE h.status = 0 AND h.scheduled_at <= k.now)
                AS lag_count,
-           avg(greatest(0, extract(epoch FROM k.now - coalesce(h.scheduled_at, h.created_at))))
-               FILTER (WHERE h.status = 0 AND coalesce(h.scheduled_at, h.created_at) <= k.now)
+           avg(greatest(0, extract(epoch FROM k.now - h.scheduled_at)))
+               FILTER (WHERE h.status = 0 AND h.scheduled_at <= k.now)
                AS lag_avg,
-           max(greatest(0, extract(epoch FROM k.now - coalesce(h.scheduled_at, h.created_at))))
-               FILTER (WHERE h.status = 0 AND coalesce(h.scheduled_at, h.created_at) <= k.now)
+           max(greatest(0, extract(epoch FROM k.now - h.scheduled_at)))
+               FILTER (WHERE h.status = 0 AND h.scheduled_at <= k.now)
                AS lag_max
     FROM {schema}.jobs_hot h CROSS JOIN clock k
     GROUP BY h.queue

@@ -46,38 +46,38 @@ FROM {p}queues AS q
 WHERE q.max_workers IS NOT NULL AND q.paused = 0 AND q.active = 1
 
 -- name: fetch_candidates
-SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS sort_at, h.created_at
+SELECT h.id, h.priority, h.scheduled_at AS sort_at, h.created_at
 FROM {p}jobs_hot AS h
 WHERE h.status = 0
-  AND (h.scheduled_at IS NULL OR h.scheduled_at <= :now)
+  AND h.scheduled_at <= :now
   AND h.type NOT IN (SELECT value FROM json_each(:exclude))
   AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
                   WHERE q.name = h.queue
                     AND (q.paused <> 0 OR q.active = 0 OR q.max_workers IS NOT NULL))
-ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+ORDER BY h.priority DESC, h.scheduled_at, h.created_at
 LIMIT :limit
 
 -- name: fetch_candidates_in
-SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS sort_at, h.created_at
+SELECT h.id, h.priority, h.scheduled_at AS sort_at, h.created_at
 FROM {p}jobs_hot AS h
 WHERE h.status = 0
   AND h.queue IN (SELECT value FROM json_each(:queues))
-  AND (h.scheduled_at IS NULL OR h.scheduled_at <= :now)
+  AND h.scheduled_at <= :now
   AND h.type NOT IN (SELECT value FROM json_each(:exclude))
   AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
                   WHERE q.name = h.queue
                     AND (q.paused <> 0 OR q.active = 0 OR q.max_workers IS NOT NULL))
-ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+ORDER BY h.priority DESC, h.scheduled_at, h.created_at
 LIMIT :limit
 
 -- name: fetch_candidates_queue
-SELECT h.id, h.priority, coalesce(h.scheduled_at, h.created_at) AS sort_at, h.created_at
+SELECT h.id, h.priority, h.scheduled_at AS sort_at, h.created_at
 FROM {p}jobs_hot AS h
 WHERE h.status = 0
   AND h.queue = :queue
-  AND (h.scheduled_at IS NULL OR h.scheduled_at <= :now)
+  AND h.scheduled_at <= :now
   AND h.type NOT IN (SELECT value FROM json_each(:exclude))
-ORDER BY h.priority DESC, coalesce(h.scheduled_at, h.created_at), h.created_at
+ORDER BY h.priority DESC, h.scheduled_at, h.created_at
 LIMIT :limit
 
 -- name: fetch_claim
@@ -243,7 +243,7 @@ INSERT INTO {p}jobs_hot (
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
-       max_attempts, timeout_seconds, NULL, created_at, :now, created_by, :actor
+       max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor
 FROM {p}jobs_dlq
 WHERE id = :id
 ON CONFLICT DO NOTHING

@@ -17,7 +17,7 @@ CREATE TABLE {p}jobs_hot (
     worker_id           TEXT,
     lease_token         TEXT,
     heartbeat_at        REAL,
-    scheduled_at        REAL,
+    scheduled_at        REAL NOT NULL,  -- when the job is due (now, unless delayed)
     created_at          REAL NOT NULL,
     started_at          REAL,
     updated_at          REAL NOT NULL,
@@ -30,20 +30,19 @@ CREATE TABLE {p}jobs_hot (
     trace_context       TEXT
 );
 
--- The fetch path: only pending rows are in this index.
+-- The fetch path: only pending rows are in this index, in claim order within a queue.
+-- scheduled_at is always set (the due time), so the order needs no expression.
 CREATE INDEX {p}jobs_hot_fetch ON {p}jobs_hot
     (queue, priority DESC, scheduled_at, created_at) WHERE status = 0;
--- SQLite only: the fetch order itself, so a claim reads its LIMIT rows in index order instead of
--- sorting every pending row (PostgreSQL's planner does well enough with the index above).
+-- SQLite only: the claim order across queues, so a fetch over every queue reads its LIMIT rows
+-- in index order instead of sorting every pending row.
 CREATE INDEX {p}jobs_hot_fetch_order ON {p}jobs_hot
-    (priority DESC, coalesce(scheduled_at, created_at), created_at) WHERE status = 0;
+    (priority DESC, scheduled_at, created_at) WHERE status = 0;
 CREATE UNIQUE INDEX {p}jobs_hot_idempotency ON {p}jobs_hot (idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+-- Fetched and Processing rows: bulkhead counts, rescue and live counts. Few indexes on purpose:
+-- every index on jobs_hot costs each claim, heartbeat and release a write.
 CREATE INDEX {p}jobs_hot_active ON {p}jobs_hot (queue, status) WHERE status IN (1, 2);
-CREATE INDEX {p}jobs_hot_created ON {p}jobs_hot (created_at DESC);
-CREATE INDEX {p}jobs_hot_fetched_recovery ON {p}jobs_hot (updated_at) WHERE status = 1;
-CREATE INDEX {p}jobs_hot_heartbeat ON {p}jobs_hot (heartbeat_at) WHERE status = 2;
-CREATE INDEX {p}jobs_hot_worker ON {p}jobs_hot (worker_id) WHERE worker_id IS NOT NULL;
 
 -- Pillar 2: succeeded jobs, write-once.
 CREATE TABLE {p}jobs_archive (
@@ -66,7 +65,6 @@ CREATE TABLE {p}jobs_archive (
 );
 CREATE INDEX {p}jobs_archive_finished ON {p}jobs_archive (finished_at DESC);
 CREATE INDEX {p}jobs_archive_queue ON {p}jobs_archive (queue, finished_at DESC);
-CREATE INDEX {p}jobs_archive_type ON {p}jobs_archive (type, finished_at DESC);
 
 -- Pillar 3: terminal failures, with the reason and the error.
 CREATE TABLE {p}jobs_dlq (

@@ -138,12 +138,14 @@ def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueRes
             if key in first_by_key:
                 continue
             first_by_key[key] = i
+        # The due time is always stored (now when not delayed), so the fetch index orders
+        # pending rows by (priority, due time) without an expression.
         if job.run_at is not None:
-            scheduled: float | None = to_ts(job.run_at, "run_at")
+            scheduled: float = to_ts(job.run_at, "run_at")
         elif job.delay_seconds:
             scheduled = now + job.delay_seconds
         else:
-            scheduled = None
+            scheduled = now
         rows.append(
             {
                 "id": ids[i],

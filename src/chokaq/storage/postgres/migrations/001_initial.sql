@@ -19,7 +19,7 @@ CREATE TABLE {schema}.jobs_hot (
     worker_id           text,
     lease_token         uuid,
     heartbeat_at        timestamptz,
-    scheduled_at        timestamptz,
+    scheduled_at        timestamptz NOT NULL,  -- when the job is due (now, unless delayed)
     created_at          timestamptz NOT NULL,
     started_at          timestamptz,
     updated_at          timestamptz NOT NULL,
@@ -33,17 +33,16 @@ CREATE TABLE {schema}.jobs_hot (
 ) WITH (fillfactor = 80);
 
 -- The fetch path: only pending rows are in this index, in the exact claim order within a queue
--- (priority DESC, then due time = coalesce(scheduled_at, created_at), then created_at), so a
--- fetch walks it in order and stops after LIMIT rows instead of sorting every pending row.
+-- (priority DESC, then due time, then creation), so a fetch walks it in order and stops after
+-- LIMIT rows. scheduled_at is always set (the due time) so that the order needs no expression.
 CREATE INDEX jobs_hot_fetch ON {schema}.jobs_hot
-    (queue, priority DESC, (coalesce(scheduled_at, created_at)), created_at) WHERE status = 0;
+    (queue, priority DESC, scheduled_at, created_at) WHERE status = 0;
 CREATE UNIQUE INDEX jobs_hot_idempotency ON {schema}.jobs_hot (idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+-- Fetched and Processing rows: bulkhead counts, rescue and the live counts read this. It is the
+-- only other index a claim has to maintain: every index on jobs_hot costs each claim an insert,
+-- and heartbeats stay HOT updates because heartbeat_at and updated_at are not indexed.
 CREATE INDEX jobs_hot_active ON {schema}.jobs_hot (queue, status) WHERE status IN (1, 2);
-CREATE INDEX jobs_hot_created ON {schema}.jobs_hot (created_at DESC);
-CREATE INDEX jobs_hot_fetched_recovery ON {schema}.jobs_hot (updated_at) WHERE status = 1;
-CREATE INDEX jobs_hot_heartbeat ON {schema}.jobs_hot (heartbeat_at) WHERE status = 2;
-CREATE INDEX jobs_hot_worker ON {schema}.jobs_hot (worker_id) WHERE worker_id IS NOT NULL;
 
 -- Pillar 2: succeeded jobs, write-once.
 CREATE TABLE {schema}.jobs_archive (
@@ -66,7 +65,6 @@ CREATE TABLE {schema}.jobs_archive (
 );
 CREATE INDEX jobs_archive_finished ON {schema}.jobs_archive (finished_at DESC);
 CREATE INDEX jobs_archive_queue ON {schema}.jobs_archive (queue, finished_at DESC);
-CREATE INDEX jobs_archive_type ON {schema}.jobs_archive (type, finished_at DESC);
 
 -- Pillar 3: terminal failures, with the reason and the error.
 CREATE TABLE {schema}.jobs_dlq (

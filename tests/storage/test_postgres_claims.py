@@ -1,0 +1,203 @@
+"""The seeds' claims about the PostgreSQL layout, checked against a loaded store.
+
+* The fetch walks the partial index ``jobs_hot_fetch``.
+* The partial index holds Pending rows only: once jobs are claimed or archived it is empty.
+* The summary read never touches ``jobs_archive`` or ``jobs_dlq``.
+
+The statements a backend call sends are captured by wrapping psycopg's cursor, then planned with
+``EXPLAIN`` (and run in a rolled-back transaction) on a separate connection, so the test checks
+the SQL the backend really uses without reaching into its internals.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from conformance import T0, at
+
+from chokaq.models import NewJob, SucceedMove
+
+pytestmark = pytest.mark.usefixtures("postgres_only")
+
+
+@pytest.fixture
+def capture(monkeypatch):
+    """``with capture() as sent:`` collects ``(query, params)`` of every statement executed."""
+
+    @contextmanager
+    def recorder():
+        sent = []
+        original = psycopg.AsyncCursor.execute
+
+        async def execute(self, query, params=None, **kwargs):
+            text = query if isinstance(query, str) else query.as_string(self.connection)
+            sent.append((text, params))
+            return await original(self, query, params, **kwargs)
+
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
+        try:
+            yield sent
+        finally:
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", original)
+
+    return recorder
+
+
+@pytest.fixture
+def pg(store):
+    with psycopg.connect(store.url, autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
+        yield conn
+
+
+def _plan(pg, query, params):
+    """The JSON plan of ``query`` (planned only, never executed)."""
+    with pg.transaction(force_rollback=True):
+        [[plan]] = pg.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchall()
+    return plan if isinstance(plan, list) else json.loads(plan)
+
+
+def _nodes(plan):
+    stack = [plan[0]["Plan"]]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.get("Plans", ()))
+
+
+async def _load(backend, count, queues=("default",), *, distinct=False):
+    """Enqueue ``count`` jobs; ``distinct`` gives every job its own priority, so that B-tree
+    deduplication cannot fold their index entries into posting lists and physical index tuples
+    count one per row."""
+    for first in range(0, count, 10_000):
+        size = min(10_000, count - first)
+        jobs = [
+            NewJob(
+                type="t",
+                queue=queues[i % len(queues)],
+                priority=first + i if distinct else i % 5,
+            )
+            for i in range(size)
+        ]
+        await backend.jobs_enqueue(jobs, now=T0)
+
+
+def _index_scans(pg, schema, index):
+    pg.execute("SELECT pg_stat_clear_snapshot()")
+    [[scans]] = pg.execute(
+        "SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = %s AND indexrelname = %s",
+        (schema, index),
+    ).fetchall()
+    return scans
+
+
+def _index_tuples(pg, schema, table, index, *, expect=None, deadline_seconds=60.0):
+    """Entries in ``index`` after a VACUUM of ``table``, counted page by page by pgstattuple.
+
+    VACUUM can only remove row versions older than every snapshot open anywhere in the database,
+    so another session (a parallel test run on the same server) can hold dead entries in place
+    for a while. With ``expect`` this polls, vacuuming again, until the count matches or the
+    deadline passes, and returns the last count.
+
+    The extension is installed into the test's own schema (dropped with it) unless the database
+    already has it somewhere.
+    """
+    give_up = time.monotonic() + deadline_seconds
+    while True:
+        tuples = _count_index_tuples(pg, schema, table, index)
+        if expect is None or tuples == expect or time.monotonic() > give_up:
+            return tuples
+        time.sleep(0.2)
+
+
+def _count_index_tuples(pg, schema, table, index):
+    pg.execute(f'CREATE EXTENSION IF NOT EXISTS pgstattuple SCHEMA "{schema}"')
+    [[where]] = pg.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+        " WHERE e.extname = 'pgstattuple'"
+    ).fetchall()
+    pg.execute(f'VACUUM (INDEX_CLEANUP ON) "{schema}".{table}')
+    [[tuples]] = pg.execute(
+        f'SELECT tuple_count FROM "{where}".pgstattuple(%s::regclass)', (f'"{schema}".{index}',)
+    ).fetchall()
+    return tuples
+
+
+async def test_fetch_uses_the_partial_fetch_index(backend, store, pg, capture):
+    await _load(backend, 20_000, queues=("default", "mail", "pdf", "etl"))
+    pg.execute(f'ANALYZE "{store.schema}".jobs_hot')
+    with capture() as sent:
+        claimed = await backend.jobs_fetch(worker_id="w1", limit=10, now=at(1))
+    assert len(claimed) == 10
+    fetches = [(q, p) for q, p in sent if "jobs_hot" in q and "SKIP LOCKED" in q.upper()]
+    assert fetches, "no claiming statement was captured"
+    query, params = fetches[0]
+    scans = [
+        (n["Node Type"], n.get("Index Name"))
+        for n in _nodes(_plan(pg, query, params))
+        if n.get("Relation Name") == "jobs_hot" and "Scan" in n["Node Type"]
+    ]
+    # The pending rows are found through the partial index; nothing reads jobs_hot sequentially
+    # (other scans, such as the bulkhead's count of running rows, use their own indexes).
+    assert ("Index Scan", "jobs_hot_fetch") in scans, scans
+    assert not [s for s in scans if s[0] == "Seq Scan"], scans
+    # And at run time: the same statement, run and rolled back here, scans that index.
+    before = _index_scans(pg, store.schema, "jobs_hot_fetch")
+    with pg.transaction(force_rollback=True):
+        assert len(pg.execute(query, params).fetchall()) == 10
+    pg.execute("SELECT pg_stat_force_next_flush()")
+    assert _index_scans(pg, store.schema, "jobs_hot_fetch") > before
+
+
+async def test_fetch_index_holds_pending_rows_only(backend, store, pg):
+    await _load(backend, 10_000, distinct=True)
+    assert _index_tuples(pg, store.schema, "jobs_hot", "jobs_hot_fetch") == 10_000
+    claimed = []
+    while batch := await backend.jobs_fetch(worker_id="w1", limit=1000, start=True, now=at(1)):
+        claimed += batch
+    assert len(claimed) == 10_000
+    # Processing rows are still in jobs_hot but not in the fetch index.
+    assert _index_tuples(pg, store.schema, "jobs_hot", "jobs_hot_fetch", expect=0) == 0
+    for first in range(0, len(claimed), 1000):
+        moves = [SucceedMove(c.lease, 0.1) for c in claimed[first : first + 1000]]
+        assert all(await backend.jobs_finalize(moves=moves, now=at(2)))
+    assert (await backend.stats_summary()).succeeded_total == 10_000
+    assert _index_tuples(pg, store.schema, "jobs_hot", "jobs_hot_fetch", expect=0) == 0
+    assert _index_tuples(pg, store.schema, "jobs_hot", "jobs_hot_pkey", expect=0) == 0
+    [[archived]] = pg.execute(f'SELECT count(*) FROM "{store.schema}".jobs_archive').fetchall()
+    assert archived == 10_000
+
+
+async def test_summary_never_reads_archive_or_dlq(backend, store, pg, capture):
+    await _load(backend, 100)
+    claimed = await backend.jobs_fetch(worker_id="w1", limit=100, start=True, now=at(1))
+    moves = [SucceedMove(c.lease, 0.1) for c in claimed[:50]]
+    await backend.jobs_finalize(moves=moves, now=at(2))
+    with capture() as sent:
+        summary = await backend.stats_summary()
+    assert summary.succeeded_total == 50
+    assert sent, "no statement was captured"
+    touched = set()
+    for query, params in sent:
+        if query.lstrip().upper().startswith(("SELECT", "WITH")):
+            touched |= {n.get("Relation Name") for n in _nodes(_plan(pg, query, params))}
+    assert touched, "no read was planned"
+    assert not touched & {"jobs_archive", "jobs_dlq"}, touched
+    # Run the same statements here and read the table counters to confirm.
+    counts = (
+        "SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0) FROM pg_stat_user_tables"
+        " WHERE schemaname = %s AND relname IN ('jobs_archive', 'jobs_dlq')"
+    )
+    pg.execute("SELECT pg_stat_force_next_flush()")
+    pg.execute("SELECT pg_stat_clear_snapshot()")
+    [[before]] = pg.execute(counts, (store.schema,)).fetchall()
+    for query, params in sent:
+        with pg.transaction(force_rollback=True):
+            pg.execute(query, params)
+    pg.execute("SELECT pg_stat_force_next_flush()")
+    pg.execute("SELECT pg_stat_clear_snapshot()")
+    [[after]] = pg.execute(counts, (store.schema,)).fetchall()
+    assert after == before
