@@ -149,7 +149,9 @@ def pickup(backend: str, count: int) -> tuple[float, float, float]:
 
 
 def fmt(values: list[float], unit: str = "") -> str:
-    return f"{statistics.median(values):,.0f}{unit} (min {min(values):,.0f}, max {max(values):,.0f})"
+    return (
+        f"{statistics.median(values):,.0f}{unit} (min {min(values):,.0f}, max {max(values):,.0f})"
+    )
 
 
 def main() -> None:
@@ -170,8 +172,10 @@ def main() -> None:
             proc.append(p)
             rss.append(r)
             print(f"  {backend} run: enqueue {e:,.0f}/s, process {p:,.0f}/s, peak RSS {r:.0f} MiB")
-        print(f"{backend}: enqueue {fmt(enq, '/s')}; process {fmt(proc, '/s')}; "
-              f"worker peak RSS {fmt(rss, ' MiB')}")
+        print(
+            f"{backend}: enqueue {fmt(enq, '/s')}; process {fmt(proc, '/s')}; "
+            f"worker peak RSS {fmt(rss, ' MiB')}"
+        )
         if not args.skip_pickup:
             p50s, p95s, p99s = [], [], []
             for _ in range(args.runs):
@@ -179,9 +183,13 @@ def main() -> None:
                 p50s.append(p50)
                 p95s.append(p95)
                 p99s.append(p99)
-                print(f"  {backend} pickup run: p50 {p50:.2f} ms, p95 {p95:.2f} ms, p99 {p99:.2f} ms")
-            print(f"{backend}: pickup p50 {statistics.median(p50s):.2f} ms, "
-                  f"p95 {statistics.median(p95s):.2f} ms, p99 {statistics.median(p99s):.2f} ms")
+                print(
+                    f"  {backend} pickup run: p50 {p50:.2f} ms, p95 {p95:.2f} ms, p99 {p99:.2f} ms"
+                )
+            print(
+                f"{backend}: pickup p50 {statistics.median(p50s):.2f} ms, "
+                f"p95 {statistics.median(p95s):.2f} ms, p99 {statistics.median(p99s):.2f} ms"
+            )
     _ = resource  # the worker reports its own peak RSS
 
 

@@ -8,6 +8,7 @@ the jobs. It reaches storage only through ``chokaq.storage.Backend``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -22,7 +23,7 @@ from .context import JobContext
 from .errors import ConfigurationError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits, check_name
 from .logs import Event, log_event
-from .models import NewJob
+from .models import EnqueueResult, NewJob
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
 
@@ -53,6 +54,10 @@ OPTION_NAMES = frozenset(
 )
 
 Middleware = Callable[[JobContext, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+# Observability hooks (chokaq.metrics, chokaq.otel): rewrite jobs before they are written (to
+# stamp a trace context), and hear what was written (to count enqueues).
+BeforeEnqueue = Callable[[list[NewJob]], list[NewJob]]
+AfterEnqueue = Callable[[Sequence[NewJob], Sequence[EnqueueResult]], None]
 
 
 class JobId(str):
@@ -200,6 +205,8 @@ class App:
         self.handlers: dict[str, JobHandle[Any, Any]] = {}
         self.pipes: dict[str, PipeHandle] = {}
         self.middlewares: list[Middleware] = []
+        self.before_enqueue: list[BeforeEnqueue] = []
+        self.after_enqueue: list[AfterEnqueue] = []
         self._backend: Backend | None = None
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
@@ -383,7 +390,12 @@ class App:
     async def enqueue_many(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
         """Enqueue prepared jobs (``handle.prepare(...)``, ``app.raw(...)``) in one round trip."""
         await self.open()
+        for before in self.before_enqueue:
+            jobs = before(list(jobs))
         results = await self.backend.jobs_enqueue(jobs, connection=connection)
+        for after in self.after_enqueue:
+            with contextlib.suppress(Exception):  # observability must never break an enqueue
+                after(jobs, results)
         for job, result in zip(jobs, results, strict=True):
             if result.duplicate:
                 log_event(
@@ -473,6 +485,8 @@ class _Portal:
         )
         self._app.handlers = app.handlers
         self._app.pipes = app.pipes
+        self._app.before_enqueue = app.before_enqueue
+        self._app.after_enqueue = app.after_enqueue
 
     def call(self, fn: Callable[[App], Awaitable[R]]) -> R:
         future: Future[R] = asyncio.run_coroutine_threadsafe(_call(fn, self._app), self._loop)

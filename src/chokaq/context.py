@@ -36,6 +36,7 @@ class JobContext:
     created_at: datetime
     tags: tuple[str, ...]
     worker_id: str
+    trace_context: str | None = None  # the W3C traceparent stamped at enqueue, if any
     cancelled: threading.Event = field(default_factory=threading.Event)
     cancel_reason: str | None = None
     _progress: int | None = None

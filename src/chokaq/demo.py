@@ -1,9 +1,13 @@
 """The demo application: a sample workload that fills every pillar within a minute.
 
-Fast jobs, slow jobs that report progress, delayed jobs, retries that later succeed, a
-throttled partner, a poison pill, a job that times out and a job type whose circuit opens and
-recovers. ``chokaq demo`` runs it with a worker and The Deck; nothing here is imported by the
-library itself.
+Fast jobs, slow jobs that report progress, delayed jobs, retries that later succeed, a throttled
+partner, a poison pill, a job that times out, an unknown job type, an operator cancel and a job
+type whose circuit opens and recovers. Everything that matters happens on a schedule counted
+from the start of the demo (not from the wall clock), so the first minute always shows each
+behaviour: the payment gateway is down from second 4 to second 24 (the circuit opens, defers
+jobs, probes and closes again), and then again for 20 seconds of every two minutes.
+
+``chokaq demo`` runs it with a worker and The Deck; nothing here is imported by the library.
 """
 
 from __future__ import annotations
@@ -20,36 +24,62 @@ from .runtime.circuit import CircuitPolicy
 from .runtime.retry import RetryPolicy
 from .runtime.settings import WorkerSettings
 
-__all__ = ["build_demo_app", "produce"]
+__all__ = ["DemoClock", "build_demo_app", "produce"]
+
+GATEWAY_DOWN_FROM_SECONDS = 4.0
+GATEWAY_DOWN_FOR_SECONDS = 20.0
+GATEWAY_PERIOD_SECONDS = 120.0
 
 
-def build_demo_app(url: str) -> App:
+class DemoClock:
+    """Seconds since the demo started; the outage schedule reads it."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def gateway_down(self) -> bool:
+        phase = (self.elapsed() - GATEWAY_DOWN_FROM_SECONDS) % GATEWAY_PERIOD_SECONDS
+        return self.elapsed() >= GATEWAY_DOWN_FROM_SECONDS and phase < GATEWAY_DOWN_FOR_SECONDS
+
+
+def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None = None) -> App:
     """An App on ``url`` with the demo's handlers registered."""
+    clock = clock or DemoClock()
     app = App(
         url,
+        schema=schema,
         auto_migrate=True,
         worker=WorkerSettings(
-            concurrency=8,
+            concurrency=12,
             retry=RetryPolicy(max_attempts=3, base_delay_seconds=1.0, jitter_seconds=0.5),
-            circuit=CircuitPolicy(threshold=3, window_seconds=30, break_seconds=10),
+            circuit=CircuitPolicy(threshold=3, window_seconds=30, break_seconds=5),
+            circuit_delay_seconds=2.0,
             rescue_interval_seconds=5,
+            shutdown_grace_seconds=5,
+            worker_beat_interval_seconds=1.0,
         ),
     )
     flaky_state: dict[str, int] = {}
-    partner_window = {"until": 0.0}
+    app.demo_clock = clock  # type: ignore[attr-defined]
 
     @app.job(queue="default")
     async def send_receipt(order_id: int, email: str) -> None:
+        """A fast job."""
         await asyncio.sleep(random.uniform(0.01, 0.15))
 
     @app.job(queue="reports", timeout=60)
     async def build_report(report_id: int, ctx: JobContext) -> None:
+        """A slow job that reports its progress (3 to 8 seconds)."""
         for step in range(1, 11):
             await asyncio.sleep(random.uniform(0.3, 0.8))
             ctx.report_progress(step * 10)
 
     @app.job(queue="default")
     def resize_image(image_id: int) -> None:
+        """A fast sync job (runs in the thread pool)."""
         time.sleep(random.uniform(0.02, 0.1))
 
     @app.job(queue="default")
@@ -62,26 +92,28 @@ def build_demo_app(url: str) -> App:
 
     @app.job(queue="partners")
     async def call_partner(request_id: int) -> None:
-        """A partner that throttles now and then, asking us to come back in 2 seconds."""
-        if time.monotonic() < partner_window["until"] or random.random() < 0.3:
-            partner_window["until"] = time.monotonic() + 1.0
-            raise ThrottledError("partner API: 429 Too Many Requests", retry_after_seconds=2.0)
+        """A partner API that rate-limits: every fourth request keeps getting 429 until its
+        attempts run out (DLQ THROTTLED); others are throttled now and then and get through."""
+        if request_id % 4 == 0 or random.random() < 0.2:
+            raise ThrottledError("partner API: 429 Too Many Requests", retry_after_seconds=1.0)
+        await asyncio.sleep(0.05)
 
     @app.job(queue="default", max_attempts=1)
     async def parse_invoice(invoice: str) -> None:
-        """The poison pill: some invoices can never be parsed."""
+        """The poison pill: some invoices can never be parsed (DLQ FATAL_ERROR at once)."""
         if invoice.startswith("corrupt"):
             raise FatalError(f"invoice {invoice!r} is not a PDF")
 
-    @app.job(queue="default", timeout=1.0)
+    @app.job(queue="default", timeout=1.0, max_attempts=1)
     async def slow_export(export_id: int) -> None:
+        """Always runs past its 1-second timeout (DLQ TIMEOUT)."""
         await asyncio.sleep(3.0)
 
     @app.job(queue="payments", max_attempts=2)
     async def charge_card(payment_id: int) -> None:
-        """Fails while the gateway is down (the first ~20 s of each minute): its circuit opens,
-        then recovers once the gateway is back."""
-        if time.time() % 60 < 20:
+        """Fails while the gateway is down: its circuit opens, defers jobs, probes, and closes
+        once the gateway is back. Payments that fail twice go to the DLQ as TRANSIENT."""
+        if clock.gateway_down():
             raise TimeoutError("payment gateway did not answer")
         await asyncio.sleep(0.05)
 
@@ -101,9 +133,9 @@ async def produce(app: App, *, stop: asyncio.Event, rate_per_second: float = 20.
             h["send_receipt"].prepare(order_id=n, email=f"customer{n}@example.com", tags=["shop"]),
             h["resize_image"].prepare(image_id=n),
         ]
-        if n % 5 == 0:
+        if n % 4 == 0:
             jobs.append(h["flaky_sync"].prepare(account=f"acct-{n}"))
-            jobs.append(h["call_partner"].prepare(request_id=n))
+            jobs.append(h["call_partner"].prepare(request_id=n // 4))
             jobs.append(h["charge_card"].prepare(payment_id=n))
         if n % 10 == 0:
             jobs.append(h["build_report"].prepare(report_id=n, tags=["slow"]))
@@ -111,6 +143,12 @@ async def produce(app: App, *, stop: asyncio.Event, rate_per_second: float = 20.
         if n % 15 == 0:
             jobs.append(h["parse_invoice"].prepare(invoice=f"corrupt-{n}.pdf"))
             jobs.append(h["slow_export"].prepare(export_id=n))
-        await app.enqueue_many(jobs)
+        if n % 40 == 0:
+            # A job type nobody handles (an old deploy's leftovers): DLQ REJECTED.
+            jobs.append(app.raw("legacy_fax", {"number": n}, queue="default"))
+        ids = await app.enqueue_many(jobs)
+        if n % 50 == 0:
+            # An operator changes their mind about a delayed job: DLQ CANCELLED.
+            await app.backend.jobs_cancel(ids=[ids[-1]], actor="demo-operator")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=len(jobs) / rate_per_second)

@@ -59,11 +59,17 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigurationError as exc:
-            click.secho(f"error: {exc}", fg="red", err=True)
+            click.secho(f"error: {_one_line(exc)}", fg="red", err=True)
             sys.exit(2)
         except ChokaqError as exc:
-            click.secho(f"error: {exc}", fg="red", err=True)
+            click.secho(f"error: {_one_line(exc)}", fg="red", err=True)
             sys.exit(1)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an error (drivers append SQL excerpts and carets on later lines)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -78,9 +84,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import demo, migrate, worker
+    from . import config, deck, demo, dlq, enqueue, migrate, purge, stats, worker
 
-    for module in (worker, migrate, demo):
+    for module in (worker, migrate, deck, demo, enqueue, stats, dlq, purge, config):
         for command in module.COMMANDS:
             main.add_command(command)
 

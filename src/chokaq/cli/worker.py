@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..http import worker_ops
 from ..logs import configure_logging
 from . import load_app
 
@@ -22,7 +23,8 @@ async def run_worker_process(app: Any, **overrides: Any) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)
     try:
-        await worker.run()
+        async with worker_ops(worker):
+            await worker.run()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
@@ -38,7 +40,12 @@ async def run_worker_process(app: Any, **overrides: Any) -> None:
 @click.option("--burst", is_flag=True, help="Exit 0 once no eligible job is left.")
 @click.option("--migrate", "do_migrate", is_flag=True, help="Apply migrations before starting.")
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of plain text.")
-@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve /metrics and health.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    help="Serve /metrics, /health/live and /health/ready on this port (0: any free port).",
+)
+@click.option("--metrics-host", help="Address for --metrics-port (default 127.0.0.1).")
 def worker(
     app_spec: str,
     database: str | None,
@@ -49,6 +56,7 @@ def worker(
     do_migrate: bool,
     json_logs: bool,
     metrics_port: int | None,
+    metrics_host: str | None,
 ) -> None:
     """Run jobs.
 
@@ -69,6 +77,8 @@ def worker(
         overrides["prefetch"] = prefetch
     if metrics_port is not None:
         overrides["metrics_port"] = metrics_port
+    if metrics_host is not None:
+        overrides["metrics_host"] = metrics_host
     asyncio.run(run_worker_process(app, **overrides))
 
 

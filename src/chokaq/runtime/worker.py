@@ -312,6 +312,7 @@ class Worker:
             created_at=job.created_at,
             tags=job.tags,
             worker_id=self.id,
+            trace_context=job.trace_context,
         )
         ex = Execution(job=job, context=context, timeout_seconds=timeout)
         ex.next_beat = time.monotonic() + self._beat_interval()
@@ -319,6 +320,9 @@ class Worker:
         context._beat = lambda: self._request_beat(ex)
         self.running[job.id] = ex
         ex.task = asyncio.create_task(self._run_one(ex))
+        due = job.scheduled_at or job.created_at
+        lag = ((job.started_at or datetime.now(UTC)) - due).total_seconds()
+        self.emit("started", job_id=job.id, type=job.type, queue=job.queue, lag=max(0.0, lag))
 
     async def _run_one(self, ex: Execution) -> None:
         job = ex.job

@@ -33,8 +33,30 @@ def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in queries:
             raise ValueError(f"{package}/{filename}: query {name!r} is defined twice")
-        queries[name] = body.strip().rstrip(";").strip()
+        queries[name] = _compact(body).rstrip(";").strip()
     return queries
+
+
+def _compact(body: str) -> str:
+    """The SQL without comments and indentation: shorter text to send, and short enough for
+    the driver to cache its parse (psycopg caches statements of up to 4096 characters)."""
+    lines = []
+    for line in body.splitlines():
+        code = _strip_comment(line).strip()
+        if code:
+            lines.append(code)
+    return "\n".join(lines)
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` up to a ``--`` comment that is not inside a string literal."""
+    quoted = False
+    for i, char in enumerate(line):
+        if char == "'":
+            quoted = not quoted
+        elif char == "-" and not quoted and line.startswith("--", i):
+            return line[:i]
+    return line
 
 
 def load_migrations(package: str) -> list[Migration]:

@@ -1,0 +1,43 @@
+"""``chokaq deck``: serve The Deck (the web dashboard) on its own."""
+
+from __future__ import annotations
+
+import click
+
+from ..logs import configure_logging
+from .options import make_app, store_options
+
+__all__ = ["COMMANDS"]
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--root-path", default="", help="URL prefix when served behind a proxy.")
+@click.option("--proxy-headers", is_flag=True, help="Trust X-Forwarded-* from the proxy.")
+@store_options
+def deck(
+    host: str,
+    port: int,
+    root_path: str,
+    proxy_headers: bool,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Serve The Deck. Outside loopback it needs CHOKAQ_DECK_TOKEN, CHOKAQ_DECK_READONLY_TOKEN
+    or CHOKAQ_DECK_USERS (see docs/deck.md).
+
+    \b
+    Example:
+      CHOKAQ_DECK_TOKEN=s3cret chokaq deck --database postgresql://app@db/app --host 0.0.0.0
+    """
+    from .. import deck as deck_module
+
+    configure_logging()
+    app = make_app(app_spec, database, schema)
+    click.secho(f"The Deck: http://{host}:{port}/", fg="green", bold=True)
+    deck_module.serve(app, host=host, port=port, root_path=root_path, proxy_headers=proxy_headers)
+
+
+COMMANDS = [deck]

@@ -1,0 +1,303 @@
+"""``chokaq dlq list | show | requeue | purge``: inspect and act on dead-lettered jobs.
+
+Filters match The Deck's (queue, type, reason, since/until, search). Acting by filter shows a
+preview (how many match, how many will be touched, a sample) and asks before doing anything,
+unless ``--yes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.table import Table
+
+from ..app import App
+from ..errors import NotFoundError
+from ..models import JobFilter, JobView, Pillar, Preview
+from .options import (
+    actor_name,
+    actor_option,
+    console,
+    make_app,
+    parse_reason,
+    parse_when,
+    run_with_app,
+    store_options,
+)
+
+__all__ = ["COMMANDS"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_CAP = 100
+MAX_CAP = 1000
+
+
+def filter_options(fn: F) -> F:
+    for option in reversed(
+        [
+            click.option("--queue", help="Only this queue."),
+            click.option("--type", "job_type", help="Only this job type."),
+            click.option("--reason", help="Only this failure reason (e.g. timeout, fatal_error)."),
+            click.option("--since", help="Failed at or after: ISO time or an age (2h, 7d)."),
+            click.option("--until", help="Failed at or before: ISO time or an age (2h, 7d)."),
+            click.option("--search", help="Substring of id, type, tags or error text."),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+def build_filter(
+    queue: str | None,
+    job_type: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    search: str | None,
+    ids: tuple[str, ...] = (),
+) -> JobFilter:
+    return JobFilter(
+        queue=queue,
+        type=job_type,
+        failure_reason=parse_reason(reason),
+        since=parse_when(since),
+        until=parse_when(until),
+        search=search,
+        ids=tuple(ids) or None,
+    )
+
+
+def _when(view: JobView) -> str:
+    return view.failed_at.strftime("%Y-%m-%d %H:%M:%S") if view.failed_at else "-"
+
+
+def _first_line(text: str | None, width: int = 70) -> str:
+    line = (text or "").strip().splitlines()[-1:] or [""]
+    return line[0][:width]
+
+
+@click.group()
+def dlq() -> None:
+    """Inspect, requeue and purge dead-lettered jobs.
+
+    \b
+    Example:
+      chokaq dlq list --reason timeout --since 2h --database sqlite:///jobs.db
+    """
+
+
+@dlq.command("list")
+@filter_options
+@click.option("--page", default=1, show_default=True, type=click.IntRange(1))
+@click.option("--page-size", default=50, show_default=True, type=click.IntRange(1, 1000))
+@store_options
+def dlq_list(
+    queue: str | None,
+    job_type: str | None,
+    reason: str | None,
+    since: str | None,
+    until: str | None,
+    search: str | None,
+    page: int,
+    page_size: int,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """List DLQ jobs, newest failure first.
+
+    \b
+    Example:
+      chokaq dlq list --queue payments --reason transient --page-size 20
+    """
+    flt = build_filter(queue, job_type, reason, since, until, search)
+    app = make_app(app_spec, database, schema)
+    result = run_with_app(
+        app,
+        lambda a: a.backend.jobs_page(
+            pillar=Pillar.DLQ, filter=flt, page=page, page_size=page_size
+        ),
+    )
+    table = Table(
+        title=f"DLQ: {result.total} job(s), page {result.page} of {result.pages}",
+        title_justify="left",
+    )
+    for column in ("id", "queue", "type", "reason", "attempts", "failed at", "error"):
+        table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
+    for view in result.items:
+        table.add_row(
+            view.id,
+            view.queue,
+            view.type,
+            view.failure_reason.name.lower() if view.failure_reason is not None else "-",
+            str(view.attempt_count),
+            _when(view),
+            _first_line(view.error),
+        )
+    console().print(table)
+
+
+@dlq.command("show")
+@click.argument("job_id")
+@store_options
+def dlq_show(job_id: str, app_spec: str | None, database: str | None, schema: str | None) -> None:
+    """Show one job (wherever it lives) with its payload and full error.
+
+    \b
+    Example:
+      chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77
+    """
+    app = make_app(app_spec, database, schema)
+    view = run_with_app(app, lambda a: a.backend.job_get(job_id))
+    if view is None:
+        raise NotFoundError(f"no job {job_id} in hot, archive or DLQ")
+    out = console()
+    table = Table(show_header=False, title=f"job {view.id}", title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    skip = {"payload", "error", "last_error"}
+    for name in JobView.__dataclass_fields__:
+        value = getattr(view, name)
+        if name in skip or value is None or value == ():
+            continue
+        if hasattr(value, "name") and not isinstance(value, str):
+            value = value.name.lower()
+        table.add_row(name, str(value))
+    out.print(table)
+    out.print("[bold]payload[/bold]")
+    out.print(view.payload or "", markup=False)
+    if view.error or view.last_error:
+        out.print("[bold]error[/bold]")
+        out.print(view.error or view.last_error or "", markup=False)
+
+
+def _preview_table(verb: str, preview: Preview) -> Table:
+    table = Table(title=f"{verb} preview", title_justify="left", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("matching", str(preview.matched))
+    table.add_row(f"will {verb}", str(preview.will_affect))
+    table.add_row("cap", str(preview.cap))
+    table.add_row("first ids", "\n".join(preview.sample_ids) or "-")
+    return table
+
+
+def _act(
+    verb: str,
+    ids: tuple[str, ...],
+    flt: JobFilter,
+    everything: bool,
+    cap: int,
+    yes: bool,
+    app: App,
+    by_ids: Callable[[App], Any],
+    by_filter: Callable[[App], Any],
+) -> None:
+    out = console()
+    if ids:
+        done = run_with_app(app, by_ids)
+        out.print(f"{verb}d {len(done)} of {len(ids)} job(s)")
+        for job_id in sorted(set(ids) - set(done)):
+            out.print(f"  not in the DLQ: {job_id}", style="yellow")
+        return
+    if flt == JobFilter() and not everything:
+        raise click.UsageError(
+            f"give job ids, a filter (--queue, --type, --reason, --since, --until, --search) "
+            f"or --all to {verb} without one"
+        )
+
+    async def preview_then_act(app: App) -> list[str] | None:
+        preview = await app.backend.dlq_preview(filter=flt, cap=cap)
+        out.print(_preview_table(verb, preview))
+        if preview.will_affect == 0:
+            return []
+        if not yes and not click.confirm(
+            f"{verb} {preview.will_affect} job(s)?", default=False, err=True
+        ):
+            return None
+        result: list[str] = await by_filter(app)
+        return result
+
+    done = run_with_app(app, preview_then_act)
+    if done is None:
+        out.print("nothing done")
+        raise SystemExit(1)
+    out.print(f"{verb}d {len(done)} job(s)")
+
+
+def _bulk_command(verb: str, example: str) -> Any:
+    @click.argument("ids", nargs=-1)
+    @filter_options
+    @click.option("--all", "everything", is_flag=True, help="Allow acting with no filter.")
+    @click.option(
+        "--cap",
+        default=DEFAULT_CAP,
+        show_default=True,
+        type=click.IntRange(1, MAX_CAP),
+        help="At most this many jobs (newest failure first).",
+    )
+    @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+    @actor_option
+    @store_options
+    def command(
+        ids: tuple[str, ...],
+        queue: str | None,
+        job_type: str | None,
+        reason: str | None,
+        since: str | None,
+        until: str | None,
+        search: str | None,
+        everything: bool,
+        cap: int,
+        yes: bool,
+        actor: str | None,
+        app_spec: str | None,
+        database: str | None,
+        schema: str | None,
+    ) -> None:
+        flt = build_filter(queue, job_type, reason, since, until, search)
+        who = actor_name(actor)
+        app = make_app(app_spec, database, schema)
+        if verb == "requeue":
+            _act(
+                verb,
+                ids,
+                flt,
+                everything,
+                cap,
+                yes,
+                app,
+                lambda a: a.backend.dlq_resurrect(ids=ids, actor=who),
+                lambda a: a.backend.dlq_resurrect_by_filter(filter=flt, actor=who, cap=cap),
+            )
+        else:
+            _act(
+                verb,
+                ids,
+                flt,
+                everything,
+                cap,
+                yes,
+                app,
+                lambda a: a.backend.dlq_purge(ids=ids, actor=who),
+                lambda a: a.backend.dlq_purge_by_filter(filter=flt, actor=who, cap=cap),
+            )
+
+    what = (
+        "Move DLQ jobs back to pending (attempts reset, idempotency key cleared)"
+        if verb == "requeue"
+        else "Delete DLQ jobs for good (lifetime counters are kept)"
+    )
+    command.__doc__ = (
+        f"{what}: the given IDS, or those matching a filter (preview, then confirm).\n\n"
+        f"\b\nExample:\n  {example}\n"
+    )
+    return dlq.command(verb)(command)
+
+
+_bulk_command("requeue", "chokaq dlq requeue --queue partners --reason throttled --cap 50")
+_bulk_command("purge", "chokaq dlq purge --reason rejected --until 7d --yes")
+
+COMMANDS = [dlq]

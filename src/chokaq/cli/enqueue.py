@@ -1,0 +1,77 @@
+"""``chokaq enqueue``: write one raw job (type plus JSON payload), for operators and scripts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from .options import make_app, parse_when, run_with_app, store_options
+
+__all__ = ["COMMANDS"]
+
+
+@click.command()
+@click.argument("job_type", metavar="TYPE")
+@click.argument("payload", default="{}", required=False)
+@click.option("--queue", default="default", show_default=True, help="Queue to enqueue on.")
+@click.option("--priority", type=int, help="Higher runs first (default 10).")
+@click.option("--delay", type=float, help="Seconds to wait before the job is due.")
+@click.option("--run-at", help="When the job is due: ISO date/time (UTC when naive).")
+@click.option("--idempotency-key", help="Skip the enqueue while a job with this key is active.")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--max-attempts", type=int, help="Executions allowed, the first included.")
+@click.option("--timeout", type=float, help="Execution timeout in seconds.")
+@click.option("--created-by", default="cli", show_default=True, help="Recorded on the job.")
+@store_options
+def enqueue(
+    job_type: str,
+    payload: str,
+    queue: str,
+    priority: int | None,
+    delay: float | None,
+    run_at: str | None,
+    idempotency_key: str | None,
+    tags: tuple[str, ...],
+    max_attempts: int | None,
+    timeout: float | None,
+    created_by: str,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Enqueue a raw job: TYPE and a JSON PAYLOAD (default {}); prints the job id.
+
+    \b
+    Example:
+      chokaq enqueue send_receipt '{"order_id": 42}' --queue emails --delay 60 \\
+          --database postgresql://app@db/app
+    """
+    try:
+        json.loads(payload)
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD") from None
+    if delay is not None and run_at is not None:
+        raise click.UsageError("give --delay or --run-at, not both")
+    options: dict[str, Any] = {
+        "queue": queue,
+        "delay": delay,
+        "run_at": parse_when(run_at),
+        "idempotency_key": idempotency_key,
+        "tags": tags,
+        "created_by": created_by,
+        "max_attempts": max_attempts,
+        "timeout": timeout,
+    }
+    if priority is not None:
+        options["priority"] = priority
+    app = make_app(app_spec, database, schema)
+    job_id = run_with_app(app, lambda a: a.enqueue_raw(job_type, payload, **options))
+    if job_id.duplicate:
+        click.echo(f"{job_id} (duplicate: a job with this idempotency key is still active)")
+    else:
+        click.echo(job_id)
+
+
+COMMANDS = [enqueue]

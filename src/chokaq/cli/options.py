@@ -1,0 +1,132 @@
+"""Options and helpers shared by the commands that read or change a store.
+
+Every such command takes ``--app module:attr`` and/or ``--database URL`` plus ``--schema``; this
+module defines them once, opens the App around a coroutine, and parses the operator-friendly
+values (failure reasons, relative times) the DLQ and purge commands accept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import re
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from ..app import App
+from ..models import FailureReason
+from . import load_app
+
+__all__ = [
+    "actor_option",
+    "console",
+    "make_app",
+    "parse_reason",
+    "parse_when",
+    "run_with_app",
+    "store_options",
+]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def console() -> Console:
+    """A rich console on stdout (plain text when not a terminal, as under tests and pipes)."""
+    return Console(highlight=False, soft_wrap=False, width=None)
+
+
+def store_options(fn: F) -> F:
+    """Add ``--app``, ``--database`` and ``--schema`` to a command."""
+    fn = click.option(
+        "--schema",
+        envvar="CHOKAQ_SCHEMA",
+        default=None,
+        help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
+    )(fn)
+    fn = click.option(
+        "--database",
+        envvar="CHOKAQ_DATABASE_URL",
+        help="Database URL (sqlite:///path or postgresql://...); overrides the App's.",
+    )(fn)
+    fn = click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
+    return fn
+
+
+def actor_option(fn: F) -> F:
+    """Add ``--actor`` (recorded on DLQ and queue changes; default ``cli:<user>``)."""
+    return click.option(
+        "--actor", default=None, help="Who is acting (recorded); default cli:<login>."
+    )(fn)
+
+
+def actor_name(actor: str | None) -> str:
+    if actor:
+        return actor
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:
+        return "cli"
+
+
+def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:
+    app = load_app(app_spec, database)
+    if schema:
+        app.schema = schema
+        app._backend = None
+    return app
+
+
+def run_with_app(app: App, fn: Callable[[App], Awaitable[T]]) -> T:
+    """Open ``app``, run ``fn(app)``, close it; returns what ``fn`` returned."""
+
+    async def main() -> T:
+        try:
+            await app.open()
+            return await fn(app)
+        finally:
+            await app.close()
+
+    return asyncio.run(main())
+
+
+def parse_reason(value: str | None) -> FailureReason | None:
+    """``timeout``, ``FATAL_ERROR``, ``fatal-error`` or the number all name a reason."""
+    if value is None:
+        return None
+    key = value.strip().upper().replace("-", "_").replace(" ", "_")
+    if key.isdigit():
+        try:
+            return FailureReason(int(key))
+        except ValueError:
+            pass
+    elif key in FailureReason.__members__:
+        return FailureReason[key]
+    names = ", ".join(r.name.lower() for r in FailureReason)
+    raise click.BadParameter(f"unknown failure reason {value!r}; one of: {names}")
+
+
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_when(value: str | None, *, now: datetime | None = None) -> datetime | None:
+    """An ISO date/time (UTC when naive) or an age such as ``30m``, ``2h``, ``7d`` (that long
+    ago)."""
+    if value is None:
+        return None
+    match = _RELATIVE.match(value)
+    now = now or datetime.now(UTC)
+    if match:
+        return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither an ISO date/time nor an age like 30m, 2h, 7d"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -1,0 +1,177 @@
+"""``chokaq purge``: retention on demand, with a progress display.
+
+Deletes archive rows older than N days and DLQ rows older than M days in small batches (each its
+own short transaction, so workers keep running), then rolls second-wide metric buckets into
+minute buckets and prunes old minute buckets. Lifetime counters are never touched. The work is
+the backend's (the same operations the elected worker runs); this command only paces and shows
+it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+import click
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ..app import App
+from ..models import JobFilter, Pillar
+from .options import console, make_app, run_with_app, store_options
+
+__all__ = ["COMMANDS", "purge_pillar"]
+
+# Rows per call of the backend's batched purge; progress is refreshed between calls.
+STEP = 1000
+# After each call the purge rests this many times as long as the call took, so that on a busy
+# database retention takes at most half of one connection's time and the workers keep their
+# throughput (bench/retention.py measures it). 0 purges flat out.
+REST_RATIO = 1.0
+
+
+async def purge_pillar(
+    app: App,
+    pillar: Pillar,
+    older_than: datetime,
+    on_progress: Callable[[int], None] | None = None,
+    step: int = STEP,
+    rest_ratio: float = REST_RATIO,
+) -> int:
+    """Delete every ``pillar`` row older than ``older_than``, ``step`` rows per call, resting
+    ``rest_ratio`` times each call's duration between calls."""
+    backend = app.backend
+    purge: Callable[..., Awaitable[int]] = (
+        backend.archive_purge if pillar is Pillar.ARCHIVE else backend.dlq_purge_older
+    )
+    total = 0
+    while True:
+        started = time.perf_counter()
+        deleted = await purge(older_than=older_than, limit=step)
+        total += deleted
+        if on_progress is not None:
+            on_progress(deleted)
+        if deleted < step:
+            return total
+        if rest_ratio > 0:
+            await asyncio.sleep((time.perf_counter() - started) * rest_ratio)
+
+
+def _advancer(progress: Progress, task: TaskID) -> Callable[[int], None]:
+    return lambda n: progress.advance(task, n)
+
+
+@click.command()
+@click.option(
+    "--archive-days",
+    default=7.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Delete archived (succeeded) jobs finished more than this many days ago.",
+)
+@click.option(
+    "--dlq-days",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Delete DLQ jobs failed more than this many days ago.",
+)
+@click.option(
+    "--second-buckets-hours",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Roll 1-second metric buckets older than this into 1-minute buckets.",
+)
+@click.option(
+    "--minute-buckets-days",
+    default=14.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Delete 1-minute metric buckets older than this.",
+)
+@click.option(
+    "--rest",
+    default=REST_RATIO,
+    show_default=True,
+    type=click.FloatRange(0, 100),
+    help="After each batch, rest this many times as long as it took (0: flat out).",
+)
+@click.option("--no-archive", is_flag=True, help="Leave the archive alone.")
+@click.option("--no-dlq", is_flag=True, help="Leave the DLQ alone.")
+@click.option("--no-metrics", is_flag=True, help="Leave metric buckets alone.")
+@store_options
+def purge(
+    archive_days: float,
+    dlq_days: float,
+    second_buckets_hours: float,
+    minute_buckets_days: float,
+    rest: float,
+    no_archive: bool,
+    no_dlq: bool,
+    no_metrics: bool,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Apply retention now: old archive and DLQ rows, metric roll-up and pruning.
+
+    \b
+    Example:
+      chokaq purge --archive-days 7 --dlq-days 30 --database postgresql://app@db/app
+    """
+    out = console()
+    now = datetime.now(UTC)
+    app = make_app(app_spec, database, schema)
+
+    async def run(app: App) -> dict[str, int]:
+        done: dict[str, int] = {}
+        backend = app.backend
+        plan = []
+        if not no_archive:
+            plan.append(("archive", Pillar.ARCHIVE, now - timedelta(days=archive_days)))
+        if not no_dlq:
+            plan.append(("dlq", Pillar.DLQ, now - timedelta(days=dlq_days)))
+        with Progress(
+            TextColumn("{task.description:<16}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=out,
+            transient=False,
+        ) as progress:
+            for name, pillar, cutoff in plan:
+                count = await backend.jobs_page(
+                    pillar=pillar, filter=JobFilter(until=cutoff), page_size=1
+                )
+                task = progress.add_task(f"{name} rows", total=count.total)
+                done[name] = await purge_pillar(
+                    app, pillar, cutoff, _advancer(progress, task), rest_ratio=rest
+                )
+                progress.update(task, total=max(count.total, done[name]), completed=done[name])
+            if not no_metrics:
+                task = progress.add_task("metric buckets", total=2)
+                done["rolled_up"] = await backend.metrics_rollup(
+                    older_than=now - timedelta(hours=second_buckets_hours)
+                )
+                progress.advance(task)
+                done["minute_buckets"] = await backend.metrics_prune(
+                    older_than=now - timedelta(days=minute_buckets_days), width_seconds=60
+                )
+                progress.advance(task)
+        return done
+
+    done = run_with_app(app, run)
+    parts = [f"{key.replace('_', ' ')}: {value}" for key, value in done.items()]
+    out.print("purged - " + ", ".join(parts))
+
+
+COMMANDS = [purge]

@@ -1,0 +1,422 @@
+"""Prometheus metrics: a private registry per worker (or Deck) fed by the runtime's hooks.
+
+``WorkerMetrics`` listens to a worker's job events (``worker.add_listener``), to its storage
+calls (``backend.add_observer``, the one instrumentation point) and to enqueues made through its
+App (``app.after_enqueue``), and renders the text exposition format. ``StoreMetrics`` reads the
+database at scrape time (queue depth, lag, lifetime counters) for processes that run no jobs,
+such as The Deck. Label values pass a cardinality budget: past it, new values become ``other``.
+
+This module owns metric names and labels; it must not decide outcomes or touch SQL. Every
+registry is private (``CollectorRegistry``), so tests and several workers in one process never
+share counters.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .errors import ConfigurationError
+from .models import EnqueueResult, NewJob
+
+if TYPE_CHECKING:
+    from .app import App
+    from .runtime.worker import Worker
+
+__all__ = [
+    "CONTENT_TYPE",
+    "LabelBudget",
+    "MetricsSettings",
+    "StoreMetrics",
+    "WorkerMetrics",
+    "asgi_endpoint",
+]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+LAG_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600)
+STORAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    """Cardinality budgets per label family (defaults as the reference).
+
+    The first ``max_*_values`` distinct values of a family pass; later new values are reported
+    as ``overflow_value``. Values are trimmed and cut to ``max_label_length`` characters; a blank
+    value is ``unknown_value``. ``max_reason_values`` also bounds transitions, circuit states and
+    circuit events.
+    """
+
+    max_queue_values: int = 100
+    max_type_values: int = 500
+    max_error_values: int = 100
+    max_reason_values: int = 50
+    max_label_length: int = 128
+    unknown_value: str = "unknown"
+    overflow_value: str = "other"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_queue_values",
+            "max_type_values",
+            "max_error_values",
+            "max_reason_values",
+            "max_label_length",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"metrics.{name}: must be at least 1")
+        for name in ("unknown_value", "overflow_value"):
+            value = getattr(self, name)
+            if not value.strip() or len(value) > self.max_label_length:
+                raise ConfigurationError(
+                    f"metrics.{name}: must be non-blank and at most max_label_length characters"
+                )
+
+
+class LabelBudget:
+    """Caps how many distinct values each label family may take (thread-safe)."""
+
+    def __init__(self, settings: MetricsSettings | None = None) -> None:
+        self.settings = settings or MetricsSettings()
+        s = self.settings
+        self._limits = {
+            "queue": s.max_queue_values,
+            "type": s.max_type_values,
+            "error": s.max_error_values,
+            "reason": s.max_reason_values,
+        }
+        self._seen: dict[str, set[str]] = {family: set() for family in self._limits}
+        self._lock = threading.Lock()
+
+    def __call__(self, family: str, raw: object) -> str:
+        """The label value to report for ``raw`` in ``family`` (queue, type, error, reason)."""
+        s = self.settings
+        value = str(raw).strip() if raw is not None else ""
+        if not value:
+            return s.unknown_value
+        value = value[: s.max_label_length]
+        with self._lock:
+            seen = self._seen[family]
+            if value in seen:
+                return value
+            if len(seen) >= self._limits[family]:
+                return s.overflow_value
+            seen.add(value)
+            return value
+
+
+class WorkerMetrics:
+    """The metrics of one worker process, in a private registry.
+
+    ``attach(worker)`` wires the hooks; ``render()`` returns the exposition text.
+    """
+
+    def __init__(
+        self, settings: MetricsSettings | None = None, registry: CollectorRegistry | None = None
+    ) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        self.label = LabelBudget(settings)
+        r = self.registry
+        qt = ("queue", "type")
+        self.enqueued = Counter(
+            "chokaq_jobs_enqueued", "Jobs accepted (not duplicates).", qt, registry=r
+        )
+        self.duplicates = Counter(
+            "chokaq_jobs_enqueue_duplicates",
+            "Enqueues that found an active job with the same idempotency key.",
+            qt,
+            registry=r,
+        )
+        self.completed = Counter(
+            "chokaq_jobs_completed", "Jobs that succeeded (archived).", qt, registry=r
+        )
+        self.failed = Counter(
+            "chokaq_jobs_failed",
+            "Executions that did not succeed; outcome is retried or dead_lettered.",
+            (*qt, "outcome"),
+            registry=r,
+        )
+        self.retried = Counter(
+            "chokaq_jobs_retried", "Retries scheduled after a failed execution.", qt, registry=r
+        )
+        self.dlq = Counter(
+            "chokaq_jobs_dlq",
+            "Jobs moved to the DLQ, by failure reason.",
+            (*qt, "reason"),
+            registry=r,
+        )
+        self.deferred = Counter(
+            "chokaq_jobs_deferred",
+            "Jobs deferred because their circuit was open (no attempt used).",
+            qt,
+            registry=r,
+        )
+        self.requeued = Counter(
+            "chokaq_jobs_requeued", "Running jobs put back to pending at shutdown.", qt, registry=r
+        )
+        self.duration = Histogram(
+            "chokaq_job_duration_seconds",
+            "Handler run time of finished executions.",
+            qt,
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.lag = Histogram(
+            "chokaq_job_queue_lag_seconds",
+            "Seconds from due (scheduled or created) to start, per execution.",
+            qt,
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.heartbeat_failures = Counter(
+            "chokaq_heartbeat_failures", "Per-job heartbeat writes that failed.", qt, registry=r
+        )
+        self.conflicts = Counter(
+            "chokaq_state_transition_conflicts",
+            "Transitions not applied because the lease was no longer held.",
+            (*qt, "transition"),
+            registry=r,
+        )
+        self.circuit_events = Counter(
+            "chokaq_circuit_events",
+            "Circuit-breaker events per job type.",
+            ("type", "state", "event"),
+            registry=r,
+        )
+        self.zombies = Counter(
+            "chokaq_zombies_rescued", "Zombie jobs this process's rescue dead-lettered.", registry=r
+        )
+        self.storage_seconds = Histogram(
+            "chokaq_storage_operation_seconds",
+            "Storage operation latency.",
+            ("operation",),
+            buckets=STORAGE_BUCKETS,
+            registry=r,
+        )
+        self.storage_errors = Counter(
+            "chokaq_storage_errors",
+            "Storage operations that raised.",
+            ("operation", "error"),
+            registry=r,
+        )
+        self._workers: list[Worker] = []
+        r.register(_ActiveCollector(self))
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def attach(self, worker: Worker) -> None:
+        """Listen to ``worker``'s events, its backend's calls and its App's enqueues."""
+        self._workers.append(worker)
+        worker.add_listener(self.on_event)
+        self.attach_app(worker.app)
+
+    def attach_app(self, app: App) -> None:
+        """Count enqueues made through ``app`` and time its storage calls (producers use this)."""
+        app.after_enqueue.append(self.on_enqueued)
+        app.backend.add_observer(self.on_storage)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of this registry."""
+        return bytes(generate_latest(self.registry))
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def _qt(self, fields: dict[str, Any]) -> tuple[str, str]:
+        return self.label("queue", fields.get("queue")), self.label("type", fields.get("type"))
+
+    def on_event(self, name: str, fields: dict[str, Any]) -> None:
+        """A worker listener: ``name`` is the event, ``fields`` its details."""
+        handler = _EVENTS.get(name)
+        if handler is not None:
+            handler(self, fields)
+
+    def on_enqueued(self, jobs: Sequence[NewJob], results: Sequence[EnqueueResult]) -> None:
+        for job, result in zip(jobs, results, strict=True):
+            labels = (self.label("queue", job.queue), self.label("type", job.type))
+            (self.duplicates if result.duplicate else self.enqueued).labels(*labels).inc()
+
+    def on_storage(self, operation: str, seconds: float, error: BaseException | None) -> None:
+        self.storage_seconds.labels(operation).observe(seconds)
+        if error is not None:
+            self.storage_errors.labels(operation, self.label("error", type(error).__name__)).inc()
+
+    def _started(self, f: dict[str, Any]) -> None:
+        self.lag.labels(*self._qt(f)).observe(float(f.get("lag") or 0.0))
+
+    def _succeeded(self, f: dict[str, Any]) -> None:
+        qt = self._qt(f)
+        self.completed.labels(*qt).inc()
+        if f.get("duration") is not None:
+            self.duration.labels(*qt).observe(float(f["duration"]))
+
+    def _failed(self, f: dict[str, Any]) -> None:
+        qt = self._qt(f)
+        reason = f.get("reason")
+        self.failed.labels(*qt, "dead_lettered").inc()
+        self.dlq.labels(*qt, self.label("reason", getattr(reason, "name", reason))).inc()
+        if f.get("duration") is not None:
+            self.duration.labels(*qt).observe(float(f["duration"]))
+
+    def _retried(self, f: dict[str, Any]) -> None:
+        qt = self._qt(f)
+        self.failed.labels(*qt, "retried").inc()
+        self.retried.labels(*qt).inc()
+
+    def _conflict(self, f: dict[str, Any]) -> None:
+        self.conflicts.labels(*self._qt(f), self.label("reason", f.get("transition"))).inc()
+
+    def _circuit(self, f: dict[str, Any]) -> None:
+        self.circuit_events.labels(
+            self.label("type", f.get("key")),
+            self.label("reason", f.get("state")),
+            self.label("reason", f.get("event")),
+        ).inc()
+
+
+_EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
+    "started": WorkerMetrics._started,
+    "succeeded": WorkerMetrics._succeeded,
+    "failed": WorkerMetrics._failed,
+    "retried": WorkerMetrics._retried,
+    "deferred": lambda m, f: m.deferred.labels(*m._qt(f)).inc(),
+    "requeued": lambda m, f: m.requeued.labels(*m._qt(f)).inc(),
+    "heartbeat_failed": lambda m, f: m.heartbeat_failures.labels(*m._qt(f)).inc(),
+    "conflict": WorkerMetrics._conflict,
+    "circuit": WorkerMetrics._circuit,
+    "zombie": lambda m, f: m.zombies.inc(),
+}
+
+
+class _ActiveCollector(Collector):
+    """Running jobs per queue and slots per worker, read from the workers at scrape time."""
+
+    def __init__(self, metrics: WorkerMetrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        active = GaugeMetricFamily(
+            "chokaq_workers_active",
+            "Jobs running now in this process, per queue.",
+            labels=["queue"],
+        )
+        slots = GaugeMetricFamily("chokaq_worker_concurrency", "Job slots of this process.")
+        running: dict[str, int] = {}
+        capacity = 0
+        for worker in self.metrics._workers:
+            capacity += worker.concurrency
+            for ex in list(worker.running.values()):
+                queue = self.metrics.label("queue", ex.job.queue)
+                running[queue] = running.get(queue, 0) + 1
+        for queue, count in sorted(running.items()):
+            active.add_metric([queue], count)
+        slots.add_metric([], capacity)
+        return [active, slots]
+
+
+class StoreMetrics:
+    """Gauges read from the database at each scrape: per-queue depth, lag and lifetime counters,
+    and the last minute's throughput. For The Deck (or any process that runs no jobs)."""
+
+    def __init__(self, app: App, settings: MetricsSettings | None = None) -> None:
+        self.app = app
+        self.label = LabelBudget(settings)
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.storage_seconds = Histogram(
+            "chokaq_storage_operation_seconds",
+            "Storage operation latency.",
+            ("operation",),
+            buckets=STORAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self._observed = False
+        self._snapshot: list[Metric] = []
+        self.registry.register(_SnapshotCollector(self))
+
+    async def refresh(self) -> None:
+        """Read the database and keep the gauges for the next ``render``."""
+        await self.app.open()
+        backend = self.app.backend
+        if not self._observed:
+            backend.add_observer(lambda op, s, _e: self.storage_seconds.labels(op).observe(s))
+            self._observed = True
+        queues = await backend.stats_queues()
+        throughput = await backend.stats_throughput()
+        families = {
+            "pending": GaugeMetricFamily(
+                "chokaq_queue_pending", "Pending jobs (due or not).", labels=["queue"]
+            ),
+            "processing": GaugeMetricFamily(
+                "chokaq_queue_processing", "Fetched or processing jobs.", labels=["queue"]
+            ),
+            "lag": GaugeMetricFamily(
+                "chokaq_queue_lag_max_seconds", "Oldest due pending job's wait.", labels=["queue"]
+            ),
+            "paused": GaugeMetricFamily(
+                "chokaq_queue_paused", "1 when the queue is paused.", labels=["queue"]
+            ),
+        }
+        lifetime = {
+            "succeeded": CounterMetricFamily(
+                "chokaq_queue_succeeded", "Lifetime successes.", labels=["queue"]
+            ),
+            "failed": CounterMetricFamily(
+                "chokaq_queue_failed", "Lifetime dead-letters.", labels=["queue"]
+            ),
+            "retried": CounterMetricFamily(
+                "chokaq_queue_retried", "Lifetime retries.", labels=["queue"]
+            ),
+        }
+        for q in queues:
+            name = [self.label("queue", q.queue.name)]
+            families["pending"].add_metric(name, q.pending)
+            families["processing"].add_metric(name, q.fetched + q.processing)
+            families["lag"].add_metric(name, q.lag_max_seconds)
+            families["paused"].add_metric(name, 1 if q.queue.paused else 0)
+            lifetime["succeeded"].add_metric(name, q.succeeded_total)
+            lifetime["failed"].add_metric(name, q.failed_total)
+            lifetime["retried"].add_metric(name, q.retried_total)
+        rate = GaugeMetricFamily(
+            "chokaq_processed_last_minute", "Finished jobs over 60 s.", labels=["outcome"]
+        )
+        rate.add_metric(["succeeded"], throughput.processed_1m - throughput.failed_1m)
+        rate.add_metric(["failed"], throughput.failed_1m)
+        self._snapshot = [*families.values(), *lifetime.values(), rate]
+
+    async def render(self) -> bytes:
+        await self.refresh()
+        return bytes(generate_latest(self.registry))
+
+
+class _SnapshotCollector(Collector):
+    def __init__(self, owner: StoreMetrics) -> None:
+        self.owner = owner
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self.owner._snapshot)
+
+
+def asgi_endpoint(app: App, settings: MetricsSettings | None = None) -> Callable[..., Any]:
+    """A Starlette endpoint serving ``StoreMetrics`` of ``app`` (mount it at ``/metrics``)."""
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    metrics = StoreMetrics(app, settings)
+
+    async def endpoint(request: Request) -> Response:
+        return Response(await metrics.render(), media_type=CONTENT_TYPE)
+
+    return endpoint

@@ -1,0 +1,140 @@
+"""OpenTelemetry traces and metrics, when the optional extra is installed (``chokaq[otel]``).
+
+``instrument(app)`` stamps the caller's W3C ``traceparent`` on every job enqueued through
+``app`` (in ``NewJob.trace_context``, unless already set) and wraps every execution in a span
+``chokaq.job <type>``, child of the enqueuing span and linked to it, recording the outcome and
+any exception. ``instrument_worker(worker)`` adds OpenTelemetry counters and histograms fed by
+the worker's events (the same figures as the Prometheus metrics). The SDK, exporters and
+providers are the host's to configure; this module only uses the global API, imported lazily,
+so chokaq has no hard dependency on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .app import App
+    from .context import JobContext
+    from .models import NewJob
+    from .runtime.worker import Worker
+
+__all__ = ["current_traceparent", "instrument", "instrument_worker"]
+
+INSTRUMENTATION = "chokaq"
+
+
+def _api() -> Any:
+    try:
+        from opentelemetry import propagate, trace
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        raise ConfigurationError(
+            "OpenTelemetry is not installed: pip install 'chokaq[otel]'"
+        ) from None
+    return trace, propagate
+
+
+def current_traceparent() -> str | None:
+    """The W3C traceparent of the current span, or None outside a (sampled or not) span."""
+    _trace, propagate = _api()
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier.get("traceparent")
+
+
+def _stamp(jobs: list[NewJob]) -> list[NewJob]:
+    parent = current_traceparent()
+    if parent is None:
+        return jobs
+    return [
+        j if j.trace_context is not None else dataclasses.replace(j, trace_context=parent)
+        for j in jobs
+    ]
+
+
+def instrument(app: App) -> None:
+    """Propagate trace context through ``app``'s jobs and trace every execution (idempotent)."""
+    if getattr(app, "_chokaq_otel", False):
+        return
+    _api()
+    app.before_enqueue.append(_stamp)
+    app.middlewares.insert(0, _trace_job)
+    app._chokaq_otel = True  # type: ignore[attr-defined]
+
+
+async def _trace_job(ctx: JobContext, call_next: Callable[[], Awaitable[Any]]) -> Any:
+    trace, propagate = _api()
+    tracer = trace.get_tracer(INSTRUMENTATION)
+    parent = None
+    links = []
+    if ctx.trace_context:
+        parent = propagate.extract({"traceparent": ctx.trace_context})
+        span_context = trace.get_current_span(parent).get_span_context()
+        if span_context.is_valid:
+            links.append(trace.Link(span_context))
+    attributes = {
+        "messaging.system": "chokaq",
+        "messaging.destination.name": ctx.queue,
+        "messaging.message.id": ctx.job_id,
+        "chokaq.job.type": ctx.type,
+        "chokaq.job.attempt": ctx.attempt,
+        "chokaq.worker.id": ctx.worker_id,
+    }
+    with tracer.start_as_current_span(
+        f"chokaq.job {ctx.type}",
+        context=parent,
+        kind=trace.SpanKind.CONSUMER,
+        links=links,
+        attributes=attributes,
+    ) as span:
+        result = await call_next()
+        outcome = type(result).__name__.lower() if result is not None else "succeeded"
+        span.set_attribute("chokaq.job.outcome", outcome)
+        return result
+
+
+def instrument_worker(worker: Worker) -> None:
+    """OpenTelemetry metrics (meter ``chokaq``) from ``worker``'s events."""
+    from opentelemetry import metrics
+
+    meter = metrics.get_meter(INSTRUMENTATION)
+    completed = meter.create_counter("chokaq.jobs.completed", unit="{job}")
+    failed = meter.create_counter("chokaq.jobs.failed", unit="{job}")
+    retried = meter.create_counter("chokaq.jobs.retried", unit="{job}")
+    dlq = meter.create_counter("chokaq.jobs.dlq", unit="{job}")
+    duration = meter.create_histogram("chokaq.jobs.processing_duration", unit="s")
+    lag = meter.create_histogram("chokaq.jobs.queue_lag", unit="s")
+    circuits = meter.create_counter("chokaq.circuits.events", unit="{event}")
+    enqueued = meter.create_counter("chokaq.jobs.enqueued", unit="{job}")
+
+    def listener(name: str, f: dict[str, Any]) -> None:
+        attrs = {"queue": str(f.get("queue")), "type": str(f.get("type"))}
+        if name == "started":
+            lag.record(float(f.get("lag") or 0.0), attrs)
+        elif name == "succeeded":
+            completed.add(1, attrs)
+            if f.get("duration") is not None:
+                duration.record(float(f["duration"]), attrs)
+        elif name == "failed":
+            reason = f.get("reason")
+            failed.add(1, attrs)
+            dlq.add(1, {**attrs, "reason": str(getattr(reason, "name", reason))})
+        elif name == "retried":
+            failed.add(1, attrs)
+            retried.add(1, attrs)
+        elif name == "circuit":
+            circuits.add(
+                1, {"type": str(f["key"]), "state": str(f["state"]), "event": str(f["event"])}
+            )
+
+    def on_enqueued(jobs: Any, results: Any) -> None:
+        for job, result in zip(jobs, results, strict=True):
+            if not result.duplicate:
+                enqueued.add(1, {"queue": job.queue, "type": job.type})
+
+    worker.add_listener(listener)
+    worker.app.after_enqueue.append(on_enqueued)

@@ -1,0 +1,56 @@
+"""Jobs for the operations tests, on the store named by ``CHOKAQ_DATABASE_URL`` and
+``CHOKAQ_SCHEMA`` (a worker subprocess imports it as ``tests.ops.ops_app:app``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from chokaq import App, FatalError, RetryPolicy, WorkerSettings
+
+FAST = dict(
+    heartbeat_min_seconds=0.1,
+    heartbeat_max_seconds=0.2,
+    zombie_timeout_seconds=2.0,
+    fetched_timeout_seconds=2.0,
+    rescue_interval_seconds=0.3,
+    poll_interval_seconds=0.02,
+    worker_beat_interval_seconds=0.2,
+    shutdown_grace_seconds=2.0,
+    retry=RetryPolicy(max_attempts=2, base_delay_seconds=0.05, jitter_seconds=0),
+)
+
+
+def build(url: str | None = None, schema: str | None = None) -> App:
+    app = App(
+        url or os.environ.get("CHOKAQ_DATABASE_URL", "sqlite:///ops.db"),
+        schema=schema or os.environ.get("CHOKAQ_SCHEMA", "chokaq"),
+        auto_migrate=True,
+        worker=WorkerSettings(**FAST),  # type: ignore[arg-type]
+    )
+
+    @app.job(queue="default")
+    async def ok(n: int = 0) -> int:
+        return n
+
+    @app.job(queue="default", max_attempts=1)
+    async def poison(n: int = 0) -> None:
+        raise FatalError(f"poison {n}")
+
+    @app.job(queue="mail")
+    async def flaky(n: int = 0) -> None:
+        raise ConnectionError(f"flaky {n}")
+
+    @app.job(queue="default", timeout=0.2, max_attempts=1)
+    async def slow(n: int = 0) -> None:
+        await asyncio.sleep(5)
+
+    @app.job(queue="default")
+    async def spawner(children: int = 3) -> None:
+        """Enqueues ``children`` ok jobs from inside the worker (counted as enqueued there)."""
+        await app.enqueue_many([app.handlers["ok"].prepare(n=i) for i in range(children)])
+
+    return app
+
+
+app = build()

@@ -1,0 +1,198 @@
+"""Metrics and health endpoints over HTTP: a real worker subprocess with --metrics-port,
+scraped with httpx after a known workload; the Deck's routes through ASGI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from chokaq import App
+from chokaq.http import deck_routes
+
+from .conftest import free_port, until
+from .ops_app import build
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(data: dict[Any, float], name: str, **labels: str) -> float:
+    return data.get((name, frozenset(labels.items())), 0.0)
+
+
+@pytest.fixture
+def worker_process(
+    store: Any, tmp_path: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    port = free_port()
+    log_path = tmp_path / "worker.log"
+    env = {
+        **os.environ,
+        "CHOKAQ_DATABASE_URL": store.url,
+        "CHOKAQ_SCHEMA": store.schema,
+        "PYTHONPATH": str(REPO),
+    }
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "chokaq",
+                "worker",
+                "--app",
+                "tests.ops.ops_app:app",
+                "--metrics-port",
+                str(port),
+                "--json-logs",
+                "--migrate",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield proc, port, log_path
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+async def test_worker_serves_metrics_and_health_matching_the_workload(
+    store: Any, worker_process: tuple[subprocess.Popen[bytes], int, Path]
+) -> None:
+    proc, port, log_path = worker_process
+    base = f"http://127.0.0.1:{port}"
+    async with httpx.AsyncClient(base_url=base, timeout=5) as http:
+
+        async def up() -> bool:
+            try:
+                return (await http.get("/health/live")).status_code == 200
+            except httpx.TransportError:
+                assert proc.poll() is None, log_path.read_text()
+                return False
+
+        await until(up, timeout=30)
+        app: App = build(store.url, store.schema)
+        h = app.handlers
+        await app.enqueue_many(
+            [h["ok"].prepare(n=i) for i in range(5)]
+            + [h["poison"].prepare(n=i) for i in range(2)]
+            + [h["flaky"].prepare(n=0), h["slow"].prepare(n=0), h["spawner"].prepare(children=3)]
+        )
+
+        async def drained() -> bool:
+            s = await app.backend.stats_summary()
+            return s.pending + s.fetched + s.processing == 0 and s.succeeded_total == 9
+
+        await until(drained, timeout=30)
+
+        async def scraped() -> dict[Any, float] | None:
+            data = samples((await http.get("/metrics")).text)
+            done = value(
+                data, "chokaq_jobs_dlq_total", queue="mail", type="flaky", reason="TRANSIENT"
+            )
+            return data if done else None  # the finalizer reports after the commit
+
+        data = await until(scraped, timeout=10)
+        await app.close()
+
+        ok = {"queue": "default", "type": "ok"}
+        assert value(data, "chokaq_jobs_completed_total", **ok) == 8  # 5 + 3 children
+        assert value(data, "chokaq_jobs_completed_total", queue="default", type="spawner") == 1
+        assert value(data, "chokaq_jobs_enqueued_total", **ok) == 3  # enqueued in the worker
+        assert (
+            value(
+                data, "chokaq_jobs_dlq_total", queue="default", type="poison", reason="FATAL_ERROR"
+            )
+            == 2
+        )
+        assert (
+            value(data, "chokaq_jobs_dlq_total", queue="default", type="slow", reason="TIMEOUT")
+            == 1
+        )
+        assert value(data, "chokaq_jobs_retried_total", queue="mail", type="flaky") == 1
+        assert (
+            value(data, "chokaq_jobs_failed_total", queue="mail", type="flaky", outcome="retried")
+            == 1
+        )
+        assert (
+            value(
+                data,
+                "chokaq_jobs_failed_total",
+                queue="mail",
+                type="flaky",
+                outcome="dead_lettered",
+            )
+            == 1
+        )
+        assert value(data, "chokaq_job_duration_seconds_count", **ok) == 8
+        # One queue-lag observation per execution: 8 ok, 1 spawner, 2 poison, 2 flaky, 1 slow.
+        lag_count = sum(
+            v for (n, _), v in data.items() if n == "chokaq_job_queue_lag_seconds_count"
+        )
+        assert lag_count == 14
+        assert value(data, "chokaq_worker_concurrency") == 10
+        assert value(data, "chokaq_storage_operation_seconds_count", operation="jobs_fetch") > 0
+
+        live = await http.get("/health/live")
+        assert live.status_code == 200
+        body = live.json()
+        assert body["status"] == "healthy" and body["checks"]["worker"]["state"] == "running"
+        ready = await http.get("/health/ready")
+        assert ready.status_code == 200, ready.text
+        checks = ready.json()["checks"]
+        assert set(checks) == {"storage", "worker", "queue_lag"}
+        assert checks["storage"]["schema_version"] == checks["storage"]["latest_version"]
+        assert (await http.get("/nope")).status_code == 404
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+    events = {line.get("event_id") for line in lines}
+    assert {1000, 1001, 1008} <= events  # started, stopped, serving metrics and health
+
+
+async def test_deck_routes_serve_store_metrics_and_health(store: Any) -> None:
+    from starlette.applications import Starlette
+
+    from .conftest import seed
+
+    await seed(store, ok=2, poison=1, flaky=0)
+    app = App(store.url, schema=store.schema)
+    asgi = Starlette(routes=deck_routes(app))
+    transport = httpx.ASGITransport(app=asgi)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://deck") as http:
+            data = samples((await http.get("/metrics")).text)
+            assert value(data, "chokaq_queue_succeeded_total", queue="default") == 2
+            assert value(data, "chokaq_queue_failed_total", queue="default") == 1
+            assert value(data, "chokaq_queue_pending", queue="default") == 0
+            ready = await http.get("/health/ready")
+            assert ready.status_code == 200 and ready.json()["status"] == "healthy"
+            assert set(ready.json()["checks"]) == {"storage", "queue_lag"}
+            assert (await http.get("/health/live")).json()["status"] == "healthy"
+    finally:
+        await app.close()
