@@ -5,7 +5,7 @@
     ChokaqError
     ├── ConfigurationError        bad settings, detected at start-up
     ├── ValidationError           bad input, detected before anything is written (also a ValueError)
-    ├── NotFoundError             the job, queue or worker named does not exist where it was looked for
+    ├── NotFoundError             no such job, queue or worker where it was looked for
     ├── StorageError              the database failed us; the driver's error is the __cause__
     │   ├── StorageUnavailableError   the database is out of reach (retry)
     │   └── SchemaError               the schema is missing, too old or too new for this code
