@@ -108,9 +108,38 @@ class JobHandle(Generic[P, R]):
     signature: inspect.Signature = field(repr=False)
     context_param: str | None = None
     is_async: bool = True
+    _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
+    _required: frozenset[str] = field(default=frozenset(), repr=False)
+
+    def __post_init__(self) -> None:
+        params = [
+            p for p in self.signature.parameters.values() if p.name != self.context_param
+        ]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            self._names = frozenset(p.name for p in params)
+        self._required = frozenset(
+            p.name
+            for p in params
+            if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
+
+    def misfit(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why ``arguments`` (a decoded payload) cannot be passed to the handler, or None.
+
+        The same check as binding to the signature, done with two set operations because it
+        runs for every job."""
+        keys = arguments.keys()
+        missing = self._required - keys
+        if missing:
+            return f"missing argument(s) {', '.join(sorted(missing))}"
+        if self._names is not None:
+            unknown = keys - self._names
+            if unknown:
+                return f"unknown argument(s) {', '.join(sorted(unknown))}"
+        return None
 
     def prepare(self, *args: Any, **kwargs: Any) -> NewJob:
         """The ``NewJob`` an ``enqueue`` with these arguments would write (for bulk enqueue).

@@ -37,7 +37,8 @@ class JobContext:
     tags: tuple[str, ...]
     worker_id: str
     trace_context: str | None = None  # the W3C traceparent stamped at enqueue, if any
-    cancelled: threading.Event = field(default_factory=threading.Event)
+    _cancelled: threading.Event | None = field(default=None, repr=False)
+    _cancel_flag: bool = False
     cancel_reason: str | None = None
     _progress: int | None = None
     _beat: Callable[[], None] | None = None
@@ -45,7 +46,25 @@ class JobContext:
 
     @property
     def cancel_requested(self) -> bool:
-        return self.cancelled.is_set()
+        return self._cancel_flag
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """An event set when the job should stop (for sync handlers that want to wait on it).
+
+        Created on first use: most jobs never ask, and an Event costs a lock and a condition.
+        """
+        if self._cancelled is None:
+            self._cancelled = threading.Event()
+            if self._cancel_flag:
+                self._cancelled.set()
+        return self._cancelled
+
+    def _request_stop(self, reason: str) -> None:
+        self.cancel_reason = reason
+        self._cancel_flag = True
+        if self._cancelled is not None:
+            self._cancelled.set()
 
     @property
     def progress(self) -> int | None:

@@ -114,16 +114,25 @@ def _index_tuples(pg, schema, table, index, *, expect=None, deadline_seconds=60.
 
 
 def _count_index_tuples(pg, schema, table, index):
-    pg.execute(f'CREATE EXTENSION IF NOT EXISTS pgstattuple SCHEMA "{schema}"')
-    [[where]] = pg.execute(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
-        " WHERE e.extname = 'pgstattuple'"
-    ).fetchall()
     pg.execute(f'VACUUM (INDEX_CLEANUP ON) "{schema}".{table}')
-    [[tuples]] = pg.execute(
-        f'SELECT tuple_count FROM "{where}".pgstattuple(%s::regclass)', (f'"{schema}".{index}',)
-    ).fetchall()
-    return tuples
+    # The extension is database-wide: when a parallel run on the same server installed it into
+    # its own schema, ours is a no-op and theirs may vanish with their schema. Retry briefly.
+    for attempt in range(10):
+        pg.execute(f'CREATE EXTENSION IF NOT EXISTS pgstattuple SCHEMA "{schema}"')
+        found = pg.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+            " WHERE e.extname = 'pgstattuple'"
+        ).fetchall()
+        try:
+            [[tuples]] = pg.execute(
+                f'SELECT tuple_count FROM "{found[0][0]}".pgstattuple(%s::regclass)',
+                (f'"{schema}".{index}',),
+            ).fetchall()
+            return tuples
+        except (IndexError, psycopg.Error):
+            if attempt == 9:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def test_fetch_uses_the_partial_fetch_index(backend, store, pg, capture):

@@ -79,8 +79,7 @@ class Execution:
             return
         self.stop_reason = reason
         self.stop_actor = actor
-        self.context.cancel_reason = reason.value
-        self.context.cancelled.set()
+        self.context._request_stop(reason.value)
         if self.in_handler and self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -244,9 +243,11 @@ async def execute(worker: Worker, ex: Execution) -> Move | None:
             arguments = json.loads(job.payload)
             if not isinstance(arguments, dict):
                 raise ValueError("the payload is not a JSON object")
+            misfit = handle.misfit(arguments)
+            if misfit is not None:
+                raise ValueError(misfit)
             if handle.context_param is not None:
                 arguments[handle.context_param] = ex.context
-            handle.signature.bind(**arguments)
         except (ValueError, TypeError) as exc:
             message = f"Rejected: the payload does not fit {job.type}: {exc}"
             log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)

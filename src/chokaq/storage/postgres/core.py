@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, LiteralString
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
@@ -83,7 +83,11 @@ class PostgresCore(Backend):
         """Run one named statement on a pooled connection (its own transaction); all rows."""
         async with self.pool.connection() as conn:
             cur = await conn.execute(self._q[name], params)
-            return await cur.fetchall() if cur.description is not None else []
+            # pgresult.status, not cur.description: description builds a Column per field.
+            result = cur.pgresult
+            if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+                return []
+            return await cur.fetchall()
 
     async def _rows_each(self, name: str, params: Params, ids: list[str]) -> list[tuple[Any, ...]]:
         """Run ``name`` for all ``ids`` at once; if that fails as a whole (one id collides with
