@@ -112,9 +112,7 @@ class JobHandle(Generic[P, R]):
     _required: frozenset[str] = field(default=frozenset(), repr=False)
 
     def __post_init__(self) -> None:
-        params = [
-            p for p in self.signature.parameters.values() if p.name != self.context_param
-        ]
+        params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             self._names = frozenset(p.name for p in params)
         self._required = frozenset(

@@ -27,6 +27,7 @@ __all__ = [
     "check_priority",
     "check_tags",
     "check_text",
+    "storable",
     "validate_new_job",
     "validate_new_jobs",
 ]
@@ -73,6 +74,23 @@ def _check_utf8(field: str, value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationError(field, "must be valid UTF-8 (no lone surrogates)") from None
+
+
+def storable(text: str | None) -> str | None:
+    """Text every backend can store: NUL characters and lone surrogates escaped.
+
+    For text we produce ourselves from arbitrary sources (exception messages, stack traces),
+    where refusing is not an option; user input is checked by the functions below instead.
+    """
+    if text is None:
+        return None
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def check_text(

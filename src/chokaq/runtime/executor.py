@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import JobContext, _bind, _unbind
 from ..errors import FatalError, ThrottledError
+from ..limits import storable
 from ..logs import Event, log_event
 from ..models import ClaimedJob, FailMove, FailureReason, Move, RetryMove, SucceedMove
 from ..outcomes import Fail, Retry
@@ -85,7 +86,7 @@ class Execution:
 
 
 def _error_text(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception(exc)).strip()
+    text = storable("".join(traceback.format_exception(exc)).strip()) or ""
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 20] + "\n... (truncated)"
     return text

@@ -9,6 +9,8 @@ and reads are in ``operators.py`` and ``reads.py``; this module must not hold SQ
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -19,7 +21,7 @@ import psycopg
 
 from ...errors import StorageError, ValidationError
 from ...ids import new_job_id
-from ...limits import check_job_id, check_name, check_text, validate_new_jobs
+from ...limits import check_job_id, check_name, check_text, storable, validate_new_jobs
 from ...models import (
     Capabilities,
     ClaimedJob,
@@ -344,59 +346,78 @@ class PostgresBackend(PostgresOperators, PostgresReads):
 
     @staticmethod
     def _finalize_params(moves: Sequence[Move], now: datetime | None) -> Params:
-        kinds: list[int] = []
-        durations: list[float | None] = []
-        reasons: list[int | None] = []
-        errors: list[str | None] = []
-        actors: list[str | None] = []
-        run_ats: list[datetime | None] = []
-        delays: list[float | None] = []
-        refunds: list[bool] = []
-        counts: list[bool] = []
+        rows: list[list[Any]] = []
         for move in moves:
+            lease = move.lease
             if isinstance(move, SucceedMove):
-                kinds.append(_SUCCEED)
-                durations.append(_float(move.duration_seconds))
-                reasons.append(None)
-                errors.append(None)
-                actors.append(None)
-                run_ats.append(None)
-                delays.append(None)
-                refunds.append(False)
-                counts.append(False)
+                rows.append(
+                    [
+                        lease.job_id,
+                        lease.worker_id,
+                        lease.token,
+                        _SUCCEED,
+                        _float(move.duration_seconds),
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        False,
+                        False,
+                    ]
+                )
             elif isinstance(move, FailMove):
-                kinds.append(_FAIL)
-                durations.append(_float(move.duration_seconds))
-                reasons.append(int(move.reason))
-                errors.append(move.error)
-                actors.append(move.actor)
-                run_ats.append(None)
-                delays.append(None)
-                refunds.append(False)
-                counts.append(False)
+                rows.append(
+                    [
+                        lease.job_id,
+                        lease.worker_id,
+                        lease.token,
+                        _FAIL,
+                        _float(move.duration_seconds),
+                        int(move.reason),
+                        storable(move.error),
+                        storable(move.actor),
+                        None,
+                        None,
+                        False,
+                        False,
+                    ]
+                )
             elif isinstance(move, RetryMove):
-                kinds.append(_RETRY)
-                durations.append(None)
-                reasons.append(None)
-                errors.append(move.error)
-                actors.append(None)
-                run_ats.append(move.run_at)
-                delays.append(float(move.delay_seconds or 0.0))
-                refunds.append(bool(move.refund_attempt))
-                counts.append(bool(move.count_retry))
+                rows.append(
+                    [
+                        lease.job_id,
+                        lease.worker_id,
+                        lease.token,
+                        _RETRY,
+                        None,
+                        None,
+                        storable(move.error),
+                        None,
+                        move.run_at.isoformat() if move.run_at is not None else None,
+                        float(move.delay_seconds or 0.0),
+                        bool(move.refund_attempt),
+                        bool(move.count_retry),
+                    ]
+                )
             else:
                 raise ValidationError("moves", f"unknown move type {type(move).__name__}")
+        keys = (
+            "id",
+            "worker_id",
+            "token",
+            "kind",
+            "duration",
+            "reason",
+            "error",
+            "actor",
+            "run_at",
+            "delay",
+            "refund",
+            "count_retry",
+        )
         return {
-            **_leases("moves", [move.lease for move in moves]),
-            "kinds": kinds,
-            "durations": durations,
-            "reasons": reasons,
-            "errors": errors,
-            "actors": actors,
-            "run_ats": run_ats,
-            "delays": delays,
-            "refunds": refunds,
-            "counts": counts,
+            "moves": json.dumps([dict(zip(keys, row, strict=True)) for row in rows]),
             "now": now,
         }
 
@@ -484,8 +505,8 @@ class PostgresBackend(PostgresOperators, PostgresReads):
 
 
 def _float(value: float | None) -> float | None:
-    """Numbers as floats, so a binary array of them has one element type."""
-    return None if value is None else float(value)
+    """A finite float, or None (JSON has no NaN or infinity)."""
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 async def _fetchall(cur: Any) -> list[Any]:

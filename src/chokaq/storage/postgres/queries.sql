@@ -257,14 +257,13 @@ RETURNING h.id::text
 -- Succeed, fail and retry moves of a batch in one statement: the rows leave hot (or go back to
 -- pending), land in archive or DLQ, and the lifetime counters and 1-second buckets move with
 -- them. Every move is guarded by its lease; a stale one matches nothing.
+-- The moves arrive as one JSON array of rows: for a batch of a few moves that is several
+-- times cheaper to send from Python than twelve binary arrays.
 WITH v AS (
-    SELECT * FROM unnest(
-        %(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[], %(kinds)b::integer[],
-        %(durations)b::float8[], %(reasons)b::integer[], %(errors)b::text[],
-        %(actors)b::text[], %(run_ats)b::timestamptz[], %(delays)b::float8[],
-        %(refunds)b::boolean[], %(counts)b::boolean[]
-    ) AS v(id, worker_id, token, kind, duration, reason, error, actor, run_at, delay, refund,
-           count_retry)
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(id uuid, worker_id text, token text, kind integer, duration float8,
+             reason integer, error text, actor text, run_at timestamptz, delay float8,
+             refund boolean, count_retry boolean)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
