@@ -16,6 +16,8 @@ import sqlite3
 import time
 from typing import Any
 
+import psycopg
+
 from chokaq import (
     App,
     CircuitPolicy,
@@ -97,8 +99,9 @@ class Ledger:
                 else:
                     await self._append_pg(ctx)
                 return
-            except (sqlite3.Error, OSError, Exception) as exc:
-                if time.monotonic() > deadline or isinstance(exc, asyncio.CancelledError):
+            except (sqlite3.OperationalError, OSError, psycopg.OperationalError):
+                # The database is restarting or out of reach: try again for a while.
+                if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(1.0, delay * 2)
@@ -115,8 +118,8 @@ class Ledger:
             self._pool = pool
         query = sql.SQL(
             "INSERT INTO {s}.torture_ledger (job_id, type, attempt, worker_id, pid, lease_token)"
-            " SELECT %(id)s, %(type)s, %(attempt)s, %(worker)s, %(pid)s,"
-            " (SELECT lease_token FROM {s}.jobs_hot WHERE id = %(id)s)"
+            " SELECT %(id)s::uuid, %(type)s, %(attempt)s, %(worker)s, %(pid)s,"
+            " (SELECT lease_token FROM {s}.jobs_hot WHERE id = %(id)s::uuid)"
         ).format(s=sql.Identifier(SCHEMA))
         async with self._pool.connection() as conn:
             await conn.execute(query, _params(ctx))

@@ -240,7 +240,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
                 rows = await cur.fetchall()
         else:
             # No bulkhead involved: the claim is one statement, atomic on its own.
-            rows = await self._rows("jobs_fetch", params)
+            rows = await self._rows("jobs_fetch", params, lane="claim")
         return [claimed_job(row) for row in rows]
 
     async def _bulkhead_queues(self) -> frozenset[str]:
@@ -275,7 +275,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             "progress": [beat.progress for beat in beats],
             "now": now,
         }
-        rows = await self._rows("jobs_heartbeat", params)
+        rows = await self._rows("jobs_heartbeat", params, lane="heartbeat")
         seen = {row[0]: row for row in rows}
         acks = []
         for beat in beats:
@@ -323,7 +323,9 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             first.setdefault(move.lease.job_id, i)
         unique = [moves[i] for i in sorted(first.values())]
         try:
-            rows = await self._rows("jobs_finalize", self._finalize_params(unique, now))
+            rows = await self._rows(
+                "jobs_finalize", self._finalize_params(unique, now), lane="finalize"
+            )
             applied = {row[0] for row in rows}
         except psycopg.OperationalError:
             raise

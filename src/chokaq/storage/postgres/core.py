@@ -8,6 +8,8 @@ subclass ``PostgresCore``; this module must not hold SQL text itself.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any, LiteralString
 
@@ -46,6 +48,8 @@ class PostgresCore(Backend):
         self.schema = settings.schema
         self.channel = f"chokaq_{settings.schema.lower()}"
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] | None = None
+        self._lanes: dict[str, psycopg.AsyncConnection[TupleRow]] = {}
+        self._lane_locks: dict[str, asyncio.Lock] = {}
         self._bulkheads: frozenset[str] = frozenset()
         self._bulkheads_read_at = float("-inf")  # monotonic seconds; -inf: read on next fetch
         self._migrations: list[Migration] = load_migrations(_PACKAGE)
@@ -79,15 +83,41 @@ class PostgresCore(Backend):
             raise StorageError("the PostgreSQL backend is not open (call `await backend.open()`)")
         return self._pool
 
-    async def _rows(self, name: str, params: Params | None = None) -> list[tuple[Any, ...]]:
-        """Run one named statement on a pooled connection (its own transaction); all rows."""
+    async def _rows(
+        self, name: str, params: Params | None = None, *, lane: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run one named statement (its own transaction) and return all rows.
+
+        ``lane`` names a dedicated connection for a statement the worker runs hundreds of
+        times a second (claim, finalize, heartbeat): checking a connection out of the pool
+        costs more than the statement's own client work. When the lane is busy, the pool
+        serves the statement instead, so a lane never makes anything wait.
+        """
+        if lane is not None:
+            lock = self._lane_locks.setdefault(lane, asyncio.Lock())
+            if not lock.locked():
+                async with lock:
+                    conn = self._lanes.get(lane)
+                    if conn is None or conn.closed:
+                        conn = self._lanes[lane] = await self._connect()
+                    try:
+                        return await self._run(conn, name, params)
+                    except psycopg.OperationalError:
+                        self._lanes.pop(lane, None)
+                        await conn.close()
+                        raise
         async with self.pool.connection() as conn:
-            cur = await conn.execute(self._q[name], params)
-            # pgresult.status, not cur.description: description builds a Column per field.
-            result = cur.pgresult
-            if result is None or result.status != pq.ExecStatus.TUPLES_OK:
-                return []
-            return await cur.fetchall()
+            return await self._run(conn, name, params)
+
+    async def _run(
+        self, conn: psycopg.AsyncConnection[TupleRow], name: str, params: Params | None
+    ) -> list[tuple[Any, ...]]:
+        cur = await conn.execute(self._q[name], params)
+        # pgresult.status, not cur.description: description builds a Column per field.
+        result = cur.pgresult
+        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+            return []
+        return await cur.fetchall()
 
     async def _rows_each(self, name: str, params: Params, ids: list[str]) -> list[tuple[Any, ...]]:
         """Run ``name`` for all ``ids`` at once; if that fails as a whole (one id collides with
@@ -148,6 +178,10 @@ class PostgresCore(Backend):
         self._pool = pool
 
     async def close(self) -> None:
+        lanes, self._lanes = self._lanes, {}
+        for conn in lanes.values():
+            with contextlib.suppress(Exception):
+                await conn.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()

@@ -14,6 +14,7 @@ from typing import Any, LiteralString
 
 import psycopg
 
+from ...errors import StorageUnavailableError
 from ..base import Leadership, Notifier
 
 __all__ = ["PgLeadership", "PgNotifier"]
@@ -120,7 +121,12 @@ class PgLeadership(Leadership):
                 # The session (and with it the lock) is gone: start over on a new connection.
                 await self._drop()
         if self._conn is None or self._conn.closed:
-            self._conn = await self._connect()
+            try:
+                self._conn = await self._connect()
+            except psycopg.Error as exc:
+                # Translated like every backend error, so maintenance logs a failed pass and
+                # tries again instead of its side task dying while the database is away.
+                raise StorageUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
         try:
             cur = await self._conn.execute(self._try_lock, {"key": self._key})
             row = await cur.fetchone()

@@ -1,0 +1,240 @@
+"""Part 2: chokaq against PgQueuer and procrastinate, end to end, same PostgreSQL, same run.
+
+Every measurement gets a fresh database per system; in each round the systems run one after the
+other (side by side), and each figure is the median over rounds with min and max.
+
+* burn-down: bulk-enqueue ``jobs`` no-op jobs (batches of 10,000; enqueue jobs/s), then one worker
+  process drains them (processing jobs/s = jobs / the worker's own run time; peak RSS of the
+  worker process from getrusage).
+* pickup: an idle worker; ``pickups`` single jobs enqueued one at a time at about 50/s; the
+  handler records time.time() - the time the job was sent; p50/p95/p99.
+* history: the burn-down again with ``history`` finished jobs already stored (each system's own
+  place for them).
+* steady: a producer inserting single jobs at ``rate``/s for ``seconds`` while a worker keeps
+  up; afterwards: backlog when the producer stopped, dead tuples, table + index size and WAL
+  bytes per job (cluster-wide WAL, so other activity on the server adds to it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.measure import (
+    child_env,
+    fresh_database,
+    percentile,
+    run_script,
+    spread,
+    storage_figures,
+    wal_lsn,
+)
+from bench.systems import System, data_schema, load_history, postgres_systems, unfinished
+
+
+def _worker_env(system: System, url: str, mode: str, **extra: str) -> dict[str, str]:
+    return {"URL": url, "MODE": mode, **system.worker_env, **extra}
+
+
+def burn_down(system: System, jobs: int, history: int = 0) -> dict[str, float]:
+    with fresh_database(system.key.split("-")[0]) as url:
+
+        async def prepare() -> float:
+            await system.open(url, install=True)
+            try:
+                if history:
+                    load_history(url, system.key, history)
+                return await system.enqueue_bulk(jobs)
+            finally:
+                await system.close()
+
+        enqueue_rate = asyncio.run(prepare())
+        out = run_script(system.worker_source, **_worker_env(system, url, "burst"))
+        left = unfinished(url, system.key)
+    elapsed, rss_kb = float(out[0]), int(out[1])
+    if left:
+        raise RuntimeError(f"{system.label}: {left} jobs left after the burn-down")
+    return {
+        "enqueue_jobs_s": enqueue_rate,
+        "process_jobs_s": jobs / elapsed,
+        "peak_rss_mib": rss_kb / 1024,
+    }
+
+
+def _start_worker(system: System, url: str, lat_file: str = "") -> subprocess.Popen[bytes]:
+    env = _worker_env(system, url, "serve", LAT_FILE=lat_file) if lat_file else None
+    env = env or _worker_env(system, url, "serve")
+    return subprocess.Popen(
+        [sys.executable, "-c", system.worker_source],
+        env=child_env(**env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def pickup(system: System, count: int, interval: float = 0.02) -> dict[str, float]:
+    with fresh_database(system.key.split("-")[0]) as url, tempfile.TemporaryDirectory() as tmp:
+        lat_file = str(Path(tmp) / "lat.txt")
+
+        async def drive() -> None:
+            await system.open(url, install=True)
+            proc = _start_worker(system, url, lat_file)
+            try:
+                # Warm-up job: wait until the worker has started and handled one job.
+                await system.enqueue_one(time.time())
+                deadline = time.monotonic() + 60
+                while not Path(lat_file).exists() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                Path(lat_file).unlink(missing_ok=True)
+                await asyncio.sleep(1.0)  # idle again
+                for _ in range(count):
+                    await system.enqueue_one(time.time())
+                    await asyncio.sleep(interval)
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    path = Path(lat_file)
+                    if path.exists() and len(path.read_text().split()) >= count:
+                        break
+                    await asyncio.sleep(0.05)
+            finally:
+                _stop(proc)
+                await system.close()
+
+        asyncio.run(drive())
+        ms = [float(x) * 1000 for x in Path(lat_file).read_text().split()]
+    if len(ms) < count:
+        raise RuntimeError(f"{system.label}: only {len(ms)} of {count} pickups recorded")
+    return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "p99_ms": percentile(ms, 99)}
+
+
+def steady(system: System, rate: float, seconds: float) -> dict[str, float]:
+    with fresh_database(system.key.split("-")[0]) as url:
+
+        async def drive() -> dict[str, float]:
+            await system.open(url, install=True)
+            proc = _start_worker(system, url)
+            try:
+                await asyncio.sleep(2.0)
+                wal_before = wal_lsn(url)
+                started = time.monotonic()
+                sent = 0
+                while (elapsed := time.monotonic() - started) < seconds:
+                    due = int(elapsed * rate) + 1
+                    while sent < due:
+                        await system.enqueue_one(0.0)
+                        sent += 1
+                    await asyncio.sleep(max(0.0, (sent / rate) - (time.monotonic() - started)))
+                produced_rate = sent / (time.monotonic() - started)
+                backlog = unfinished(url, system.key)
+                drain_started = time.monotonic()
+                while unfinished(url, system.key) and time.monotonic() - drain_started < 120:
+                    await asyncio.sleep(0.2)
+                drain_seconds = time.monotonic() - drain_started
+                wal_per_job = (wal_lsn(url) - wal_before) / sent
+            finally:
+                _stop(proc)
+                await system.close()
+            sizes = storage_figures(url, [data_schema(system.key)])
+            return {
+                "produced_jobs_s": produced_rate,
+                "backlog_at_end": float(backlog),
+                "drain_seconds": drain_seconds,
+                "wal_bytes_per_job": wal_per_job,
+                "dead_tuples": sizes["dead_tuples"],
+                "total_bytes": sizes["table_bytes"] + sizes["index_bytes"],
+                "jobs": float(sent),
+            }
+
+        return asyncio.run(drive())
+
+
+def _collect(per_run: list[dict[str, float]]) -> dict[str, Any]:
+    return {"runs": per_run, "figures": {k: spread([r[k] for r in per_run]) for k in per_run[0]}}
+
+
+def run(
+    *,
+    jobs: int,
+    pickups: int,
+    history: int,
+    rate: float,
+    seconds: float,
+    runs: int,
+    include_peers: bool = True,
+) -> dict[str, Any]:
+    systems = postgres_systems(include_peers)
+    labels = {s.key: s.label for s in systems}
+    raw: dict[str, dict[str, list[dict[str, float]]]] = {
+        name: {s.key: [] for s in systems} for name in ("burn_down", "history", "pickup", "steady")
+    }
+    for round_no in range(1, runs + 1):
+        for system in systems:
+            r = burn_down(system, jobs)
+            raw["burn_down"][system.key].append(r)
+            print(
+                f"  round {round_no} {system.label}: enqueue {r['enqueue_jobs_s']:,.0f}/s, "
+                f"process {r['process_jobs_s']:,.0f}/s, RSS {r['peak_rss_mib']:.0f} MiB",
+                flush=True,
+            )
+        for system in systems:
+            if history:
+                r = burn_down(system, jobs, history)
+                raw["history"][system.key].append(r)
+                print(
+                    f"  round {round_no} {system.label} +{history:,} history: "
+                    f"process {r['process_jobs_s']:,.0f}/s",
+                    flush=True,
+                )
+        for system in systems:
+            if system.key == "pgqueuer-c10":
+                continue  # pickup is measured once per peer, in its best configuration
+            r = pickup(system, pickups)
+            raw["pickup"][system.key].append(r)
+            print(
+                f"  round {round_no} {system.label} pickup: p50 {r['p50_ms']:.2f} ms, "
+                f"p99 {r['p99_ms']:.2f} ms",
+                flush=True,
+            )
+        for system in systems:
+            if system.key == "pgqueuer-c10" or not seconds:
+                continue
+            r = steady(system, rate, seconds)
+            raw["steady"][system.key].append(r)
+            print(
+                f"  round {round_no} {system.label} steady {rate:.0f}/s: backlog "
+                f"{r['backlog_at_end']:.0f}, dead {r['dead_tuples']:.0f}, "
+                f"WAL {r['wal_bytes_per_job']:,.0f} B/job",
+                flush=True,
+            )
+    return {
+        "config": {
+            "jobs": jobs,
+            "concurrency": 10,
+            "enqueue_batch": 10_000,
+            "pickups": pickups,
+            "pickup_rate_per_s": 50,
+            "history": history,
+            "steady_rate_per_s": rate,
+            "steady_seconds": seconds,
+            "runs": runs,
+        },
+        "labels": labels,
+        "results": {
+            name: {key: _collect(v) for key, v in per_system.items() if v}
+            for name, per_system in raw.items()
+        },
+    }

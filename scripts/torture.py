@@ -1,0 +1,1045 @@
+"""The torture run: worker processes under faults, then a full account of every job.
+
+Starts several ``chokaq worker`` processes on one store running the mixed workload of
+``scripts/torture_app.py`` while a producer keeps enqueueing, and for a bounded time: SIGKILLs
+workers at random and restarts them, SIGTERMs others, restarts PostgreSQL once (PostgreSQL only),
+and pauses and resumes queues. Then it lets everything drain and checks that every accepted job
+is in exactly one pillar, that no execution ran twice under one claim, that every final row was
+written by the owner of the last claim, that the lifetime counters and metric buckets equal the
+moves that happened, that no row stayed Fetched or Processing past its timeouts, and that the
+workers rode out the restart. The partition scenario (PostgreSQL, root, ``ip netns``) cuts one
+worker off the database while it runs jobs and checks that it never records their outcomes.
+
+    python scripts/torture.py                       # short form on PostgreSQL, then SQLite
+    python scripts/torture.py --long                # the long form (minutes; rare)
+    python scripts/torture.py --backend sqlite      # one backend only
+    python scripts/torture.py --partition-only      # only the network partition scenario
+
+The short forms also run from the test suite (``tests/reliability``). Exit status 1 means a
+check failed; the JSON report (``--report``) lists every figure and violation.
+
+This script restarts the shared PostgreSQL server once per PostgreSQL run and always leaves it
+running (the restart is wrapped in a ``finally`` that starts it again if needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from chokaq import App, FailureReason, NewJob, StorageError  # noqa: E402
+from chokaq.ids import new_job_id  # noqa: E402
+
+PG_URL = os.environ.get("CHOKAQ_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+PG_CLUSTER = ("15", "main")
+
+# Event ids (chokaq.logs.Event) the checks look for in the workers' JSON logs.
+STORAGE_UNAVAILABLE, STORAGE_RECOVERED, FINALIZE_RETRYING = 1006, 1007, 1014
+LOOP_CRASHED, SIDE_TASK_DIED = 1002, 1003
+SHUTDOWN_REQUEUED, LEASE_LOST, NOT_APPLIED = 2004, 2008, 2100
+
+
+@dataclass
+class Config:
+    """One run. Durations are seconds."""
+
+    backend: str = "postgres"
+    url: str = PG_URL
+    schema: str = ""
+    workers: int = 4
+    seconds: float = 30.0
+    batch_every_seconds: float = 0.25
+    kill_every_seconds: float = 4.0
+    term_every_seconds: float = 7.0
+    restart_postgres: bool = True
+    pause_queues: bool = True
+    drain_timeout_seconds: float = 90.0
+    concurrency: int = 8
+    zombie_timeout_seconds: float = 3.0
+    fetched_timeout_seconds: float = 3.0
+    rescue_interval_seconds: float = 0.5
+    seed: int = 0
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="torture-")))
+    keep_schema: bool = False
+
+
+@dataclass
+class Report:
+    """The figures of one run and what went wrong (empty ``violations``: the run passed)."""
+
+    name: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, message: str) -> None:
+        if not ok:
+            self.violations.append(message)
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, **dataclasses.asdict(self)}
+
+
+# -- PostgreSQL server control (shared with everyone on this machine: restart once, never leave
+# it stopped) ------------------------------------------------------------------------------
+
+
+def _pg_ctl(action: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", *PG_CLUSTER, action],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def ensure_postgres_running() -> None:
+    """Start the cluster if it is down (the safety net of every restart)."""
+    if _pg_ctl("status").returncode != 0:
+        _pg_ctl("start")
+
+
+def restart_postgres() -> float:
+    """Restart the cluster once; returns how long it took. Always leaves it running."""
+    started = time.monotonic()
+    try:
+        result = _pg_ctl("restart")
+        if result.returncode != 0:
+            raise RuntimeError(f"pg_ctlcluster restart failed: {result.stderr.strip()}")
+    finally:
+        ensure_postgres_running()
+    return time.monotonic() - started
+
+
+# -- direct reads of the store (checks only; the product itself never runs SQL outside its
+# backends) ---------------------------------------------------------------------------------
+
+
+class Store:
+    """Raw read access to one run's tables, on either backend."""
+
+    def __init__(self, config: Config) -> None:
+        self.kind = config.backend
+        self.url = config.url
+        self.schema = config.schema
+
+    def table(self, name: str) -> str:
+        # The schema is one of ours (validated by chokaq: [A-Za-z_][A-Za-z0-9_]*).
+        if self.kind == "postgres":
+            return f'"{self.schema}".{name}'
+        return f"{self.schema}_{name}" if not name.startswith("torture_") else name
+
+    def rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=3) as conn:
+                return conn.execute(query.replace("?", "%s"), params).fetchall()
+        conn = sqlite3.connect(self.url.removeprefix("sqlite:///"), timeout=30)
+        try:
+            return conn.execute(query, params).fetchall()
+        finally:
+            conn.close()
+
+    def execute(self, query: str) -> None:
+        if self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(query)
+            return
+        conn = sqlite3.connect(self.url.removeprefix("sqlite:///"), timeout=30)
+        try:
+            conn.execute(query)
+            conn.commit()
+        finally:
+            conn.close()
+
+    def now_expr(self) -> str:
+        return "extract(epoch from now())" if self.kind == "postgres" else str(time.time())
+
+    def epoch(self, column: str) -> str:
+        return f"extract(epoch from {column})" if self.kind == "postgres" else column
+
+    def drop(self) -> None:
+        if self.kind == "postgres":
+            self.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+
+# -- worker processes ---------------------------------------------------------------------
+
+
+@dataclass
+class WorkerProc:
+    """One worker subprocess and its JSON log."""
+
+    index: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    started_at: float
+    fate: str = "running"  # running, killed, terminated, stopped
+    exit_code: int | None = None
+
+    def events(self) -> list[dict[str, Any]]:
+        out = []
+        with contextlib.suppress(FileNotFoundError):
+            for line in self.log_path.read_text(errors="replace").splitlines():
+                if line.startswith("{"):
+                    with contextlib.suppress(ValueError):
+                        out.append(json.loads(line))
+        return out
+
+
+def worker_env(config: Config, url: str | None = None) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CHOKAQ_DATABASE_URL": url or config.url,
+        "CHOKAQ_SCHEMA": config.schema,
+        "PYTHONPATH": str(REPO),
+        "TORTURE_CONCURRENCY": str(config.concurrency),
+        "TORTURE_ZOMBIE_TIMEOUT": str(config.zombie_timeout_seconds),
+        "TORTURE_FETCHED_TIMEOUT": str(config.fetched_timeout_seconds),
+        "TORTURE_RESCUE_INTERVAL": str(config.rescue_interval_seconds),
+    }
+
+
+def spawn_worker(
+    config: Config,
+    index: int,
+    *,
+    prefix: list[str] | None = None,
+    url: str | None = None,
+    queues: str | None = None,
+) -> WorkerProc:
+    log_path = config.workdir / f"worker-{index}.log"
+    args = [sys.executable, "-m", "chokaq", "worker", "--app", "scripts.torture_app:app"]
+    args += ["--json-logs"]
+    if queues:
+        args += ["--queues", queues]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [*(prefix or []), *args],
+            cwd=REPO,
+            env=worker_env(config, url),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return WorkerProc(index, proc, log_path, time.monotonic())
+
+
+def stop_worker(worker: WorkerProc, sig: int, fate: str) -> None:
+    if worker.proc.poll() is None:
+        worker.proc.send_signal(sig)
+    worker.fate = fate
+
+
+def reap(worker: WorkerProc, timeout: float = 20.0) -> None:
+    try:
+        worker.exit_code = worker.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        worker.proc.kill()
+        worker.exit_code = worker.proc.wait(timeout=10)
+        worker.fate = f"{worker.fate}+hung"
+
+
+# -- the workload -------------------------------------------------------------------------
+
+
+def workload_batch(rng: random.Random, tick: int) -> tuple[list[NewJob], list[str]]:
+    """One producer tick: many fast jobs and a few of every other kind; plus the idempotency
+    keys to enqueue twice (racing) this tick."""
+    from scripts import torture_app as t
+
+    jobs: list[NewJob] = [t.fast.prepare(n=tick * 100 + i) for i in range(8)]
+    jobs.append(t.slow.prepare(seconds=round(rng.uniform(0.3, 2.0), 2)))
+    jobs.append(t.flaky.prepare(fail_until=rng.choice([1, 2, 3, 4])))
+    if tick % 3 == 0:
+        jobs.append(t.throttled.prepare(n=tick))
+    if tick % 5 == 0:
+        jobs.append(t.fatal.prepare(n=tick))
+    if tick % 7 == 0:
+        jobs.append(t.overrun.prepare(n=tick))
+    if tick % 20 == 0:  # scheduled far ahead: must still be hot (Pending) at the end
+        jobs.append(t.fast.prepare(n=-tick, delay=3600.0))
+    # Unknown type at execution time: rejected into the DLQ with a reason.
+    if tick % 11 == 0:
+        jobs.append(NewJob(type="no_such_handler", payload="{}", queue="fast"))
+    keys = [f"key-{tick}"] if tick % 2 == 0 else []
+    # Client-side ids make an enqueue that failed mid-commit (during the restart) traceable.
+    return [dataclasses.replace(j, id=new_job_id()) for j in jobs], keys
+
+
+@dataclass
+class Ledgerbook:
+    """What the producer knows it enqueued."""
+
+    accepted: dict[str, str] = field(default_factory=dict)  # id -> type
+    ambiguous: dict[str, str] = field(default_factory=dict)  # enqueue raised: may or may not exist
+    delayed: set[str] = field(default_factory=set)
+    duplicate_pairs: list[tuple[str, str, bool]] = field(default_factory=list)
+    enqueue_failures: int = 0
+
+
+async def produce(
+    client: App, rng: random.Random, tick: int, book: Ledgerbook, report: Report
+) -> None:
+    from scripts import torture_app as t
+
+    jobs, keys = workload_batch(rng, tick)
+    try:
+        results = await client.enqueue_many(jobs)
+    except StorageError:
+        book.enqueue_failures += 1
+        for job in jobs:
+            assert job.id is not None
+            book.ambiguous[job.id] = job.type
+            if job.delay_seconds:
+                book.delayed.add(job.id)
+        return
+    for job, result in zip(jobs, results, strict=True):
+        report.check(result == job.id, f"enqueue returned {result} for client id {job.id}")
+        book.accepted[str(result)] = job.type
+        if job.delay_seconds:
+            book.delayed.add(str(result))
+    for key in keys:
+        pair = [
+            dataclasses.replace(t.unique.prepare(key=key, idempotency_key=key), id=new_job_id())
+            for _ in range(2)
+        ]
+        try:
+            first, second = await asyncio.gather(
+                client.enqueue_many([pair[0]]), client.enqueue_many([pair[1]])
+            )
+        except StorageError:
+            book.enqueue_failures += 1
+            for job in pair:
+                assert job.id is not None
+                book.ambiguous[job.id] = job.type
+            continue
+        a, b = first[0], second[0]
+        for job_id in (a, b):
+            if not job_id.duplicate:
+                book.accepted[str(job_id)] = "unique"
+        if a.duplicate or b.duplicate:
+            book.duplicate_pairs.append((str(a), str(b), True))
+            report.check(str(a) == str(b), f"duplicate enqueue of {key} returned another id")
+        else:
+            book.duplicate_pairs.append((str(a), str(b), False))
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+def _setup_store(config: Config) -> Store:
+    if not config.schema:
+        config.schema = f"torture_{uuid.uuid4().hex[:10]}"
+    if config.backend == "sqlite":
+        config.url = f"sqlite:///{config.workdir / 'torture.db'}"
+        config.schema = "chokaq"
+    return Store(config)
+
+
+async def _prepare(config: Config, store: Store) -> App:
+    from scripts import torture_app as t
+
+    client = App(config.url, schema=config.schema, auto_migrate=True)
+    await client.open()
+    if config.backend == "postgres":
+        store.execute(t.LEDGER_PG.format(schema=f'"{config.schema}"'))
+    else:
+        store.execute("PRAGMA journal_mode=WAL")
+        store.execute(t.LEDGER_SQLITE)
+    return client
+
+
+async def sample_stuck(store: Store, samples: list[tuple[float, float, float]]) -> None:
+    """Record (monotonic time, oldest Processing heartbeat age, oldest Fetched age)."""
+    hot = store.table("jobs_hot")
+    now = store.now_expr()
+    query = (
+        f"SELECT max(CASE WHEN status = 2 THEN {now} - {store.epoch('heartbeat_at')} END),"
+        f" max(CASE WHEN status = 1 THEN {now} - {store.epoch('updated_at')} END) FROM {hot}"
+    )
+    with contextlib.suppress(Exception):
+        [(processing, fetched)] = await asyncio.to_thread(store.rows, query)
+        samples.append((time.monotonic(), float(processing or 0), float(fetched or 0)))
+
+
+async def torture(config: Config) -> Report:
+    """One torture run on ``config.backend``; returns its report (never raises on a failed
+    check, only on set-up errors). PostgreSQL is always left running."""
+    rng = random.Random(config.seed or None)
+    config.workdir.mkdir(parents=True, exist_ok=True)
+    store = _setup_store(config)
+    report = Report(f"torture-{config.backend}")
+    book = Ledgerbook()
+    workers: list[WorkerProc] = []
+    samples: list[tuple[float, float, float]] = []
+    restart_window: tuple[float, float] | None = None
+    restart_task: asyncio.Task[float] | None = None
+    kills = terms = 0
+    paused: set[str] = set()
+    client = await _prepare(config, store)
+    try:
+        for i in range(config.workers):
+            workers.append(spawn_worker(config, i))
+        t0 = time.monotonic()
+        deadline = t0 + config.seconds
+        next_kill = t0 + config.kill_every_seconds * rng.uniform(0.5, 1.0)
+        next_term = t0 + config.term_every_seconds * rng.uniform(0.6, 1.0)
+        restart_at = t0 + config.seconds * 0.45 if config.backend == "postgres" else None
+        pauses = (
+            [(0.25, "slow", 2.0), (0.7, "fast", 1.5), (0.85, "flaky", 1.0)]
+            if config.pause_queues
+            else []
+        )
+        pause_plan = [(t0 + f * config.seconds, q, d) for f, q, d in pauses]
+        resume_plan: list[tuple[float, str]] = []
+        tick = 0
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            await produce(client, rng, tick, book, report)
+            tick += 1
+            await sample_stuck(store, samples)
+            alive = [w for w in workers if w.fate == "running"]
+            if now >= next_kill and alive:
+                victim = rng.choice(alive)
+                stop_worker(victim, signal.SIGKILL, "killed")
+                kills += 1
+                workers.append(spawn_worker(config, len(workers)))
+                next_kill = now + config.kill_every_seconds * rng.uniform(0.5, 1.5)
+            alive = [w for w in workers if w.fate == "running"]
+            if now >= next_term and len(alive) > 1:
+                victim = rng.choice(alive)
+                stop_worker(victim, signal.SIGTERM, "terminated")
+                terms += 1
+                workers.append(spawn_worker(config, len(workers)))
+                next_term = now + config.term_every_seconds * rng.uniform(0.5, 1.5)
+            if restart_at is not None and now >= restart_at and restart_task is None:
+                restart_window = (now, float("inf"))
+                restart_task = asyncio.create_task(asyncio.to_thread(restart_postgres))
+            if restart_task is not None and restart_task.done() and restart_window is not None:
+                if restart_window[1] == float("inf"):
+                    restart_window = (restart_window[0], time.monotonic())
+                    report.figures["postgres_restart_seconds"] = round(restart_task.result(), 2)
+            for at, queue, duration in list(pause_plan):
+                if now >= at:
+                    pause_plan.remove((at, queue, duration))
+                    with contextlib.suppress(StorageError):
+                        await client.backend.queue_pause(name=queue, paused=True, actor="torture")
+                        paused.add(queue)
+                        resume_plan.append((now + duration, queue))
+            for at, queue in list(resume_plan):
+                if now >= at:
+                    with contextlib.suppress(StorageError):
+                        await client.backend.queue_pause(name=queue, paused=False, actor="torture")
+                        resume_plan.remove((at, queue))
+                        paused.discard(queue)
+            await asyncio.sleep(config.batch_every_seconds)
+        if restart_task is not None:
+            await restart_task
+            if restart_window is not None and restart_window[1] == float("inf"):
+                restart_window = (restart_window[0], time.monotonic())
+                report.figures["postgres_restart_seconds"] = round(restart_task.result(), 2)
+        for queue in list(paused):
+            await client.backend.queue_pause(name=queue, paused=False, actor="torture")
+        # Drain: keep sampling until only the far-future jobs are left in hot.
+        drain_started = time.monotonic()
+        while time.monotonic() - drain_started < config.drain_timeout_seconds:
+            await sample_stuck(store, samples)
+            [(left,)] = await asyncio.to_thread(
+                store.rows,
+                f"SELECT count(*) FROM {store.table('jobs_hot')}"
+                f" WHERE NOT (status = 0 AND {store.epoch('scheduled_at')} > {store.now_expr()}"
+                " + 600)",
+            )
+            if left == 0:
+                break
+            for w in workers:  # a worker that exited on its own is a finding, but keep going
+                if w.fate == "running" and w.proc.poll() is not None:
+                    w.fate = "exited"
+            await asyncio.sleep(0.5)
+        report.figures["drain_seconds"] = round(time.monotonic() - drain_started, 1)
+        for w in workers:
+            if w.fate == "running":
+                stop_worker(w, signal.SIGTERM, "stopped")
+        for w in workers:
+            reap(w)
+        report.figures.update(
+            workers_started=len(workers),
+            sigkills=kills,
+            sigterms=terms,
+            postgres_restarts=1 if restart_task is not None else 0,
+            enqueue_failures_during_faults=book.enqueue_failures,
+            run_seconds=config.seconds,
+        )
+        await asyncio.to_thread(verify, config, store, book, workers, samples, restart_window, report)
+    finally:
+        for w in workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait(timeout=10)
+        if restart_task is not None and not restart_task.done():
+            with contextlib.suppress(Exception):
+                await restart_task
+        if config.backend == "postgres":
+            ensure_postgres_running()
+        with contextlib.suppress(Exception):
+            await client.close()
+        if not config.keep_schema:
+            with contextlib.suppress(Exception):
+                store.drop()
+    return report
+
+
+# -- the checks ---------------------------------------------------------------------------
+
+
+def verify(
+    config: Config,
+    store: Store,
+    book: Ledgerbook,
+    workers: list[WorkerProc],
+    samples: list[tuple[float, float, float]],
+    restart_window: tuple[float, float] | None,
+    report: Report,
+) -> None:
+    hot_t, arc_t, dlq_t = (store.table(n) for n in ("jobs_hot", "jobs_archive", "jobs_dlq"))
+    ledger_t = store.table("torture_ledger")
+    hot = {
+        str(r[0]): r
+        for r in store.rows(
+            f"SELECT id, status, {store.epoch('scheduled_at')} - {store.now_expr()},"
+            f" attempt_count FROM {hot_t}"
+        )
+    }
+    archive = {
+        str(r[0]): r for r in store.rows(f"SELECT id, worker_id, attempt_count FROM {arc_t}")
+    }
+    dlq = {
+        str(r[0]): r
+        for r in store.rows(f"SELECT id, worker_id, attempt_count, failure_reason FROM {dlq_t}")
+    }
+    known = dict(book.accepted)
+    for job_id, job_type in book.ambiguous.items():
+        if job_id in hot or job_id in archive or job_id in dlq:
+            known[job_id] = job_type  # committed although the client saw an error
+    report.figures.update(
+        jobs=len(known),
+        ambiguous_enqueues=len(book.ambiguous),
+        ambiguous_committed=len(set(book.ambiguous) & set(known)),
+        archived=len(archive),
+        dead_lettered=len(dlq),
+        still_scheduled=len(hot),
+        idempotent_pairs=len(book.duplicate_pairs),
+        idempotent_duplicates=sum(1 for *_, d in book.duplicate_pairs if d),
+    )
+
+    # 1. Every job in exactly one pillar; nothing unknown; hot only if still scheduled.
+    lost = [j for j in known if j not in hot and j not in archive and j not in dlq]
+    twice = [
+        j for j in set(hot) | set(archive) | set(dlq) if (j in hot) + (j in archive) + (j in dlq) > 1
+    ]
+    unknown = [j for j in set(hot) | set(archive) | set(dlq) if j not in known]
+    report.figures.update(lost=len(lost), in_two_places=len(twice))
+    report.check(not lost, f"lost jobs: {lost[:10]}")
+    report.check(not twice, f"jobs in two places: {twice[:10]}")
+    report.check(not unknown, f"rows nobody enqueued: {unknown[:10]}")
+    for job_id, (_, status, due_in, _) in hot.items():
+        report.check(
+            status == 0 and float(due_in) > 600 and job_id in book.delayed,
+            f"job {job_id} still hot without being scheduled ahead (status {status})",
+        )
+    missing_delayed = [j for j in book.delayed if j in known and j not in hot]
+    report.check(not missing_delayed, f"delayed jobs that ran early: {missing_delayed[:5]}")
+
+    # 2. No claim executed twice; every final row written by the owner of the last claim.
+    ledger = store.rows(
+        f"SELECT job_id, type, attempt, worker_id, pid, lease_token, seq FROM {ledger_t}"
+        " ORDER BY seq"
+    )
+    report.figures["executions"] = len(ledger)
+    claims = Counter((str(r[0]), r[2]) for r in ledger)
+    tokens = Counter(str(r[5]) for r in ledger if r[5] is not None)
+    doubled = [c for c, n in claims.items() if n > 1]
+    reused = [t for t, n in tokens.items() if n > 1]
+    report.figures["duplicate_executions"] = len(doubled) + len(reused)
+    report.check(not doubled, f"a claim (job, attempt) executed twice: {doubled[:5]}")
+    report.check(not reused, f"a lease token executed twice: {reused[:5]}")
+    report.check(
+        all(r[5] is not None for r in ledger), "an execution ran without a lease on its row"
+    )
+    last: dict[str, tuple[Any, ...]] = {}
+    for row in ledger:
+        last[str(row[0])] = row
+        report.check(str(row[0]) in known, f"ledger row of unknown job {row[0]}")
+    stale = []
+    for job_id, (_, worker_id, attempts) in archive.items():
+        run = last.get(job_id)
+        if run is None or run[3] != worker_id or run[2] != attempts:
+            stale.append(job_id)
+    for job_id, (_, worker_id, attempts, reason) in dlq.items():
+        run = last.get(job_id)
+        if reason == FailureReason.ZOMBIE:
+            # Rescue wrote it; the claim it ended may have died before its ledger row.
+            if run is not None and attempts < run[2]:
+                stale.append(job_id)
+        elif reason == FailureReason.REJECTED:
+            if run is not None:
+                stale.append(job_id)  # a rejected job never reaches its handler
+        elif run is None or run[3] != worker_id or run[2] != attempts:
+            stale.append(job_id)
+    report.figures["finalized_by_stale_owner"] = len(stale)
+    report.check(not stale, f"final rows not written by the last claim's owner: {stale[:5]}")
+
+    # 3. Outcomes fit the handlers.
+    reasons = Counter(FailureReason(r[3]).name for r in dlq.values())
+    report.figures["dlq_reasons"] = dict(sorted(reasons.items()))
+    allowed = {
+        "fast": {"ZOMBIE"},
+        "unique": {"ZOMBIE"},
+        "slow": {"ZOMBIE"},
+        "flaky": {"TRANSIENT", "ZOMBIE"},
+        "fatal": {"FATAL_ERROR", "ZOMBIE"},
+        "overrun": {"TIMEOUT", "ZOMBIE"},
+        "throttled": {"THROTTLED", "ZOMBIE"},
+        "no_such_handler": {"REJECTED"},
+    }
+    for job_id, row in dlq.items():
+        job_type = known.get(job_id, "?")
+        name = FailureReason(row[3]).name
+        report.check(name in allowed.get(job_type, set()), f"{job_type} job {job_id} in DLQ {name}")
+    for job_id in archive:
+        job_type = known.get(job_id, "?")
+        report.check(
+            job_type not in {"fatal", "overrun", "no_such_handler"},
+            f"{job_type} job {job_id} succeeded",
+        )
+
+    # 4. Counters and buckets equal the moves that happened.
+    [(succeeded, failed, retried)] = store.rows(
+        f"SELECT coalesce(sum(succeeded_total), 0), coalesce(sum(failed_total), 0),"
+        f" coalesce(sum(retried_total), 0) FROM {store.table('stats_summary')}"
+    )
+    buckets = {
+        (int(o), int(r)): int(n)
+        for o, r, n in store.rows(
+            f"SELECT outcome, failure_reason, sum(completed_count) FROM"
+            f" {store.table('metric_buckets')} GROUP BY outcome, failure_reason"
+        )
+    }
+    events = {w.index: w.events() for w in workers}
+    requeues = sum(
+        1 for evs in events.values() for e in evs if e.get("event_id") == SHUTDOWN_REQUEUED
+    )
+    expected_retries = (
+        sum(max(0, r[2] - 1) for r in archive.values())
+        + sum(max(0, r[2] - 1) for r in dlq.values())
+        - requeues
+    )
+    report.figures.update(
+        succeeded_total=int(succeeded),
+        failed_total=int(failed),
+        retried_total=int(retried),
+        expected_retries=expected_retries,
+        shutdown_requeues=requeues,
+    )
+    report.check(int(succeeded) == len(archive), f"succeeded_total {succeeded} != {len(archive)}")
+    report.check(int(failed) == len(dlq), f"failed_total {failed} != {len(dlq)}")
+    report.check(int(retried) == expected_retries, f"retried_total {retried} != {expected_retries}")
+    bucket_ok = sum(n for (o, _), n in buckets.items() if o == 0)
+    report.check(bucket_ok == len(archive), f"succeeded buckets {bucket_ok} != {len(archive)}")
+    for reason in FailureReason:
+        got = buckets.get((1, int(reason)), 0)
+        want = reasons.get(reason.name, 0)
+        report.check(got == want, f"failed buckets for {reason.name}: {got} != {want}")
+
+    # 5. Nothing stuck past its timeout (samples right after the restart get the outage added).
+    outage = 0.0 if restart_window is None else restart_window[1] - restart_window[0]
+    bound_processing = config.zombie_timeout_seconds + 2 * config.rescue_interval_seconds + 3.0
+    bound_fetched = config.fetched_timeout_seconds + 2 * config.rescue_interval_seconds + 3.0
+    worst_p = worst_f = 0.0
+    for at, processing, fetched in samples:
+        grace = outage + 5.0 if restart_window and at >= restart_window[0] else 0.0
+        if restart_window and at > restart_window[1] + bound_processing + 5.0:
+            grace = 0.0
+        worst_p, worst_f = max(worst_p, processing - grace), max(worst_f, fetched - grace)
+    report.figures.update(
+        oldest_processing_heartbeat_seconds=round(worst_p, 2),
+        oldest_fetched_seconds=round(worst_f, 2),
+        stuck_samples=len(samples),
+    )
+    report.check(worst_p <= bound_processing, f"a Processing row stuck {worst_p:.1f} s")
+    report.check(worst_f <= bound_fetched, f"a Fetched row stuck {worst_f:.1f} s")
+
+    # 6. Workers: no crashed loops or dead side tasks; clean exits after SIGTERM.
+    for w in workers:
+        evs = events[w.index]
+        crashed = [e for e in evs if e.get("event_id") in (LOOP_CRASHED, SIDE_TASK_DIED)]
+        report.check(not crashed, f"worker {w.index}: {crashed[:2]}")
+        if w.fate in ("terminated", "stopped"):
+            report.check(w.exit_code == 0, f"worker {w.index} exited {w.exit_code} after SIGTERM")
+        if w.fate == "exited":
+            report.check(False, f"worker {w.index} exited by itself ({w.exit_code})")
+    counts = Counter(e.get("event_id") for evs in events.values() for e in evs)
+    report.figures["log_events"] = {
+        str(k): counts[k]
+        for k in (STORAGE_UNAVAILABLE, STORAGE_RECOVERED, FINALIZE_RETRYING, LEASE_LOST, NOT_APPLIED)
+    }
+
+    # 7. The restart: every worker alive across it logged the outage and the recovery, and a
+    # finalize that failed during it was retried (all its jobs are accounted for above).
+    if restart_window is not None:
+        survivors = [
+            w
+            for w in workers
+            if w.started_at < restart_window[0] - 3.0 and w.fate in ("stopped", "terminated")
+        ]
+        survivors = [w for w in survivors if _alive_after(w, restart_window)]
+        report.figures["workers_across_restart"] = len(survivors)
+        report.check(bool(survivors), "no worker lived across the PostgreSQL restart")
+        for w in survivors:
+            ids = [e.get("event_id") for e in events[w.index]]
+            report.check(
+                STORAGE_UNAVAILABLE in ids and STORAGE_RECOVERED in ids,
+                f"worker {w.index} did not log 1006/1007 across the restart",
+            )
+        report.check(counts[FINALIZE_RETRYING] > 0, "no finalize was retried across the restart")
+
+
+def _alive_after(worker: WorkerProc, window: tuple[float, float]) -> bool:
+    """Still running 5 s after the restart ended (it was SIGTERMed or stopped after that)."""
+    started = [
+        e for e in worker.events() if e.get("event_id") == 1012  # shutdown drain started
+    ]
+    if not started:
+        return False
+    from datetime import datetime
+
+    # Log times are wall-clock; the window is monotonic: compare through the offset now.
+    offset = time.time() - time.monotonic()
+    stopped_at = datetime.fromisoformat(started[0]["time"]).timestamp() - offset
+    return stopped_at > window[1] + 5.0
+
+
+# -- the partition ------------------------------------------------------------------------
+
+
+class Proxy:
+    """A TCP forwarder in its own process (``python torture.py proxy``): killing it cuts the
+    link (both sides see the connections drop); starting it again restores it."""
+
+    def __init__(self, listen: tuple[str, int], target: tuple[str, int]) -> None:
+        self.listen, self.target = listen, target
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "proxy",
+                f"{self.listen[0]}:{self.listen[1]}",
+                f"{self.target[0]}:{self.target[1]}",
+            ],
+            stdout=subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        self.proc.stdout.readline()  # "ready"
+
+    def cut(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+async def _proxy_main(listen: str, target: str) -> None:
+    lhost, lport = listen.rsplit(":", 1)
+    thost, tport = target.rsplit(":", 1)
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(thost, int(tport))
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(handle, lhost, int(lport), reuse_address=True)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+@contextlib.contextmanager
+def network_namespace(tag: str) -> Iterator[tuple[str, str, str]]:
+    """A namespace joined to this one by a veth pair on a private /30; yields (namespace, host
+    address, namespace address). Everything is deleted on exit."""
+    ns = f"chq{tag}"
+    host_if, ns_if = f"chqh{tag}", f"chqn{tag}"
+    octet = random.randint(1, 250)
+    host_ip, ns_ip = f"10.231.{octet}.1", f"10.231.{octet}.2"
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+    try:
+        ip("netns", "add", ns)
+        ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+        ip("link", "set", ns_if, "netns", ns)
+        ip("addr", "add", f"{host_ip}/30", "dev", host_if)
+        ip("link", "set", host_if, "up")
+        ip("netns", "exec", ns, "ip", "addr", "add", f"{ns_ip}/30", "dev", ns_if)
+        ip("netns", "exec", ns, "ip", "link", "set", ns_if, "up")
+        ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        yield ns, host_ip, ns_ip
+    finally:
+        with contextlib.suppress(Exception):
+            ip("link", "del", host_if)
+        with contextlib.suppress(Exception):
+            ip("netns", "del", ns)
+
+
+def partition_available() -> str | None:
+    """None when the partition scenario can run here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (ip netns)"
+    if shutil.which("ip") is None:
+        return "needs iproute2 (ip)"
+    return None
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+async def _until(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def partition(config: Config) -> Report:
+    """Cut one worker off the database while it runs two jobs: one still running when the link
+    comes back (its heartbeat must find the lease lost: event 2008) and one that finishes during
+    the cut (its finalize must be refused: event 2100). Meanwhile rescue dead-letters both as
+    zombies, an operator resurrects them, and a second worker runs them to success."""
+    from scripts import torture_app as t
+
+    report = Report("partition-postgres")
+    config.workdir.mkdir(parents=True, exist_ok=True)
+    config.backend = "postgres"
+    store = _setup_store(config)
+    client = await _prepare(config, store)
+    workers: list[WorkerProc] = []
+    proxy: Proxy | None = None
+    try:
+        with network_namespace(uuid.uuid4().hex[:6]) as (ns, host_ip, _):
+            port = _free_port(host_ip)
+            proxy = Proxy((host_ip, port), ("127.0.0.1", 5432))
+            proxy.start()
+            far_url = config.url.replace("127.0.0.1:5432", f"{host_ip}:{port}")
+            cut_off = spawn_worker(
+                config, 0, prefix=["ip", "netns", "exec", ns], url=far_url, queues="part"
+            )
+            workers.append(cut_off)
+            [long_id, short_id] = await client.enqueue_many(
+                [t.hold.prepare(seconds=60.0), t.hold.prepare(seconds=2.0)]
+            )
+            ledger = store.table("torture_ledger")
+
+            async def both_started() -> bool:
+                rows = await asyncio.to_thread(store.rows, f"SELECT count(*) FROM {ledger}")
+                return bool(rows[0][0] == 2)
+
+            await _until(both_started, 30, "the cut-off worker to start both jobs")
+            [(cut_worker_id,)] = store.rows(
+                f"SELECT DISTINCT worker_id FROM {ledger}"
+            )
+            proxy.cut()
+            cut_at = time.monotonic()
+            rescuer = spawn_worker(config, 1, queues="part")
+            workers.append(rescuer)
+
+            async def zombies() -> bool:
+                views = [await client.backend.job_get(i) for i in (long_id, short_id)]
+                return all(v is not None and v.failure_reason is FailureReason.ZOMBIE for v in views)
+
+            await _until(zombies, 30, "rescue to dead-letter both jobs as zombies")
+            moved = await client.backend.dlq_resurrect(
+                ids=[long_id, short_id], actor="torture-operator", payload='{"seconds": 0.1}'
+            )
+            report.check(sorted(moved) == sorted([long_id, short_id]), f"resurrected {moved}")
+
+            async def archived() -> bool:
+                views = [await client.backend.job_get(i) for i in (long_id, short_id)]
+                return all(v is not None and v.pillar.value == "archive" for v in views)
+
+            await _until(archived, 30, "the rescuer to run both jobs")
+            report.figures["cut_seconds_before_restore"] = round(time.monotonic() - cut_at, 1)
+            proxy.start()  # the link comes back
+
+            def logged(event_id: int, job_id: str) -> bool:
+                return any(
+                    e.get("event_id") == event_id and e.get("job_id") == job_id
+                    for e in cut_off.events()
+                )
+
+            async def refused() -> bool:
+                return logged(LEASE_LOST, long_id) and logged(NOT_APPLIED, short_id)
+
+            with contextlib.suppress(TimeoutError):
+                await _until(refused, 45, "the cut-off worker to log 2008 and 2100")
+            report.check(logged(LEASE_LOST, long_id), "no 2008 (lease lost) for the long job")
+            report.check(logged(NOT_APPLIED, short_id), "no 2100 (not applied) for the short job")
+            report.figures["cut_off_worker_events"] = dict(
+                Counter(str(e.get("event_id")) for e in cut_off.events())
+            )
+            # The cut-off worker must not have finalized, heartbeated or rescheduled either job.
+            for job_id in (long_id, short_id):
+                view = await client.backend.job_get(job_id)
+                report.check(
+                    view is not None and view.pillar.value == "archive", f"{job_id} not archived"
+                )
+                if view is not None:
+                    report.check(view.worker_id != cut_worker_id, f"{job_id} finalized cut-off")
+                    report.check(view.attempt_count == 1, f"{job_id} attempts {view.attempt_count}")
+            summary = await client.backend.stats_summary()
+            report.check(summary.succeeded_total == 2, f"succeeded_total {summary.succeeded_total}")
+            report.check(summary.failed_total == 2, f"failed_total {summary.failed_total} (zombies)")
+            report.check(summary.retried_total == 0, f"retried_total {summary.retried_total}")
+            # And it keeps working once reconnected: it runs a new job.
+            [again] = await client.enqueue_many([t.hold.prepare(seconds=0.0)])
+            stop_worker(rescuer, signal.SIGTERM, "stopped")
+            reap(rescuer)
+
+            async def ran_again() -> bool:
+                view = await client.backend.job_get(again)
+                return view is not None and view.pillar.value == "archive"
+
+            await _until(ran_again, 45, "the reconnected worker to run a new job")
+            view = await client.backend.job_get(again)
+            report.check(
+                view is not None and view.worker_id == cut_worker_id,
+                "the reconnected worker did not run the new job",
+            )
+            stop_worker(cut_off, signal.SIGTERM, "stopped")
+            reap(cut_off)
+            report.check(cut_off.exit_code == 0, f"cut-off worker exited {cut_off.exit_code}")
+            report.figures.update(jobs=3, lost=0, partitions=1)
+    finally:
+        for w in workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait(timeout=10)
+        if proxy is not None:
+            proxy.cut()
+        with contextlib.suppress(Exception):
+            await client.close()
+        if not config.keep_schema:
+            with contextlib.suppress(Exception):
+                store.drop()
+    return report
+
+
+# -- command line -------------------------------------------------------------------------
+
+
+SHORT = {"postgres": dict(seconds=30.0, workers=4), "sqlite": dict(seconds=15.0, workers=3)}
+LONG = {"postgres": dict(seconds=300.0, workers=6), "sqlite": dict(seconds=120.0, workers=4)}
+
+
+def _print(report: Report) -> None:
+    status = "PASS" if report.passed else "FAIL"
+    print(f"== {report.name}: {status}")
+    for key, value in report.figures.items():
+        print(f"   {key}: {value}")
+    for violation in report.violations:
+        print(f"   VIOLATION: {violation}")
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    reports: list[Report] = []
+    forms = LONG if args.long else SHORT
+    backends = ["postgres", "sqlite"] if args.backend == "both" else [args.backend]
+    if not args.partition_only:
+        for backend in backends:
+            config = Config(backend=backend, seed=args.seed, **forms[backend])  # type: ignore[arg-type]
+            if args.seconds:
+                config.seconds = args.seconds
+            print(f"-- torture on {backend}: {config.seconds:g} s, logs in {config.workdir}")
+            reports.append(await torture(config))
+            _print(reports[-1])
+    if "postgres" in backends and not args.no_partition:
+        why = partition_available()
+        if why is None:
+            print("-- partition on postgres")
+            reports.append(await partition(Config()))
+            _print(reports[-1])
+        else:
+            print(f"-- partition skipped: {why}")
+    if args.report:
+        Path(args.report).write_text(json.dumps([r.as_json() for r in reports], indent=2))
+    return 0 if all(r.passed for r in reports) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["proxy"]:
+        asyncio.run(_proxy_main(argv[1], argv[2]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=["postgres", "sqlite", "both"], default="both")
+    parser.add_argument("--long", action="store_true", help="the long form (minutes)")
+    parser.add_argument("--seconds", type=float, help="override the fault phase's length")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-partition", action="store_true")
+    parser.add_argument("--partition-only", action="store_true")
+    parser.add_argument("--report", help="write the JSON report here")
+    return asyncio.run(main_async(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
