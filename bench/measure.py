@@ -108,7 +108,9 @@ def storage_figures(url: str, schemas: Sequence[str]) -> dict[str, float]:
 
 
 def postgres_cpu_seconds() -> float:
-    """utime + stime of every postgres process visible in /proc (the server runs locally)."""
+    """CPU seconds used by the local PostgreSQL server so far: utime + stime of every postgres
+    process visible in /proc, plus cutime + cstime (the postmaster collects the time of the
+    backends that already exited, such as a finished worker's connections)."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0
     for entry in Path("/proc").iterdir():
@@ -122,8 +124,8 @@ def postgres_cpu_seconds() -> float:
         if comm != "postgres":
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        # Fields 14 and 15 of /proc/PID/stat (utime, stime), counted after the comm field.
-        total += int(fields[11]) + int(fields[12])
+        # Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), counted after comm.
+        total += sum(int(x) for x in fields[11:15])
     return total / ticks
 
 

@@ -41,6 +41,7 @@ MAX_ERROR_CHARS = 16_000
 class StopReason(enum.Enum):
     """Why the worker stopped a running job before it returned."""
 
+    TIMEOUT = "timeout"  # it ran past its execution timeout
     CANCELLED = "cancelled"  # an operator asked (actor recorded)
     LEASE_LOST = "lease_lost"  # a heartbeat found the job is no longer ours
     SHUTDOWN = "shutdown"  # the grace period ran out
@@ -57,13 +58,15 @@ class Result(enum.Enum):
     REJECTED = "rejected"  # could not be dispatched at all
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Execution:
     """One running job as the worker tracks it."""
 
     job: ClaimedJob
     context: JobContext
     timeout_seconds: float
+    handle: JobHandle[Any, Any] | PipeHandle | None = None
+    is_pipe: bool = False
     started: float = field(default_factory=time.monotonic)
     next_beat: float = 0.0
     beat_now: bool = False
@@ -201,114 +204,103 @@ def decide(
     return RetryMove(lease, text, run_at=run_at)
 
 
-def _resolve(worker: Worker, job: ClaimedJob) -> JobHandle[Any, Any] | PipeHandle | None:
-    handle = worker.app.handlers.get(job.type)
-    if handle is not None:
-        return handle
-    return worker.app.pipes.get(job.queue)
-
-
 async def execute(worker: Worker, ex: Execution) -> Move | None:
-    """Run ``ex`` to its end and return the move that records the outcome."""
-    from ..app import JobHandle
+    """Run ``ex`` to its end and return the move that records the outcome.
 
+    This runs for every job, so the success path is kept short: no clock read, no closures
+    beyond the handler call itself. The execution timeout is enforced by the worker's watchdog,
+    which stops the job with ``StopReason.TIMEOUT`` (one timer for all jobs instead of one each).
+    """
     job = ex.job
-    settings = worker.settings
-    handle = _resolve(worker, job)
-    policy = settings.retry
-    max_attempts = job.max_attempts or getattr(handle, "max_attempts", None) or policy.max_attempts
-    ex.context.max_attempts = max_attempts
-
-    def finish(result: Result, **kw: Any) -> Move | None:
-        return decide(
-            job=job,
-            result=result,
-            policy=policy,
-            max_attempts=max_attempts,
-            now=datetime.now(UTC),
-            fatal_types=settings.fatal_exceptions,
-            **kw,
-        )
-
+    handle = ex.handle
     if handle is None:
         message = (
             f"Rejected: unknown job type {job.type!r} (no handler is registered for it and "
             f"queue {job.queue!r} has no pipe handler)"
         )
         log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-        return finish(Result.REJECTED, duration=None, message=message)
+        return _finish(worker, ex, Result.REJECTED, duration=None, message=message)
 
-    call: Callable[[], Any]
-    if isinstance(handle, JobHandle):
+    context = ex.context
+    if ex.is_pipe:
+        pargs: dict[str, Any] = {}
+        if handle.context_param is not None:
+            pargs[handle.context_param] = context
+        call = _caller(worker, handle.fn, (job.type, job.payload), pargs, handle.is_async, context)
+    else:
         try:
             arguments = json.loads(job.payload)
             if not isinstance(arguments, dict):
                 raise ValueError("the payload is not a JSON object")
-            misfit = handle.misfit(arguments)
+            misfit = handle.misfit(arguments)  # type: ignore[union-attr]
             if misfit is not None:
                 raise ValueError(misfit)
             if handle.context_param is not None:
-                arguments[handle.context_param] = ex.context
+                arguments[handle.context_param] = context
         except (ValueError, TypeError) as exc:
             message = f"Rejected: the payload does not fit {job.type}: {exc}"
             log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-            return finish(Result.REJECTED, duration=None, message=message)
-        fn = handle.fn
-        call = _caller(worker, fn, (), arguments, handle.is_async, ex.context)
-    else:
-        pargs: dict[str, Any] = {}
-        if handle.context_param is not None:
-            pargs[handle.context_param] = ex.context
-        call = _caller(
-            worker, handle.fn, (job.type, job.payload), pargs, handle.is_async, ex.context
-        )
+            return _finish(worker, ex, Result.REJECTED, duration=None, message=message)
+        call = _caller(worker, handle.fn, (), arguments, handle.is_async, context)
 
-    chain = _chain(worker, ex.context, call)
+    if worker.app.middlewares:
+        call = _chain(worker, context, call)
     started = time.perf_counter()
-    task = asyncio.current_task()
     ex.in_handler = True
     try:
-        async with asyncio.timeout(ex.timeout_seconds) as scope:
-            value = await chain()
-        ex.in_handler = False
-        if scope.expired():  # the handler swallowed the timeout's cancellation
-            return finish(
-                Result.TIMED_OUT,
-                duration=time.perf_counter() - started,
-                message=_timeout_message(ex),
-            )
+        value = await call()
     except asyncio.CancelledError:
         ex.in_handler = False
         if ex.stop_reason is None:
             raise
+        task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        return finish(
-            Result.STOPPED,
-            duration=time.perf_counter() - started,
-            stop_reason=ex.stop_reason,
-            actor=ex.stop_actor,
-        )
-    except TimeoutError as exc:
-        ex.in_handler = False
-        duration = time.perf_counter() - started
-        if scope.expired():
-            return finish(Result.TIMED_OUT, duration=duration, message=_timeout_message(ex))
-        return finish(Result.RAISED, duration=duration, error=exc)
+        return _stopped(worker, ex, time.perf_counter() - started)
     except BaseException as exc:  # handlers may raise anything, SystemExit included
         ex.in_handler = False
-        return finish(Result.RAISED, duration=time.perf_counter() - started, error=exc)
+        if ex.stop_reason is not None:
+            return _stopped(worker, ex, time.perf_counter() - started)
+        return _finish(worker, ex, Result.RAISED, duration=time.perf_counter() - started, error=exc)
+    ex.in_handler = False
     duration = time.perf_counter() - started
     if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
-        # Stopped while a sync handler finished anyway: the stop decided the outcome.
-        return finish(
-            Result.STOPPED, duration=duration, stop_reason=ex.stop_reason, actor=ex.stop_actor
+        # Stopped but the handler returned anyway (it swallowed the cancellation, or a sync
+        # handler finished): the stop decides the outcome and the result is ignored.
+        return _stopped(worker, ex, duration)
+    if type(value) is Retry:
+        return _finish(worker, ex, Result.RETURNED_RETRY, duration=duration, value=value)
+    if type(value) is Fail:
+        return _finish(worker, ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
+    return SucceedMove(job.lease, duration)
+
+
+def _stopped(worker: Worker, ex: Execution, duration: float) -> Move | None:
+    if ex.stop_reason is StopReason.TIMEOUT:
+        return _finish(
+            worker, ex, Result.TIMED_OUT, duration=duration, message=_timeout_message(ex)
         )
-    if isinstance(value, Retry):
-        return finish(Result.RETURNED_RETRY, duration=duration, value=value)
-    if isinstance(value, Fail):
-        return finish(Result.RETURNED_FAIL, duration=duration, message=value.message)
-    return finish(Result.SUCCEEDED, duration=duration)
+    return _finish(
+        worker,
+        ex,
+        Result.STOPPED,
+        duration=duration,
+        stop_reason=ex.stop_reason,
+        actor=ex.stop_actor,
+    )
+
+
+def _finish(worker: Worker, ex: Execution, result: Result, **kw: Any) -> Move | None:
+    settings = worker.settings
+    return decide(
+        job=ex.job,
+        result=result,
+        policy=settings.retry,
+        max_attempts=ex.context.max_attempts,
+        now=datetime.now(UTC),
+        fatal_types=settings.fatal_exceptions,
+        **kw,
+    )
 
 
 def _timeout_message(ex: Execution) -> str:

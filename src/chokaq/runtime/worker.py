@@ -20,12 +20,24 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, cast
 
 from ..context import JobContext
 from ..errors import StorageError
-from ..logs import Event, log_event
-from ..models import ClaimedJob, Heartbeat, Lease, Move, QueueInfo, WorkerInfo
+from ..logs import Event, log_event, logger
+from ..models import (
+    ClaimedJob,
+    FailMove,
+    FailureReason,
+    Heartbeat,
+    Lease,
+    Move,
+    QueueInfo,
+    RetryMove,
+    SucceedMove,
+    WorkerInfo,
+)
 from .circuit import CircuitBreakers, CircuitState
 from .executor import Execution, StopReason, execute
 from .finalizer import Finalizer
@@ -33,12 +45,14 @@ from .maintenance import Maintenance
 from .settings import WorkerSettings
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..app import App, JobHandle, PipeHandle
 
 __all__ = ["Worker"]
 
 WARNING = 30
 ERROR = 40
+WATCHDOG_SECONDS = 0.05
+ABANDON_AFTER_SECONDS = 10.0
 
 
 class Worker:
@@ -70,6 +84,10 @@ class Worker:
         self._side_tasks: list[asyncio.Task[None]] = []
         self.finalizer: Finalizer | None = None
         self._storage_down_since: float | None = None
+        self._loop: asyncio.AbstractEventLoop = cast(
+            asyncio.AbstractEventLoop, None
+        )  # run() sets it
+        self._verbose = False
 
     # -- control ----------------------------------------------------------------------------
 
@@ -113,6 +131,8 @@ class Worker:
     async def run(self) -> None:
         """Run until stopped. Opens (and at the end closes) the app if it was not open."""
         owns_app = not self.app._opened
+        self._loop = asyncio.get_running_loop()
+        self._verbose = logger.isEnabledFor(10)
         await self.app.open()
         backend = self.app.backend
         self.finalizer = Finalizer(backend, self.settings.finalize_batch_max, self._on_finalized)
@@ -132,6 +152,7 @@ class Worker:
         supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("finalizer", self.finalizer.run),
             ("heartbeat", self._heartbeat_loop),
+            ("watchdog", self._watchdog_loop),
             ("registry", self._registry_loop),
             ("maintenance", maintenance.run),
         ]
@@ -294,35 +315,52 @@ class Worker:
 
     def _launch(self, job: ClaimedJob) -> None:
         queue = self.queues.get(job.queue)
-        handle = self.app.handlers.get(job.type)
-        pipe = self.app.pipes.get(job.queue) if handle is None else None
+        handle: JobHandle[Any, Any] | PipeHandle | None = self.app.handlers.get(job.type)
+        is_pipe = False
+        if handle is None:
+            handle = self.app.pipes.get(job.queue)
+            is_pipe = handle is not None
+        # Per job, then per queue, then per type (or pipe), then the worker's default.
         timeout = (
             job.timeout_seconds
             or (queue.execution_timeout_seconds if queue is not None else None)
             or (handle.timeout if handle is not None else None)
-            or (pipe.timeout if pipe is not None else None)
             or self.settings.default_timeout_seconds
+        )
+        max_attempts = (
+            job.max_attempts
+            or (handle.max_attempts if handle is not None else None)
+            or self.settings.retry.max_attempts
         )
         context = JobContext(
             job_id=job.id,
             type=job.type,
             queue=job.queue,
             attempt=job.attempt_count,
-            max_attempts=job.max_attempts or self.settings.retry.max_attempts,
+            max_attempts=max_attempts,
             created_at=job.created_at,
             tags=job.tags,
             worker_id=self.id,
             trace_context=job.trace_context,
         )
-        ex = Execution(job=job, context=context, timeout_seconds=timeout)
-        ex.next_beat = time.monotonic() + self._beat_interval()
-        context._loop = asyncio.get_running_loop()
-        context._beat = lambda: self._request_beat(ex)
+        now = time.monotonic()
+        ex = Execution(
+            job=job,
+            context=context,
+            timeout_seconds=timeout,
+            handle=handle,
+            is_pipe=is_pipe,
+            started=now,
+        )
+        ex.next_beat = now + self._beat_interval()
+        context._loop = self._loop
+        context._beat = partial(self._request_beat, ex)
         self.running[job.id] = ex
-        ex.task = asyncio.create_task(self._run_one(ex))
-        due = job.scheduled_at or job.created_at
-        lag = ((job.started_at or datetime.now(UTC)) - due).total_seconds()
-        self.emit("started", job_id=job.id, type=job.type, queue=job.queue, lag=max(0.0, lag))
+        ex.task = self._loop.create_task(self._run_one(ex))
+        if self.listeners:
+            due = job.scheduled_at or job.created_at
+            lag = ((job.started_at or datetime.now(UTC)) - due).total_seconds()
+            self.emit("started", job_id=job.id, type=job.type, queue=job.queue, lag=max(0.0, lag))
 
     async def _run_one(self, ex: Execution) -> None:
         job = ex.job
@@ -336,8 +374,6 @@ class Worker:
                 job_id=job.id,
                 type=job.type,
             )
-            from ..models import RetryMove
-
             move = RetryMove(
                 job.lease,
                 None,
@@ -379,10 +415,8 @@ class Worker:
         self.finalizer.submit(move, ex)
 
     def _report_circuit(self, ex: Execution, move: Move | None, permit: int) -> None:
-        from ..models import FailMove, FailureReason, RetryMove, SucceedMove
-
         key = ex.job.type
-        if isinstance(move, SucceedMove):
+        if type(move) is SucceedMove:
             self.circuits.success(key, permit)
         elif isinstance(move, FailMove) and move.reason in (
             FailureReason.CANCELLED,
@@ -401,6 +435,8 @@ class Worker:
         self._slot_freed.set()
 
     def _on_finalized(self, move: Move, ex: Any, applied: bool) -> None:
+        if applied and type(move) is SucceedMove and not self._verbose and not self.listeners:
+            return  # the common case, kept cheap: nothing to log or count
         job: ClaimedJob = ex.job
         kind = type(move).__name__.removesuffix("Move").lower()
         fields: dict[str, Any] = {"job_id": job.id, "type": job.type, "queue": job.queue}
@@ -414,9 +450,7 @@ class Worker:
             )
             self.emit("conflict", transition=kind, **fields)
             return
-        from ..models import FailMove, RetryMove, SucceedMove
-
-        if isinstance(move, SucceedMove):
+        if type(move) is SucceedMove:
             log_event(
                 Event.JOB_SUCCEEDED,
                 "job succeeded",
@@ -481,7 +515,6 @@ class Worker:
         while True:
             self._beat_now.clear()
             now = time.monotonic()
-            self._watchdog(now)
             due = [
                 ex
                 for ex in self.running.values()
@@ -532,11 +565,23 @@ class Worker:
                 else:
                     ex.beat_failures = 0  # keep running; rescue is the final authority
 
+    async def _watchdog_loop(self) -> None:
+        """Enforce execution timeouts: one timer for every running job, checked every
+        ``WATCHDOG_SECONDS`` (a job is stopped at most that late), instead of a timer per job."""
+        while True:
+            self._watchdog(time.monotonic())
+            await asyncio.sleep(WATCHDOG_SECONDS)
+
     def _watchdog(self, now: float) -> None:
-        """Abandon a job that outlived its timeout by 10 s without returning (it ignored
-        cancellation): record its timeout and free the slot."""
+        """Stop jobs past their timeout; abandon one that outlived it by 10 s without
+        returning (it ignored cancellation): record its timeout and free the slot."""
         for ex in list(self.running.values()):
-            if ex.abandoned or now - ex.started < ex.timeout_seconds + 10.0:
+            overrun = now - ex.started - ex.timeout_seconds
+            if overrun < 0 or ex.abandoned:
+                continue
+            if ex.stop_reason is None:
+                ex.stop(StopReason.TIMEOUT)
+            if overrun < ABANDON_AFTER_SECONDS:
                 continue
             ex.abandoned = True
             self._done(ex)
@@ -547,8 +592,6 @@ class Worker:
                 job_id=ex.job.id,
                 timeout=ex.timeout_seconds,
             )
-            from ..models import FailMove, FailureReason
-
             assert self.finalizer is not None
             self.finalizer.submit(
                 FailMove(

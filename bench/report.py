@@ -1,0 +1,547 @@
+"""Turns the stored JSON of each part (``<out>/results/*.json``) into ``<out>/RESULTS.md`` and the
+PNG charts beside it. It measures nothing; every verdict in the report is computed from the
+figures here, so that a re-run can never leave a stale claim behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+COMMAND = ".venv/bin/python bench/run_all.py"
+
+
+def _num(x: float) -> str:
+    if x != x:  # NaN
+        return "n/a"
+    a = abs(x)
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 10:
+        return f"{x:.1f}"
+    if a >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def cell(f: dict[str, float], scale: float = 1.0) -> str:
+    """median (min-max)."""
+    med, lo, hi = f["median"] * scale, f["min"] * scale, f["max"] * scale
+    if f.get("n", 1) <= 1 or lo == hi:
+        return _num(med)
+    return f"{_num(med)} ({_num(lo)}–{_num(hi)})"
+
+
+def _mib(f: dict[str, float]) -> dict[str, float]:
+    return {k: (v / 2**20 if k != "n" else v) for k, v in f.items()}
+
+
+def _load(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in sorted((out / "results").glob("*.json")):
+        record = json.loads(path.read_text())
+        found[record["part"]] = record
+    return found
+
+
+# -- machine ----------------------------------------------------------------------------------
+
+
+def _machine(records: dict[str, dict[str, Any]]) -> list[str]:
+    any_record = next(iter(records.values()))
+    m = any_record["machine"]
+    pg = m.get("postgres", {})
+    v = m.get("versions", {})
+    lines = [
+        "## Machine and versions",
+        "",
+        f"- Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gib']} GiB RAM, {m['platform']}. "
+        "The machine is **shared with other work** (the engine's own development and test runs), "
+        "so figures are noisy; each is the median of the runs with (min–max).",
+        f"- Python {m['python']}; PostgreSQL {pg.get('server_version', '?')} on the same machine "
+        f"(shared_buffers {pg.get('shared_buffers')}, synchronous_commit "
+        f"{pg.get('synchronous_commit')}, fsync {pg.get('fsync')}, max_wal_size "
+        f"{pg.get('max_wal_size')}, **autovacuum {pg.get('autovacuum')}**: dead tuples are "
+        "what the workload leaves behind, nothing reclaims them during a run).",
+        "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
+        "- Load average when each part started / ended: "
+        + "; ".join(
+            f"{part} {_num(r['machine']['loadavg_at_start'][0])} / "
+            f"{_num(r.get('loadavg_at_end', [float('nan')])[0])}"
+            for part, r in records.items()
+        )
+        + ".",
+        "- Parts finished at: "
+        + "; ".join(f"{p} {r['finished_at']} ({r['wall_seconds'] / 60:.1f} min)" for p, r in records.items())
+        + ".",
+        "",
+    ]
+    if any(r.get("quick") for r in records.values()):
+        lines.insert(2, "> **Short form** (`--quick`): tiny N, one run. Not a result.\n")
+    return lines
+
+
+# -- part 1 -----------------------------------------------------------------------------------
+
+
+def _pillar_rows(data: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(r["design"], r["history"]): r["figures"] for r in data["rows"]}
+
+
+def _verdict(ours: float, theirs: float, lower_is_better: bool = True, margin: float = 0.1) -> str:
+    if theirs == 0 or ours != ours or theirs != theirs:
+        return "not comparable"
+    ratio = ours / theirs
+    better = ratio < 1 - margin if lower_is_better else ratio > 1 + margin
+    worse = ratio > 1 + margin if lower_is_better else ratio < 1 - margin
+    if better:
+        return f"**held** (chokaq {ratio:.2f}x the baseline)"
+    if worse:
+        return f"**did not hold** (chokaq {ratio:.2f}x the baseline)"
+    return f"**no measurable difference** (chokaq {ratio:.2f}x the baseline, within ±10 %)"
+
+
+def _pillars(rec: dict[str, Any], charts: list[str]) -> list[str]:
+    data = rec["data"]
+    cfg = data["config"]
+    rows = _pillar_rows(data)
+    sizes = cfg["history_sizes"]
+    big, small = max(sizes), min(sizes)
+    C, B = "chokaq (Three Pillars)", "single table"
+
+    def f(design: str, h: int, key: str) -> dict[str, float]:
+        return rows[(design, h)][key]
+
+    def med(design: str, h: int, key: str) -> float:
+        return f(design, h, key)["median"]
+
+    fetch_growth_c = med(C, big, "fetch_p50_ms") / med(C, small, "fetch_p50_ms")
+    fetch_growth_b = med(B, big, "fetch_p50_ms") / med(B, small, "fetch_p50_ms")
+    storage_c = med(C, big, "table_bytes") + med(C, big, "index_bytes")
+    storage_b = med(B, big, "table_bytes") + med(B, big, "index_bytes")
+    lines = [
+        "## 1. The Three Pillars against a single table (PostgreSQL, storage level)",
+        "",
+        f"Workload per run: enqueue {cfg['jobs_per_run']:,} jobs in batches of "
+        f"{cfg['enqueue_batch']:,}, drain them with fetch(limit {cfg['fetch_limit']}, straight "
+        f"into processing) + finalize (succeed), then {cfg['summary_reads_per_run']} dashboard "
+        f"summary reads and {cfg['archive_reads_per_run']} archive pages ({cfg['archive_filter']})."
+        f" History (90 % succeeded, 10 % failed, 30 days) loaded with INSERT ... SELECT "
+        f"generate_series before the runs; {cfg['runs']} run(s) per cell, each design in its own "
+        "fresh database, chokaq and the baseline alternating. chokaq goes through its Backend "
+        "API; the baseline is `bench/single_table.py` (one `jobs` table, partial fetch index on "
+        "pending rows in claim order, partial index on fetched/processing rows, (status, "
+        "finished_at) index, UUIDv7 ids, fillfactor 80). Sizes and dead tuples are read after "
+        "the last run; WAL bytes per job are over enqueue + drain.",
+        "",
+        f"### The design's Performance Impact table, measured (history {big:,} jobs)",
+        "",
+        "| Metric | Claim: single table | Claim: Three Pillars | Measured: single table | "
+        "Measured: chokaq | Claim |",
+        "|---|---|---|---|---|---|",
+        f"| Fetch query scan | All rows (millions) | Only Pending rows | fetch p50 "
+        f"{cell(f(B, big, 'fetch_p50_ms'))} ms, p99 {cell(f(B, big, 'fetch_p99_ms'))} ms; "
+        f"{fetch_growth_b:.2f}x its p50 at {small:,} history | fetch p50 "
+        f"{cell(f(C, big, 'fetch_p50_ms'))} ms, p99 {cell(f(C, big, 'fetch_p99_ms'))} ms; "
+        f"{fetch_growth_c:.2f}x its p50 at {small:,} history | "
+        f"{_verdict(med(C, big, 'fetch_p50_ms'), med(B, big, 'fetch_p50_ms'))}; with a partial "
+        "index the single table does not scan history either |",
+        f"| Index fragmentation | High (mixed INSERT/DELETE) | Low (append-mostly per table) | "
+        f"index {cell(_mib(f(B, big, 'index_bytes')))} MiB, dead tuples "
+        f"{cell(f(B, big, 'dead_tuples'))} | index {cell(_mib(f(C, big, 'index_bytes')))} MiB, "
+        f"dead tuples {cell(f(C, big, 'dead_tuples'))} | dead tuples: "
+        f"{_verdict(med(C, big, 'dead_tuples'), med(B, big, 'dead_tuples'))} |",
+        f"| Archive query speed | Competes with active queries | Dedicated index, PAGE "
+        f"compressed | p50 {cell(f(B, big, 'archive_p50_ms'))} ms, p99 "
+        f"{cell(f(B, big, 'archive_p99_ms'))} ms | p50 {cell(f(C, big, 'archive_p50_ms'))} ms, "
+        f"p99 {cell(f(C, big, 'archive_p99_ms'))} ms | "
+        f"{_verdict(med(C, big, 'archive_p50_ms'), med(B, big, 'archive_p50_ms'))} |",
+        f"| Dashboard stats | `COUNT(*)` full scan | O(1) read from StatsSummary | p50 "
+        f"{cell(f(B, big, 'summary_p50_ms'))} ms, p99 {cell(f(B, big, 'summary_p99_ms'))} ms | "
+        f"p50 {cell(f(C, big, 'summary_p50_ms'))} ms, p99 {cell(f(C, big, 'summary_p99_ms'))} ms"
+        f" | {_verdict(med(C, big, 'summary_p50_ms'), med(B, big, 'summary_p50_ms'))} |",
+        f"| Storage efficiency | One storage policy | PAGE compression on cold data | "
+        f"{storage_b / 2**20:,.1f} MiB (heap {cell(_mib(f(B, big, 'table_bytes')))} + index) | "
+        f"{storage_c / 2**20:,.1f} MiB (heap {cell(_mib(f(C, big, 'table_bytes')))} + index) | "
+        f"{_verdict(storage_c, storage_b)}; PostgreSQL has no PAGE compression, only TOAST "
+        "(lz4) for large values, which these small payloads never reach |",
+        "",
+        "Throughput of the storage loop (fetch + finalize, one connection, no worker) at "
+        f"{big:,} history: single table {cell(f(B, big, 'fetch_finalize_jobs_s'))} jobs/s, "
+        f"chokaq {cell(f(C, big, 'fetch_finalize_jobs_s'))} jobs/s "
+        f"({med(C, big, 'fetch_finalize_jobs_s') / med(B, big, 'fetch_finalize_jobs_s'):.2f}x). "
+        f"WAL per job: single table {cell(f(B, big, 'wal_bytes_per_job'))} B, chokaq "
+        f"{cell(f(C, big, 'wal_bytes_per_job'))} B (a succeeded chokaq job is written twice: "
+        "inserted into hot, then moved to the archive, plus its counter and bucket rows).",
+        "",
+        "### Every history size",
+        "",
+        "| History | Design | fetch p50 / p99 ms | fetch+finalize jobs/s | enqueue jobs/s | "
+        "summary p50 / p99 ms | archive p50 / p99 ms | heap MiB | index MiB | dead tuples | "
+        "WAL B/job |",
+        "|---:|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for h in sizes:
+        for d in (C, B):
+            r = rows[(d, h)]
+            lines.append(
+                f"| {h:,} | {d} | {cell(r['fetch_p50_ms'])} / {cell(r['fetch_p99_ms'])} | "
+                f"{cell(r['fetch_finalize_jobs_s'])} | {cell(r['enqueue_jobs_s'])} | "
+                f"{cell(r['summary_p50_ms'])} / {cell(r['summary_p99_ms'])} | "
+                f"{cell(r['archive_p50_ms'])} / {cell(r['archive_p99_ms'])} | "
+                f"{cell(_mib(r['table_bytes']))} | {cell(_mib(r['index_bytes']))} | "
+                f"{cell(r['dead_tuples'])} | {cell(r['wal_bytes_per_job'])} |"
+            )
+    lines += ["", *charts, ""]
+    return lines
+
+
+# -- part 2 -----------------------------------------------------------------------------------
+
+
+def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tuple[str, ...]]]:
+    data = rec["data"]
+    cfg, labels, res = data["config"], data["labels"], data["results"]
+    burn, hist, pick, steady = (
+        res.get("burn_down", {}),
+        res.get("history", {}),
+        res.get("pickup", {}),
+        res.get("steady", {}),
+    )
+    base = burn["chokaq"]["figures"]
+    lines = [
+        "## 2. chokaq against PgQueuer and procrastinate (PostgreSQL, end to end)",
+        "",
+        f"Same machine, same PostgreSQL, same run; a fresh database for every measurement; in each"
+        f" of {cfg['runs']} round(s) the systems run one after the other. Burn-down: bulk-enqueue "
+        f"{cfg['jobs']:,} no-op jobs (batches of {cfg['enqueue_batch']:,}, each system's bulk "
+        "API: chokaq `enqueue_many`, PgQueuer `Queries.enqueue` with lists, procrastinate "
+        "`batch_defer_async`), then one worker process drains them; processing jobs/s = jobs / "
+        "the worker's own run time (imports excluded); peak RSS of the worker process from "
+        "getrusage. PgQueuer runs on asyncpg (its fastest driver per its own benchmarks) in two "
+        "configurations: batch 5 capped at 10 concurrent jobs (the closest to concurrency 10; "
+        "it requires cap >= 2x batch), and its best (batch 10, uncapped, as its own benchmark "
+        "runs). procrastinate runs with its defaults and concurrency 10 (async no-op task).",
+        "",
+        "### Burn-down",
+        "",
+        "| System | enqueue jobs/s | processing jobs/s | chokaq processing is | worker peak RSS MiB |",
+        "|---|---|---|---|---|",
+    ]
+    for key, r in burn.items():
+        f = r["figures"]
+        ratio = base["process_jobs_s"]["median"] / f["process_jobs_s"]["median"]
+        lines.append(
+            f"| {labels[key]} | {cell(f['enqueue_jobs_s'])} | {cell(f['process_jobs_s'])} | "
+            f"{ratio:.2f}x | {cell(f['peak_rss_mib'])} |"
+        )
+    if hist:
+        lines += [
+            "",
+            f"### History sensitivity: the burn-down with {cfg['history']:,} finished jobs stored",
+            "",
+            "History lives where each system keeps it: chokaq's archive (and lifetime counter), "
+            "PgQueuer's `pgqueuer_log` (one aggregated 'successful' row per job; done jobs leave "
+            "its queue table), procrastinate's `procrastinate_jobs` (succeeded rows stay).",
+            "",
+            "| System | processing jobs/s, empty | with history | change |",
+            "|---|---|---|---|",
+        ]
+        for key, r in hist.items():
+            empty = burn[key]["figures"]["process_jobs_s"]
+            full = r["figures"]["process_jobs_s"]
+            lines.append(
+                f"| {labels[key]} | {cell(empty)} | {cell(full)} | "
+                f"{(full['median'] / empty['median'] - 1) * 100:+.1f} % |"
+            )
+    if pick:
+        lines += [
+            "",
+            f"### Pickup latency: an idle worker, {cfg['pickups']} single jobs at about "
+            f"{cfg['pickup_rate_per_s']}/s",
+            "",
+            "Latency = the handler's `time.time()` minus the producer's just before its enqueue "
+            "call (so it includes the enqueue round trip). Peers use their NOTIFY paths.",
+            "",
+            "| System | p50 ms | p95 ms | p99 ms |",
+            "|---|---|---|---|",
+        ]
+        for key, r in pick.items():
+            f = r["figures"]
+            lines.append(
+                f"| {labels[key]} | {cell(f['p50_ms'])} | {cell(f['p95_ms'])} | "
+                f"{cell(f['p99_ms'])} |"
+            )
+    if steady:
+        lines += [
+            "",
+            f"### Steady load: single inserts at {cfg['steady_rate_per_s']:.0f}/s for "
+            f"{cfg['steady_seconds']:.0f} s while one worker keeps up",
+            "",
+            "The rate is one every system sustains (procrastinate's burn-down is the ceiling). "
+            "Backlog = unfinished jobs when the producer stopped. Dead tuples and sizes cover "
+            "every table of the system after the run (autovacuum is off on this server); WAL is "
+            "cluster-wide over the run plus the drain, per job produced.",
+            "",
+            "| System | achieved jobs/s | backlog at end | dead tuples | tables + indexes MiB | "
+            "WAL B/job |",
+            "|---|---|---|---|---|---|",
+        ]
+        for key, r in steady.items():
+            f = r["figures"]
+            lines.append(
+                f"| {labels[key]} | {cell(f['produced_jobs_s'])} | {cell(f['backlog_at_end'])} | "
+                f"{cell(f['dead_tuples'])} | {cell(_mib(f['total_bytes']))} | "
+                f"{cell(f['wal_bytes_per_job'])} |"
+            )
+    lines += ["", *charts, ""]
+
+    targets: list[tuple[str, ...]] = []
+
+    def target(name: str, value: float, goal: float, unit: str, higher: bool = True) -> None:
+        met = value >= goal if higher else value < goal
+        op = ">=" if higher else "<"
+        targets.append((name, f"{_num(value)}{unit}", f"{op} {_num(goal)}{unit}",
+                        "met" if met else "**missed**"))
+
+    cp = base["process_jobs_s"]["median"]
+    if "pgqueuer-best" in burn:
+        pb = burn["pgqueuer-best"]["figures"]
+        target("processing vs PgQueuer best", cp / pb["process_jobs_s"]["median"], 1.25, "x")
+        target(
+            "bulk enqueue vs PgQueuer",
+            base["enqueue_jobs_s"]["median"] / pb["enqueue_jobs_s"]["median"],
+            1.5,
+            "x",
+        )
+    if "procrastinate" in burn:
+        pr = burn["procrastinate"]["figures"]["process_jobs_s"]["median"]
+        target("processing vs procrastinate", cp / pr, 5.0, "x")
+    if "chokaq" in pick:
+        target("pickup p50", pick["chokaq"]["figures"]["p50_ms"]["median"], 2.0, " ms", False)
+        target("pickup p99", pick["chokaq"]["figures"]["p99_ms"]["median"], 5.0, " ms", False)
+    if "chokaq" in hist:
+        change = hist["chokaq"]["figures"]["process_jobs_s"]["median"] / cp - 1
+        targets.append((
+            f"history ({cfg['history']:,}) vs empty",
+            f"{change * 100:+.1f} %",
+            "within 5 %",
+            "met" if abs(change) <= 0.05 or change > 0 else "**missed**",
+        ))
+    return lines, targets
+
+
+# -- parts 3 and 4 ----------------------------------------------------------------------------
+
+
+def _sqlite(rec: dict[str, Any], charts: list[str]) -> list[str]:
+    d = rec["data"]
+    procs = d["processes"]
+    one = procs["1"]["median"]
+    best_n = 1
+    for n in sorted(procs, key=int):
+        if procs[n]["median"] > procs[str(best_n)]["median"] * 1.05:
+            best_n = int(n)
+    lines = [
+        "## 3. SQLite (the embedded backend)",
+        "",
+        f"{d['config']['jobs']:,} jobs, concurrency 10, a fresh database file per run, "
+        f"{d['config']['runs']} run(s).",
+        "",
+        "| Burn-down enqueue jobs/s | processing jobs/s | worker peak RSS MiB | pickup p50 / p95 / "
+        "p99 ms |",
+        "|---|---|---|---|",
+        f"| {cell(d['burn_down']['enqueue_jobs_s'])} | {cell(d['burn_down']['process_jobs_s'])} "
+        f"| {cell(d['burn_down']['peak_rss_mib'])} | {cell(d['pickup']['p50_ms'])} / "
+        f"{cell(d['pickup']['p95_ms'])} / {cell(d['pickup']['p99_ms'])} |",
+        "",
+        "Worker processes sharing one SQLite file (jobs / first start to last end):",
+        "",
+        "| processes | jobs/s | vs 1 process |",
+        "|---:|---|---|",
+    ]
+    for n, f in sorted(procs.items(), key=lambda kv: int(kv[0])):
+        lines.append(f"| {n} | {cell(f)} | {f['median'] / one:.2f}x |")
+    lines += [
+        "",
+        f"Largest process count that still gained throughput (more than 5 % over every smaller "
+        f"count): **{best_n}**. SQLite has one writer at a time; on 2 cores extra processes mostly "
+        "add lock waits.",
+        "",
+        *charts,
+        "",
+    ]
+    return lines
+
+
+def _scale(rec: dict[str, Any], charts: list[str]) -> list[str]:
+    d = rec["data"]
+    fig = d["figures"]
+    lines = [
+        "## 4. Scaling out on PostgreSQL",
+        "",
+        f"{d['config']['jobs']:,} jobs drained by 1, 2 and 4 chokaq worker processes "
+        f"(concurrency {d['config']['concurrency_per_process']} each) in a fresh database, "
+        f"{d['config']['runs']} run(s). **On this 2-core machine the workers and PostgreSQL share "
+        "the same two cores, so this shows contention, not scale.** PostgreSQL CPU = utime + "
+        "stime of every postgres process (plus the exited backends the postmaster reaped), "
+        "before/after the drain; includes the workers' connection set-up and any other "
+        "database activity on the machine.",
+        "",
+        "| processes | jobs/s | PostgreSQL CPU ms/job | WAL B/job |",
+        "|---:|---|---|---|",
+    ]
+    for n, f in fig.items():
+        lines.append(
+            f"| {n} | {cell(f['process_jobs_s'])} | {cell(f['pg_cpu_ms_per_job'])} | "
+            f"{cell(f['wal_bytes_per_job'])} |"
+        )
+    cpu = fig["1"]["pg_cpu_ms_per_job"]["median"]
+    lines += [
+        "",
+        f"**Paper estimate.** At {_num(cpu)} ms of PostgreSQL CPU per job (the 1-process median), "
+        f"a dedicated server that gives {d['config']['usable_cpu_fraction']:.0%} of its vCPUs to "
+        "the job workload sustains about vCPUs x "
+        f"{d['config']['usable_cpu_fraction']} / CPU-per-job, and writes WAL at that rate x "
+        f"{_num(fig['1']['wal_bytes_per_job']['median'])} B. This assumes the per-job cost stays "
+        "flat with more workers (no lock, WAL-flush or connection bottleneck), with workers on "
+        "other machines; treat it as an upper bound.",
+        "",
+        "| server vCPUs | jobs/s (estimate) | WAL MiB/s |",
+        "|---:|---:|---:|",
+    ]
+    for e in d["estimate"]:
+        lines.append(f"| {e['vcpus']} | {_num(e['jobs_s'])} | {_num(e['wal_mib_s'])} |")
+    lines += ["", *charts, ""]
+    return lines
+
+
+# -- charts -----------------------------------------------------------------------------------
+
+
+def _bar(path: Path, title: str, ylabel: str, bars: list[tuple[str, dict[str, float]]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    names = [n for n, _ in bars]
+    meds = [f["median"] for _, f in bars]
+    err = [[f["median"] - f["min"] for _, f in bars], [f["max"] - f["median"] for _, f in bars]]
+    ax.bar(names, meds, yerr=err, capsize=4, color="#4C72B0")
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.tick_params(axis="x", labelsize=8)
+    for i, v in enumerate(meds):
+        ax.annotate(_num(v), (i, v), ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _lines(path: Path, title: str, ylabel: str, xs: list[int], series: dict[str, list[float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, ys in series.items():
+        ax.plot(xs, ys, marker="o", label=name)
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("history rows")
+    if max(xs) > 0:
+        ax.set_xscale("symlog", linthresh=max(1, min(x for x in xs if x > 0) if any(xs) else 1))
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _charts(out: Path, records: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return {p: ["(charts skipped: matplotlib is not installed; `pip install -e .[bench]`)"]
+                for p in records}
+    made: dict[str, list[str]] = {p: [] for p in records}
+    if "peers" in records:
+        d = records["peers"]["data"]
+        labels, res = d["labels"], d["results"]
+        _bar(out / "peers_processing.png", "Burn-down processing (jobs/s, median, min-max)",
+             "jobs/s", [(labels[k], v["figures"]["process_jobs_s"]) for k, v in res["burn_down"].items()])
+        made["peers"].append("![Burn-down processing](peers_processing.png)")
+        if res.get("pickup"):
+            _bar(out / "peers_pickup.png", "Pickup latency p50 (ms, median, min-max)", "ms",
+                 [(labels[k], v["figures"]["p50_ms"]) for k, v in res["pickup"].items()])
+            made["peers"].append("![Pickup latency](peers_pickup.png)")
+    if "pillars" in records:
+        rows = _pillar_rows(records["pillars"]["data"])
+        sizes = records["pillars"]["data"]["config"]["history_sizes"]
+        designs = sorted({d for d, _ in rows})
+        for key, name, title in (
+            ("fetch_p50_ms", "pillars_fetch.png", "Fetch p50 (ms) vs history"),
+            ("summary_p50_ms", "pillars_summary.png", "Dashboard summary p50 (ms) vs history"),
+        ):
+            _lines(out / name, title, "ms", sizes,
+                   {d: [rows[(d, h)][key]["median"] for h in sizes] for d in designs})
+            made["pillars"].append(f"![{title}]({name})")
+    if "sqlite" in records:
+        procs = records["sqlite"]["data"]["processes"]
+        _bar(out / "sqlite_processes.png", "SQLite: worker processes on one file (jobs/s)",
+             "jobs/s", [(f"{n} proc", f) for n, f in sorted(procs.items(), key=lambda kv: int(kv[0]))])
+        made["sqlite"].append("![SQLite processes](sqlite_processes.png)")
+    if "scale" in records:
+        fig = records["scale"]["data"]["figures"]
+        _bar(out / "scale_processes.png", "PostgreSQL: worker processes (jobs/s, 2 cores)",
+             "jobs/s", [(f"{n} proc", f["process_jobs_s"]) for n, f in fig.items()])
+        made["scale"].append("![PostgreSQL processes](scale_processes.png)")
+    return made
+
+
+def write(out: Path) -> Path:
+    records = _load(out)
+    path = out / "RESULTS.md"
+    if not records:
+        path.write_text("# chokaq benchmark results\n\nNo results yet: run " + COMMAND + "\n")
+        return path
+    charts = _charts(out, records)
+    body: list[str] = []
+    targets: list[tuple[str, ...]] = []
+    if "pillars" in records:
+        body += _pillars(records["pillars"], charts["pillars"])
+    if "peers" in records:
+        peer_lines, targets = _peers(records["peers"], charts["peers"])
+        body += peer_lines
+    if "sqlite" in records:
+        body += _sqlite(records["sqlite"], charts["sqlite"])
+    if "scale" in records:
+        body += _scale(records["scale"], charts["scale"])
+    head = [
+        "# chokaq benchmark results",
+        "",
+        f"Generated by `{COMMAND}` (this file and the PNG charts beside it; raw figures in "
+        "`bench/results/*.json`). Every figure is the median of the runs with (min–max) when "
+        "there was more than one run.",
+        "",
+        *_machine(records),
+    ]
+    if targets:
+        head += [
+            "## Targets (PostgreSQL, 2 cores)",
+            "",
+            "| Target | Measured | Goal | |",
+            "|---|---|---|---|",
+            *(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in targets),
+            "",
+        ]
+    text = "\n".join(head + body).rstrip() + "\n"
+    path.write_text(text)
+    return path
+
+
+_ = math  # reserved for log-scale helpers

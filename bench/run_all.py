@@ -1,0 +1,116 @@
+"""The whole benchmark suite in one command: runs each part, keeps its raw figures as JSON under
+``<out>/results/``, then writes ``<out>/RESULTS.md`` and the PNG charts from every JSON present.
+
+    .venv/bin/python bench/run_all.py                       # the full form (about an hour)
+    .venv/bin/python bench/run_all.py --parts peers         # one part; the report keeps the rest
+    .venv/bin/python bench/run_all.py --quick --out /tmp/b  # the short form the tests run
+
+Parts: pillars (Three Pillars vs a single table), peers (chokaq vs PgQueuer and procrastinate),
+sqlite (the embedded backend), scale (1/2/4 worker processes on PostgreSQL and a sizing
+estimate). ``--report-only`` rewrites the report from the stored JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.measure import machine_notes
+
+PARTS = ("pillars", "peers", "sqlite", "scale")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--parts", default=",".join(PARTS), help="comma-separated parts to run")
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
+    p.add_argument("--runs", type=int, default=3, help="runs per figure (median, min-max)")
+    p.add_argument("--jobs", type=int, default=20_000, help="burn-down jobs")
+    p.add_argument("--history", default="0,100000,1000000", help="pillars: history sizes")
+    p.add_argument("--peer-history", type=int, default=500_000, help="peers: finished jobs")
+    p.add_argument("--pickups", type=int, default=200)
+    p.add_argument("--steady-rate", type=float, default=200.0, help="steady load, jobs/s")
+    p.add_argument("--steady-seconds", type=float, default=300.0, help="steady load duration")
+    p.add_argument("--no-peers", action="store_true", help="chokaq (and the baseline) only")
+    p.add_argument("--quick", action="store_true", help="the short form: tiny N, one run")
+    p.add_argument("--report-only", action="store_true")
+    return p
+
+
+def _quick(args: argparse.Namespace) -> None:
+    args.runs = 1
+    args.jobs = 200
+    args.history = "0,2000"
+    args.peer_history = 2000
+    args.pickups = 20
+    args.steady_rate = 50.0
+    args.steady_seconds = 2.0
+
+
+def run_part(part: str, args: argparse.Namespace) -> dict[str, object]:
+    if part == "pillars":
+        from bench import pillars
+
+        history = [int(h) for h in args.history.split(",")]
+        return pillars.run(history, args.jobs, args.runs)
+    if part == "peers":
+        from bench import peers
+
+        return peers.run(
+            jobs=args.jobs,
+            pickups=args.pickups,
+            history=args.peer_history,
+            rate=args.steady_rate,
+            seconds=args.steady_seconds,
+            runs=args.runs,
+            include_peers=not args.no_peers,
+        )
+    if part == "sqlite":
+        from bench import embedded
+
+        return embedded.run(jobs=args.jobs, pickups=args.pickups, runs=args.runs)
+    if part == "scale":
+        from bench import scale
+
+        return scale.run(jobs=args.jobs, runs=args.runs)
+    raise SystemExit(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = _parser().parse_args(argv)
+    if args.quick:
+        _quick(args)
+    results = args.out / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        for part in [p for p in args.parts.split(",") if p]:
+            print(f"== {part}", flush=True)
+            started = time.perf_counter()
+            notes = machine_notes()
+            data = run_part(part, args)
+            record = {
+                "part": part,
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "wall_seconds": time.perf_counter() - started,
+                "quick": args.quick,
+                "machine": notes,
+                "loadavg_at_end": list(__import__("os").getloadavg()),
+                "data": data,
+            }
+            (results / f"{part}.json").write_text(json.dumps(record, indent=1))
+    from bench import report
+
+    path = report.write(args.out)
+    print(f"wrote {path}")
+    return path
+
+
+if __name__ == "__main__":
+    main()
