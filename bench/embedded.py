@@ -71,7 +71,11 @@ def pickup(count: int) -> dict[str, float]:
 
         asyncio.run(drive())
         ms = [float(x) * 1000 for x in Path(lat).read_text().split()]
-    return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "p99_ms": percentile(ms, 99)}
+    return {
+        "p50_ms": percentile(ms, 50),
+        "p95_ms": percentile(ms, 95),
+        "p99_ms": percentile(ms, 99),
+    }
 
 
 def processes(jobs: int, n: int) -> float:
@@ -100,5 +104,9 @@ def run(*, jobs: int, pickups: int, runs: int) -> dict[str, Any]:
         "burn_down": {k: spread([r[k] for r in burn]) for k in burn[0]},
         "pickup": {k: spread([r[k] for r in pick]) for k in pick[0]},
         "processes": {str(n): spread(v) for n, v in multi.items()},
-        "runs": {"burn_down": burn, "pickup": pick, "processes": {str(n): v for n, v in multi.items()}},
+        "runs": {
+            "burn_down": burn,
+            "pickup": pick,
+            "processes": {str(n): v for n, v in multi.items()},
+        },
     }

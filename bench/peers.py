@@ -67,14 +67,21 @@ def burn_down(system: System, jobs: int, history: int = 0) -> dict[str, float]:
 
 
 def _start_worker(system: System, url: str, lat_file: str = "") -> subprocess.Popen[bytes]:
-    env = _worker_env(system, url, "serve", LAT_FILE=lat_file) if lat_file else None
-    env = env or _worker_env(system, url, "serve")
-    return subprocess.Popen(
-        [sys.executable, "-c", system.worker_source],
-        env=child_env(**env),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    env = _worker_env(system, url, "serve", LAT_FILE=lat_file)
+    # The worker's stderr goes to a file so that a failure can be reported with its cause.
+    log = Path(tempfile.gettempdir()) / f"bench_worker_{system.key}.log"
+    with log.open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-c", system.worker_source],
+            env=child_env(**env),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+
+
+def _worker_log(system: System) -> str:
+    log = Path(tempfile.gettempdir()) / f"bench_worker_{system.key}.log"
+    return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -115,10 +122,17 @@ def pickup(system: System, count: int, interval: float = 0.02) -> dict[str, floa
                 await system.close()
 
         asyncio.run(drive())
-        ms = [float(x) * 1000 for x in Path(lat_file).read_text().split()]
+        path = Path(lat_file)
+        ms = [float(x) * 1000 for x in path.read_text().split()] if path.exists() else []
     if len(ms) < count:
-        raise RuntimeError(f"{system.label}: only {len(ms)} of {count} pickups recorded")
-    return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "p99_ms": percentile(ms, 99)}
+        raise RuntimeError(
+            f"{system.label}: only {len(ms)} of {count} pickups recorded\n{_worker_log(system)}"
+        )
+    return {
+        "p50_ms": percentile(ms, 50),
+        "p95_ms": percentile(ms, 95),
+        "p99_ms": percentile(ms, 99),
+    }
 
 
 def steady(system: System, rate: float, seconds: float) -> dict[str, float]:

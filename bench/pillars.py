@@ -81,7 +81,9 @@ class ChokaqStore:
                             {"rows": history},
                         )
             for table in ("jobs_hot", "jobs_archive", "jobs_dlq", "stats_summary"):
-                conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(CHOKAQ_SCHEMA, table)))
+                conn.execute(
+                    sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(CHOKAQ_SCHEMA, table))
+                )
 
     async def close(self) -> None:
         await self.backend.close()

@@ -91,9 +91,7 @@ def run(*, jobs: int, runs: int) -> dict[str, Any]:
                 "B/job",
                 flush=True,
             )
-    figures = {
-        str(n): {k: spread([r[k] for r in v]) for k in v[0]} for n, v in raw.items()
-    }
+    figures = {str(n): {k: spread([r[k] for r in v]) for k in v[0]} for n, v in raw.items()}
     cpu_ms = figures["1"]["pg_cpu_ms_per_job"]["median"]
     wal = figures["1"]["wal_bytes_per_job"]["median"]
     estimate = [
@@ -105,8 +103,12 @@ def run(*, jobs: int, runs: int) -> dict[str, Any]:
         for v in SERVER_VCPUS
     ]
     return {
-        "config": {"jobs": jobs, "concurrency_per_process": 10, "runs": runs,
-                   "usable_cpu_fraction": USABLE_CPU},
+        "config": {
+            "jobs": jobs,
+            "concurrency_per_process": 10,
+            "runs": runs,
+            "usable_cpu_fraction": USABLE_CPU,
+        },
         "figures": figures,
         "runs": {str(n): v for n, v in raw.items()},
         "estimate": estimate,

@@ -10,8 +10,6 @@ PgQueuer also at batch 10 with no cap, its own benchmark's setting). Bench code 
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,9 +153,7 @@ class System:
     async def close(self) -> None:
         if self.client is None:
             return
-        if self.key == "chokaq":
-            await self.client[0].close()
-        elif self.key.startswith("pgqueuer"):
+        if self.key == "chokaq" or self.key.startswith("pgqueuer"):
             await self.client[0].close()
         else:
             await self.client[0].close_async()
@@ -297,5 +293,3 @@ def peers_available() -> dict[str, bool]:
             found[name] = False
     found["pgqueuer"] = found["pgqueuer"] and found.pop("asyncpg")
     return found
-
-

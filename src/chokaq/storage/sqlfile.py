@@ -42,10 +42,28 @@ def _compact(body: str) -> str:
     the driver to cache its parse (psycopg caches statements of up to 4096 characters)."""
     lines = []
     for line in body.splitlines():
-        code = _strip_comment(line).strip()
+        code = _tighten(_strip_comment(line).strip())
         if code:
             lines.append(code)
     return "\n".join(lines)
+
+
+def _tighten(code: str) -> str:
+    """Drop the spaces around ``(``, ``)``, ``,`` and ``=`` outside string literals."""
+    out: list[str] = []
+    quoted = False
+    for char in code:
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char in "(),=":
+            while out and out[-1] == " ":
+                out.pop()
+            out.append(char)
+            continue
+        elif not quoted and char == " " and out and out[-1] in "(),= ":
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def _strip_comment(line: str) -> str:

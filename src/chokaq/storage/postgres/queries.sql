@@ -261,7 +261,7 @@ RETURNING h.id::text
 -- times cheaper to send from Python than twelve binary arrays.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(id uuid, worker_id text, token text, kind integer, duration float8,
+        AS v(id uuid, worker_id text, token uuid, kind integer, duration float8,
              reason integer, error text, actor text, run_at timestamptz, delay float8,
              refund boolean, count_retry boolean)
 ),
@@ -272,7 +272,7 @@ done AS (
     DELETE FROM {schema}.jobs_hot h
     USING v
     WHERE v.kind IN (0, 1)
-      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token = v.token
       AND h.status IN (1, 2)
     RETURNING h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count,
               h.max_attempts, h.timeout_seconds, h.worker_id, h.created_by,
@@ -317,7 +317,7 @@ retried AS (
         updated_at = k.now
     FROM v, clock k
     WHERE v.kind = 2
-      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
+      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token = v.token
       AND h.status IN (1, 2)
     RETURNING h.id, h.queue, v.count_retry
 ),
@@ -353,7 +353,7 @@ buckets AS (
            count(*), count(d.duration), coalesce(sum(d.duration), 0), max(d.duration),
            min(k.now)
     FROM done d CROSS JOIN clock k
-    GROUP BY d.queue, d.kind, CASE WHEN d.kind = 0 THEN -1 ELSE d.reason END
+    GROUP BY 3, 4, 5
     ORDER BY 3, 4, 5
     ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
     SET completed_count = b.completed_count + excluded.completed_count,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ...errors import ValidationError
-from ...limits import MAX_SEARCH_LENGTH, check_text
+from ...limits import MAX_SEARCH_LENGTH, check_job_id, check_name, check_text
 from ...models import (
     ErrorGroup,
     FailureReason,
@@ -98,8 +98,17 @@ def _like(text: str) -> str:
 
 
 def filter_params(filter: JobFilter) -> dict[str, object]:
-    """The named parameters every filtered statement takes (None switches a filter off)."""
+    """The named parameters every filtered statement takes (None switches a filter off).
+
+    Checked as on PostgreSQL, so both backends refuse the same filters."""
+    if filter.queue is not None:
+        check_name("filter.queue", filter.queue)
+    if filter.type is not None:
+        check_name("filter.type", filter.type)
     search = check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
+    if filter.ids is not None:
+        for i, value in enumerate(filter.ids):
+            check_job_id(f"filter.ids[{i}]", value)
     return {
         "queue": filter.queue,
         "type": filter.type,

@@ -1,0 +1,68 @@
+"""The short form of the benchmark harness: every part with tiny N and one run, so that the
+harness never rots. It asserts that the report is produced and holds numbers, never how fast
+anything was (the full form, ``bench/run_all.py``, is not part of CI).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.conftest import IN_CI, PG_URL, require_postgres
+
+pytestmark = pytest.mark.postgres
+
+
+def _bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    require_postgres()
+    monkeypatch.setenv("CHOKAQ_BENCH_PG_URL", PG_URL)
+
+
+def test_short_form_writes_a_report_with_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _bench_env(monkeypatch)
+    from bench import run_all
+
+    path = run_all.main(["--quick", "--no-peers", "--out", str(tmp_path)])
+
+    text = path.read_text()
+    for heading in (
+        "## 1. The Three Pillars against a single table",
+        "## 2. chokaq against PgQueuer and procrastinate",
+        "## 3. SQLite",
+        "## 4. Scaling out on PostgreSQL",
+        "## Machine and versions",
+    ):
+        assert heading in text
+    # The seeds' table has a measured number in every row.
+    table = text.split("### The design's Performance Impact table")[1].split("###")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 6  # header + five metrics
+    for row in rows[1:]:
+        assert re.search(r"\d+(\.\d+)? ms|\d+(\.\d+)? MiB", row), row
+    for part in ("pillars", "peers", "sqlite", "scale"):
+        record = json.loads((tmp_path / "results" / f"{part}.json").read_text())
+        assert record["data"], part
+    peers = json.loads((tmp_path / "results" / "peers.json").read_text())["data"]["results"]
+    burn = peers["burn_down"]["chokaq"]["figures"]["process_jobs_s"]["median"]
+    assert burn > 0
+    assert list(tmp_path.glob("*.png")) or "charts skipped" in text
+
+
+@pytest.mark.parametrize("peer", ["pgqueuer", "procrastinate"])
+def test_short_form_peer_burn_down(peer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _bench_env(monkeypatch)
+    from bench.systems import peers_available, postgres_systems
+
+    if not peers_available()[peer]:
+        if IN_CI:
+            pytest.fail(f"CI=true but {peer} is not installed (pip install -e '.[bench]')")
+        pytest.skip(f"{peer} is not installed; pip install -e '.[bench]' to include it")
+    from bench.peers import burn_down
+
+    system = next(s for s in postgres_systems(True) if s.key.startswith(peer))
+    figures = burn_down(system, 100)
+    assert figures["process_jobs_s"] > 0 and figures["enqueue_jobs_s"] > 0
