@@ -161,6 +161,21 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _git_state() -> str:
+    """The commit measured and whether the engine's sources had uncommitted edits (read-only)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "src"], cwd=REPO, capture_output=True, text=True
+        ).stdout.split("\n")
+    except OSError:
+        return "unknown"
+    edited = [line for line in dirty if line.strip()]
+    return f"{head}" + (f" + {len(edited)} uncommitted file(s) in src/" if edited else "")
+
+
 def machine_notes() -> dict[str, object]:
     mem_kb = 0
     with contextlib.suppress(OSError):
@@ -187,6 +202,7 @@ def machine_notes() -> dict[str, object]:
             row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
             settings[name] = str(row[0]) if row else "?"
     return {
+        "git": _git_state(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "nproc": os.cpu_count(),

@@ -67,6 +67,9 @@ def _machine(records: dict[str, dict[str, Any]]) -> list[str]:
         f"{pg.get('max_wal_size')}, **autovacuum {pg.get('autovacuum')}**: dead tuples are "
         "what the workload leaves behind, nothing reclaims them during a run).",
         "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
+        "- chokaq measured at: "
+        + "; ".join(f"{p} {r['machine'].get('git', '?')}" for p, r in records.items())
+        + " (the engine was being tuned while the suite ran).",
         "- Load average when each part started / ended: "
         + "; ".join(
             f"{part} {_num(r['machine']['loadavg_at_start'][0])} / "

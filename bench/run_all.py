@@ -89,12 +89,20 @@ def main(argv: list[str] | None = None) -> Path:
         _quick(args)
     results = args.out / "results"
     results.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
     if not args.report_only:
         for part in [p for p in args.parts.split(",") if p]:
             print(f"== {part}", flush=True)
             started = time.perf_counter()
             notes = machine_notes()
-            data = run_part(part, args)
+            try:
+                data = run_part(part, args)
+            except Exception as exc:
+                # One broken part (say, the engine mid-edit) must not throw away the others:
+                # report it, keep the part's previous JSON, go on; --parts reruns it alone.
+                print(f"!! part {part} failed: {exc!r}", file=sys.stderr, flush=True)
+                failed.append(part)
+                continue
             record = {
                 "part": part,
                 "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -109,6 +117,8 @@ def main(argv: list[str] | None = None) -> Path:
 
     path = report.write(args.out)
     print(f"wrote {path}")
+    if failed:
+        raise SystemExit(f"parts failed: {', '.join(failed)} (rerun them with --parts)")
     return path
 
 

@@ -332,8 +332,22 @@ def _caller(
         # cannot be interrupted and its eventual result is ignored.
         ctx = contextvars.copy_context()
         ctx.run(_bind, context)
+
+        def in_thread() -> tuple[Any, BaseException | None]:
+            # Whatever the handler raises comes back as a value and is re-raised below. A
+            # GeneratorExit delivered through the future would be thrown into this task's
+            # coroutine chain, where CPython closes the inner frames instead of letting the
+            # exception pass through them: it would skip ``execute`` and strand the job.
+            try:
+                return ctx.run(fn, *args, **kwargs), None
+            except BaseException as exc:
+                return None, exc
+
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(worker.threads, lambda: ctx.run(fn, *args, **kwargs))
+        value, error = await loop.run_in_executor(worker.threads, in_thread)
+        if error is not None:
+            raise error
+        return value
 
     return call_sync
 

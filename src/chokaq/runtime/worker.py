@@ -388,7 +388,7 @@ class Worker:
                 self.circuits.release(job.type, permit)
                 self._done(ex)
                 raise
-            except Exception as exc:  # a bug of ours: never lose the job silently
+            except BaseException as exc:  # a bug of ours: never lose the job silently
                 log_event(
                     Event.WORKER_LOOP_CRASHED,
                     "executor failed",

@@ -13,6 +13,7 @@ from importlib import resources
 __all__ = ["Migration", "load_migrations", "load_queries"]
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^--\s*include:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
 
 
@@ -26,15 +27,35 @@ class Migration:
 
 
 def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
-    """Every named block of ``package/filename``, keyed by name (duplicate names are an error)."""
+    """Every named block of ``package/filename``, keyed by name (duplicate names are an error).
+
+    A line ``-- include: fragment_x`` is replaced by the block ``fragment_x``; blocks named
+    ``fragment_*`` exist only to be included and are not returned."""
     text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     parts = _NAME.split(text)
-    queries: dict[str, str] = {}
+    raw: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in queries:
+        if name in raw:
             raise ValueError(f"{package}/{filename}: query {name!r} is defined twice")
-        queries[name] = _compact(body).rstrip(";").strip()
-    return queries
+        raw[name] = body
+    return {
+        name: _compact(_expand(name, raw, ())).rstrip(";").strip()
+        for name in raw
+        if not name.startswith("fragment_")
+    }
+
+
+def _expand(name: str, raw: dict[str, str], seen: tuple[str, ...]) -> str:
+    """The block ``name`` with each ``-- include: other`` line replaced by that block."""
+    if name in seen:
+        raise ValueError(f"query {name!r} includes itself")
+    if name not in raw:
+        raise ValueError(f"query {seen[-1]!r} includes unknown block {name!r}")
+
+    def include(match: re.Match[str]) -> str:
+        return _expand(match.group(1), raw, (*seen, name)).strip()
+
+    return _INCLUDE.sub(include, raw[name])
 
 
 def _compact(body: str) -> str:

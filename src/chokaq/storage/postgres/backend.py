@@ -123,8 +123,11 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             todo.append(i)
 
         if connection is None:
-            async with self.pool.connection() as conn:
+            async with self._connection("enqueue") as conn:
                 await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
+            # Committed: these queues' rows exist for good (queue rows are never deleted).
+            # Not learned from a caller's connection, whose transaction may still roll back.
+            self._ensured_queues.update(job.queue for job in checked)
         elif isinstance(connection, psycopg.AsyncConnection):
             await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
         elif isinstance(connection, psycopg.Connection):
@@ -154,8 +157,10 @@ class PostgresBackend(PostgresOperators, PostgresReads):
     ) -> None:
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
+        queues = {jobs[i].queue for i in todo}
+        query = "jobs_enqueue_known" if queues <= self._ensured_queues else "jobs_enqueue"
         while todo:
-            cur = await execute(self._q["jobs_enqueue"], self._enqueue_params(jobs, ids, todo, now))
+            cur = await execute(self._q[query], self._enqueue_params(jobs, ids, todo, now))
             inserted = {row[0] for row in await _fetchall(cur) if row[0] is not None}
             conflicted: list[int] = []
             for i in todo:

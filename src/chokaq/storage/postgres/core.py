@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, LiteralString
 
 import psycopg
@@ -50,6 +50,7 @@ class PostgresCore(Backend):
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] | None = None
         self._lanes: dict[str, psycopg.AsyncConnection[TupleRow]] = {}
         self._lane_locks: dict[str, asyncio.Lock] = {}
+        self._ensured_queues: set[str] = set()
         self._bulkheads: frozenset[str] = frozenset()
         self._bulkheads_read_at = float("-inf")  # monotonic seconds; -inf: read on next fetch
         self._migrations: list[Migration] = load_migrations(_PACKAGE)
@@ -93,6 +94,14 @@ class PostgresCore(Backend):
         costs more than the statement's own client work. When the lane is busy, the pool
         serves the statement instead, so a lane never makes anything wait.
         """
+        async with self._connection(lane) as conn:
+            return await self._run(conn, name, params)
+
+    @contextlib.asynccontextmanager
+    async def _connection(
+        self, lane: str | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[TupleRow]]:
+        """The lane's dedicated connection when it is free, else a pooled one."""
         if lane is not None:
             lock = self._lane_locks.setdefault(lane, asyncio.Lock())
             if not lock.locked():
@@ -101,13 +110,14 @@ class PostgresCore(Backend):
                     if conn is None or conn.closed:
                         conn = self._lanes[lane] = await self._connect()
                     try:
-                        return await self._run(conn, name, params)
+                        yield conn
                     except psycopg.OperationalError:
                         self._lanes.pop(lane, None)
                         await conn.close()
                         raise
+                    return
         async with self.pool.connection() as conn:
-            return await self._run(conn, name, params)
+            yield conn
 
     async def _run(
         self, conn: psycopg.AsyncConnection[TupleRow], name: str, params: Params | None

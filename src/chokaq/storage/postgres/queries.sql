@@ -47,11 +47,9 @@ SELECT coalesce(max(version), 0) FROM {schema}.schema_migrations
 -- Enqueue
 -- ---------------------------------------------------------------------------------------------
 
--- name: jobs_enqueue
--- One statement for a whole batch: the queue and counter rows are ensured, the jobs inserted
--- (sorted by key, so two batches sharing keys cannot deadlock on each other), and every queue
--- that got a job is notified; the notification is delivered when the transaction commits.
-WITH input AS (
+-- name: fragment_enqueue_input
+-- The rows of an enqueue batch, and the clock.
+input AS (
     SELECT *
     FROM unnest(
         %(ids)b::uuid[], %(queues)b::text[], %(types)b::text[], %(payloads)b::text[],
@@ -63,20 +61,12 @@ WITH input AS (
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
-),
-names AS MATERIALIZED (
-    SELECT DISTINCT queue FROM input
-),
-queue_rows AS (
-    INSERT INTO {schema}.queues (name, updated_at)
-    SELECT n.queue, c.now FROM names n CROSS JOIN clock c ORDER BY n.queue
-    ON CONFLICT (name) DO NOTHING
-),
-stats_rows AS (
-    INSERT INTO {schema}.stats_summary (queue)
-    SELECT queue FROM names ORDER BY queue
-    ON CONFLICT (queue) DO NOTHING
-),
+)
+
+-- name: fragment_enqueue_insert
+-- The jobs are inserted (sorted by key, so two batches sharing keys cannot deadlock on each
+-- other), and every queue that got a job is notified; the notification is delivered when the
+-- transaction commits.
 inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
@@ -98,6 +88,34 @@ woken AS MATERIALIZED (
 SELECT id::text FROM inserted
 UNION ALL
 SELECT NULL FROM woken
+
+-- name: jobs_enqueue
+-- One statement for a whole batch: the queue and counter rows are ensured, then the insert.
+WITH
+-- include: fragment_enqueue_input
+,
+names AS MATERIALIZED (
+    SELECT DISTINCT queue FROM input
+),
+queue_rows AS (
+    INSERT INTO {schema}.queues (name, updated_at)
+    SELECT n.queue, c.now FROM names n CROSS JOIN clock c ORDER BY n.queue
+    ON CONFLICT (name) DO NOTHING
+),
+stats_rows AS (
+    INSERT INTO {schema}.stats_summary (queue)
+    SELECT queue FROM names ORDER BY queue
+    ON CONFLICT (queue) DO NOTHING
+),
+-- include: fragment_enqueue_insert
+
+-- name: jobs_enqueue_known
+-- The same for queues this process has already ensured (queue and counter rows are never
+-- deleted), skipping two upserts on the producer's hot path.
+WITH
+-- include: fragment_enqueue_input
+,
+-- include: fragment_enqueue_insert
 
 -- name: jobs_by_keys
 SELECT idempotency_key, id::text
