@@ -84,6 +84,7 @@ class Worker:
         self._side_tasks: list[asyncio.Task[None]] = []
         self.finalizer: Finalizer | None = None
         self._storage_down_since: float | None = None
+        self._waiter: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop = cast(
             asyncio.AbstractEventLoop, None
         )  # run() sets it
@@ -97,6 +98,7 @@ class Worker:
             self._hurry = True
         self._hurry = self._hurry or hurry
         self._stopping.set()
+        self._poke()
 
     @property
     def stopping(self) -> bool:
@@ -116,6 +118,7 @@ class Worker:
             self.concurrency = n
             self.threads._max_workers = max(self.threads._max_workers, n)
             self._slot_freed.set()
+        self._poke()
 
     def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
         """``listener(event, fields)`` for job and worker events (metrics hook)."""
@@ -433,6 +436,7 @@ class Worker:
         if self.running.get(ex.job.id) is ex:
             del self.running[ex.job.id]
         self._slot_freed.set()
+        self._poke()
 
     def _on_finalized(self, move: Move, ex: Any, applied: bool) -> None:
         if applied and type(move) is SucceedMove and not self._verbose and not self.listeners:
@@ -492,6 +496,7 @@ class Worker:
     def _on_jobs(self, queue: str) -> None:
         if self.settings.queues is None or queue in self.settings.queues:
             self._wake.set()
+            self._poke()
 
     def _on_cancel(self, job_id: str) -> None:
         ex = self.running.get(job_id)
@@ -679,15 +684,28 @@ class Worker:
     # -- plumbing ---------------------------------------------------------------------------
 
     async def _wait(self, event: asyncio.Event | None, timeout: float | None) -> None:
-        """Wait for ``event``, the stop signal, or ``timeout`` seconds, whichever is first."""
-        waiters = [asyncio.ensure_future(self._stopping.wait())]
-        if event is not None:
-            waiters.append(asyncio.ensure_future(event.wait()))
+        """Wait for ``event``, the stop signal, or ``timeout`` seconds, whichever is first.
+
+        Only the fetch loop waits here, on one plain future that every wake-up resolves
+        (``_poke``): this is on the pickup path, where a task per waited event would cost more
+        than the wait itself.
+        """
+        if self._stopping.is_set() or (event is not None and event.is_set()):
+            return
+        waiter = self._waiter = self._loop.create_future()
+        timer = self._loop.call_later(timeout, self._poke) if timeout is not None else None
         try:
-            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await waiter
         finally:
-            for waiter in waiters:
-                waiter.cancel()
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    def _poke(self) -> None:
+        """Wake the fetch loop if it is waiting (after setting the event it waits for)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _supervise(self, name: str, fn: Callable[[], Awaitable[None]]) -> None:
         while True:
