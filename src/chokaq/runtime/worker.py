@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import socket
@@ -30,18 +29,19 @@ from ..models import (
     ClaimedJob,
     FailMove,
     FailureReason,
-    Heartbeat,
     Lease,
     Move,
     QueueInfo,
     RetryMove,
     SucceedMove,
-    WorkerInfo,
 )
 from .circuit import CircuitBreakers, CircuitState
 from .executor import Execution, StopReason, execute
 from .finalizer import Finalizer
+from .heartbeat import Heartbeats
 from .maintenance import Maintenance
+from .registry import Registry
+from .report import report_outcome
 from .settings import WorkerSettings
 
 if TYPE_CHECKING:
@@ -51,8 +51,6 @@ __all__ = ["Worker"]
 
 WARNING = 30
 ERROR = 40
-WATCHDOG_SECONDS = 0.05
-ABANDON_AFTER_SECONDS = 10.0
 
 
 class Worker:
@@ -78,11 +76,12 @@ class Worker:
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self._wake = asyncio.Event()
         self._slot_freed = asyncio.Event()
-        self._beat_now = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
         self._side_tasks: list[asyncio.Task[None]] = []
         self.finalizer: Finalizer | None = None
+        self.heartbeats = Heartbeats(self)
+        self.registry = Registry(self)
         self._storage_down_since: float | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop = cast(
@@ -138,7 +137,9 @@ class Worker:
         self._verbose = logger.isEnabledFor(10)
         await self.app.open()
         backend = self.app.backend
-        self.finalizer = Finalizer(backend, self.settings.finalize_batch_max, self._on_finalized)
+        self.finalizer = Finalizer(
+            backend, self.settings.finalize_batch_max, partial(report_outcome, self)
+        )
         notifier = backend.notifier()
         listening = False
         try:
@@ -154,9 +155,9 @@ class Worker:
         maintenance = Maintenance(self)
         supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("finalizer", self.finalizer.run),
-            ("heartbeat", self._heartbeat_loop),
-            ("watchdog", self._watchdog_loop),
-            ("registry", self._registry_loop),
+            ("heartbeat", self.heartbeats.run),
+            ("watchdog", self.heartbeats.watchdog),
+            ("registry", self.registry.run),
             ("maintenance", maintenance.run),
         ]
         self._side_tasks = [
@@ -355,9 +356,9 @@ class Worker:
             is_pipe=is_pipe,
             started=now,
         )
-        ex.next_beat = now + self._beat_interval()
+        ex.next_beat = now + self.heartbeats.interval()
         context._loop = self._loop
-        context._beat = partial(self._request_beat, ex)
+        context._beat = partial(self.heartbeats.request, ex)
         self.running[job.id] = ex
         ex.task = self._loop.create_task(self._run_one(ex))
         if self.listeners:
@@ -438,59 +439,6 @@ class Worker:
         self._slot_freed.set()
         self._poke()
 
-    def _on_finalized(self, move: Move, ex: Any, applied: bool) -> None:
-        if applied and type(move) is SucceedMove and not self._verbose and not self.listeners:
-            return  # the common case, kept cheap: nothing to log or count
-        job: ClaimedJob = ex.job
-        kind = type(move).__name__.removesuffix("Move").lower()
-        fields: dict[str, Any] = {"job_id": job.id, "type": job.type, "queue": job.queue}
-        if not applied:
-            log_event(
-                Event.TRANSITION_NOT_APPLIED,
-                "transition not applied (lease no longer held)",
-                level=WARNING,
-                transition=kind,
-                **fields,
-            )
-            self.emit("conflict", transition=kind, **fields)
-            return
-        if type(move) is SucceedMove:
-            log_event(
-                Event.JOB_SUCCEEDED,
-                "job succeeded",
-                level=10,
-                duration=move.duration_seconds,
-                **fields,
-            )
-            self.emit("succeeded", duration=move.duration_seconds, **fields)
-        elif isinstance(move, FailMove):
-            event = {
-                "FATAL_ERROR": Event.JOB_FATAL,
-                "TIMEOUT": Event.JOB_TIMED_OUT,
-                "CANCELLED": Event.JOB_CANCELLED,
-                "REJECTED": Event.JOB_REJECTED,
-                "RETRY_LIFETIME_EXPIRED": Event.JOB_LIFETIME_EXPIRED,
-            }.get(move.reason.name, Event.JOB_RETRIES_EXHAUSTED)
-            log_event(event, "job dead-lettered", level=WARNING, reason=move.reason.name, **fields)
-            self.emit("failed", reason=move.reason, duration=move.duration_seconds, **fields)
-        elif isinstance(move, RetryMove):
-            if move.count_retry:
-                log_event(
-                    Event.JOB_RETRY_SCHEDULED,
-                    "job will retry",
-                    level=20,
-                    run_at=move.run_at,
-                    **fields,
-                )
-                self.emit("retried", **fields)
-            elif move.refund_attempt:
-                self.emit("deferred", **fields)
-            else:
-                log_event(
-                    Event.JOB_SHUTDOWN_REQUEUED, "job put back to pending at shutdown", **fields
-                )
-                self.emit("requeued", **fields)
-
     # -- notifications ----------------------------------------------------------------------
 
     def _on_jobs(self, queue: str) -> None:
@@ -502,160 +450,7 @@ class Worker:
         ex = self.running.get(job_id)
         if ex is not None:
             log_event(Event.JOB_CANCEL_REQUESTED, "cancel requested", job_id=job_id)
-            self._request_beat(ex)
-
-    def _request_beat(self, ex: Execution) -> None:
-        ex.beat_now = True
-        self._beat_now.set()
-
-    # -- heartbeats -------------------------------------------------------------------------
-
-    def _beat_interval(self) -> float:
-        return random.uniform(
-            self.settings.heartbeat_min_seconds, self.settings.heartbeat_max_seconds
-        )
-
-    async def _heartbeat_loop(self) -> None:
-        backend = self.app.backend
-        while True:
-            self._beat_now.clear()
-            now = time.monotonic()
-            due = [
-                ex
-                for ex in self.running.values()
-                if (ex.beat_now or ex.next_beat <= now) and ex.stop_reason is None
-            ]
-            if due:
-                for ex in due:
-                    ex.beat_now = False
-                    ex.next_beat = now + self._beat_interval()
-                beats = [Heartbeat(ex.job.lease, ex.context.progress) for ex in due]
-                try:
-                    acks = await backend.jobs_heartbeat(beats=beats)
-                except StorageError as exc:
-                    self._heartbeat_failed(due, exc)
-                else:
-                    for ex, ack in zip(due, acks, strict=True):
-                        ex.beat_failures = 0
-                        if not ack.owned:
-                            ex.stop(StopReason.LEASE_LOST)
-                        elif ack.cancel_requested:
-                            ex.stop(StopReason.CANCELLED, ack.cancel_requested_by)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._beat_now.wait(), timeout=0.5)
-
-    def _heartbeat_failed(self, due: list[Execution], exc: Exception) -> None:
-        threshold = self.settings.heartbeat_failure_threshold
-        for ex in due:
-            ex.beat_failures += 1
-            self.emit("heartbeat_failed", job_id=ex.job.id, type=ex.job.type, queue=ex.job.queue)
-            log_event(
-                Event.JOB_HEARTBEAT_FAILED,
-                "heartbeat failed",
-                level=WARNING,
-                job_id=ex.job.id,
-                failures=ex.beat_failures,
-                error=str(exc),
-            )
-            if ex.beat_failures >= threshold:
-                log_event(
-                    Event.JOB_HEARTBEAT_THRESHOLD,
-                    "heartbeat failure threshold reached",
-                    level=ERROR,
-                    job_id=ex.job.id,
-                    cancelling=self.settings.cancel_on_heartbeat_failure,
-                )
-                if self.settings.cancel_on_heartbeat_failure:
-                    ex.stop(StopReason.HEARTBEAT_FAILURE)
-                else:
-                    ex.beat_failures = 0  # keep running; rescue is the final authority
-
-    async def _watchdog_loop(self) -> None:
-        """Enforce execution timeouts: one timer for every running job, checked every
-        ``WATCHDOG_SECONDS`` (a job is stopped at most that late), instead of a timer per job."""
-        while True:
-            self._watchdog(time.monotonic())
-            await asyncio.sleep(WATCHDOG_SECONDS)
-
-    def _watchdog(self, now: float) -> None:
-        """Stop jobs past their timeout; abandon one that outlived it by 10 s without
-        returning (it ignored cancellation): record its timeout and free the slot."""
-        for ex in list(self.running.values()):
-            overrun = now - ex.started - ex.timeout_seconds
-            if overrun < 0 or ex.abandoned:
-                continue
-            if ex.stop_reason is None:
-                ex.stop(StopReason.TIMEOUT)
-            if overrun < ABANDON_AFTER_SECONDS:
-                continue
-            ex.abandoned = True
-            self._done(ex)
-            log_event(
-                Event.JOB_SYNC_OVERRAN,
-                "job ignored its timeout; abandoned",
-                level=ERROR,
-                job_id=ex.job.id,
-                timeout=ex.timeout_seconds,
-            )
-            assert self.finalizer is not None
-            self.finalizer.submit(
-                FailMove(
-                    ex.job.lease,
-                    FailureReason.TIMEOUT,
-                    f"Timeout: the handler ran past its execution timeout of "
-                    f"{ex.timeout_seconds:g} s and did not stop when cancelled",
-                    duration_seconds=now - ex.started,
-                ),
-                ex,
-            )
-
-    # -- registry, queues, operator requests -------------------------------------------------
-
-    def info(self) -> WorkerInfo:
-        now = datetime.now(UTC)
-        return WorkerInfo(
-            id=self.id,
-            hostname=socket.gethostname(),
-            pid=os.getpid(),
-            queues=tuple(self.settings.queues or ()),
-            concurrency=self.concurrency,
-            desired_concurrency=None,
-            running=len(self.running),
-            state=self.state,
-            started_at=self.started_at,
-            heartbeat_at=now,
-            circuits=json.dumps([c.as_json() for c in self.circuits.snapshot()]),
-        )
-
-    async def _registry_loop(self) -> None:
-        backend = self.app.backend
-        while True:
-            try:
-                control = await backend.worker_beat(self.info())
-                if control.desired_concurrency and control.desired_concurrency != self.concurrency:
-                    self.set_concurrency(control.desired_concurrency)
-                for key in control.close_circuits:
-                    self.circuits.force_close(key)
-                queues = {q.name: q for q in await backend.queue_list()}
-                self.queues = queues
-                if self.buffer:
-                    await self._release_paused()
-            except StorageError as exc:
-                self._storage_trouble(exc)
-            await asyncio.sleep(self.settings.worker_beat_interval_seconds)
-
-    async def _release_paused(self) -> None:
-        keep: deque[ClaimedJob] = deque()
-        release = []
-        for job in self.buffer:
-            queue = self.queues.get(job.queue)
-            if queue is not None and (queue.paused or not queue.active):
-                release.append(job)
-            else:
-                keep.append(job)
-        if release:
-            self.buffer = keep
-            await self._release(release)
+            self.heartbeats.request(ex)
 
     def _circuit_event(self, key: str, state: CircuitState, event: str) -> None:
         self.emit("circuit", key=key, state=state.value, event=event)

@@ -1,0 +1,146 @@
+"""Heartbeats and the timeout watchdog of a worker's running jobs.
+
+Every running job heartbeats at a jittered interval, in one round trip for all jobs due; an
+acknowledgement that the lease is gone stops the job (its outcome is no longer ours), and a
+cancel request stops it as CANCELLED. The watchdog enforces execution timeouts with one timer
+for all jobs. Owns neither the jobs nor their outcomes: it only stops them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import StorageError
+from ..logs import Event, log_event
+from ..models import FailMove, FailureReason, Heartbeat
+from .executor import Execution, StopReason
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+__all__ = ["ABANDON_AFTER_SECONDS", "WATCHDOG_SECONDS", "Heartbeats"]
+
+WARNING = 30
+ERROR = 40
+WATCHDOG_SECONDS = 0.05
+ABANDON_AFTER_SECONDS = 10.0
+
+
+class Heartbeats:
+    """The heartbeat and watchdog side tasks of one worker."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.now_event = asyncio.Event()
+
+    def request(self, ex: Execution) -> None:
+        """Heartbeat ``ex`` at once (progress moved, a long step starts, a cancel was heard)."""
+        ex.beat_now = True
+        self.now_event.set()
+
+    def interval(self) -> float:
+        settings = self.worker.settings
+        return random.uniform(settings.heartbeat_min_seconds, settings.heartbeat_max_seconds)
+
+    async def run(self) -> None:
+        worker = self.worker
+        backend = worker.app.backend
+        while True:
+            self.now_event.clear()
+            now = time.monotonic()
+            due = [
+                ex
+                for ex in worker.running.values()
+                if (ex.beat_now or ex.next_beat <= now) and ex.stop_reason is None
+            ]
+            if due:
+                for ex in due:
+                    ex.beat_now = False
+                    ex.next_beat = now + self.interval()
+                beats = [Heartbeat(ex.job.lease, ex.context.progress) for ex in due]
+                try:
+                    acks = await backend.jobs_heartbeat(beats=beats)
+                except StorageError as exc:
+                    self._failed(due, exc)
+                else:
+                    for ex, ack in zip(due, acks, strict=True):
+                        ex.beat_failures = 0
+                        if not ack.owned:
+                            ex.stop(StopReason.LEASE_LOST)
+                        elif ack.cancel_requested:
+                            ex.stop(StopReason.CANCELLED, ack.cancel_requested_by)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.now_event.wait(), timeout=0.5)
+
+    def _failed(self, due: list[Execution], exc: Exception) -> None:
+        settings = self.worker.settings
+        threshold = settings.heartbeat_failure_threshold
+        for ex in due:
+            ex.beat_failures += 1
+            self.worker.emit(
+                "heartbeat_failed", job_id=ex.job.id, type=ex.job.type, queue=ex.job.queue
+            )
+            log_event(
+                Event.JOB_HEARTBEAT_FAILED,
+                "heartbeat failed",
+                level=WARNING,
+                job_id=ex.job.id,
+                failures=ex.beat_failures,
+                error=str(exc),
+            )
+            if ex.beat_failures >= threshold:
+                log_event(
+                    Event.JOB_HEARTBEAT_THRESHOLD,
+                    "heartbeat failure threshold reached",
+                    level=ERROR,
+                    job_id=ex.job.id,
+                    cancelling=settings.cancel_on_heartbeat_failure,
+                )
+                if settings.cancel_on_heartbeat_failure:
+                    ex.stop(StopReason.HEARTBEAT_FAILURE)
+                else:
+                    ex.beat_failures = 0  # keep running; rescue is the final authority
+
+    async def watchdog(self) -> None:
+        """Enforce execution timeouts: one timer for every running job, checked every
+        ``WATCHDOG_SECONDS`` (a job is stopped at most that late), instead of a timer per job."""
+        while True:
+            self.check_timeouts(time.monotonic())
+            await asyncio.sleep(WATCHDOG_SECONDS)
+
+    def check_timeouts(self, now: float) -> None:
+        """Stop jobs past their timeout; abandon one that outlived it by 10 s without
+        returning (it ignored cancellation): record its timeout and free the slot."""
+        worker = self.worker
+        for ex in list(worker.running.values()):
+            overrun = now - ex.started - ex.timeout_seconds
+            if overrun < 0 or ex.abandoned:
+                continue
+            if ex.stop_reason is None:
+                ex.stop(StopReason.TIMEOUT)
+            if overrun < ABANDON_AFTER_SECONDS:
+                continue
+            ex.abandoned = True
+            worker._done(ex)
+            log_event(
+                Event.JOB_SYNC_OVERRAN,
+                "job ignored its timeout; abandoned",
+                level=ERROR,
+                job_id=ex.job.id,
+                timeout=ex.timeout_seconds,
+            )
+            assert worker.finalizer is not None
+            worker.finalizer.submit(
+                FailMove(
+                    ex.job.lease,
+                    FailureReason.TIMEOUT,
+                    f"Timeout: the handler ran past its execution timeout of "
+                    f"{ex.timeout_seconds:g} s and did not stop when cancelled",
+                    duration_seconds=now - ex.started,
+                ),
+                ex,
+            )
