@@ -178,6 +178,10 @@ async def test_fatal_error_keeps_its_stack_trace(make_app: Callable[..., App]) -
     view = await app.backend.job_get(job_id)
     assert view is not None and view.error is not None
     assert "Traceback" in view.error and "order 7 cannot be parsed" in view.error
+    # The first line names the exception: the DLQ groups error families on it.
+    assert view.error.splitlines()[0] == "chokaq.errors.FatalError: order 7 cannot be parsed"
+    [family] = await app.backend.dlq_top_errors()
+    assert family.prefix == "chokaq.errors.FatalError: order 7 cannot be parsed"
 
 
 async def test_throttled_retry_after_is_honoured_exactly(make_app: Callable[..., App]) -> None:

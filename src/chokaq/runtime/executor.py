@@ -89,7 +89,11 @@ class Execution:
 
 
 def _error_text(exc: BaseException) -> str:
-    text = storable("".join(traceback.format_exception(exc)).strip()) or ""
+    # The exception line comes first, so the error's first line names it (the DLQ's error
+    # families group on it), then the full trace.
+    head = "".join(traceback.format_exception_only(exc)).strip()
+    trace = "".join(traceback.format_exception(exc)).strip()
+    text = storable(f"{head}\n\n{trace}") or ""
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 20] + "\n... (truncated)"
     return text

@@ -465,7 +465,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     async def dlq_top_errors(self, *, limit: int = 5, scan: int = 5000) -> list[ErrorGroup]:
         """The most frequent error families among the newest ``scan`` DLQ rows: grouped by
-        reason and the first 160 characters of the error (whitespace collapsed)."""
+        reason and the error's first line (whitespace collapsed, at most 160 characters)."""
 
     @abc.abstractmethod
     async def jobs_page(

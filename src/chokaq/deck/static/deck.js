@@ -254,15 +254,10 @@
     });
   }
 
-  // The group's prefix has whitespace collapsed, so search on its first stretch that cannot
-  // span a collapsed newline: up to the first ": " boundary, at most 80 characters.
+  // The group's prefix is the error's first line (the exception and its message), which
+  // every error of the group starts with: search on it.
   function searchTermOf(prefix) {
-    // A traceback: its frames ("File "x.py", line 3, in f") never span a newline.
-    var frames = prefix.match(/File "[^"]*", line \d+, in [^\s]+/g);
-    if (prefix.indexOf("Traceback") === 0 && frames) { return frames[frames.length - 1]; }
-    var cut = prefix.slice(0, 80);
-    var colon = cut.indexOf(": ");
-    return colon > 8 ? cut.slice(0, colon + 1) : cut;
+    return prefix;
   }
 
   function showErrorGroup(g) {

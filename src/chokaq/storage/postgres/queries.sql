@@ -774,7 +774,10 @@ WITH recent AS (
 ),
 families AS (
     SELECT failure_reason,
-           rtrim(left(btrim(regexp_replace(coalesce(error, ''), '\s+', ' ', 'g')), 160)) AS prefix,
+           -- The family is the error's first line (the exception and its message), whitespace
+           -- collapsed, at most 160 characters.
+           rtrim(left(btrim(regexp_replace(
+               split_part(btrim(coalesce(error, '')), E'\n', 1), '\s+', ' ', 'g')), 160)) AS prefix,
            failed_at
     FROM recent
 )

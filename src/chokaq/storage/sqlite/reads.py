@@ -193,7 +193,10 @@ def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
     because SQLite has no regular-expression replace to collapse whitespace)."""
     groups: dict[tuple[int, str], list[float]] = {}
     for reason, error, failed_at in db.conn.execute(db.q["dlq_newest_errors"], {"scan": scan}):
-        prefix = " ".join((error or "").split())[:160].strip() or "(empty error details)"
+        # The family is the error's first line (the exception and its message), whitespace
+        # collapsed, at most 160 characters.
+        first_line = (error or "").strip().split("\n", 1)[0]
+        prefix = " ".join(first_line.split())[:160].strip() or "(empty error details)"
         group = groups.setdefault((reason, prefix), [0, failed_at])
         group[0] += 1
         group[1] = max(group[1], failed_at)
