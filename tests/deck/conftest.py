@@ -162,7 +162,7 @@ def _browser_unavailable() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     reason = _browser_unavailable()
     if reason is not None:
