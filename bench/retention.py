@@ -36,8 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from chokaq import App  # noqa: E402
-from chokaq.cli.purge import purge_pillar  # noqa: E402
 from chokaq.models import Pillar  # noqa: E402
+from chokaq.runtime.maintenance import purge_pillar  # noqa: E402
 
 PG_URL = os.environ.get("CHOKAQ_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -155,7 +155,7 @@ async def run(schema: str, args: argparse.Namespace, app_dir: str) -> None:
         before = (await app.backend.stats_summary()).succeeded_total
         started = time.perf_counter()
         deleted = await purge_pillar(
-            app, Pillar.ARCHIVE, cutoff, step=args.step, rest_ratio=args.rest
+            app.backend, Pillar.ARCHIVE, cutoff, step=args.step, rest_ratio=args.rest
         )
         purge_seconds = time.perf_counter() - started
         during_jobs = (await app.backend.stats_summary()).succeeded_total - before
@@ -194,7 +194,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--step", type=int, default=1000, help="rows per purge call")
     parser.add_argument(
-        "--rest", type=float, default=1.0, help="rest this many times each batch's duration"
+        "--rest", type=float, default=4.0, help="rest this many times each batch's duration"
     )
     parser.add_argument("--warmup-seconds", type=float, default=3.0)
     parser.add_argument("--baseline-seconds", type=float, default=10.0)

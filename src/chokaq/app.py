@@ -398,8 +398,8 @@ class App:
 
     async def close(self) -> None:
         """Close the backend (and the background loop of the sync client, if started)."""
-        if self._backend is not None and self._opened:
-            await self._backend.close()
+        if self._backend is not None:
+            await self._backend.close()  # also after a failed open: no connection left behind
         self._opened = False
         self._backend = None
         if self._portal is not None:

@@ -9,9 +9,7 @@ it.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import click
@@ -26,43 +24,10 @@ from rich.progress import (
 
 from ..app import App
 from ..models import JobFilter, Pillar
+from ..runtime.maintenance import REST_RATIO, purge_pillar
 from .options import console, make_app, run_with_app, store_options
 
-__all__ = ["COMMANDS", "purge_pillar"]
-
-# Rows per call of the backend's batched purge; progress is refreshed between calls.
-STEP = 1000
-# After each call the purge rests this many times as long as the call took, so that on a busy
-# database retention takes at most half of one connection's time and the workers keep their
-# throughput (bench/retention.py measures it). 0 purges flat out.
-REST_RATIO = 1.0
-
-
-async def purge_pillar(
-    app: App,
-    pillar: Pillar,
-    older_than: datetime,
-    on_progress: Callable[[int], None] | None = None,
-    step: int = STEP,
-    rest_ratio: float = REST_RATIO,
-) -> int:
-    """Delete every ``pillar`` row older than ``older_than``, ``step`` rows per call, resting
-    ``rest_ratio`` times each call's duration between calls."""
-    backend = app.backend
-    purge: Callable[..., Awaitable[int]] = (
-        backend.archive_purge if pillar is Pillar.ARCHIVE else backend.dlq_purge_older
-    )
-    total = 0
-    while True:
-        started = time.perf_counter()
-        deleted = await purge(older_than=older_than, limit=step)
-        total += deleted
-        if on_progress is not None:
-            on_progress(deleted)
-        if deleted < step:
-            return total
-        if rest_ratio > 0:
-            await asyncio.sleep((time.perf_counter() - started) * rest_ratio)
+__all__ = ["COMMANDS"]
 
 
 def _advancer(progress: Progress, task: TaskID) -> Callable[[int], None]:
@@ -154,7 +119,7 @@ def purge(
                 )
                 task = progress.add_task(f"{name} rows", total=count.total)
                 done[name] = await purge_pillar(
-                    app, pillar, cutoff, _advancer(progress, task), rest_ratio=rest
+                    backend, pillar, cutoff, _advancer(progress, task), rest_ratio=rest
                 )
                 progress.update(task, total=max(count.total, done[name]), completed=done[name])
             if not no_metrics:

@@ -11,17 +11,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from ..logs import Event, log_event
-from ..storage import Leadership
+from ..models import Pillar
+from ..storage import Backend, Leadership
 
 if TYPE_CHECKING:
     from .worker import Worker
 
-__all__ = ["Maintenance", "run_retention"]
+__all__ = ["REST_RATIO", "STEP", "Maintenance", "purge_pillar", "run_retention"]
 
 
 class Maintenance:
@@ -97,11 +99,17 @@ async def run_retention(worker: Worker, *, now: datetime | None = None) -> dict[
     backend = worker.app.backend
     now = now or datetime.now(UTC)
     done = {
-        "archive": await backend.archive_purge(
-            older_than=now - timedelta(days=settings.retention_archive_days)
+        "archive": await purge_pillar(
+            backend,
+            Pillar.ARCHIVE,
+            now - timedelta(days=settings.retention_archive_days),
+            rest_ratio=settings.retention_rest_ratio,
         ),
-        "dlq": await backend.dlq_purge_older(
-            older_than=now - timedelta(days=settings.retention_dlq_days)
+        "dlq": await purge_pillar(
+            backend,
+            Pillar.DLQ,
+            now - timedelta(days=settings.retention_dlq_days),
+            rest_ratio=settings.retention_rest_ratio,
         ),
         "rolled_up": await backend.metrics_rollup(
             older_than=now - timedelta(seconds=settings.metrics_second_buckets_seconds)
@@ -114,3 +122,37 @@ async def run_retention(worker: Worker, *, now: datetime | None = None) -> dict[
     if any(done.values()):
         log_event(Event.RETENTION_PURGED, "retention pass", **done)
     return done
+
+
+# Rows per call of the backend's batched purge; progress is refreshed between calls.
+STEP = 1000
+# After each call the purge rests this many times as long as the call took, so that on a busy
+# database retention takes at most a fifth of one connection's time and the workers keep
+# their throughput (bench/retention.py measures it). 0 purges flat out.
+REST_RATIO = 4.0
+
+
+async def purge_pillar(
+    backend: Backend,
+    pillar: Pillar,
+    older_than: datetime,
+    on_progress: Callable[[int], None] | None = None,
+    step: int = STEP,
+    rest_ratio: float = REST_RATIO,
+) -> int:
+    """Delete every ``pillar`` row older than ``older_than``, ``step`` rows per call, resting
+    ``rest_ratio`` times each call's duration between calls."""
+    purge: Callable[..., Awaitable[int]] = (
+        backend.archive_purge if pillar is Pillar.ARCHIVE else backend.dlq_purge_older
+    )
+    total = 0
+    while True:
+        started = time.perf_counter()
+        deleted = await purge(older_than=older_than, limit=step)
+        total += deleted
+        if on_progress is not None:
+            on_progress(deleted)
+        if deleted < step:
+            return total
+        if rest_ratio > 0:
+            await asyncio.sleep((time.perf_counter() - started) * rest_ratio)

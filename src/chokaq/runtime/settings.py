@@ -44,7 +44,11 @@ class WorkerSettings:
         circuit_delay_seconds: how far a job claimed while its circuit is open is deferred.
         fatal_exceptions: exception types that skip retries (in addition to FatalError).
         sync_threads: threads for sync handlers (``None``: concurrency).
-        retention_*: what the elected worker deletes (see chokaq.runtime.maintenance).
+        retention_archive_days: archive rows older than this are deleted by the elected worker.
+        retention_dlq_days: DLQ rows older than this are deleted by the elected worker.
+        retention_interval_seconds: how often the elected worker runs retention.
+        retention_rest_ratio: after each batch it deletes, retention rests this many times as
+            long as the batch took, so workers keep their throughput (0: flat out).
         metrics_port / metrics_host: where the worker serves Prometheus metrics and health
             checks (``None``: not served).
     """
@@ -73,6 +77,7 @@ class WorkerSettings:
     retention_archive_days: float = 7.0
     retention_dlq_days: float = 30.0
     retention_interval_seconds: float = 300.0
+    retention_rest_ratio: float = 4.0
     metrics_second_buckets_seconds: float = 3600.0
     metrics_minute_buckets_days: float = 14.0
     metrics_port: int | None = None

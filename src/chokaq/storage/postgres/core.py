@@ -24,6 +24,7 @@ from ..sqlfile import Migration, load_migrations, load_queries
 
 __all__ = ["PostgresCore"]
 
+SESSION_OPTIONS = "-c timezone=UTC"  # every timestamp we read back is UTC
 _PACKAGE = "chokaq.storage.postgres"
 
 Params = Mapping[str, Any]
@@ -74,9 +75,6 @@ class PostgresCore(Backend):
         return StorageError(f"{type(exc).__name__}: {exc}")
 
     # -- connections ------------------------------------------------------------------------
-
-    async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute(self._q["session_setup"])
 
     @property
     def pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]]:
@@ -162,8 +160,9 @@ class PostgresCore(Backend):
 
     async def _connect(self) -> psycopg.AsyncConnection[TupleRow]:
         """A dedicated (non-pool) autocommit connection, for listening and leadership."""
-        conn = await psycopg.AsyncConnection.connect(self.settings.url, autocommit=True)
-        await self._configure(conn)
+        conn = await psycopg.AsyncConnection.connect(
+            self.settings.url, autocommit=True, options=SESSION_OPTIONS
+        )
         return conn
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -175,8 +174,9 @@ class PostgresCore(Backend):
             self.settings.url,
             min_size=self.settings.pool_min_size,
             max_size=max(self.settings.pool_max_size, self.settings.pool_min_size),
-            kwargs={"autocommit": True},
-            configure=self._configure,
+            # Session settings travel with the connection request instead of a configure
+            # callback: a pool closing while it grows cannot then drop a half-set-up connection.
+            kwargs={"autocommit": True, "options": SESSION_OPTIONS},
             open=False,
             name=f"chokaq-{self.schema}",
         )

@@ -37,15 +37,36 @@ SELECT EXISTS (
     WHERE schemaname = %(schema)s AND tablename = 'schema_migrations'
 )
 
--- name: session_setup
-SET TIME ZONE 'UTC'
-
 -- name: schema_version
 SELECT coalesce(max(version), 0) FROM {schema}.schema_migrations
 
 -- ---------------------------------------------------------------------------------------------
 -- Enqueue
 -- ---------------------------------------------------------------------------------------------
+
+-- name: fragment_ensure_queues
+-- Queue and counter rows for every queue in ``names`` (race-safe, sorted so that concurrent
+-- statements take the row locks in the same order).
+queue_rows AS (
+    INSERT INTO {schema}.queues (name, updated_at)
+    SELECT n.queue, k.now FROM names n CROSS JOIN clock k ORDER BY n.queue
+    ON CONFLICT (name) DO NOTHING
+),
+stats_rows AS (
+    INSERT INTO {schema}.stats_summary (queue)
+    SELECT queue FROM names ORDER BY queue
+    ON CONFLICT (queue) DO NOTHING
+)
+
+-- name: fragment_notify_inserted
+-- Wake the workers of every queue that got a job in ``inserted`` (delivered at commit), and
+-- return the ids inserted.
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
+)
+SELECT id::text FROM inserted
+UNION ALL
+SELECT NULL FROM woken
 
 -- name: fragment_enqueue_input
 -- The rows of an enqueue batch, and the clock.
@@ -82,12 +103,7 @@ inserted AS (
     ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, queue
 ),
-woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
-)
-SELECT id::text FROM inserted
-UNION ALL
-SELECT NULL FROM woken
+-- include: fragment_notify_inserted
 
 -- name: jobs_enqueue
 -- One statement for a whole batch: the queue and counter rows are ensured, then the insert.
@@ -97,16 +113,8 @@ WITH
 names AS MATERIALIZED (
     SELECT DISTINCT queue FROM input
 ),
-queue_rows AS (
-    INSERT INTO {schema}.queues (name, updated_at)
-    SELECT n.queue, c.now FROM names n CROSS JOIN clock c ORDER BY n.queue
-    ON CONFLICT (name) DO NOTHING
-),
-stats_rows AS (
-    INSERT INTO {schema}.stats_summary (queue)
-    SELECT queue FROM names ORDER BY queue
-    ON CONFLICT (queue) DO NOTHING
-),
+-- include: fragment_ensure_queues
+,
 -- include: fragment_enqueue_insert
 
 -- name: jobs_enqueue_known
@@ -211,8 +219,9 @@ claimed AS (
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
--- name: jobs_start
-WITH clock AS MATERIALIZED (
+-- name: fragment_lease_input
+-- The clock (with a relaxed commit: see jobs_fetch) and the leases of a batch, as ``v``.
+clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
 ),
@@ -220,6 +229,10 @@ v AS (
     SELECT * FROM unnest(%(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[])
         AS v(id, worker_id, token)
 )
+
+-- name: jobs_start
+WITH
+-- include: fragment_lease_input
 UPDATE {schema}.jobs_hot h
 SET status = 2,
     attempt_count = h.attempt_count + 1,
@@ -251,14 +264,8 @@ WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.toke
 RETURNING h.id::text, h.cancel_requested_at IS NOT NULL, h.cancelled_by
 
 -- name: jobs_release
-WITH clock AS MATERIALIZED (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
-),
-v AS (
-    SELECT * FROM unnest(%(ids)b::uuid[], %(workers)b::text[], %(tokens)b::text[])
-        AS v(id, worker_id, token)
-)
+WITH
+-- include: fragment_lease_input
 UPDATE {schema}.jobs_hot h
 SET status = 0,
     worker_id = NULL,
@@ -270,6 +277,55 @@ FROM v, clock k
 WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
   AND h.status = 1
 RETURNING h.id::text
+
+-- name: fragment_dlq_insert
+-- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel).
+INSERT INTO {schema}.jobs_dlq (
+    id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
+    max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
+    created_at, started_at, failed_at, duration_seconds
+)
+
+-- name: fragment_failed_counts
+-- The rows of ``done`` (moved to the DLQ at clock ``k``, each with its ``failure_reason``)
+-- counted as failed: the queue's lifetime counter and its 1-second bucket per reason.
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET failed_total = s.failed_total + excluded.failed_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+),
+buckets AS (
+-- include: fragment_buckets_insert
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, d.failure_reason, count(*), 0, 0,
+           NULL, min(k.now)
+    FROM done d CROSS JOIN clock k
+    GROUP BY d.queue, d.failure_reason
+    ORDER BY d.queue, d.failure_reason
+    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
+    SET completed_count = b.completed_count + excluded.completed_count,
+        updated_at = excluded.updated_at
+)
+
+-- name: fragment_buckets_insert
+-- The columns of a 1-second (or rolled-up) metric bucket.
+INSERT INTO {schema}.metric_buckets AS b (
+    width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+    duration_count, total_duration_seconds, max_duration_seconds, updated_at
+)
+
+-- name: fragment_buckets_merge
+-- Fold a new bucket into an existing one: sum the counts and durations, keep the max.
+ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
+SET completed_count = b.completed_count + excluded.completed_count,
+    duration_count = b.duration_count + excluded.duration_count,
+    total_duration_seconds = b.total_duration_seconds + excluded.total_duration_seconds,
+    max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
+    updated_at = excluded.updated_at
 
 -- name: jobs_finalize
 -- Succeed, fail and retry moves of a batch in one statement: the rows leave hot (or go back to
@@ -310,11 +366,7 @@ archived AS (
     WHERE d.kind = 0
 ),
 buried AS (
-    INSERT INTO {schema}.jobs_dlq (
-        id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
-        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-        created_at, started_at, failed_at, duration_seconds
-    )
+-- include: fragment_dlq_insert
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.reason, d.error,
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
            d.last_modified_by, d.actor, d.created_at, d.started_at, k.now, d.duration
@@ -362,10 +414,7 @@ stats AS (
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
 ),
 buckets AS (
-    INSERT INTO {schema}.metric_buckets AS b (
-        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_seconds, max_duration_seconds, updated_at
-    )
+-- include: fragment_buckets_insert
     SELECT 1, date_trunc('second', min(k.now)), d.queue, d.kind,
            CASE WHEN d.kind = 0 THEN -1 ELSE d.reason END,
            count(*), count(d.duration), coalesce(sum(d.duration), 0), max(d.duration),
@@ -373,12 +422,7 @@ buckets AS (
     FROM done d CROSS JOIN clock k
     GROUP BY 3, 4, 5
     ORDER BY 3, 4, 5
-    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
-    SET completed_count = b.completed_count + excluded.completed_count,
-        duration_count = b.duration_count + excluded.duration_count,
-        total_duration_seconds = b.total_duration_seconds + excluded.total_duration_seconds,
-        max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
-        updated_at = excluded.updated_at
+-- include: fragment_buckets_merge
 )
 SELECT id::text FROM done
 UNION ALL
@@ -423,45 +467,18 @@ done AS (
     DELETE FROM {schema}.jobs_hot h
     USING limits l
     WHERE h.id = l.id AND h.status = 2
-    RETURNING h.*, l.timeout
+    RETURNING h.*, l.timeout, 2 AS failure_reason
 ),
 buried AS (
-    INSERT INTO {schema}.jobs_dlq (
-        id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
-        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-        created_at, started_at, failed_at, duration_seconds
-    )
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, 2,
+-- include: fragment_dlq_insert
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
            'Zombie: heartbeat expired (no heartbeat for more than '
                || d.timeout::numeric::text || ' s)',
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
            d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
     FROM done d CROSS JOIN clock k
 ),
-stats AS (
-    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
-    SELECT d.queue, count(*), min(k.now)
-    FROM done d CROSS JOIN clock k
-    GROUP BY d.queue
-    ORDER BY d.queue
-    ON CONFLICT (queue) DO UPDATE
-    SET failed_total = s.failed_total + excluded.failed_total,
-        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
-),
-buckets AS (
-    INSERT INTO {schema}.metric_buckets AS b (
-        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_seconds, max_duration_seconds, updated_at
-    )
-    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, 2, count(*), 0, 0, NULL,
-           min(k.now)
-    FROM done d CROSS JOIN clock k
-    GROUP BY d.queue
-    ORDER BY d.queue
-    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
-    SET completed_count = b.completed_count + excluded.completed_count,
-        updated_at = excluded.updated_at
-)
+-- include: fragment_failed_counts
 SELECT id::text FROM done
 
 -- name: jobs_zombie_candidates
@@ -505,10 +522,7 @@ WITH gone AS (
     RETURNING *
 ),
 folded AS (
-    INSERT INTO {schema}.metric_buckets AS b (
-        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_seconds, max_duration_seconds, updated_at
-    )
+-- include: fragment_buckets_insert
     SELECT 60, date_bin('60 seconds', g.bucket_start, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
            g.queue, g.outcome, g.failure_reason, sum(g.completed_count),
            sum(g.duration_count), sum(g.total_duration_seconds),
@@ -516,12 +530,7 @@ folded AS (
     FROM gone g
     GROUP BY 2, 3, 4, 5
     ORDER BY 2, 3, 4, 5
-    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
-    SET completed_count = b.completed_count + excluded.completed_count,
-        duration_count = b.duration_count + excluded.duration_count,
-        total_duration_seconds = b.total_duration_seconds + excluded.total_duration_seconds,
-        max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
-        updated_at = excluded.updated_at
+-- include: fragment_buckets_merge
 )
 SELECT count(*) FROM gone
 
@@ -538,44 +547,18 @@ WITH clock AS MATERIALIZED (
 done AS (
     DELETE FROM {schema}.jobs_hot h
     WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status IN (0, 1)
-    RETURNING h.*
+    RETURNING h.*, 1 AS failure_reason
 ),
 buried AS (
-    INSERT INTO {schema}.jobs_dlq (
-        id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
-        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-        created_at, started_at, failed_at, duration_seconds
-    )
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, 1,
+-- include: fragment_dlq_insert
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
            'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
            d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
            d.started_at, k.now, NULL
     FROM done d CROSS JOIN clock k
 ),
-stats AS (
-    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
-    SELECT d.queue, count(*), min(k.now)
-    FROM done d CROSS JOIN clock k
-    GROUP BY d.queue
-    ORDER BY d.queue
-    ON CONFLICT (queue) DO UPDATE
-    SET failed_total = s.failed_total + excluded.failed_total,
-        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
-),
-buckets AS (
-    INSERT INTO {schema}.metric_buckets AS b (
-        width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_seconds, max_duration_seconds, updated_at
-    )
-    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, 1, count(*), 0, 0, NULL,
-           min(k.now)
-    FROM done d CROSS JOIN clock k
-    GROUP BY d.queue
-    ORDER BY d.queue
-    ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
-    SET completed_count = b.completed_count + excluded.completed_count,
-        updated_at = excluded.updated_at
-),
+-- include: fragment_failed_counts
+,
 requested AS (
     UPDATE {schema}.jobs_hot h
     SET cancel_requested_at = k.now,
@@ -624,16 +607,8 @@ moved AS (
 names AS MATERIALIZED (
     SELECT DISTINCT queue FROM moved
 ),
-queue_rows AS (
-    INSERT INTO {schema}.queues (name, updated_at)
-    SELECT n.queue, k.now FROM names n CROSS JOIN clock k ORDER BY n.queue
-    ON CONFLICT (name) DO NOTHING
-),
-stats_rows AS (
-    INSERT INTO {schema}.stats_summary (queue)
-    SELECT queue FROM names ORDER BY queue
-    ON CONFLICT (queue) DO NOTHING
-),
+-- include: fragment_ensure_queues
+,
 inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
@@ -647,21 +622,41 @@ inserted AS (
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
-woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
-)
-SELECT id::text FROM inserted
-UNION ALL
-SELECT NULL FROM woken
+-- include: fragment_notify_inserted
 
 -- name: dlq_purge
 DELETE FROM {schema}.jobs_dlq
 WHERE id = ANY(%(ids)b::uuid[])
 RETURNING id::text
 
--- name: dlq_match_count
-SELECT count(*)
-FROM {schema}.jobs_dlq
+-- name: fragment_hot_filter
+-- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
+
+-- name: fragment_archive_filter
+-- The ``JobFilter`` of an archive listing (no status or reason: every row succeeded).
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
+  AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
+  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(search)s::text IS NULL
+       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       OR type ILIKE %(search)s::text ESCAPE '\'
+       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
+
+-- name: fragment_dlq_filter
+-- The ``JobFilter`` of a DLQ listing or a bulk action by filter.
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
   AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
@@ -674,20 +669,29 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
 
+-- name: fragment_archive_view
+-- The columns ``rows.job_view`` maps for the archive, in its order.
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
+       finished_at, duration_seconds
+FROM {schema}.jobs_archive
+
+-- name: fragment_dlq_view
+-- The columns ``rows.job_view`` maps for the DLQ, in its order.
+SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
+       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
+       failed_at, duration_seconds, failure_reason, error, cancelled_by
+FROM {schema}.jobs_dlq
+
+-- name: dlq_match_count
+SELECT count(*)
+FROM {schema}.jobs_dlq
+-- include: fragment_dlq_filter
+
 -- name: dlq_match_ids
 SELECT id::text
 FROM {schema}.jobs_dlq
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
-  AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
-  AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
-  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
-  AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
-       OR type ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
+-- include: fragment_dlq_filter
 ORDER BY failed_at DESC, id DESC
 LIMIT %(cap)s
 
@@ -793,17 +797,7 @@ LIMIT %(limit)s
 -- name: hot_count
 SELECT count(*)
 FROM {schema}.jobs_hot
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
-  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
-  AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
-  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
-  AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
-       OR type ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
+-- include: fragment_hot_filter
 
 -- name: hot_page
 SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
@@ -811,66 +805,24 @@ SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, cr
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
        progress, cancel_requested_at, cancelled_by
 FROM {schema}.jobs_hot
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
-  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
-  AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
-  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
-  AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
-       OR type ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
+-- include: fragment_hot_filter
 ORDER BY {order}
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: archive_count
 SELECT count(*)
 FROM {schema}.jobs_archive
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
-  AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
-  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
-  AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
-       OR type ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
+-- include: fragment_archive_filter
 
 -- name: archive_page
-SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
-       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       finished_at, duration_seconds
-FROM {schema}.jobs_archive
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
-  AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
-  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
-  AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
-       OR type ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
+-- include: fragment_archive_view
+-- include: fragment_archive_filter
 ORDER BY {order}
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: dlq_page
-SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
-       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       failed_at, duration_seconds, failure_reason, error, cancelled_by
-FROM {schema}.jobs_dlq
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(type)s::text IS NULL OR type = %(type)s::text)
-  AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
-  AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
-  AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
-  AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
-  AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
-       OR type ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
-       OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
+-- include: fragment_dlq_view
+-- include: fragment_dlq_filter
 ORDER BY {order}
 LIMIT %(limit)s OFFSET %(offset)s
 
@@ -883,17 +835,11 @@ FROM {schema}.jobs_hot
 WHERE id = %(id)s::uuid
 
 -- name: archive_get
-SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
-       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       finished_at, duration_seconds
-FROM {schema}.jobs_archive
+-- include: fragment_archive_view
 WHERE id = %(id)s::uuid
 
 -- name: dlq_get
-SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
-       max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       failed_at, duration_seconds, failure_reason, error, cancelled_by
-FROM {schema}.jobs_dlq
+-- include: fragment_dlq_view
 WHERE id = %(id)s::uuid
 
 -- ---------------------------------------------------------------------------------------------
