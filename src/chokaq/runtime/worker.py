@@ -219,11 +219,7 @@ class Worker:
             if got:
                 continue
             # Only a backend that notifies across processes lets an idle worker sleep long.
-            healthy = (
-                notifier is not None
-                and notifier.healthy
-                and self.app.backend.capabilities.listen_notify
-            )
+            healthy = notifier is not None and notifier.healthy and notifier.cross_process
             await self._wait(self._wake, self._poll_interval(healthy))
 
     async def _claim(self, free: int) -> int:
@@ -442,11 +438,16 @@ class Worker:
     # -- notifications ----------------------------------------------------------------------
 
     def _on_jobs(self, queue: str) -> None:
-        if self.settings.queues is None or queue in self.settings.queues:
+        # An empty name means "some queue": the notifier could not say which.
+        if not queue or self.settings.queues is None or queue in self.settings.queues:
             self._wake.set()
             self._poke()
 
     def _on_cancel(self, job_id: str) -> None:
+        if not job_id:  # some job, the notifier could not say which: ask for all of ours
+            for running in self.running.values():
+                self.heartbeats.request(running)
+            return
         ex = self.running.get(job_id)
         if ex is not None:
             log_event(Event.JOB_CANCEL_REQUESTED, "cancel requested", job_id=job_id)

@@ -17,7 +17,8 @@ Semantics shared by all backends (the conformance suite in ``tests/storage`` che
 * Succeed and fail moves update ``stats_summary`` (lifetime counters, never decremented by
   anything) and ``metric_buckets`` (1-second buckets) in the same transaction.
 * ``now`` defaults to the database's clock (PostgreSQL) or the process clock (SQLite).
-* Every argument is validated before anything is written (``chokaq.limits``).
+* Every argument is validated before anything is written (``chokaq.limits`` for job fields,
+  ``chokaq.storage.checks`` for the other operation arguments).
 """
 
 from __future__ import annotations
@@ -143,6 +144,12 @@ class Notifier(abc.ABC):
     @abc.abstractmethod
     def healthy(self) -> bool:
         """False once the listening connection was lost (the worker polls until restarted)."""
+
+    @property
+    def cross_process(self) -> bool:
+        """Whether commits made by other processes are heard too (an idle worker may then
+        poll slowly); True unless a backend says otherwise."""
+        return True
 
 
 class Leadership(abc.ABC):

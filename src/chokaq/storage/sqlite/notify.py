@@ -1,15 +1,19 @@
-"""Wake-ups and leadership on SQLite: an in-process broadcast per database file.
+"""Wake-ups and leadership on SQLite: an in-process broadcast plus a signal file per database.
 
-SQLite has no LISTEN/NOTIFY, so an enqueue (or a cancel request) that commits in this process
+SQLite has no LISTEN/NOTIFY. An enqueue (or a cancel request) that commits in this process
 wakes every listener registered for the same file in this process, through
-``loop.call_soon_threadsafe``; workers in other processes find new work by their short poll.
-Leadership is always granted. Owns the listener registry only; it must not touch the database.
+``loop.call_soon_threadsafe``; and it touches a small signal file beside the database
+(``jobs.db-wake``, ``jobs.db-cancel``) whose modification time listeners in other processes
+watch every few milliseconds (a stat, not a query, so idle workers cost the database nothing).
+Leadership is always granted. Owns the listener registry and the signal files; it must not
+touch the database.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -17,6 +21,10 @@ from dataclasses import dataclass
 from ..base import Leadership, Notifier
 
 __all__ = ["FileLeadership", "FileNotifier", "broadcast_cancel", "broadcast_jobs"]
+
+# How often a listener looks at the signal files of other processes.
+SIGNAL_POLL_SECONDS = 0.002
+ANY_QUEUE = ""  # on_jobs(ANY_QUEUE): some queue got work in another process
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,8 +49,23 @@ def _deliver(listener: _Listener, callback: Callable[[str], None], value: str) -
         listener.loop.call_soon_threadsafe(callback, value)
 
 
+def _signal_path(key: str, kind: str) -> str | None:
+    return None if key == ":memory:" else f"{key}-{kind}"
+
+
+def _touch(key: str, kind: str) -> None:
+    path = _signal_path(key, kind)
+    if path is None:
+        return
+    with contextlib.suppress(OSError):  # a read-only directory: other processes poll instead
+        with open(path, "a"):
+            pass
+        os.utime(path)
+
+
 def broadcast_jobs(key: str, queues: Iterable[str]) -> None:
     """Tell every listener on the file ``key`` that jobs were committed to ``queues``."""
+    _touch(key, "wake")
     listeners = _listeners(key)
     if not listeners:
         return
@@ -53,6 +76,7 @@ def broadcast_jobs(key: str, queues: Iterable[str]) -> None:
 
 def broadcast_cancel(key: str, job_ids: Iterable[str]) -> None:
     """Tell every listener on the file ``key`` that a cancel was requested for ``job_ids``."""
+    _touch(key, "cancel")
     listeners = _listeners(key)
     for job_id in job_ids:
         for listener in listeners:
@@ -65,6 +89,7 @@ class FileNotifier(Notifier):
     def __init__(self, key: str) -> None:
         self._key = key
         self._listener: _Listener | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     async def start(
         self,
@@ -76,8 +101,30 @@ class FileNotifier(Notifier):
         with _lock:
             _registry.setdefault(self._key, set()).add(listener)
         self._listener = listener
+        if self._key != ":memory:":
+            self._watcher = asyncio.create_task(self._watch(on_jobs, on_cancel))
+
+    async def _watch(
+        self, on_jobs: Callable[[str], None], on_cancel: Callable[[str], None]
+    ) -> None:
+        """Poll the signal files' modification times; a change means another process (or
+        this one) committed work or a cancel request."""
+        paths = {kind: _signal_path(self._key, kind) for kind in ("wake", "cancel")}
+        seen = {kind: _mtime(path) for kind, path in paths.items()}
+        while True:
+            await asyncio.sleep(SIGNAL_POLL_SECONDS)
+            for kind, path in paths.items():
+                stamp = _mtime(path)
+                if stamp != seen[kind]:
+                    seen[kind] = stamp
+                    (on_jobs if kind == "wake" else on_cancel)(ANY_QUEUE)
 
     async def stop(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         listener, self._listener = self._listener, None
         if listener is None:
             return
@@ -90,8 +137,12 @@ class FileNotifier(Notifier):
 
     @property
     def healthy(self) -> bool:
-        # Nothing can be lost: delivery is a function call inside this process.
+        # Nothing can be lost: delivery is a function call or a file's modification time.
         return True
+
+    @property
+    def cross_process(self) -> bool:
+        return self._key != ":memory:"
 
 
 class FileLeadership(Leadership):
@@ -107,3 +158,12 @@ class FileLeadership(Leadership):
 
     async def release(self) -> None:
         return None
+
+
+def _mtime(path: str | None) -> int:
+    if path is None:
+        return 0
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
