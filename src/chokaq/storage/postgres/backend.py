@@ -37,6 +37,7 @@ from ...models import (
     Started,
     SucceedMove,
 )
+from .. import checks
 from ..base import Leadership, Notifier
 from .core import Params
 from .notify import PgLeadership, PgNotifier
@@ -218,13 +219,8 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         now: datetime | None = None,
     ) -> list[ClaimedJob]:
         check_text("worker_id", worker_id, max_length=255, allow_none=False)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValidationError("limit", "must be a non-negative integer")
-        if queues is not None:
-            queues = [check_name(f"queues[{i}]", q) for i, q in enumerate(queues)]
-            if not queues:
-                return []
-        if limit == 0:
+        limit, queues = checks.fetch(limit, queues)
+        if limit == 0 or queues == []:
             return []
         params = {
             "worker_id": worker_id,

@@ -1,28 +1,20 @@
 """Operator commands of the PostgreSQL backend: cancel, edit, DLQ resurrection and purges, the
 queue control plane and the worker registry.
 
-Owns validating operator input and mapping each command onto one statement (or one short
-transaction). Lifetime counters are only ever incremented here (cancel); nothing in this module
-decrements them. It must not hold SQL text.
+Owns mapping each command onto one statement (or one short transaction), after the argument
+rules of ``chokaq.storage.checks``. Lifetime counters are only ever incremented here (cancel);
+nothing in this module decrements them. It must not hold SQL text.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from ...errors import ValidationError
-from ...limits import (
-    check_actor,
-    check_job_id,
-    check_name,
-    check_payload,
-    check_priority,
-    check_tags,
-)
+from ...limits import check_actor, check_job_id, check_name
 from ...models import (
     CancelResult,
     JobFilter,
@@ -30,8 +22,8 @@ from ...models import (
     QueueInfo,
     WorkerControl,
     WorkerInfo,
-    ordered_ids,
 )
+from .. import checks
 from ..base import UNSET
 from .reads import PostgresReads, filter_params
 from .rows import join_tags, queue_info, worker_info
@@ -40,9 +32,7 @@ __all__ = ["PostgresOperators"]
 
 
 def _ids(field: str, ids: Sequence[str]) -> list[str]:
-    if isinstance(ids, str):
-        raise ValidationError(field, "must be a list of job ids")
-    return [check_job_id(f"{field}[{i}]", v) for i, v in enumerate(ordered_ids(ids))]
+    return list(checks.job_ids(field, ids))
 
 
 def _cap(cap: int) -> int:
@@ -54,25 +44,13 @@ def _cap(cap: int) -> int:
 def _edits(
     limits: Any, payload: str | None, tags: Sequence[str] | None, priority: int | None
 ) -> dict[str, Any]:
-    if payload is not None:
-        check_payload("payload", payload, limits)
-    if priority is not None:
-        check_priority("priority", priority)
+    checked = checks.edits(limits, payload, tags, priority)
     return {
-        "payload": payload,
-        "set_tags": tags is not None,
-        "tags": join_tags(check_tags("tags", tags)) if tags is not None else None,
-        "priority": priority,
+        "payload": checked.payload,
+        "set_tags": checked.tags is not None,
+        "tags": join_tags(checked.tags) if checked.tags is not None else None,
+        "priority": checked.priority,
     }
-
-
-def _seconds(field: str, value: object, *, low: float, high: float, exclusive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(field, "must be a finite number of seconds")
-    if (value <= low if exclusive else value < low) or value > high:
-        bound = f"greater than {low:g}" if exclusive else f"at least {low:g}"
-        raise ValidationError(field, f"must be {bound} and at most {high:g} seconds")
-    return float(value)
 
 
 class PostgresOperators(PostgresReads):
@@ -249,46 +227,23 @@ class PostgresOperators(PostgresReads):
     ) -> QueueInfo:
         check_name("name", name)
         check_actor("actor", actor)
-        set_mw = max_workers is not UNSET
-        set_zombie = zombie_timeout_seconds is not UNSET
-        set_exec = execution_timeout_seconds is not UNSET
-        if (
-            set_mw
-            and max_workers is not None
-            and (
-                isinstance(max_workers, bool)
-                or not isinstance(max_workers, int)
-                or not 1 <= max_workers <= 10_000
-            )
-        ):
-            raise ValidationError("max_workers", "must be an integer between 1 and 10000")
-        zombie = None
-        if set_zombie and zombie_timeout_seconds is not None:
-            zombie = _seconds(
-                "zombie_timeout_seconds",
-                zombie_timeout_seconds,
-                low=1,
-                high=86_400,
-                exclusive=False,
-            )
-        execution = None
-        if set_exec and execution_timeout_seconds is not None:
-            execution = _seconds(
-                "execution_timeout_seconds",
-                execution_timeout_seconds,
-                low=0,
-                high=7 * 24 * 3600,
-                exclusive=True,
-            )
+        limits = checks.queue_limits(
+            max_workers=max_workers,
+            zombie_timeout_seconds=zombie_timeout_seconds,
+            execution_timeout_seconds=execution_timeout_seconds,
+        )
+        set_mw = limits.max_workers is not UNSET
+        set_zombie = limits.zombie_timeout_seconds is not UNSET
+        set_exec = limits.execution_timeout_seconds is not UNSET
         if set_mw:
             self._bulkheads_read_at = float("-inf")  # the next fetch re-reads the bulkheads
         row = await self._one(
             "queue_configure",
             {
                 "name": name,
-                "max_workers": max_workers if set_mw else None,
-                "zombie": zombie,
-                "execution": execution,
+                "max_workers": limits.max_workers if set_mw else None,
+                "zombie": limits.zombie_timeout_seconds if set_zombie else None,
+                "execution": limits.execution_timeout_seconds if set_exec else None,
                 "set_max_workers": set_mw,
                 "set_zombie": set_zombie,
                 "set_execution": set_exec,
@@ -344,14 +299,7 @@ class PostgresOperators(PostgresReads):
         concurrency: int | None = None,
         close_circuit: str | None = None,
     ) -> int:
-        if concurrency is not None and (
-            isinstance(concurrency, bool)
-            or not isinstance(concurrency, int)
-            or not 1 <= concurrency <= 1000
-        ):
-            raise ValidationError("concurrency", "must be an integer between 1 and 1000")
-        if close_circuit is not None:
-            check_name("close_circuit", close_circuit)
+        checks.worker_request(concurrency, close_circuit)
         return await self._count(
             "worker_request",
             {"id": worker_id, "concurrency": concurrency, "circuit": close_circuit},

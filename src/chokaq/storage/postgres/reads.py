@@ -13,7 +13,7 @@ from typing import Any
 from psycopg import sql
 
 from ...errors import ValidationError
-from ...limits import MAX_SEARCH_LENGTH, check_job_id, check_name, check_text
+from ...limits import check_job_id
 from ...models import (
     ErrorGroup,
     FailureReason,
@@ -26,54 +26,16 @@ from ...models import (
     Summary,
     Throughput,
 )
+from .. import checks
 from .core import PostgresCore
-from .rows import archive_view, dlq_view, hot_view, queue_info
+from .rows import job_view, queue_info
 
 __all__ = ["PostgresReads", "filter_params"]
-
-# The sortable columns of each pillar; anything else is refused.
-_SORTS: dict[Pillar, dict[str, str]] = {
-    Pillar.HOT: {
-        "date": "created_at",
-        "created": "created_at",
-        "id": "id",
-        "queue": "queue",
-        "type": "type",
-        "priority": "priority",
-        "attempts": "attempt_count",
-        "worker": "worker_id",
-    },
-    Pillar.ARCHIVE: {
-        "date": "finished_at",
-        "created": "created_at",
-        "id": "id",
-        "queue": "queue",
-        "type": "type",
-        "priority": "priority",
-        "attempts": "attempt_count",
-        "duration": "duration_seconds",
-        "worker": "worker_id",
-    },
-    Pillar.DLQ: {
-        "date": "failed_at",
-        "created": "created_at",
-        "id": "id",
-        "queue": "queue",
-        "type": "type",
-        "priority": "priority",
-        "attempts": "attempt_count",
-        "duration": "duration_seconds",
-        "reason": "failure_reason",
-        "worker": "worker_id",
-    },
-}
 
 _NO_FILTER = JobFilter()
 
 # The named statements that count and list each pillar.
 _COUNTS = {Pillar.HOT: "hot_count", Pillar.ARCHIVE: "archive_count", Pillar.DLQ: "dlq_match_count"}
-
-_VIEWS = {Pillar.HOT: hot_view, Pillar.ARCHIVE: archive_view, Pillar.DLQ: dlq_view}
 
 
 def _like_pattern(search: str) -> str:
@@ -84,14 +46,8 @@ def _like_pattern(search: str) -> str:
 
 def filter_params(filter: JobFilter) -> dict[str, Any]:
     """The parameters shared by every filtered statement (``None`` means "any")."""
-    if filter.queue is not None:
-        check_name("filter.queue", filter.queue)
-    if filter.type is not None:
-        check_name("filter.type", filter.type)
-    search = check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
-    ids = None
-    if filter.ids is not None:
-        ids = [check_job_id(f"filter.ids[{i}]", v) for i, v in enumerate(filter.ids)]
+    checks.job_filter(filter)
+    search = filter.search
     return {
         "queue": filter.queue,
         "type": filter.type,
@@ -99,7 +55,7 @@ def filter_params(filter: JobFilter) -> dict[str, Any]:
         "reason": int(filter.failure_reason) if filter.failure_reason is not None else None,
         "since": filter.since,
         "until": filter.until,
-        "ids": ids,
+        "ids": None if filter.ids is None else list(filter.ids),
         "search": _like_pattern(search) if search else None,
     }
 
@@ -191,16 +147,8 @@ class PostgresReads(PostgresCore):
         page_size: int = 100,
     ) -> Page[JobView]:
         pillar = Pillar(pillar)
-        column = _SORTS[pillar].get(sort)
-        if column is None:
-            allowed = ", ".join(sorted(_SORTS[pillar]))
-            raise ValidationError("sort", f"must be one of {allowed} for the {pillar} pillar")
-        if (
-            isinstance(page_size, bool)
-            or not isinstance(page_size, int)
-            or not (1 <= page_size <= 1000)
-        ):
-            raise ValidationError("page_size", "must be an integer between 1 and 1000")
+        column = checks.sort_column(pillar, sort)
+        checks.page_size(page_size)
         if isinstance(page, bool) or not isinstance(page, int) or page < 1:
             raise ValidationError("page", "must be an integer of at least 1")
         params = filter_params(filter)
@@ -217,17 +165,19 @@ class PostgresReads(PostgresCore):
                 listing, {**params, "limit": page_size, "offset": (page - 1) * page_size}
             )
             rows = await cur.fetchall()
-        view = _VIEWS[pillar]
         return Page(
-            items=tuple(view(row) for row in rows), total=total, page=page, page_size=page_size
+            items=tuple(job_view(pillar, row) for row in rows),
+            total=total,
+            page=page,
+            page_size=page_size,
         )
 
     async def job_get(self, id: str) -> JobView | None:
         check_job_id("id", id)
         async with self.pool.connection() as conn:
-            for pillar, view in _VIEWS.items():
+            for pillar in (Pillar.HOT, Pillar.ARCHIVE, Pillar.DLQ):
                 cur = await conn.execute(self._q[f"{pillar.value}_get"], {"id": id})
                 row = await cur.fetchone()
                 if row is not None:
-                    return view(row)
+                    return job_view(pillar, row)
         return None

@@ -22,10 +22,8 @@ from ...models import (
 )
 
 __all__ = [
-    "archive_view",
     "claimed_job",
-    "dlq_view",
-    "hot_view",
+    "job_view",
     "join_tags",
     "queue_info",
     "split_tags",
@@ -70,83 +68,58 @@ def claimed_job(row: Row) -> ClaimedJob:
     )
 
 
-def hot_view(row: Row) -> JobView:
-    """A row of ``hot_get`` / ``hot_page``."""
-    return JobView(
-        pillar=Pillar.HOT,
-        id=row[0],
-        queue=row[1],
-        type=row[2],
-        payload=row[3],
-        tags=split_tags(row[4]),
-        priority=row[5],
-        attempt_count=row[6],
-        created_at=row[7],
-        status=JobStatus(row[8]),
-        max_attempts=row[9],
-        timeout_seconds=row[10],
-        idempotency_key=row[11],
-        worker_id=row[12],
-        created_by=row[13],
-        last_modified_by=row[14],
-        scheduled_at=row[15],
-        started_at=row[16],
-        heartbeat_at=row[17],
-        updated_at=row[18],
-        last_error=row[19],
-        progress=row[20],
-        cancel_requested_at=row[21],
-        cancelled_by=row[22],
-    )
+# The columns of each pillar's ``*_get`` / ``*_page`` statements, in order, named as the
+# ``JobView`` fields they fill (a column a pillar lacks stays None in the view).
+_SHARED = ("id", "queue", "type", "payload", "tags", "priority", "attempt_count", "created_at")
+_DONE = (
+    "max_attempts",
+    "timeout_seconds",
+    "worker_id",
+    "created_by",
+    "last_modified_by",
+    "started_at",
+)
+_VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
+    Pillar.HOT: (
+        *_SHARED,
+        "status",
+        "max_attempts",
+        "timeout_seconds",
+        "idempotency_key",
+        "worker_id",
+        "created_by",
+        "last_modified_by",
+        "scheduled_at",
+        "started_at",
+        "heartbeat_at",
+        "updated_at",
+        "last_error",
+        "progress",
+        "cancel_requested_at",
+        "cancelled_by",
+    ),
+    Pillar.ARCHIVE: (*_SHARED, *_DONE, "finished_at", "duration_seconds"),
+    Pillar.DLQ: (
+        *_SHARED,
+        *_DONE,
+        "failed_at",
+        "duration_seconds",
+        "failure_reason",
+        "error",
+        "cancelled_by",
+    ),
+}
 
 
-def archive_view(row: Row) -> JobView:
-    """A row of ``archive_get`` / ``archive_page``."""
-    return JobView(
-        pillar=Pillar.ARCHIVE,
-        id=row[0],
-        queue=row[1],
-        type=row[2],
-        payload=row[3],
-        tags=split_tags(row[4]),
-        priority=row[5],
-        attempt_count=row[6],
-        created_at=row[7],
-        max_attempts=row[8],
-        timeout_seconds=row[9],
-        worker_id=row[10],
-        created_by=row[11],
-        last_modified_by=row[12],
-        started_at=row[13],
-        finished_at=row[14],
-        duration_seconds=row[15],
-    )
-
-
-def dlq_view(row: Row) -> JobView:
-    """A row of ``dlq_get`` / ``dlq_page``."""
-    return JobView(
-        pillar=Pillar.DLQ,
-        id=row[0],
-        queue=row[1],
-        type=row[2],
-        payload=row[3],
-        tags=split_tags(row[4]),
-        priority=row[5],
-        attempt_count=row[6],
-        created_at=row[7],
-        max_attempts=row[8],
-        timeout_seconds=row[9],
-        worker_id=row[10],
-        created_by=row[11],
-        last_modified_by=row[12],
-        started_at=row[13],
-        failed_at=row[14],
-        duration_seconds=row[15],
-        failure_reason=FailureReason(row[16]),
-        error=row[17],
-        cancelled_by=row[18],
-    )
+def job_view(pillar: Pillar, row: Row) -> JobView:
+    """A row of ``{pillar}_get`` / ``{pillar}_page``."""
+    fields: dict[str, Any] = dict(zip(_VIEW_COLUMNS[pillar], row, strict=True))
+    fields["tags"] = split_tags(fields["tags"])
+    if "status" in fields:
+        fields["status"] = JobStatus(fields["status"])
+    if "failure_reason" in fields:
+        fields["failure_reason"] = FailureReason(fields["failure_reason"])
+    return JobView(pillar=pillar, **fields)
 
 
 def queue_info(row: Row) -> QueueInfo:

@@ -1,7 +1,8 @@
 """The SQLite backend: the ``Backend`` interface over one file, for one host.
 
-Owns argument validation and the hop onto the connection's thread for every operation; the
-statements live in ``queries.sql`` and the work in ``transitions`` (worker path), ``operators``
+Owns the hop onto the connection's thread for every operation and the argument checks only SQLite
+makes (the rules both backends share are in ``chokaq.storage.checks``); the statements live in
+``queries.sql`` and the work in ``transitions`` (worker path), ``operators``
 (operator and retention actions), ``control`` (queues and workers) and ``reads``. Wake-ups are an
 in-process broadcast (``notify``). It must not be imported unless the URL is ``sqlite:``.
 """
@@ -20,16 +21,7 @@ from ...errors import (
     StorageUnavailableError,
     ValidationError,
 )
-from ...limits import (
-    MAX_NAME_LENGTH,
-    check_actor,
-    check_job_id,
-    check_name,
-    check_payload,
-    check_priority,
-    check_tags,
-    validate_new_jobs,
-)
+from ...limits import MAX_NAME_LENGTH, check_actor, check_job_id, check_name, validate_new_jobs
 from ...models import (
     CancelResult,
     Capabilities,
@@ -55,8 +47,8 @@ from ...models import (
     Throughput,
     WorkerControl,
     WorkerInfo,
-    ordered_ids,
 )
+from .. import checks
 from ..base import UNSET, Backend, Leadership, Notifier, StorageSettings
 from . import control, operators, reads, transitions
 from .connection import Database, database_path
@@ -64,21 +56,6 @@ from .notify import FileLeadership, FileNotifier, broadcast_cancel, broadcast_jo
 from .rows import tags_in, to_ts, ts_now
 
 __all__ = ["SQLiteBackend"]
-
-
-def _positive_int(field: str, value: object, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise ValidationError(field, f"must be an integer between 1 and {maximum}")
-    return value
-
-
-def _seconds(field: str, value: object, *, low: float, high: float, inclusive_low: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(field, "must be a number of seconds")
-    ok_low = value >= low if inclusive_low else value > low
-    if not ok_low or value > high:
-        bound = "at least" if inclusive_low else "greater than"
-        raise ValidationError(field, f"must be {bound} {low:g} and at most {high:g} seconds")
 
 
 class SQLiteBackend(Backend):
@@ -170,10 +147,7 @@ class SQLiteBackend(Backend):
         now: datetime | None = None,
     ) -> list[ClaimedJob]:
         check_name("worker_id", worker_id)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValidationError("limit", "must be a non-negative integer")
-        if queues is not None:
-            queues = [check_name(f"queues[{i}]", name) for i, name in enumerate(queues)]
+        limit, queues = checks.fetch(limit, queues)
         if limit == 0 or queues == []:
             return []
         return await self._db.call(
@@ -235,22 +209,17 @@ class SQLiteBackend(Backend):
         processing_timeout_seconds: float,
         now: datetime | None = None,
     ) -> RescueResult:
-        for field, value in (
-            ("fetched_timeout_seconds", fetched_timeout_seconds),
-            ("processing_timeout_seconds", processing_timeout_seconds),
-        ):
-            _seconds(field, value, low=0, high=366 * 86400.0, inclusive_low=False)
+        fetched, processing = checks.rescue_timeouts(
+            fetched_timeout_seconds, processing_timeout_seconds
+        )
         requeued, zombies = await self._db.call(
-            transitions.rescue,
-            float(fetched_timeout_seconds),
-            float(processing_timeout_seconds),
-            ts_now(now),
+            transitions.rescue, fetched, processing, ts_now(now)
         )
         return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
 
     def _batch(self, batch_size: int | None, limit: int | None) -> int:
         size = self.settings.cleanup_batch_size if batch_size is None else batch_size
-        _positive_int("batch_size", size, 1_000_000)
+        checks.positive_int("batch_size", size, 1_000_000)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise ValidationError("limit", "must be an integer")
         return size
@@ -276,7 +245,7 @@ class SQLiteBackend(Backend):
         return await self._db.call(operators.purge_older, "dlq_purge_batch", cutoff, size, limit)
 
     async def metrics_prune(self, *, older_than: datetime, width_seconds: int = 1) -> int:
-        _positive_int("width_seconds", width_seconds, 86400)
+        checks.positive_int("width_seconds", width_seconds, 86400)
         cutoff = to_ts(older_than, "older_than")
         return await self._db.call(operators.metrics_prune, cutoff, width_seconds)
 
@@ -285,14 +254,6 @@ class SQLiteBackend(Backend):
         return await self._db.call(operators.metrics_rollup, cutoff, ts_now(None))
 
     # -- operators ----------------------------------------------------------------------------
-
-    def _ids(self, ids: Sequence[str]) -> tuple[str, ...]:
-        if isinstance(ids, str):
-            raise ValidationError("ids", "must be a list of job ids")
-        unique = ordered_ids(ids)
-        for i, job_id in enumerate(unique):
-            check_job_id(f"ids[{i}]", job_id)
-        return unique
 
     def _edit(
         self,
@@ -305,25 +266,21 @@ class SQLiteBackend(Backend):
         now: datetime | None,
     ) -> dict[str, object]:
         check_actor("actor", actor)
-        if payload is not None:
-            check_payload("payload", payload, self.settings.limits)
-        if priority is not None:
-            check_priority("priority", priority)
-        clean_tags = None if tags is None else check_tags("tags", tags)
+        checked = checks.edits(self.settings.limits, payload, tags, priority)
         return operators.edit_params(
             id=id,
             actor=actor,
-            payload=payload,
-            tags=tags_in(clean_tags),
-            set_tags=clean_tags is not None,
-            priority=priority,
+            payload=checked.payload,
+            tags=tags_in(checked.tags),
+            set_tags=checked.tags is not None,
+            priority=checked.priority,
             now=ts_now(now),
         )
 
     async def jobs_cancel(
         self, *, ids: Sequence[str], actor: str, now: datetime | None = None
     ) -> CancelResult:
-        unique = self._ids(ids)
+        unique = checks.job_ids("ids", ids)
         check_actor("actor", actor)
         if not unique:
             return CancelResult((), (), ())
@@ -376,7 +333,7 @@ class SQLiteBackend(Backend):
         priority: int | None = None,
         now: datetime | None = None,
     ) -> list[str]:
-        unique = self._ids(ids)
+        unique = checks.job_ids("ids", ids)
         params = self._edit(
             id="", actor=actor, payload=payload, tags=tags, priority=priority, now=now
         )
@@ -387,7 +344,7 @@ class SQLiteBackend(Backend):
         return moved
 
     def _cap(self, cap: int) -> int:
-        return _positive_int("cap", cap, self.settings.limits.max_batch)
+        return checks.positive_int("cap", cap, self.settings.limits.max_batch)
 
     async def dlq_preview(self, *, filter: JobFilter, cap: int, sample: int = 10) -> Preview:
         self._cap(cap)
@@ -412,7 +369,7 @@ class SQLiteBackend(Backend):
         return moved
 
     async def dlq_purge(self, *, ids: Sequence[str], actor: str) -> list[str]:
-        unique = self._ids(ids)
+        unique = checks.job_ids("ids", ids)
         check_actor("actor", actor)
         if not unique:
             return []
@@ -444,12 +401,12 @@ class SQLiteBackend(Backend):
     ) -> list[SeriesPoint]:
         start = to_ts(since, "since")
         end = None if until is None else to_ts(until, "until")
-        _positive_int("width_seconds", width_seconds, 86400)
+        checks.positive_int("width_seconds", width_seconds, 86400)
         return await self._db.call(reads.stats_series, start, end, width_seconds, queue)
 
     async def dlq_top_errors(self, *, limit: int = 5, scan: int = 5000) -> list[ErrorGroup]:
-        _positive_int("limit", limit, 1000)
-        _positive_int("scan", scan, 1_000_000)
+        checks.positive_int("limit", limit, 1000)
+        checks.positive_int("scan", scan, 1_000_000)
         return await self._db.call(reads.top_errors, limit, scan)
 
     async def jobs_page(
@@ -464,8 +421,8 @@ class SQLiteBackend(Backend):
     ) -> Page[JobView]:
         pillar = Pillar(pillar)
         order = reads.order_by(pillar, sort, descending)
-        _positive_int("page_size", page_size, 1000)
-        _positive_int("page", page, 10_000_000)
+        checks.page_size(page_size)
+        checks.positive_int("page", page, 10_000_000)
         return await self._db.call(reads.jobs_page, pillar, filter, order, page, page_size)
 
     async def job_get(self, id: str) -> JobView | None:
@@ -508,35 +465,20 @@ class SQLiteBackend(Backend):
     ) -> QueueInfo:
         check_name("name", name)
         check_actor("actor", actor)
-        if max_workers is not UNSET and max_workers is not None:
-            _positive_int("max_workers", max_workers, 10_000)
-        if zombie_timeout_seconds is not UNSET and zombie_timeout_seconds is not None:
-            _seconds(
-                "zombie_timeout_seconds",
-                zombie_timeout_seconds,
-                low=1,
-                high=86_400,
-                inclusive_low=True,
-            )
-        if execution_timeout_seconds is not UNSET and execution_timeout_seconds is not None:
-            _seconds(
-                "execution_timeout_seconds",
-                execution_timeout_seconds,
-                low=0,
-                high=604_800,
-                inclusive_low=False,
-            )
-        params = {
-            "name": name,
-            "actor": actor,
-            "now": ts_now(None),
-            "set_max_workers": int(max_workers is not UNSET),
-            "max_workers": None if max_workers is UNSET else max_workers,
-            "set_zombie": int(zombie_timeout_seconds is not UNSET),
-            "zombie": None if zombie_timeout_seconds is UNSET else zombie_timeout_seconds,
-            "set_execution": int(execution_timeout_seconds is not UNSET),
-            "execution": None if execution_timeout_seconds is UNSET else execution_timeout_seconds,
+        limits = checks.queue_limits(
+            max_workers=max_workers,
+            zombie_timeout_seconds=zombie_timeout_seconds,
+            execution_timeout_seconds=execution_timeout_seconds,
+        )
+        values = {
+            "max_workers": limits.max_workers,
+            "zombie": limits.zombie_timeout_seconds,
+            "execution": limits.execution_timeout_seconds,
         }
+        params: dict[str, object] = {"name": name, "actor": actor, "now": ts_now(None)}
+        for key, value in values.items():
+            params[f"set_{key}"] = int(value is not UNSET)
+            params[key] = None if value is UNSET else value
         return await self._db.call(control.queue_configure, params)
 
     # -- workers ----------------------------------------------------------------------------
@@ -561,10 +503,7 @@ class SQLiteBackend(Backend):
         concurrency: int | None = None,
         close_circuit: str | None = None,
     ) -> int:
-        if concurrency is not None:
-            _positive_int("concurrency", concurrency, 1000)
-        if close_circuit is not None:
-            check_name("close_circuit", close_circuit)
+        checks.worker_request(concurrency, close_circuit)
         if worker_id is not None and len(worker_id) > MAX_NAME_LENGTH:
             raise ValidationError("worker_id", f"must be at most {MAX_NAME_LENGTH} characters")
         return await self._db.call(control.worker_request, worker_id, concurrency, close_circuit)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 
-from ...errors import ValidationError
-from ...limits import MAX_SEARCH_LENGTH, check_job_id, check_name, check_text
 from ...models import (
     ErrorGroup,
     FailureReason,
@@ -23,6 +21,7 @@ from ...models import (
     Summary,
     Throughput,
 )
+from .. import checks
 from .connection import Database, quote_identifier
 from .rows import from_ts, job_view, queue_info, to_ts
 
@@ -38,56 +37,25 @@ __all__ = [
     "top_errors",
 ]
 
-# The sort fields (``base.SortField``) and the column each orders by in each pillar; a field a
-# pillar has no column for orders by that pillar's date.
-_SORTS: dict[Pillar, dict[str, str]] = {
+# The shared sort whitelist, where a field a pillar has no column for orders by that pillar's
+# date instead of being refused.
+_SORTS = {
+    **checks.SORT_COLUMNS,
+    # Hot rows have neither a duration nor a reason yet: these sort by date.
     Pillar.HOT: {
-        "date": "created_at",
-        "created": "created_at",
-        "id": "id",
-        "queue": "queue",
-        "type": "type",
-        "priority": "priority",
-        "attempts": "attempt_count",
-        "worker": "worker_id",
-        # Hot rows have neither a duration nor a reason yet: these sort by date.
+        **checks.SORT_COLUMNS[Pillar.HOT],
         "duration": "created_at",
         "reason": "created_at",
     },
-    Pillar.ARCHIVE: {
-        "date": "finished_at",
-        "created": "created_at",
-        "id": "id",
-        "queue": "queue",
-        "type": "type",
-        "priority": "priority",
-        "attempts": "attempt_count",
-        "duration": "duration_seconds",
-        "worker": "worker_id",
-        "reason": "finished_at",  # succeeded jobs have no failure reason: sort by date
-    },
-    Pillar.DLQ: {
-        "date": "failed_at",
-        "created": "created_at",
-        "id": "id",
-        "queue": "queue",
-        "type": "type",
-        "priority": "priority",
-        "attempts": "attempt_count",
-        "duration": "duration_seconds",
-        "reason": "failure_reason",
-        "worker": "worker_id",
-    },
+    # Succeeded jobs have no failure reason: sort by date.
+    Pillar.ARCHIVE: {**checks.SORT_COLUMNS[Pillar.ARCHIVE], "reason": "finished_at"},
 }
 _DIRECTION = {True: "DESC", False: "ASC"}
 
 
 def order_by(pillar: Pillar, sort: str, descending: bool) -> str:
     """A whitelisted ORDER BY list (quoted column, direction, then id as the tie-breaker)."""
-    column = _SORTS[pillar].get(sort)
-    if column is None:
-        allowed = ", ".join(sorted(_SORTS[pillar]))
-        raise ValidationError("sort", f"must be one of {allowed} for the {pillar} pillar")
+    column = checks.sort_column(pillar, sort, _SORTS)
     direction = _DIRECTION[bool(descending)]
     return f"{quote_identifier(column)} {direction}, {quote_identifier('id')} {direction}"
 
@@ -101,14 +69,8 @@ def filter_params(filter: JobFilter) -> dict[str, object]:
     """The named parameters every filtered statement takes (None switches a filter off).
 
     Checked as on PostgreSQL, so both backends refuse the same filters."""
-    if filter.queue is not None:
-        check_name("filter.queue", filter.queue)
-    if filter.type is not None:
-        check_name("filter.type", filter.type)
-    search = check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
-    if filter.ids is not None:
-        for i, value in enumerate(filter.ids):
-            check_job_id(f"filter.ids[{i}]", value)
+    checks.job_filter(filter)
+    search = filter.search
     return {
         "queue": filter.queue,
         "type": filter.type,
