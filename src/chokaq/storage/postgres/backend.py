@@ -21,7 +21,7 @@ import psycopg
 
 from ...errors import StorageError, ValidationError
 from ...ids import new_job_id
-from ...limits import check_job_id, check_name, check_text, storable, validate_new_jobs
+from ...limits import check_job_id, check_name, storable, validate_new_jobs
 from ...models import (
     Capabilities,
     ClaimedJob,
@@ -218,7 +218,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         start: bool = False,
         now: datetime | None = None,
     ) -> list[ClaimedJob]:
-        check_text("worker_id", worker_id, max_length=255, allow_none=False)
+        check_name("worker_id", worker_id)
         limit, queues = checks.fetch(limit, queues)
         if limit == 0 or queues == []:
             return []
@@ -433,6 +433,9 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         processing_timeout_seconds: float,
         now: datetime | None = None,
     ) -> RescueResult:
+        fetched_timeout_seconds, processing_timeout_seconds = checks.rescue_timeouts(
+            fetched_timeout_seconds, processing_timeout_seconds
+        )
         params = {"timeout": float(processing_timeout_seconds), "now": now, "ids": None}
         zombies: tuple[str, ...] | None = None
         async with self.pool.connection() as conn:
