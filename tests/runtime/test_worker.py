@@ -564,3 +564,29 @@ async def test_enqueue_many_of_prepared_jobs_is_one_call(make_app: Callable[...,
     assert len(set(ids)) == 3
     queues = {q.queue.name for q in await app.backend.stats_queues()}
     assert {"default", "other"} <= queues
+
+
+async def test_failing_heartbeats_cancel_the_job_when_asked(make_app: Callable[..., App]) -> None:
+    # The storage refuses every heartbeat (as during a partial outage) while finalizing still
+    # works: with cancel_on_heartbeat_failure the job stops and lands in the DLQ as such.
+    app = make_app(cancel_on_heartbeat_failure=True, heartbeat_failure_threshold=2)
+    started = asyncio.Event()
+
+    @app.job()
+    async def long_running() -> None:
+        started.set()
+        await asyncio.sleep(30)
+
+    await app.open()
+    backend = app.backend
+
+    async def refuse(**kwargs: object) -> list[object]:
+        from chokaq.errors import StorageUnavailableError
+
+        raise StorageUnavailableError("heartbeat refused (injected)")
+
+    backend.jobs_heartbeat = refuse  # type: ignore[method-assign,assignment]
+    job_id = await long_running.enqueue()
+    async with running(app):
+        await asyncio.wait_for(started.wait(), 10)
+        await until(lambda: dlq_reason_is(app, job_id, FailureReason.HEARTBEAT_FAILURE))
