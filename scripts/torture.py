@@ -13,7 +13,7 @@ worker off the database while it runs jobs and checks that it never records thei
     python scripts/torture.py                       # short form on PostgreSQL, then SQLite
     python scripts/torture.py --long                # the long form (minutes; rare)
     python scripts/torture.py --backend sqlite      # one backend only
-    python scripts/torture.py --partition-only      # only the network partition scenario
+    python scripts/torture.py --partition-only      # only the partition (torture_partition.py)
 
 The short forms also run from the test suite (``tests/reliability``). Exit status 1 means a
 check failed; the JSON report (``--report``) lists every figure and violation.
@@ -31,9 +31,7 @@ import dataclasses
 import json
 import os
 import random
-import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -41,7 +39,6 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +90,8 @@ class Report:
     name: str
     figures: dict[str, Any] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
+    # What ``verify`` looked at (workers, producer's book, samples), to check the checks.
+    context: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def check(self, ok: bool, message: str) -> None:
         if not ok:
@@ -103,7 +102,12 @@ class Report:
         return not self.violations
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, **dataclasses.asdict(self)}
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "figures": self.figures,
+            "violations": self.violations,
+        }
 
 
 # -- PostgreSQL server control (shared with everyone on this machine: restart once, never leave
@@ -205,6 +209,15 @@ class WorkerProc:
     started_at: float
     fate: str = "running"  # running, killed, terminated, stopped
     exit_code: int | None = None
+    _ready: bool = False
+
+    def ready(self) -> bool:
+        """Whether it logged "worker started" (its SIGTERM handler is installed by then: a
+        SIGTERM during interpreter start-up kills a process before any job is claimed)."""
+        if not self._ready:
+            with contextlib.suppress(FileNotFoundError), open(self.log_path, "rb") as log:
+                self._ready = b'"event_id": 1000' in log.read(65536)
+        return self._ready
 
     def events(self) -> list[dict[str, Any]]:
         out = []
@@ -431,15 +444,16 @@ async def torture(config: Config) -> Report:
             await produce(client, rng, tick, book, report)
             tick += 1
             await sample_stuck(store, samples)
-            alive = [w for w in workers if w.fate == "running"]
+            # Worker 0 is the witness: never signalled, it lives across the restart.
+            alive = [w for w in workers if w.fate == "running" and w.index != 0]
             if now >= next_kill and alive:
                 victim = rng.choice(alive)
                 stop_worker(victim, signal.SIGKILL, "killed")
                 kills += 1
                 workers.append(spawn_worker(config, len(workers)))
                 next_kill = now + config.kill_every_seconds * rng.uniform(0.5, 1.5)
-            alive = [w for w in workers if w.fate == "running"]
-            if now >= next_term and len(alive) > 1:
+            alive = [w for w in alive if w.fate == "running" and w.ready()]
+            if now >= next_term and alive:
                 victim = rng.choice(alive)
                 stop_worker(victim, signal.SIGTERM, "terminated")
                 terms += 1
@@ -506,6 +520,14 @@ async def torture(config: Config) -> Report:
             postgres_restarts=1 if restart_task is not None else 0,
             enqueue_failures_during_faults=book.enqueue_failures,
             run_seconds=config.seconds,
+        )
+        report.context = dict(
+            config=config,
+            store=store,
+            book=book,
+            workers=workers,
+            samples=samples,
+            restart_window=restart_window,
         )
         await asyncio.to_thread(
             verify, config, store, book, workers, samples, restart_window, report
@@ -745,6 +767,13 @@ def verify(
                 STORAGE_UNAVAILABLE in ids and STORAGE_RECOVERED in ids,
                 f"worker {w.index} did not log 1006/1007 across the restart",
             )
+            # They alternate; a worker that outlived the outage must end on "recovered" (else
+            # its health check still says storage is down, and it would miss the next 1006).
+            trail = [i for i in ids if i in (STORAGE_UNAVAILABLE, STORAGE_RECOVERED)]
+            report.check(
+                trail[-1:] == [STORAGE_RECOVERED],
+                f"worker {w.index} never logged 1007 after its last 1006",
+            )
         report.check(counts[FINALIZE_RETRYING] > 0, "no finalize was retried across the restart")
 
 
@@ -763,244 +792,6 @@ def _alive_after(worker: WorkerProc, window: tuple[float, float]) -> bool:
     offset = time.time() - time.monotonic()
     stopped_at = datetime.fromisoformat(started[0]["time"]).timestamp() - offset
     return stopped_at > window[1] + 5.0
-
-
-# -- the partition ------------------------------------------------------------------------
-
-
-class Proxy:
-    """A TCP forwarder in its own process (``python torture.py proxy``): killing it cuts the
-    link (both sides see the connections drop); starting it again restores it."""
-
-    def __init__(self, listen: tuple[str, int], target: tuple[str, int]) -> None:
-        self.listen, self.target = listen, target
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "proxy",
-                f"{self.listen[0]}:{self.listen[1]}",
-                f"{self.target[0]}:{self.target[1]}",
-            ],
-            stdout=subprocess.PIPE,
-        )
-        assert self.proc.stdout is not None
-        self.proc.stdout.readline()  # "ready"
-
-    def cut(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait(timeout=10)
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-        self.proc = None
-
-
-async def _proxy_main(listen: str, target: str) -> None:
-    lhost, lport = listen.rsplit(":", 1)
-    thost, tport = target.rsplit(":", 1)
-
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(Exception):
-                writer.close()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(thost, int(tport))
-        except OSError:
-            writer.close()
-            return
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    server = await asyncio.start_server(handle, lhost, int(lport), reuse_address=True)
-    print("ready", flush=True)
-    async with server:
-        await server.serve_forever()
-
-
-@contextlib.contextmanager
-def network_namespace(tag: str) -> Iterator[tuple[str, str, str]]:
-    """A namespace joined to this one by a veth pair on a private /30; yields (namespace, host
-    address, namespace address). Everything is deleted on exit."""
-    ns = f"chq{tag}"
-    host_if, ns_if = f"chqh{tag}", f"chqn{tag}"
-    octet = random.randint(1, 250)
-    host_ip, ns_ip = f"10.231.{octet}.1", f"10.231.{octet}.2"
-
-    def ip(*args: str) -> None:
-        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
-
-    try:
-        ip("netns", "add", ns)
-        ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
-        ip("link", "set", ns_if, "netns", ns)
-        ip("addr", "add", f"{host_ip}/30", "dev", host_if)
-        ip("link", "set", host_if, "up")
-        ip("netns", "exec", ns, "ip", "addr", "add", f"{ns_ip}/30", "dev", ns_if)
-        ip("netns", "exec", ns, "ip", "link", "set", ns_if, "up")
-        ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        yield ns, host_ip, ns_ip
-    finally:
-        with contextlib.suppress(Exception):
-            ip("link", "del", host_if)
-        with contextlib.suppress(Exception):
-            ip("netns", "del", ns)
-
-
-def partition_available() -> str | None:
-    """None when the partition scenario can run here, else why not."""
-    if os.geteuid() != 0:
-        return "needs root (ip netns)"
-    if shutil.which("ip") is None:
-        return "needs iproute2 (ip)"
-    return None
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-async def _until(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
-async def partition(config: Config) -> Report:
-    """Cut one worker off the database while it runs two jobs: one still running when the link
-    comes back (its heartbeat must find the lease lost: event 2008) and one that finishes during
-    the cut (its finalize must be refused: event 2100). Meanwhile rescue dead-letters both as
-    zombies, an operator resurrects them, and a second worker runs them to success."""
-    from scripts import torture_app as t
-
-    report = Report("partition-postgres")
-    config.workdir.mkdir(parents=True, exist_ok=True)
-    config.backend = "postgres"
-    store = _setup_store(config)
-    client = await _prepare(config, store)
-    workers: list[WorkerProc] = []
-    proxy: Proxy | None = None
-    try:
-        with network_namespace(uuid.uuid4().hex[:6]) as (ns, host_ip, _):
-            port = _free_port(host_ip)
-            proxy = Proxy((host_ip, port), ("127.0.0.1", 5432))
-            proxy.start()
-            far_url = config.url.replace("127.0.0.1:5432", f"{host_ip}:{port}")
-            cut_off = spawn_worker(
-                config, 0, prefix=["ip", "netns", "exec", ns], url=far_url, queues="part"
-            )
-            workers.append(cut_off)
-            [long_id, short_id] = await client.enqueue_many(
-                [t.hold.prepare(seconds=60.0), t.hold.prepare(seconds=2.0)]
-            )
-            ledger = store.table("torture_ledger")
-
-            async def both_started() -> bool:
-                rows = await asyncio.to_thread(store.rows, f"SELECT count(*) FROM {ledger}")
-                return bool(rows[0][0] == 2)
-
-            await _until(both_started, 30, "the cut-off worker to start both jobs")
-            [(cut_worker_id,)] = store.rows(f"SELECT DISTINCT worker_id FROM {ledger}")
-            proxy.cut()
-            cut_at = time.monotonic()
-            rescuer = spawn_worker(config, 1, queues="part")
-            workers.append(rescuer)
-
-            async def zombies() -> bool:
-                views = [await client.backend.job_get(i) for i in (long_id, short_id)]
-                zombie = FailureReason.ZOMBIE
-                return all(v is not None and v.failure_reason is zombie for v in views)
-
-            await _until(zombies, 30, "rescue to dead-letter both jobs as zombies")
-            moved = await client.backend.dlq_resurrect(
-                ids=[long_id, short_id], actor="torture-operator", payload='{"seconds": 0.1}'
-            )
-            report.check(sorted(moved) == sorted([long_id, short_id]), f"resurrected {moved}")
-
-            async def archived() -> bool:
-                views = [await client.backend.job_get(i) for i in (long_id, short_id)]
-                return all(v is not None and v.pillar.value == "archive" for v in views)
-
-            await _until(archived, 30, "the rescuer to run both jobs")
-            report.figures["cut_seconds_before_restore"] = round(time.monotonic() - cut_at, 1)
-            proxy.start()  # the link comes back
-
-            def logged(event_id: int, job_id: str) -> bool:
-                return any(
-                    e.get("event_id") == event_id and e.get("job_id") == job_id
-                    for e in cut_off.events()
-                )
-
-            async def refused() -> bool:
-                return logged(LEASE_LOST, long_id) and logged(NOT_APPLIED, short_id)
-
-            with contextlib.suppress(TimeoutError):
-                await _until(refused, 45, "the cut-off worker to log 2008 and 2100")
-            report.check(logged(LEASE_LOST, long_id), "no 2008 (lease lost) for the long job")
-            report.check(logged(NOT_APPLIED, short_id), "no 2100 (not applied) for the short job")
-            report.figures["cut_off_worker_events"] = dict(
-                Counter(str(e.get("event_id")) for e in cut_off.events())
-            )
-            # The cut-off worker must not have finalized, heartbeated or rescheduled either job.
-            for job_id in (long_id, short_id):
-                view = await client.backend.job_get(job_id)
-                report.check(
-                    view is not None and view.pillar.value == "archive", f"{job_id} not archived"
-                )
-                if view is not None:
-                    report.check(view.worker_id != cut_worker_id, f"{job_id} finalized cut-off")
-                    report.check(view.attempt_count == 1, f"{job_id} attempts {view.attempt_count}")
-            summary = await client.backend.stats_summary()
-            report.check(summary.succeeded_total == 2, f"succeeded_total {summary.succeeded_total}")
-            report.check(summary.failed_total == 2, f"failed_total {summary.failed_total}")
-            report.check(summary.retried_total == 0, f"retried_total {summary.retried_total}")
-            # And it keeps working once reconnected: it runs a new job.
-            stop_worker(rescuer, signal.SIGTERM, "stopped")
-            reap(rescuer)
-            [again] = await client.enqueue_many([t.hold.prepare(seconds=0.0)])
-
-            async def ran_again() -> bool:
-                view = await client.backend.job_get(again)
-                return view is not None and view.pillar.value == "archive"
-
-            await _until(ran_again, 45, "the reconnected worker to run a new job")
-            view = await client.backend.job_get(again)
-            report.check(
-                view is not None and view.worker_id == cut_worker_id,
-                "the reconnected worker did not run the new job",
-            )
-            stop_worker(cut_off, signal.SIGTERM, "stopped")
-            reap(cut_off)
-            report.check(cut_off.exit_code == 0, f"cut-off worker exited {cut_off.exit_code}")
-            report.figures.update(jobs=3, lost=0, partitions=1)
-    finally:
-        for w in workers:
-            if w.proc.poll() is None:
-                w.proc.kill()
-                w.proc.wait(timeout=10)
-        if proxy is not None:
-            proxy.cut()
-        with contextlib.suppress(Exception):
-            await client.close()
-        if not config.keep_schema:
-            with contextlib.suppress(Exception):
-                store.drop()
-    return report
 
 
 # -- command line -------------------------------------------------------------------------
@@ -1032,6 +823,8 @@ async def main_async(args: argparse.Namespace) -> int:
             reports.append(await torture(config))
             _print(reports[-1])
     if "postgres" in backends and not args.no_partition:
+        from scripts.torture_partition import partition, partition_available
+
         why = partition_available()
         if why is None:
             print("-- partition on postgres")
@@ -1047,9 +840,6 @@ async def main_async(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["proxy"]:
-        asyncio.run(_proxy_main(argv[1], argv[2]))
-        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=["postgres", "sqlite", "both"], default="both")
     parser.add_argument("--long", action="store_true", help="the long form (minutes)")

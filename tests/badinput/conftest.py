@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from tests.conftest import Store
 
 from chokaq import App
 from chokaq.models import FailMove, FailureReason, SucceedMove
-from tests.conftest import Store
 
 
 def fingerprint(store: Store) -> dict[str, list[tuple[Any, ...]]]:
@@ -44,7 +44,9 @@ def fingerprint(store: Store) -> dict[str, list[tuple[Any, ...]]]:
                 (f"{store.schema}_%",),
             )
         ]
-        return {t: sorted(conn.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in tables}
+        return {
+            t: sorted(conn.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in tables
+        }
     finally:
         conn.close()
 

@@ -6,16 +6,17 @@ recorded (retried, dead-lettered or timed out) and the worker keeps running othe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests.conftest import Store
+from tests.runtime.conftest import FAST, running, until
 
 from chokaq import App, FailureReason, RetryPolicy, WorkerSettings
 from chokaq.models import JobView, Pillar
-from tests.conftest import Store
-from tests.runtime.conftest import FAST, running, until
 
 
 class Custom(BaseException):
@@ -57,10 +58,8 @@ async def app(store: Store) -> AsyncIterator[App]:
     async def swallows_cancel() -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            try:
+            with contextlib.suppress(asyncio.CancelledError):  # swallowed on purpose
                 await asyncio.sleep(30)
-            except asyncio.CancelledError:
-                pass
 
     @chokaq_app.job(timeout=5.0)
     async def blocks_loop(seconds: float) -> None:
@@ -138,7 +137,9 @@ async def test_a_handler_that_swallows_cancellation_is_abandoned_by_the_watchdog
     if store.kind != "sqlite":
         pytest.skip("the watchdog waits 10 s past the timeout: once is enough")
     job_id = await app.handlers["swallows_cancel"].enqueue()
-    async with running(app, shutdown_grace_seconds=0.1) as worker:
+    # The zombie timeout must outlast the watchdog's 10 s of patience, as the defaults do
+    # (60 s): a stopped job no longer heartbeats, so a shorter one would make it a Zombie.
+    async with running(app, shutdown_grace_seconds=0.1, zombie_timeout_seconds=15.0) as worker:
         view = await settled(app, job_id, timeout=20)
         await still_works(app)
         assert job_id not in worker.running

@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from scripts.torture import Config, Report, partition, partition_available, torture
+from scripts.torture import Config, Report, torture
+from scripts.torture_partition import partition, partition_available
 from tests.conftest import PG_URL, require_postgres
 
 pytestmark = pytest.mark.slow

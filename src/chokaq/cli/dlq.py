@@ -62,8 +62,8 @@ def build_filter(
         queue=queue,
         type=job_type,
         failure_reason=parse_reason(reason),
-        since=parse_when(since),
-        until=parse_when(until),
+        since=parse_when(since, param="--since"),
+        until=parse_when(until, param="--until"),
         search=search,
         ids=tuple(ids) or None,
     )

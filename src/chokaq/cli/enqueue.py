@@ -57,7 +57,7 @@ def enqueue(
     options: dict[str, Any] = {
         "queue": queue,
         "delay": delay,
-        "run_at": parse_when(run_at),
+        "run_at": parse_when(run_at, param="--run-at"),
         "idempotency_key": idempotency_key,
         "tags": tags,
         "created_by": created_by,

@@ -114,9 +114,11 @@ _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def parse_when(value: str | None, *, now: datetime | None = None) -> datetime | None:
+def parse_when(
+    value: str | None, *, now: datetime | None = None, param: str | None = None
+) -> datetime | None:
     """An ISO date/time (UTC when naive) or an age such as ``30m``, ``2h``, ``7d`` (that long
-    ago)."""
+    ago). ``param`` names the option in the error (``--since``)."""
     if value is None:
         return None
     match = _RELATIVE.match(value)
@@ -127,6 +129,7 @@ def parse_when(value: str | None, *, now: datetime | None = None) -> datetime | 
         when = datetime.fromisoformat(value)
     except ValueError:
         raise click.BadParameter(
-            f"{value!r} is neither an ISO date/time nor an age like 30m, 2h, 7d"
+            f"{value!r} is neither an ISO date/time nor an age like 30m, 2h, 7d",
+            param_hint=param,
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -64,6 +64,10 @@ class Registry:
                 worker.queues = queues
                 if worker.buffer:
                     await self._release_paused()
+                # This loop reports storage trouble too, so it must also report the recovery:
+                # else a worker whose fetch loop never failed stays "storage unavailable" (in
+                # its health check, and silent about the next outage) for ever.
+                worker._storage_recovered()
             except StorageError as exc:
                 worker._storage_trouble(exc)
             await asyncio.sleep(worker.settings.worker_beat_interval_seconds)
