@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .context import JobContext
 from .errors import ConfigurationError, ValidationError
-from .limits import DEFAULT_LIMITS, Limits, check_name
+from .limits import DEFAULT_LIMITS, JsonText, Limits, check_name
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
 from .runtime.settings import WorkerSettings
@@ -360,7 +360,9 @@ class App:
             if param.kind is param.VAR_KEYWORD and pname in arguments:
                 arguments.update(arguments.pop(pname))
         try:
-            return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            return JsonText(
+                json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            )
         except (TypeError, ValueError) as exc:
             raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
 

@@ -6,6 +6,7 @@ Owns id generation only; it must not know about storage.
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 import uuid
@@ -13,6 +14,14 @@ import uuid
 __all__ = ["is_job_id", "new_job_id", "new_lease_token"]
 
 _lock = threading.Lock()
+_rng = random.Random(os.urandom(16))
+
+
+def _reseed() -> None:
+    _rng.seed(os.urandom(16))
+
+
+os.register_at_fork(after_in_child=_reseed)  # a forked child must not repeat its parent
 _last_ms = 0
 _counter = 0
 
@@ -37,13 +46,16 @@ def new_job_id() -> str:
                 ms = _last_ms
                 _counter = 0
         counter = _counter
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    # The random bits only keep ids of one millisecond apart across processes; they are not a
+    # secret (lease tokens are), so a seeded generator serves instead of a syscall per id.
+    rand = _rng.getrandbits(62)
     value = (ms & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76
     value |= counter << 64
     value |= 0b10 << 62
     value |= rand
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_lease_token() -> str:

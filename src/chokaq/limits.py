@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -19,6 +20,7 @@ from .models import NewJob
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "JsonText",
     "Limits",
     "check_actor",
     "check_job_id",
@@ -63,8 +65,21 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Names seen valid, so a bulk enqueue checks each queue and type once, not once per job.
+_VALID_NAMES: set[str] = set()
+_VALID_NAMES_MAX = 10_000
+
+
 def _has_control(value: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in value)
+    return _CONTROL.search(value) is not None
+
+
+class JsonText(str):
+    """JSON text that ``json.dumps`` produced in this process (``App`` serializing handler
+    arguments): its syntax is known good, so enqueue checks only its size."""
+
+    __slots__ = ()
 
 
 def _check_utf8(field: str, value: str) -> None:
@@ -111,6 +126,8 @@ def check_text(
 
 def check_name(field: str, value: object) -> str:
     """A queue or job type name: 1..255 characters, no control characters, no outer spaces."""
+    if type(value) is str and value in _VALID_NAMES:
+        return value
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, not {type(value).__name__}")
     _check_utf8(field, value)
@@ -124,6 +141,8 @@ def check_name(field: str, value: object) -> str:
         )
     if _has_control(value):
         raise ValidationError(field, "must not contain control characters")
+    if type(value) is str and len(_VALID_NAMES) < _VALID_NAMES_MAX:
+        _VALID_NAMES.add(value)
     return value
 
 
@@ -176,10 +195,11 @@ def check_payload(field: str, value: object, limits: Limits = DEFAULT_LIMITS) ->
         raise ValidationError(
             field, f"must be at most {limits.max_payload_bytes} bytes of UTF-8 (got {size})"
         )
-    try:
-        json.loads(value)
-    except ValueError as exc:
-        raise ValidationError(field, f"must be valid JSON ({exc.args[0]})") from None
+    if type(value) is not JsonText:  # text we serialized ourselves is JSON by construction
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise ValidationError(field, f"must be valid JSON ({exc.args[0]})") from None
     return value
 
 
