@@ -5,7 +5,7 @@ other (side by side), and each figure is the median over rounds with min and max
 
 * burn-down: bulk-enqueue ``jobs`` no-op jobs (batches of 10,000; enqueue jobs/s), then one worker
   process drains them (processing jobs/s = jobs / the worker's own run time; peak RSS of the
-  worker process from getrusage).
+  worker process from VmHWM in /proc/self/status).
 * pickup: an idle worker; ``pickups`` single jobs enqueued one at a time at about 50/s; the
   handler records time.time() - the time the job was sent; p50/p95/p99.
 * history: the burn-down again with ``history`` finished jobs already stored (each system's own
@@ -176,6 +176,19 @@ def steady(system: System, rate: float, seconds: float) -> dict[str, float]:
         return asyncio.run(drive())
 
 
+def _attempt(what: str, call: Any, *args: Any) -> dict[str, float] | None:
+    """One measurement, retried once: the server is shared and may restart under the suite.
+    A measurement that fails twice is left out (the report shows how many runs each figure
+    has) rather than throwing the others away."""
+    for attempt in (1, 2):
+        try:
+            return call(*args)  # type: ignore[no-any-return]
+        except Exception as exc:
+            print(f"  !! {what} failed (attempt {attempt}): {exc!r}", flush=True)
+            time.sleep(5)
+    return None
+
+
 def _collect(per_run: list[dict[str, float]]) -> dict[str, Any]:
     return {"runs": per_run, "figures": {k: spread([r[k] for r in per_run]) for k in per_run[0]}}
 
@@ -189,6 +202,7 @@ def run(
     seconds: float,
     runs: int,
     include_peers: bool = True,
+    checkpoint: Any = None,
 ) -> dict[str, Any]:
     systems = postgres_systems(include_peers)
     labels = {s.key: s.label for s in systems}
@@ -197,7 +211,9 @@ def run(
     }
     for round_no in range(1, runs + 1):
         for system in systems:
-            r = burn_down(system, jobs)
+            r = _attempt(f"{system.label} burn-down", burn_down, system, jobs)
+            if r is None:
+                continue
             raw["burn_down"][system.key].append(r)
             print(
                 f"  round {round_no} {system.label}: enqueue {r['enqueue_jobs_s']:,.0f}/s, "
@@ -206,7 +222,9 @@ def run(
             )
         for system in systems:
             if history:
-                r = burn_down(system, jobs, history)
+                r = _attempt(f"{system.label} history", burn_down, system, jobs, history)
+                if r is None:
+                    continue
                 raw["history"][system.key].append(r)
                 print(
                     f"  round {round_no} {system.label} +{history:,} history: "
@@ -216,7 +234,9 @@ def run(
         for system in systems:
             if system.key == "pgqueuer-c10":
                 continue  # pickup is measured once per peer, in its best configuration
-            r = pickup(system, pickups)
+            r = _attempt(f"{system.label} pickup", pickup, system, pickups)
+            if r is None:
+                continue
             raw["pickup"][system.key].append(r)
             print(
                 f"  round {round_no} {system.label} pickup: p50 {r['p50_ms']:.2f} ms, "
@@ -226,7 +246,9 @@ def run(
         for system in systems:
             if system.key == "pgqueuer-c10" or not seconds:
                 continue
-            r = steady(system, rate, seconds)
+            r = _attempt(f"{system.label} steady", steady, system, rate, seconds)
+            if r is None:
+                continue
             raw["steady"][system.key].append(r)
             print(
                 f"  round {round_no} {system.label} steady {rate:.0f}/s: backlog "
@@ -234,6 +256,16 @@ def run(
                 f"WAL {r['wal_bytes_per_job']:,.0f} B/job",
                 flush=True,
             )
+        if checkpoint is not None:
+            checkpoint(
+                _result(raw, labels, locals_config(jobs, pickups, history, rate, seconds, round_no))
+            )
+    return _result(raw, labels, locals_config(jobs, pickups, history, rate, seconds, runs))
+
+
+def locals_config(  # the configuration block of the JSON
+    jobs: int, pickups: int, history: int, rate: float, seconds: float, runs: int
+) -> dict[str, Any]:
     return {
         "config": {
             "jobs": jobs,
@@ -245,7 +277,13 @@ def run(
             "steady_rate_per_s": rate,
             "steady_seconds": seconds,
             "runs": runs,
-        },
+        }
+    }
+
+
+def _result(raw: dict[str, Any], labels: dict[str, str], config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **config,
         "labels": labels,
         "results": {
             name: {key: _collect(v) for key, v in per_system.items() if v}

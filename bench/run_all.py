@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -54,7 +56,7 @@ def _quick(args: argparse.Namespace) -> None:
     args.steady_seconds = 2.0
 
 
-def run_part(part: str, args: argparse.Namespace) -> dict[str, object]:
+def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dict[str, object]:
     if part == "pillars":
         from bench import pillars
 
@@ -71,6 +73,7 @@ def run_part(part: str, args: argparse.Namespace) -> dict[str, object]:
             seconds=args.steady_seconds,
             runs=args.runs,
             include_peers=not args.no_peers,
+            checkpoint=checkpoint,
         )
     if part == "sqlite":
         from bench import embedded
@@ -95,24 +98,30 @@ def main(argv: list[str] | None = None) -> Path:
             print(f"== {part}", flush=True)
             started = time.perf_counter()
             notes = machine_notes()
+
+            def save(
+                data: object, part: str = part, notes: object = notes, started: float = started
+            ) -> None:
+                record = {
+                    "part": part,
+                    "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "wall_seconds": time.perf_counter() - started,
+                    "quick": args.quick,
+                    "machine": notes,
+                    "loadavg_at_end": list(os.getloadavg()),
+                    "data": data,
+                }
+                (results / f"{part}.json").write_text(json.dumps(record, indent=1))
+
             try:
-                data = run_part(part, args)
+                data = run_part(part, args, checkpoint=save)
             except Exception as exc:
                 # One broken part (say, the engine mid-edit) must not throw away the others:
                 # report it, keep the part's previous JSON, go on; --parts reruns it alone.
                 print(f"!! part {part} failed: {exc!r}", file=sys.stderr, flush=True)
                 failed.append(part)
                 continue
-            record = {
-                "part": part,
-                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "wall_seconds": time.perf_counter() - started,
-                "quick": args.quick,
-                "machine": notes,
-                "loadavg_at_end": list(__import__("os").getloadavg()),
-                "data": data,
-            }
-            (results / f"{part}.json").write_text(json.dumps(record, indent=1))
+            save(data)
     from bench import report
 
     path = report.write(args.out)

@@ -21,8 +21,14 @@ import psycopg
 # environment. A handler given a "sent" wall-clock time appends time.time() - sent to LAT_FILE.
 
 CHOKAQ_WORKER = r"""
-import asyncio, os, resource, time
+import asyncio, os, time
 from chokaq import App
+
+def peak_rss_kb():
+    # VmHWM is this process's own peak RSS; getrusage's ru_maxrss survives exec and would
+    # report the parent's RSS at fork time when that is larger.
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 app = App(os.environ["URL"], schema="chokaq", auto_migrate=False)
 LAT = os.environ.get("LAT_FILE")
 
@@ -39,15 +45,21 @@ async def main():
     await app.run_worker(burst=os.environ["MODE"] == "burst",
                          concurrency=int(os.environ["CONCURRENCY"]))
     elapsed = time.perf_counter() - t
-    print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, begin, time.time())
+    print(elapsed, peak_rss_kb(), begin, time.time())
     await app.close()
 
 asyncio.run(main())
 """
 
 PGQUEUER_WORKER = r"""
-import asyncio, os, resource, time
+import asyncio, os, time
 from datetime import timedelta
+
+def peak_rss_kb():
+    # VmHWM is this process's own peak RSS; getrusage's ru_maxrss survives exec and would
+    # report the parent's RSS at fork time when that is larger.
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 import asyncpg
 from pgqueuer import PgQueuer
 from pgqueuer.types import QueueExecutionMode
@@ -71,14 +83,20 @@ async def main():
     t = time.perf_counter()
     await pgq.run(batch_size=int(os.environ["BATCH"]), max_concurrent_tasks=cap, mode=mode)
     elapsed = time.perf_counter() - t
-    print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, begin, time.time())
+    print(elapsed, peak_rss_kb(), begin, time.time())
 
 asyncio.run(main())
 """
 
 PROCRASTINATE_WORKER = r"""
-import asyncio, logging, os, resource, time
+import asyncio, logging, os, time
 import procrastinate
+
+def peak_rss_kb():
+    # VmHWM is this process's own peak RSS; getrusage's ru_maxrss survives exec and would
+    # report the parent's RSS at fork time when that is larger.
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 LAT = os.environ.get("LAT_FILE")
 app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=os.environ["URL"]))
 
@@ -95,7 +113,7 @@ async def main():
         await app.run_worker_async(concurrency=int(os.environ["CONCURRENCY"]),
                                    wait=os.environ["MODE"] != "burst", install_signal_handlers=True)
         elapsed = time.perf_counter() - t
-    print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, begin, time.time())
+    print(elapsed, peak_rss_kb(), begin, time.time())
 
 logging.disable(logging.WARNING)
 asyncio.run(main())

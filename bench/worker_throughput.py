@@ -37,7 +37,10 @@ async def main():
     t = time.perf_counter()
     await app.run_worker(burst=True, concurrency=int(os.environ["CONCURRENCY"]))
     elapsed = time.perf_counter() - t
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # VmHWM is this process's own peak RSS (ru_maxrss survives exec: it would report the
+    # parent's RSS at fork time when that is larger).
+    with open("/proc/self/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
     print(f"{elapsed} {rss}")
     await app.close()
 
