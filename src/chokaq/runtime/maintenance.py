@@ -59,6 +59,7 @@ class Maintenance:
         if not leading:
             return
         await self.rescue()
+        await self.worker.app.backend.jobs_hot_tidy()
         settings = self.worker.settings
         if time.monotonic() - self._last_retention >= settings.retention_interval_seconds:
             self._last_retention = time.monotonic()

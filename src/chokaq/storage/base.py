@@ -366,6 +366,16 @@ class Backend(abc.ABC):
     async def metrics_prune(self, *, older_than: datetime, width_seconds: int = 1) -> int:
         """Delete metric buckets of the given width that started before ``older_than``."""
 
+    async def jobs_hot_tidy(self) -> bool:
+        """Reclaim the hot table's dead row versions when they pile up; returns whether it did.
+
+        Every claim, heartbeat and move leaves a dead version behind in ``jobs_hot``; the
+        database's own vacuum normally reclaims them, but where it is off or lagging the fetch
+        path slows down as they accumulate. The elected worker calls this each maintenance
+        pass. The default does nothing (a backend without row versions).
+        """
+        return False
+
     @abc.abstractmethod
     async def metrics_rollup(self, *, older_than: datetime) -> int:
         """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts

@@ -67,6 +67,8 @@ def _leases(field: str, leases: Sequence[Lease]) -> dict[str, list[str]]:
 
 
 BULKHEAD_CACHE_SECONDS = 1.0
+# Dead hot-row versions past which the elected worker vacuums the hot table itself.
+HOT_DEAD_ROWS_LIMIT = 20_000
 
 
 class PostgresBackend(PostgresOperators, PostgresReads):
@@ -425,6 +427,17 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         }
 
     # -- maintenance --------------------------------------------------------------------------
+
+    async def jobs_hot_tidy(self) -> bool:
+        row = await self._one("hot_dead_rows", {"schema": self.schema})
+        dead, live = (row[0], row[1]) if row is not None else (0, 0)
+        # Autovacuum would have acted long before this; it is off or far behind.
+        if dead < HOT_DEAD_ROWS_LIMIT and dead <= live:
+            return False
+        async with self.pool.connection() as conn:
+            # Autocommit, and never prepared: VACUUM runs outside a transaction block only.
+            await conn.execute(self._q["hot_vacuum"], prepare=False)
+        return True
 
     async def jobs_rescue(
         self,

@@ -511,6 +511,15 @@ WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )
 
+-- name: hot_dead_rows
+-- Dead row versions of the hot table, and live ones (the statistics collector's estimates).
+SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0)
+FROM pg_stat_user_tables
+WHERE schemaname = %(schema)s AND relname = 'jobs_hot'
+
+-- name: hot_vacuum
+VACUUM {schema}.jobs_hot
+
 -- name: metrics_prune
 DELETE FROM {schema}.metric_buckets
 WHERE width_seconds = %(width)s AND bucket_start < %(older_than)s

@@ -1,0 +1,44 @@
+"""The elected worker's hot-table vacuum, for servers where autovacuum is off or behind."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psycopg
+import pytest
+from conformance import claim, enqueue, succeed
+
+import chokaq.storage.postgres.backend as pg_backend
+
+
+async def dead_rows(store, schema: str) -> int:
+    async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
+        await conn.execute("SELECT pg_stat_clear_snapshot()")
+        cur = await conn.execute(
+            "SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = %s AND relname = %s",
+            (schema, "jobs_hot"),
+        )
+        row = await cur.fetchone()
+        return row[0] if row else 0
+
+
+async def test_the_hot_table_is_vacuumed_when_dead_rows_pile_up(
+    backend, store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if store.kind != "postgres":
+        assert await backend.jobs_hot_tidy() is False  # nothing to reclaim on SQLite
+        return
+    monkeypatch.setattr(pg_backend, "HOT_DEAD_ROWS_LIMIT", 10)
+    await enqueue(backend, 50)
+    await succeed(backend, await claim(backend, 50))
+    # The backend's sessions report their dead rows to the statistics collector within about
+    # a second (10 s when idle): wait for the report rather than for a fixed time.
+    deadline = time.monotonic() + 20
+    while await dead_rows(store, store.schema) < 50:
+        assert time.monotonic() < deadline, "the dead rows were never reported"
+        await backend.stats_summary()  # a statement on the backend's sessions flushes stats
+        await asyncio.sleep(0.1)
+    assert await backend.jobs_hot_tidy() is True
+    assert await dead_rows(store, store.schema) == 0
+    assert await backend.jobs_hot_tidy() is False  # nothing left to reclaim
