@@ -46,10 +46,6 @@ class Finalizer:
         self._idle.clear()
         self._ready.set()
 
-    @property
-    def backlog(self) -> int:
-        return len(self._pending) + self._in_flight
-
     async def drain(self) -> None:
         """Wait until every submitted move has been written (or refused)."""
         while self._pending or self._in_flight:

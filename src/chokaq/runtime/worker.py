@@ -29,7 +29,6 @@ from ..models import (
     ClaimedJob,
     FailMove,
     FailureReason,
-    Lease,
     Move,
     QueueInfo,
     RetryMove,
@@ -581,7 +580,3 @@ def _as_started(job: ClaimedJob, attempt_count: int, started_at: datetime) -> Cl
     return replace(
         job, status=JobStatus.PROCESSING, attempt_count=attempt_count, started_at=started_at
     )
-
-
-def lease_of(job: ClaimedJob) -> Lease:
-    return job.lease

@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import ChokaqError, StorageError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -95,10 +95,6 @@ UNSET: Any = _Unset()
 
 # (operation name, seconds taken, the error raised or None)
 Observer = Callable[[str, float, BaseException | None], None]
-
-SortField = Literal[
-    "date", "id", "queue", "type", "priority", "attempts", "duration", "reason", "created", "worker"
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +215,10 @@ class Backend(abc.ABC):
         """Bring the schema up to date under a lock (safe when two processes race); returns the
         versions applied by this call (empty when already current).
 
-        An empty database gets the fresh-install script (``schema.sql``) and every version is
-        recorded; an existing one gets the pending numbered migrations. ``via_migrations=True``
-        always walks the numbered migrations (the test that both paths agree uses it)."""
+        The numbered migrations are the only schema source. An empty database gets all of them
+        in one transaction (a fresh install); an existing one gets the pending ones, each in
+        its own transaction. ``via_migrations=True`` takes the one-per-transaction path even
+        on an empty database (the test that both paths agree uses it)."""
 
     @abc.abstractmethod
     async def schema_version(self) -> int:

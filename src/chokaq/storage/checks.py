@@ -52,7 +52,7 @@ MAX_RESCUE_TIMEOUT_SECONDS = 366 * 86_400.0
 MAX_PAGE_SIZE = 1000
 MAX_CONCURRENCY = 1000
 
-# The sortable columns of each pillar (``base.SortField`` names); anything else is refused.
+# The sortable columns of each pillar (the `sort` names of jobs_page); others are refused.
 _EVERY_PILLAR = {
     "created": "created_at",
     "id": "id",

@@ -228,26 +228,13 @@ class PostgresCore(Backend):
             cur = await conn.execute(self._q["migrate_applied"])
             done = {int(row[0]) for row in await cur.fetchall()}
             pending = [m for m in self._migrations if m.version not in done]
-            if not pending:
-                return []
-            if not done and not via_migrations:
-                cur = await conn.execute(self._q["migrate_has_jobs"], {"schema": self.schema})
-                row = await cur.fetchone()
-                if row is not None and not row[0]:
-                    await conn.execute(self._fresh_install_script())
-                    for migration in self._migrations:
-                        await self._record(conn, migration)
-                    return [m.version for m in self._migrations]
-            migration = pending[0]
-            await conn.execute(_compose(migration.sql, self.schema, self.channel))
-            await self._record(conn, migration)
-            return [migration.version]
-
-    def _fresh_install_script(self) -> LiteralString:
-        from importlib import resources
-
-        text = resources.files(_PACKAGE).joinpath("schema.sql").read_text(encoding="utf-8")
-        return _compose(text, self.schema, self.channel)
+            # A fresh install applies every migration in this one transaction; an upgrade (or
+            # via_migrations) applies one per transaction, as a long-lived database would.
+            batch = pending if not done and not via_migrations else pending[:1]
+            for migration in batch:
+                await conn.execute(_compose(migration.sql, self.schema, self.channel))
+                await self._record(conn, migration)
+            return [migration.version for migration in batch]
 
     async def _record(self, conn: psycopg.AsyncConnection[Any], migration: Migration) -> None:
         await conn.execute(

@@ -26,11 +26,6 @@ SELECT version FROM {schema}.schema_migrations ORDER BY version
 INSERT INTO {schema}.schema_migrations (version, name, applied_at)
 VALUES (%(version)s, %(name)s, now())
 
--- name: migrate_has_jobs
-SELECT EXISTS (
-    SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %(schema)s AND tablename = 'jobs_hot'
-)
-
 -- name: migrate_has_ledger
 SELECT EXISTS (
     SELECT 1 FROM pg_catalog.pg_tables

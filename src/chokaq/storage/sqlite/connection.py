@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,7 +72,6 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
 @dataclass(frozen=True, slots=True)
 class _Loaded:
     queries: dict[str, str]
-    schema: str
     migrations: list[Migration]
 
 
@@ -81,11 +79,10 @@ class _Loaded:
 def _load(prefix: str) -> _Loaded:
     """Every statement with the table prefix substituted, once per prefix."""
     queries = {k: _prefixed(v, prefix) for k, v in load_queries(_PACKAGE).items()}
-    text = resources.files(_PACKAGE).joinpath("schema.sql").read_text(encoding="utf-8")
     migrations = [
         Migration(m.version, m.name, _prefixed(m.sql, prefix)) for m in load_migrations(_PACKAGE)
     ]
-    return _Loaded(queries, _prefixed(text, prefix), migrations)
+    return _Loaded(queries, migrations)
 
 
 class Database:
@@ -103,7 +100,6 @@ class Database:
         loaded = _load(prefix)
         self.q = loaded.queries
         self.migrations = loaded.migrations
-        self._schema = loaded.schema
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
 
@@ -222,21 +218,9 @@ class Database:
         done = {row[0] for row in conn.execute(q["ledger_versions"])}
         now = time.time()
         applied: list[int] = []
-        fresh = (
-            not done
-            and not conn.execute(q["table_exists"], {"name": self.prefix + "jobs_hot"}).fetchone()[
-                0
-            ]
-        )
-        if fresh and not via_migrations:
-            self.script(self._schema)
-            for migration in self.migrations:
-                conn.execute(
-                    q["ledger_record"],
-                    {"version": migration.version, "name": migration.name, "now": now},
-                )
-                applied.append(migration.version)
-            return applied
+        # The whole migration runs in one exclusive transaction, so a fresh install and a
+        # walk through the migrations (via_migrations) are the same statements in the same
+        # order on SQLite.
         for migration in self.migrations:
             if migration.version in done:
                 continue
