@@ -24,3 +24,15 @@ def test_comments_and_alignment_are_stripped_but_literals_kept() -> None:
 
     sql = "SELECT  a ,  b   -- why\n  FROM t WHERE x = 'a  -- b , ( c'  -- trailing\n"
     assert _compact(sql) == "SELECT a,b\nFROM t WHERE x='a  -- b , ( c'"
+
+
+def test_an_indented_include_is_refused_rather_than_read_as_a_comment() -> None:
+    import pytest
+
+    from chokaq.storage.sqlfile import _expand
+
+    with pytest.raises(ValueError, match="column 0"):
+        _expand("q", {"q": "SELECT 1\n  -- include: fragment_x", "fragment_x": "x"}, ())
+    assert _expand("q", {"q": "SELECT\n-- include: fragment_x", "fragment_x": " 1 "}, ()) == (
+        "SELECT\n1"
+    )

@@ -14,6 +14,7 @@ __all__ = ["Migration", "load_migrations", "load_queries"]
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^--\s*include:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_INDENTED_INCLUDE = re.compile(r"^[ \t]+--\s*include:", re.MULTILINE)
 _MIGRATION = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
 
 
@@ -51,6 +52,8 @@ def _expand(name: str, raw: dict[str, str], seen: tuple[str, ...]) -> str:
         raise ValueError(f"query {name!r} includes itself")
     if name not in raw:
         raise ValueError(f"query {seen[-1]!r} includes unknown block {name!r}")
+    if _INDENTED_INCLUDE.search(raw[name]):
+        raise ValueError(f"query {name!r}: an include line must start at column 0")
 
     def include(match: re.Match[str]) -> str:
         return _expand(match.group(1), raw, (*seen, name)).strip()

@@ -45,40 +45,44 @@ SELECT q.name,
 FROM {p}queues AS q
 WHERE q.max_workers IS NOT NULL AND q.paused = 0 AND q.active = 1
 
--- name: fetch_candidates
+-- name: fragment_candidate_head
+-- The candidates of a claim: pending rows, returned in claim order (the three statements below
+-- differ only in how they pick queues, so that SQLite can choose the index for each).
 SELECT h.id, h.priority, h.scheduled_at AS sort_at, h.created_at
 FROM {p}jobs_hot AS h
 WHERE h.status = 0
+
+-- name: fragment_candidate_due
   AND h.scheduled_at <= :now
   AND h.type NOT IN (SELECT value FROM json_each(:exclude))
+
+-- name: fragment_candidate_open_queue
   AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
                   WHERE q.name = h.queue
                     AND (q.paused <> 0 OR q.active = 0 OR q.max_workers IS NOT NULL))
+
+-- name: fragment_candidate_tail
 ORDER BY h.priority DESC, h.scheduled_at, h.created_at
 LIMIT :limit
+
+-- name: fetch_candidates
+-- include: fragment_candidate_head
+-- include: fragment_candidate_due
+-- include: fragment_candidate_open_queue
+-- include: fragment_candidate_tail
 
 -- name: fetch_candidates_in
-SELECT h.id, h.priority, h.scheduled_at AS sort_at, h.created_at
-FROM {p}jobs_hot AS h
-WHERE h.status = 0
+-- include: fragment_candidate_head
   AND h.queue IN (SELECT value FROM json_each(:queues))
-  AND h.scheduled_at <= :now
-  AND h.type NOT IN (SELECT value FROM json_each(:exclude))
-  AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
-                  WHERE q.name = h.queue
-                    AND (q.paused <> 0 OR q.active = 0 OR q.max_workers IS NOT NULL))
-ORDER BY h.priority DESC, h.scheduled_at, h.created_at
-LIMIT :limit
+-- include: fragment_candidate_due
+-- include: fragment_candidate_open_queue
+-- include: fragment_candidate_tail
 
 -- name: fetch_candidates_queue
-SELECT h.id, h.priority, h.scheduled_at AS sort_at, h.created_at
-FROM {p}jobs_hot AS h
-WHERE h.status = 0
+-- include: fragment_candidate_head
   AND h.queue = :queue
-  AND h.scheduled_at <= :now
-  AND h.type NOT IN (SELECT value FROM json_each(:exclude))
-ORDER BY h.priority DESC, h.scheduled_at, h.created_at
-LIMIT :limit
+-- include: fragment_candidate_due
+-- include: fragment_candidate_tail
 
 -- name: fetch_claim
 UPDATE {p}jobs_hot
