@@ -184,6 +184,13 @@ def _preview_table(verb: str, preview: Preview) -> Table:
     return table
 
 
+# The backend operations of each bulk verb: (act on ids, act on a filter).
+_OPERATIONS = {
+    "requeue": ("dlq_resurrect", "dlq_resurrect_by_filter"),
+    "purge": ("dlq_purge", "dlq_purge_by_filter"),
+}
+
+
 def _act(
     verb: str,
     ids: tuple[str, ...],
@@ -260,30 +267,18 @@ def _bulk_command(verb: str, example: str) -> Any:
         flt = build_filter(queue, job_type, reason, since, until, search)
         who = actor_name(actor)
         app = make_app(app_spec, database, schema)
-        if verb == "requeue":
-            _act(
-                verb,
-                ids,
-                flt,
-                everything,
-                cap,
-                yes,
-                app,
-                lambda a: a.backend.dlq_resurrect(ids=ids, actor=who),
-                lambda a: a.backend.dlq_resurrect_by_filter(filter=flt, actor=who, cap=cap),
-            )
-        else:
-            _act(
-                verb,
-                ids,
-                flt,
-                everything,
-                cap,
-                yes,
-                app,
-                lambda a: a.backend.dlq_purge(ids=ids, actor=who),
-                lambda a: a.backend.dlq_purge_by_filter(filter=flt, actor=who, cap=cap),
-            )
+        by_ids, by_filter = _OPERATIONS[verb]
+        _act(
+            verb,
+            ids,
+            flt,
+            everything,
+            cap,
+            yes,
+            app,
+            lambda a: getattr(a.backend, by_ids)(ids=ids, actor=who),
+            lambda a: getattr(a.backend, by_filter)(filter=flt, actor=who, cap=cap),
+        )
 
     what = (
         "Move DLQ jobs back to pending (attempts reset, idempotency key cleared)"

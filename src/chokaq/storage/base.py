@@ -130,7 +130,9 @@ class Notifier(abc.ABC):
         on_cancel: Callable[[str], None],
     ) -> None:
         """Begin delivering: ``on_jobs(queue)`` after an enqueue commits, ``on_cancel(job_id)``
-        after a cancel request for a running job commits. Callbacks run on the event loop."""
+        after a cancel request for a running job commits. Callbacks run on the event loop. A
+        notifier that cannot tell which queue or job (SQLite's signal file for other
+        processes) passes the empty string: "some queue", "some running job"."""
 
     @abc.abstractmethod
     async def stop(self) -> None:
