@@ -85,7 +85,15 @@ class _Options:
     timeout: float | None = None
 
 
+_NO_OPTIONS = _Options()
+# One encoder for every payload (json.dumps with arguments builds a new one per call).
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
+    """Take the enqueue options out of ``kwargs`` (a dict the caller owns)."""
+    if kwargs.keys().isdisjoint(OPTION_NAMES):
+        return _NO_OPTIONS, None, kwargs
     options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
     connection = options.pop("connection", None)
     return _Options(**options), connection, kwargs
@@ -110,6 +118,8 @@ class JobHandle(Generic[P, R]):
     is_async: bool = True
     _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
     _required: frozenset[str] = field(default=frozenset(), repr=False)
+    # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
+    _keywords_bind: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
@@ -119,6 +129,9 @@ class JobHandle(Generic[P, R]):
             p.name
             for p in params
             if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+        self._keywords_bind = not any(
+            p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in params
         )
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -146,7 +159,7 @@ class JobHandle(Generic[P, R]):
         ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
         ``tags``, ``created_by``, ``max_attempts`` and ``timeout`` (seconds).
         """
-        options, connection, kwargs = _split_options(dict(kwargs))
+        options, connection, kwargs = _split_options(kwargs)
         if connection is not None:
             raise ValidationError("connection", "is only accepted by enqueue, not prepare")
         return self._new_job(args, kwargs, options)
@@ -175,13 +188,13 @@ class JobHandle(Generic[P, R]):
         On PostgreSQL, ``connection=`` (the caller's open psycopg connection) makes the job part
         of the caller's transaction. Raises ``ValidationError`` before writing anything.
         """
-        options, connection, kwargs = _split_options(dict(kwargs))
+        options, connection, kwargs = _split_options(kwargs)
         job = self._new_job(args, kwargs, options)
         return (await self.app.enqueue_many([job], connection=connection))[0]
 
     def enqueue_sync(self, *args: Any, **kwargs: Any) -> JobId:
         """``enqueue`` for code that cannot await (runs on the app's background loop)."""
-        options, connection, kwargs = _split_options(dict(kwargs))
+        options, connection, kwargs = _split_options(kwargs)
         job = self._new_job(args, kwargs, options)
         return self.app.enqueue_many_sync([job], connection=connection)[0]
 
@@ -345,6 +358,8 @@ class App:
         self, handle: JobHandle[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> str:
         """Bind arguments to the handler's signature and serialize them as a JSON object."""
+        if not args and handle._keywords_bind and handle.misfit(kwargs) is None:
+            return self._encode_payload(kwargs)  # binding would return them unchanged
         params = handle.signature.parameters
         if handle.context_param is not None:
             params = {k: v for k, v in params.items() if k != handle.context_param}  # type: ignore[assignment]
@@ -359,10 +374,12 @@ class App:
         for pname, param in params.items():
             if param.kind is param.VAR_KEYWORD and pname in arguments:
                 arguments.update(arguments.pop(pname))
+        return self._encode_payload(arguments)
+
+    @staticmethod
+    def _encode_payload(arguments: dict[str, Any]) -> JsonText:
         try:
-            return JsonText(
-                json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-            )
+            return JsonText(_JSON.encode(arguments))
         except (TypeError, ValueError) as exc:
             raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
 

@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 
-__all__ = ["is_job_id", "new_job_id", "new_lease_token"]
+__all__ = ["is_job_id", "new_job_id", "new_job_ids", "new_lease_token"]
 
 _lock = threading.Lock()
 _rng = random.Random(os.urandom(16))
@@ -24,6 +24,9 @@ def _reseed() -> None:
 os.register_at_fork(after_in_child=_reseed)  # a forked child must not repeat its parent
 _last_ms = 0
 _counter = 0
+_MS_MASK = (1 << 48) - 1
+_VERSION = 0x7 << 76
+_VARIANT = 0b10 << 62
 
 
 def new_job_id() -> str:
@@ -32,30 +35,37 @@ def new_job_id() -> str:
     The counter keeps ids generated within one millisecond in order inside this process; it is
     re-seeded randomly each new millisecond so two processes do not walk the same sequence.
     """
+    return new_job_ids(1)[0]
+
+
+def new_job_ids(count: int) -> list[str]:
+    """``count`` ids as ``new_job_id`` makes them, in order, reading the clock once."""
     global _last_ms, _counter
+    stamps: list[tuple[int, int]] = []
+    if count <= 0:
+        return []
     with _lock:
         ms = time.time_ns() // 1_000_000
         if ms > _last_ms:
             _last_ms = ms
             _counter = int.from_bytes(os.urandom(2), "big") & 0x3FF
-        else:
-            ms = _last_ms
+            stamps.append((ms, _counter))
+            count -= 1
+        for _ in range(count):
             _counter += 1
             if _counter > 0xFFF:  # counter exhausted: borrow the next millisecond
                 _last_ms += 1
-                ms = _last_ms
                 _counter = 0
-        counter = _counter
+            stamps.append((_last_ms, _counter))
     # The random bits only keep ids of one millisecond apart across processes; they are not a
     # secret (lease tokens are), so a seeded generator serves instead of a syscall per id.
-    rand = _rng.getrandbits(62)
-    value = (ms & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= counter << 64
-    value |= 0b10 << 62
-    value |= rand
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    bits = _rng.getrandbits
+    ids = []
+    for ms, counter in stamps:
+        value = (ms & _MS_MASK) << 80 | _VERSION | counter << 64 | _VARIANT | bits(62)
+        h = f"{value:032x}"
+        ids.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return ids
 
 
 def new_lease_token() -> str:

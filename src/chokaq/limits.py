@@ -187,6 +187,15 @@ def check_tags(field: str, value: object) -> tuple[str, ...]:
 
 def check_payload(field: str, value: object, limits: Limits = DEFAULT_LIMITS) -> str:
     """JSON text of at most ``limits.max_payload_bytes`` UTF-8 bytes."""
+    if type(value) is JsonText and value.isascii() and value.isprintable():
+        # Our own serialization escapes NUL and every control character (printable ASCII
+        # shows it did), and ASCII text has as many bytes as characters: only the size is left.
+        size = len(value)
+        if size > limits.max_payload_bytes:
+            raise ValidationError(
+                field, f"must be at most {limits.max_payload_bytes} bytes of UTF-8 (got {size})"
+            )
+        return value
     if not isinstance(value, str):
         raise ValidationError(field, f"must be JSON text (a string), not {type(value).__name__}")
     _check_utf8(field, value)
@@ -195,7 +204,9 @@ def check_payload(field: str, value: object, limits: Limits = DEFAULT_LIMITS) ->
         raise ValidationError(
             field, f"must be at most {limits.max_payload_bytes} bytes of UTF-8 (got {size})"
         )
-    if type(value) is not JsonText:  # text we serialized ourselves is JSON by construction
+    if type(value) is not JsonText or not value.isprintable():
+        # Text we serialized ourselves is JSON by construction, unless it holds a raw control
+        # character (then it was not ours): json.loads refuses those outside JSON whitespace.
         try:
             json.loads(value)
         except ValueError as exc:
@@ -242,6 +253,20 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     check_name("type", job.type)
     check_payload("payload", job.payload, limits)
     check_priority("priority", job.priority)
+    if (
+        (job.tags is None or (type(job.tags) in (tuple, list) and not job.tags))
+        and job.created_by is None
+        and job.idempotency_key is None
+        and job.delay_seconds is None
+        and job.run_at is None
+        and job.max_attempts is None
+        and job.timeout_seconds is None
+        and job.trace_context is None
+        and job.id is None
+    ):
+        if job.tags != ():
+            job = replace(job, tags=())
+        return job  # nothing optional given: the common shape of a bulk enqueue
     tags = check_tags("tags", job.tags)
     check_actor("created_by", job.created_by)
     key = check_text("idempotency_key", job.idempotency_key, max_length=MAX_KEY_LENGTH * 4)

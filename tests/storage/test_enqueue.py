@@ -6,7 +6,9 @@ import asyncio
 
 from conformance import T0, at, claim, enqueue, fail, job, succeed
 
-from chokaq.ids import is_job_id, new_job_id
+from chokaq.errors import ValidationError
+from chokaq.ids import is_job_id, new_job_id, new_job_ids
+from chokaq.limits import JsonText
 from chokaq.models import JobStatus, Pillar
 
 
@@ -55,6 +57,49 @@ async def test_enqueue_generates_uuid_ids_in_input_order(backend):
     for i, r in enumerate(results[:5]):
         assert (await backend.job_get(r.id)).payload == f'{{"i": {i}}}'
     assert (await backend.stats_summary()).pending == 50
+
+
+async def test_options_set_on_some_jobs_of_a_batch_stay_with_those_jobs(backend):
+    # Columns no job sets travel as NULL; columns some jobs set must line up with those jobs.
+    results = await backend.jobs_enqueue(
+        [
+            job(payload='{"i": 0}'),
+            job(payload='{"i": 1}', tags=("t",), created_by="bob", max_attempts=3),
+            job(payload='{"i": 2}', idempotency_key="k2", delay_seconds=30),
+            job(payload='{"i": 3}', queue="other", priority=-5, timeout_seconds=9.0),
+        ],
+        now=T0,
+    )
+    views = [await backend.job_get(r.id) for r in results]
+    assert [v.payload for v in views] == [f'{{"i": {i}}}' for i in range(4)]
+    assert [v.tags for v in views] == [(), ("t",), (), ()]
+    assert [v.created_by for v in views] == [None, "bob", None, None]
+    assert [v.max_attempts for v in views] == [None, 3, None, None]
+    assert [v.idempotency_key for v in views] == [None, None, "k2", None]
+    assert [v.scheduled_at for v in views] == [T0, T0, at(30), T0]
+    assert [(v.queue, v.priority) for v in views][3] == ("other", -5)
+    assert [v.timeout_seconds for v in views] == [None, None, None, 9.0]
+
+
+async def test_text_posing_as_our_own_json_is_still_checked(backend):
+    # JsonText skips the JSON parse only while it shows no raw control character.
+    for bad in ('{"a":"\x1f"}', '{"a":1}\x1f'):
+        try:
+            await backend.jobs_enqueue([job(payload=JsonText(bad))], now=T0)
+        except ValidationError as exc:
+            assert exc.field == "payload"
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
+    assert (await backend.stats_summary()).pending == 0
+
+
+def test_ids_of_one_call_are_distinct_and_in_order():
+    ids = new_job_ids(10_000)  # more than one millisecond's counter can hold
+    assert len(set(ids)) == 10_000
+    assert ids == sorted(ids)
+    assert all(is_job_id(i) for i in ids[:100])
+    assert new_job_ids(0) == []
+    assert new_job_id() > ids[-1]
 
 
 async def test_enqueue_of_nothing_is_a_no_op(backend):

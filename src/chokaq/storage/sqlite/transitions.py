@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...ids import new_job_id, new_lease_token
+from ...ids import new_job_ids, new_lease_token
 from ...models import (
     ClaimedJob,
     EnqueueResult,
@@ -129,7 +129,8 @@ def ensure_queues(db: Database, queues: Sequence[str], now: float) -> None:
 
 def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
     """Insert a validated batch; duplicates (by idempotency key) get the holder's id."""
-    ids = [job.id or new_job_id() for job in jobs]
+    fresh = iter(new_job_ids(sum(job.id is None for job in jobs)))
+    ids = [job.id or next(fresh) for job in jobs]
     first_by_key: dict[str, int] = {}
     rows = []
     for i, job in enumerate(jobs):
