@@ -64,11 +64,12 @@ class JobId(str):
     """A job's id, and whether the enqueue found an existing job with the same idempotency key
     (``duplicate``: the id is that job's; nothing new was written)."""
 
-    duplicate: bool
+    duplicate: bool = False  # set on the instance only when true: most ids need no __dict__
 
     def __new__(cls, value: str, duplicate: bool = False) -> JobId:
         self = super().__new__(cls, value)
-        self.duplicate = duplicate
+        if duplicate:
+            self.duplicate = True
         return self
 
 
@@ -86,8 +87,36 @@ class _Options:
 
 
 _NO_OPTIONS = _Options()
-# One encoder for every payload (json.dumps with arguments builds a new one per call).
-_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _json_encoder() -> Callable[[Any], str]:
+    """Compact JSON text, no NaN or Infinity, non-ASCII kept as is.
+
+    ``JSONEncoder.encode`` builds a fresh C encoder on every call, which costs more than the
+    encoding of a small payload; this one is built once (without the circular-reference
+    table, which it could not share between threads: a cycle ends in RecursionError instead).
+    Where the C encoder is missing or behaves otherwise, the plain encoder serves."""
+    plain = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return plain.encode
+    try:
+        chunks = make(
+            None, plain.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+        )
+    except TypeError:  # another signature
+        return plain.encode
+
+    def encode(value: Any) -> str:
+        if isinstance(value, dict):
+            return "".join(chunks(value, 0))
+        return plain.encode(value)
+
+    sample = {"a": [1, 2.5, None, True, "é\n"], "b": {"c": -0.0}}
+    return encode if encode(sample) == plain.encode(sample) else plain.encode
+
+
+_encode_json = _json_encoder()
 
 
 def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
@@ -198,10 +227,13 @@ class JobHandle(Generic[P, R]):
         job = self._new_job(args, kwargs, options)
         return self.app.enqueue_many_sync([job], connection=connection)[0]
 
-    async def enqueue_many(self, calls: Iterable[Mapping[str, Any]], **options: Any) -> list[JobId]:
-        """Enqueue one job per mapping of arguments, with shared options, in one round trip."""
-        jobs = [self.prepare(**dict(call), **options) for call in calls]
-        return await self.app.enqueue_many(jobs)
+    async def enqueue_many(
+        self, calls: Iterable[Mapping[str, Any]], *, connection: Any = None, **options: Any
+    ) -> list[JobId]:
+        """Enqueue one job per mapping of arguments, with shared options, all or none (and in
+        the caller's transaction with ``connection=``, as ``enqueue``)."""
+        jobs = [self.prepare(**call, **options) for call in calls]
+        return await self.app.enqueue_many(jobs, connection=connection)
 
 
 @dataclass
@@ -379,7 +411,11 @@ class App:
     @staticmethod
     def _encode_payload(arguments: dict[str, Any]) -> JsonText:
         try:
-            return JsonText(_JSON.encode(arguments))
+            return JsonText(_encode_json(arguments))
+        except RecursionError:
+            raise ValidationError(
+                "payload", "must be JSON-serializable: it refers to itself or nests too deep"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
 
@@ -434,7 +470,8 @@ class App:
     # -- enqueue ------------------------------------------------------------------------
 
     async def enqueue_many(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
-        """Enqueue prepared jobs (``handle.prepare(...)``, ``app.raw(...)``) in one round trip."""
+        """Enqueue prepared jobs (``handle.prepare(...)``, ``app.raw(...)``), all or none: every
+        job is checked before anything is written, and the batch commits as one transaction."""
         await self.open()
         for before in self.before_enqueue:
             jobs = before(list(jobs))
@@ -442,6 +479,7 @@ class App:
         for after in self.after_enqueue:
             with contextlib.suppress(Exception):  # observability must never break an enqueue
                 after(jobs, results)
+        ids: list[JobId] = []
         for job, result in zip(jobs, results, strict=True):
             if result.duplicate:
                 log_event(
@@ -452,7 +490,10 @@ class App:
                     type=job.type,
                     idempotency_key=job.idempotency_key,
                 )
-        return [JobId(r.id, r.duplicate) for r in results]
+                ids.append(JobId(result.id, True))
+            else:
+                ids.append(str.__new__(JobId, result.id))
+        return ids
 
     def enqueue_many_sync(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
         """``enqueue_many`` for code that cannot await."""

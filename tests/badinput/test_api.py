@@ -59,6 +59,8 @@ def typed(**kwargs: Any) -> Case:
 BIG = '"' + "x" * 1_000_001 + '"'
 SURROGATE = "bad\udc80text"
 NOW = datetime.now(UTC)
+CYCLE: dict[str, Any] = {"a": []}
+CYCLE["a"].append(CYCLE)
 
 CASES: list[tuple[str, Case, str]] = [
     ("payload over 1 MB", raw(payload=BIG), "payload"),
@@ -68,6 +70,8 @@ CASES: list[tuple[str, Case, str]] = [
     ("payload NUL", raw(payload='"a\x00b"'), "payload"),
     ("argument not serializable", typed(x=object()), "payload"),
     ("argument NaN", typed(x=math.nan), "payload"),
+    ("argument refers to itself", typed(x=CYCLE), "payload"),
+    ("argument lone surrogate", typed(x=SURROGATE), "payload"),
     ("argument unknown", typed(y=1), "arguments"),
     ("queue blank", raw(queue=""), "queue"),
     ("queue padded", raw(queue=" q"), "queue"),

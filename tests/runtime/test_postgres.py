@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 import psycopg
 import pytest
 
 from chokaq import App
+from chokaq.errors import StorageError, ValidationError
 from chokaq.models import Pillar
 
 from .conftest import FAST, running, until
@@ -54,6 +56,36 @@ async def test_a_job_enqueued_in_a_rolled_back_transaction_never_exists(
         await conn.rollback()
     assert await app.backend.job_get(job_id) is None
     assert (await app.backend.stats_summary()).pending == 0
+
+
+async def test_a_large_batch_in_the_callers_transaction_follows_that_transaction(
+    pg_app: Any, pg_store: Any
+) -> None:
+    # Over 1,000 jobs go as several statements under a savepoint of the caller's transaction.
+    app = pg_app()
+
+    @app.job()
+    async def welcome(user: int) -> None: ...
+
+    await app.open()
+    async with await psycopg.AsyncConnection.connect(pg_store.url) as conn:
+        ids = await welcome.enqueue_many([{"user": i} for i in range(2_500)], connection=conn)
+        await conn.rollback()
+        assert await app.backend.job_get(ids[-1]) is None
+        ids = await welcome.enqueue_many([{"user": i} for i in range(2_500)], connection=conn)
+        await conn.commit()
+    assert (await app.backend.stats_summary()).pending == 2_500
+    assert (await app.backend.job_get(ids[-1])) is not None
+    # An autocommit connection outside a transaction block commits the batch as one.
+    async with await psycopg.AsyncConnection.connect(pg_store.url, autocommit=True) as conn:
+        jobs = [welcome.prepare(user=i) for i in range(2_500)]
+        jobs[2_400] = welcome.prepare(user=0, idempotency_key="x" * 300)  # too long
+        with pytest.raises(ValidationError):
+            await app.enqueue_many(jobs, connection=conn)
+        bad = [*jobs[:2_400], replace(jobs[0], id=ids[0])]  # refused by the third statement
+        with pytest.raises(StorageError):
+            await app.enqueue_many(bad, connection=conn)
+        assert (await app.backend.stats_summary()).pending == 2_500
 
 
 async def test_a_job_enqueued_in_a_committed_transaction_runs_after_commit(

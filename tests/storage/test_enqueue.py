@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from conformance import T0, at, claim, enqueue, fail, job, succeed
 
-from chokaq.errors import ValidationError
+from chokaq.errors import StorageError, ValidationError
 from chokaq.ids import is_job_id, new_job_id, new_job_ids
 from chokaq.limits import JsonText
 from chokaq.models import JobStatus, Pillar
@@ -178,3 +179,30 @@ async def test_concurrent_bulk_enqueues_with_overlapping_keys(open_backend):
     for i in range(50):
         assert len({r[i].id for r in results}) == 1
     assert (await backends[0].stats_summary()).pending == 50
+
+
+async def test_a_batch_larger_than_one_statement_resolves_keys_in_every_part(backend):
+    # PostgreSQL sends big batches as several statements (1,000 jobs each) in one transaction.
+    [taken] = await enqueue(backend, idempotency_key="taken")
+    jobs = [job(payload=f'{{"i": {i}}}') for i in range(2_500)]
+    jobs[1_800] = job(idempotency_key="taken")
+    jobs[2_100] = job(idempotency_key="new")
+    jobs[2_400] = job(idempotency_key="new")
+    results = await backend.jobs_enqueue(jobs, now=T0)
+    assert (results[1_800].id, results[1_800].duplicate) == (taken, True)
+    assert results[2_400].id == results[2_100].id and results[2_400].duplicate
+    assert sum(r.duplicate for r in results) == 2
+    assert len({r.id for r in results}) == 2_499
+    assert (await backend.job_get(results[2_499].id)).payload == '{"i": 2499}'
+    assert (await backend.stats_summary()).pending == 1 + 2_498
+
+
+async def test_a_batch_larger_than_one_statement_is_all_or_nothing(backend):
+    [existing] = await enqueue(backend)
+    jobs = [job() for _ in range(2_500)]
+    jobs[2_300] = job(id=existing)  # refused by the last statement, after two went through
+    with pytest.raises(StorageError):
+        await backend.jobs_enqueue(jobs, now=T0)
+    assert (await backend.stats_summary()).pending == 1
+    # The connection is usable afterwards.
+    assert len(await backend.jobs_enqueue([job() for _ in range(1_500)], now=T0)) == 1_500

@@ -9,6 +9,7 @@ and reads are in ``operators.py`` and ``reads.py``; this module must not hold SQ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import re
@@ -67,6 +68,8 @@ def _leases(field: str, leases: Sequence[Lease]) -> dict[str, list[str]]:
 
 
 BULKHEAD_CACHE_SECONDS = 1.0
+# Jobs per statement of a large enqueue (its statements overlap with the client's work).
+ENQUEUE_CHUNK = 1_000
 # Dead hot-row versions past which the elected worker vacuums the hot table itself.
 HOT_DEAD_ROWS_LIMIT = 20_000
 
@@ -111,8 +114,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         checked = validate_new_jobs(jobs, self.settings.limits)
         if not checked:
             return []
-        fresh = iter(new_job_ids(sum(job.id is None for job in checked)))
-        ids = [job.id or next(fresh) for job in checked]
+        ids: list[str | None] = [job.id for job in checked]  # the rest are made per statement
         results: list[EnqueueResult | None] = [None] * len(checked)
         first_with_key: dict[str, int] = {}
         later: dict[int, int] = {}  # in-batch duplicate -> the first job with its key
@@ -125,22 +127,36 @@ class PostgresBackend(PostgresOperators, PostgresReads):
                     continue
                 first_with_key[key] = i
             todo.append(i)
+        # A large batch goes as several statements in one transaction, overlapped (below).
+        chunked = len(todo) > ENQUEUE_CHUNK
 
         if connection is None:
             async with self._connection("enqueue") as conn:
-                await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
+                if chunked:
+                    async with conn.transaction():
+                        await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
+                else:
+                    await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
             # Committed: these queues' rows exist for good (queue rows are never deleted).
             # Not learned from a caller's connection, whose transaction may still roll back.
             self._ensured_queues.update(job.queue for job in checked)
         elif isinstance(connection, psycopg.AsyncConnection):
-            await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
+            # The caller's transaction holds the statements together; only a connection that
+            # would commit each one on its own (autocommit, outside a block) gets one here.
+            idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if chunked and connection.autocommit and idle:
+                async with connection.transaction():
+                    await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
+            else:
+                await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
         elif isinstance(connection, psycopg.Connection):
             sync_conn: psycopg.Connection[Any] = connection
 
             async def run(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
                 return await asyncio.to_thread(sync_conn.execute, query, params)
 
-            await self._enqueue_rounds(run, checked, ids, todo, results, now)
+            # One statement for the whole batch: no transaction is opened on a thread's behalf.
+            await self._enqueue_rounds(run, checked, ids, todo, results, now, chunk=None)
         else:
             raise ValidationError("connection", "must be a psycopg Connection or AsyncConnection")
 
@@ -154,35 +170,18 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         self,
         execute: Any,
         jobs: list[NewJob],
-        ids: list[str],
+        ids: list[str | None],
         todo: list[int],
         results: list[EnqueueResult | None],
         now: datetime | None,
+        chunk: int | None = ENQUEUE_CHUNK,
     ) -> None:
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
         queues = {jobs[i].queue for i in todo}
-        query = "jobs_enqueue_known" if queues <= self._ensured_queues else "jobs_enqueue"
+        query = self._q["jobs_enqueue_known" if queues <= self._ensured_queues else "jobs_enqueue"]
         while todo:
-            cur = await execute(self._q[query], self._enqueue_params(jobs, ids, todo, now))
-            inserted: set[str] = set()
-            unkeyed = 0  # rows without a key cannot conflict: the server returns their count
-            for job_id, count in await _fetchall(cur):
-                if job_id is not None:
-                    inserted.add(job_id)
-                elif count is not None:
-                    unkeyed += count
-            conflicted: list[int] = []
-            for i in todo:
-                if jobs[i].idempotency_key is None:
-                    unkeyed -= 1
-                    results[i] = EnqueueResult(id=ids[i], duplicate=False)
-                elif ids[i] in inserted:
-                    results[i] = EnqueueResult(id=ids[i], duplicate=False)
-                else:
-                    conflicted.append(i)
-            if unkeyed:
-                raise StorageError("enqueue: the server inserted a different number of jobs")
+            conflicted = await self._insert(execute, query, jobs, ids, todo, results, now, chunk)
             if not conflicted:
                 return
             keys = [jobs[i].idempotency_key for i in conflicted]
@@ -198,12 +197,58 @@ class PostgresBackend(PostgresOperators, PostgresReads):
                 else:
                     results[i] = EnqueueResult(id=holder, duplicate=True)
 
+    async def _insert(
+        self,
+        execute: Any,
+        query: LiteralString,
+        jobs: list[NewJob],
+        ids: list[str | None],
+        todo: list[int],
+        results: list[EnqueueResult | None],
+        now: datetime | None,
+        chunk: int | None,
+    ) -> list[int]:
+        """Insert the jobs ``todo`` and record them in ``results``; returns those whose key was
+        taken. More than ``chunk`` jobs go as statements of ``chunk`` (the caller holds the
+        transaction), and each one's parameters are built while the server inserts the one
+        before: the client's share of the cost hides behind the server's."""
+        size = chunk or len(todo)
+        parts = [todo[k : k + size] for k in range(0, len(todo), size)]
+        conflicted: list[int] = []
+        pending: tuple[list[int], asyncio.Future[list[Any]]] | None = None
+        try:
+            for part in parts:
+                params = self._enqueue_params(jobs, ids, part, now)
+                done = None
+                if pending is not None:
+                    done = (pending[0], await pending[1])
+                pending = (part, asyncio.ensure_future(_rows(execute, query, params)))
+                if len(parts) > 1:
+                    await asyncio.sleep(0)  # the statement goes out before the next is built
+                if done is not None:
+                    conflicted += _inserted(jobs, ids, *done, results)
+            assert pending is not None
+            part, future = pending
+            pending = None
+            conflicted += _inserted(jobs, ids, part, await future, results)
+        finally:
+            if pending is not None and not pending[1].done():
+                pending[1].cancel()
+                with contextlib.suppress(BaseException):
+                    await pending[1]
+        return conflicted
+
     def _enqueue_params(
-        self, jobs: list[NewJob], ids: list[str], todo: list[int], now: datetime | None
+        self, jobs: list[NewJob], ids: list[str | None], todo: list[int], now: datetime | None
     ) -> Params:
+        """The parameters of an enqueue statement for the jobs ``todo``; jobs without an id get
+        one here, in order."""
+        missing = [i for i in todo if ids[i] is None]
+        for i, job_id in zip(missing, new_job_ids(len(missing)), strict=True):
+            ids[i] = job_id
         batch = [jobs[i] for i in todo] if len(todo) < len(jobs) else jobs
         return {
-            "ids": ",".join([ids[i] for i in todo] if batch is not jobs else ids),
+            "ids": ",".join([ids[i] for i in todo]),  # type: ignore[misc]
             "queues": _joined("queue", [j.queue for j in batch]),
             "types": _joined("type", [j.type for j in batch]),
             "payloads": _joined("payload", [j.payload for j in batch]),
@@ -540,6 +585,42 @@ class PostgresBackend(PostgresOperators, PostgresReads):
 def _float(value: float | None) -> float | None:
     """A finite float, or None (JSON has no NaN or infinity)."""
     return None if value is None or not math.isfinite(value) else float(value)
+
+
+async def _rows(execute: Any, query: LiteralString, params: Params) -> list[Any]:
+    return await _fetchall(await execute(query, params))
+
+
+def _inserted(
+    jobs: list[NewJob],
+    ids: list[str | None],
+    part: list[int],
+    rows: list[Any],
+    results: list[EnqueueResult | None],
+) -> list[int]:
+    """Record the jobs of ``part`` an enqueue statement inserted; returns the others (their key
+    was taken). Keyed rows come back by id, the rest as a count."""
+    inserted: set[str] = set()
+    unkeyed = 0
+    for job_id, count in rows:
+        if job_id is not None:
+            inserted.add(job_id)
+        elif count is not None:
+            unkeyed += count
+    conflicted: list[int] = []
+    for i in part:
+        job_id = ids[i]
+        assert job_id is not None
+        if jobs[i].idempotency_key is None:
+            unkeyed -= 1
+            results[i] = EnqueueResult(id=job_id, duplicate=False)
+        elif job_id in inserted:
+            results[i] = EnqueueResult(id=job_id, duplicate=False)
+        else:
+            conflicted.append(i)
+    if unkeyed:
+        raise StorageError("enqueue: the server inserted a different number of jobs")
+    return conflicted
 
 
 def _joined(field: str, values: list[str]) -> str:
