@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .context import JobContext
+from .encoding import dump_json
 from .errors import ConfigurationError, ValidationError
 from .limits import DEFAULT_LIMITS, JsonText, Limits, check_name
 from .logs import Event, log_event
@@ -87,36 +88,6 @@ class _Options:
 
 
 _NO_OPTIONS = _Options()
-
-
-def _json_encoder() -> Callable[[Any], str]:
-    """Compact JSON text, no NaN or Infinity, non-ASCII kept as is.
-
-    ``JSONEncoder.encode`` builds a fresh C encoder on every call, which costs more than the
-    encoding of a small payload; this one is built once (without the circular-reference
-    table, which it could not share between threads: a cycle ends in RecursionError instead).
-    Where the C encoder is missing or behaves otherwise, the plain encoder serves."""
-    plain = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return plain.encode
-    try:
-        chunks = make(
-            None, plain.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
-        )
-    except TypeError:  # another signature
-        return plain.encode
-
-    def encode(value: Any) -> str:
-        if isinstance(value, dict):
-            return "".join(chunks(value, 0))
-        return plain.encode(value)
-
-    sample = {"a": [1, 2.5, None, True, "é\n"], "b": {"c": -0.0}}
-    return encode if encode(sample) == plain.encode(sample) else plain.encode
-
-
-_encode_json = _json_encoder()
 
 
 def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
@@ -411,7 +382,7 @@ class App:
     @staticmethod
     def _encode_payload(arguments: dict[str, Any]) -> JsonText:
         try:
-            return JsonText(_encode_json(arguments))
+            return JsonText(dump_json(arguments))
         except RecursionError:
             raise ValidationError(
                 "payload", "must be JSON-serializable: it refers to itself or nests too deep"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import re
 import time
@@ -20,6 +19,7 @@ from typing import Any, ClassVar, LiteralString
 
 import psycopg
 
+from ...encoding import dump_json
 from ...errors import StorageError, ValidationError
 from ...ids import new_job_ids
 from ...limits import check_job_id, check_name, storable, validate_new_jobs
@@ -410,80 +410,36 @@ class PostgresBackend(PostgresOperators, PostgresReads):
 
     @staticmethod
     def _finalize_params(moves: Sequence[Move], now: datetime | None) -> Params:
-        rows: list[list[Any]] = []
+        # Keys left out read as NULL in json_to_recordset, which every use of them allows
+        # (a NULL refund or count_retry counts as false): a succeed move sends five of twelve.
+        rows: list[dict[str, Any]] = []
         for move in moves:
             lease = move.lease
+            row: dict[str, Any] = {
+                "id": lease.job_id,
+                "worker_id": lease.worker_id,
+                "token": lease.token,
+            }
             if isinstance(move, SucceedMove):
-                rows.append(
-                    [
-                        lease.job_id,
-                        lease.worker_id,
-                        lease.token,
-                        _SUCCEED,
-                        _float(move.duration_seconds),
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                        False,
-                        False,
-                    ]
-                )
+                row["kind"] = _SUCCEED
+                row["duration"] = _float(move.duration_seconds)
             elif isinstance(move, FailMove):
-                rows.append(
-                    [
-                        lease.job_id,
-                        lease.worker_id,
-                        lease.token,
-                        _FAIL,
-                        _float(move.duration_seconds),
-                        int(move.reason),
-                        storable(move.error),
-                        storable(move.actor),
-                        None,
-                        None,
-                        False,
-                        False,
-                    ]
-                )
+                row["kind"] = _FAIL
+                row["duration"] = _float(move.duration_seconds)
+                row["reason"] = int(move.reason)
+                row["error"] = storable(move.error)
+                row["actor"] = storable(move.actor)
             elif isinstance(move, RetryMove):
-                rows.append(
-                    [
-                        lease.job_id,
-                        lease.worker_id,
-                        lease.token,
-                        _RETRY,
-                        None,
-                        None,
-                        storable(move.error),
-                        None,
-                        move.run_at.isoformat() if move.run_at is not None else None,
-                        float(move.delay_seconds or 0.0),
-                        bool(move.refund_attempt),
-                        bool(move.count_retry),
-                    ]
-                )
+                row["kind"] = _RETRY
+                row["error"] = storable(move.error)
+                row["run_at"] = move.run_at.isoformat() if move.run_at is not None else None
+                row["delay"] = float(move.delay_seconds or 0.0)
+                row["refund"] = bool(move.refund_attempt)
+                row["count_retry"] = bool(move.count_retry)
             else:
                 raise ValidationError("moves", f"unknown move type {type(move).__name__}")
-        keys = (
-            "id",
-            "worker_id",
-            "token",
-            "kind",
-            "duration",
-            "reason",
-            "error",
-            "actor",
-            "run_at",
-            "delay",
-            "refund",
-            "count_retry",
-        )
-        return {
-            "moves": json.dumps([dict(zip(keys, row, strict=True)) for row in rows]),
-            "now": now,
-        }
+            rows.append(row)
+        return {"moves": dump_json(rows), "now": now}
 
     # -- maintenance --------------------------------------------------------------------------
 
