@@ -176,6 +176,33 @@ def _git_state() -> str:
     return f"{head}" + (f" + {len(edited)} uncommitted file(s) in src/" if edited else "")
 
 
+def calibration() -> dict[str, float]:
+    """What the machine itself costs, to compare runs across machines: a pure-Python loop, and
+    a PostgreSQL round trip (SELECT 1) back to back and after 20 ms of idleness. The second is
+    what each hop of a pickup pays: a sleeping process (and a virtual CPU) must wake up."""
+    figures: dict[str, float] = {}
+    loops = []
+    for _ in range(5):
+        started = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        loops.append((time.perf_counter() - started) * 1000)
+    figures["python_loop_ms"] = statistics.median(loops)
+    with contextlib.suppress(psycopg.Error), psycopg.connect(PG_URL, autocommit=True) as conn:
+        busy, idle = [], []
+        for _ in range(300):
+            started = time.perf_counter()
+            conn.execute("SELECT 1")
+            busy.append((time.perf_counter() - started) * 1000)
+        for _ in range(60):
+            time.sleep(0.02)
+            started = time.perf_counter()
+            conn.execute("SELECT 1")
+            idle.append((time.perf_counter() - started) * 1000)
+        figures["pg_round_trip_ms"] = statistics.median(busy[50:])
+        figures["pg_round_trip_after_idle_ms"] = statistics.median(idle)
+    return figures
+
+
 def machine_notes() -> dict[str, object]:
     mem_kb = 0
     with contextlib.suppress(OSError):
@@ -214,4 +241,5 @@ def machine_notes() -> dict[str, object]:
             for name in ("chokaq", "pgqueuer", "procrastinate", "psycopg", "asyncpg", "matplotlib")
         },
         "loadavg_at_start": os.getloadavg(),
+        "calibration": calibration(),
     }

@@ -201,6 +201,7 @@ def run(
     rate: float,
     seconds: float,
     runs: int,
+    steady_runs: int = 1,
     include_peers: bool = True,
     checkpoint: Any = None,
 ) -> dict[str, Any]:
@@ -244,8 +245,8 @@ def run(
                 flush=True,
             )
         for system in systems:
-            if system.key == "pgqueuer-c10" or not seconds:
-                continue
+            if system.key == "pgqueuer-c10" or not seconds or round_no > steady_runs:
+                continue  # the long steady load runs in the first rounds only
             r = _attempt(f"{system.label} steady", steady, system, rate, seconds)
             if r is None:
                 continue
@@ -258,13 +259,26 @@ def run(
             )
         if checkpoint is not None:
             checkpoint(
-                _result(raw, labels, locals_config(jobs, pickups, history, rate, seconds, round_no))
+                _result(
+                    raw,
+                    labels,
+                    locals_config(
+                        jobs, pickups, history, rate, seconds, round_no, min(steady_runs, round_no)
+                    ),
+                )
             )
-    return _result(raw, labels, locals_config(jobs, pickups, history, rate, seconds, runs))
+    config = locals_config(jobs, pickups, history, rate, seconds, runs, min(steady_runs, runs))
+    return _result(raw, labels, config)
 
 
 def locals_config(  # the configuration block of the JSON
-    jobs: int, pickups: int, history: int, rate: float, seconds: float, runs: int
+    jobs: int,
+    pickups: int,
+    history: int,
+    rate: float,
+    seconds: float,
+    runs: int,
+    steady_runs: int,
 ) -> dict[str, Any]:
     return {
         "config": {
@@ -276,6 +290,7 @@ def locals_config(  # the configuration block of the JSON
             "history": history,
             "steady_rate_per_s": rate,
             "steady_seconds": seconds,
+            "steady_runs": steady_runs,
             "runs": runs,
         }
     }

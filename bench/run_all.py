@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pickups", type=int, default=200)
     p.add_argument("--steady-rate", type=float, default=200.0, help="steady load, jobs/s")
     p.add_argument("--steady-seconds", type=float, default=300.0, help="steady load duration")
+    p.add_argument("--steady-runs", type=int, default=1, help="steady loads per system")
     p.add_argument("--no-peers", action="store_true", help="chokaq (and the baseline) only")
     p.add_argument("--quick", action="store_true", help="the short form: tiny N, one run")
     p.add_argument("--report-only", action="store_true")
@@ -72,6 +73,7 @@ def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dic
             rate=args.steady_rate,
             seconds=args.steady_seconds,
             runs=args.runs,
+            steady_runs=args.steady_runs,
             include_peers=not args.no_peers,
             checkpoint=checkpoint,
         )
