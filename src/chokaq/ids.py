@@ -25,8 +25,7 @@ os.register_at_fork(after_in_child=_reseed)  # a forked child must not repeat it
 _last_ms = 0
 _counter = 0
 _MS_MASK = (1 << 48) - 1
-_VERSION = 0x7 << 76
-_VARIANT = 0b10 << 62
+_VARIANT = 0b10 << 62  # RFC 9562 variant, above the 62 random bits
 
 
 def new_job_id() -> str:
@@ -59,12 +58,17 @@ def new_job_ids(count: int) -> list[str]:
             stamps.append((_last_ms, _counter))
     # The random bits only keep ids of one millisecond apart across processes; they are not a
     # secret (lease tokens are), so a seeded generator serves instead of a syscall per id.
+    # Text is built from parts: the time (and version digit) once per millisecond, then the
+    # counter and the variant bits with the random ones.
     bits = _rng.getrandbits
     ids = []
+    head_ms, head = -1, ""
     for ms, counter in stamps:
-        value = (ms & _MS_MASK) << 80 | _VERSION | counter << 64 | _VARIANT | bits(62)
-        h = f"{value:032x}"
-        ids.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+        if ms != head_ms:
+            digits = f"{ms & _MS_MASK:012x}"
+            head_ms, head = ms, f"{digits[:8]}-{digits[8:]}-7"
+        tail = f"{_VARIANT | bits(62):016x}"
+        ids.append(f"{head}{counter:03x}-{tail[:4]}-{tail[4:]}")
     return ids
 
 

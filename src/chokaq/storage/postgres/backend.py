@@ -179,7 +179,12 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
         queues = {jobs[i].queue for i in todo}
-        query = self._q["jobs_enqueue_known" if queues <= self._ensured_queues else "jobs_enqueue"]
+        if not queues <= self._ensured_queues:
+            query = self._q["jobs_enqueue"]
+        elif any(jobs[i].idempotency_key is not None for i in todo):
+            query = self._q["jobs_enqueue_known"]
+        else:
+            query = self._q["jobs_enqueue_plain"]
         while todo:
             conflicted = await self._insert(execute, query, jobs, ids, todo, results, now, chunk)
             if not conflicted:
@@ -265,6 +270,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             "traces": _column([j.trace_context for j in batch]),
             "now": now,
             "channel": self.channel,
+            "wake": list({j.queue: None for j in batch}),  # read by jobs_enqueue_plain only
         }
 
     # -- worker path ------------------------------------------------------------------------

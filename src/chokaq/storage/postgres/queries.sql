@@ -149,6 +149,29 @@ WITH
 ,
 -- include: fragment_enqueue_insert
 
+-- name: jobs_enqueue_plain
+-- The common bulk case: known queues and no idempotency key in the batch. One plain insert
+-- reads the input once (so it is not materialized), and the queues to wake come from the
+-- client, which knows them.
+WITH
+-- include: fragment_enqueue_input
+,
+plain AS (
+    INSERT INTO {schema}.jobs_hot (
+        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
+        trace_context
+    )
+-- include: fragment_enqueue_rows
+    RETURNING 1
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, q) FROM unnest(%(wake)b::text[]) AS q
+)
+SELECT NULL::text, count(*) FROM plain
+UNION ALL
+SELECT NULL, NULL FROM woken
+
 -- name: jobs_by_keys
 SELECT idempotency_key, id::text
 FROM {schema}.jobs_hot
