@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ from bench.measure import (
     wal_lsn,
 )
 from bench.systems import System, data_schema, load_history, postgres_systems, unfinished
+
+SECTIONS = ("burn_down", "history", "pickup", "steady")
+_STEADY_SETTINGS = ("steady_rate_per_s", "steady_seconds", "steady_runs")
 
 
 def _worker_env(system: System, url: str, mode: str, **extra: str) -> dict[str, str]:
@@ -204,14 +208,27 @@ def run(
     steady_runs: int = 1,
     include_peers: bool = True,
     checkpoint: Any = None,
+    sections: Sequence[str] = SECTIONS,
+    earlier: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Every section, or only ``sections``: the others keep their runs from ``earlier`` (the
+    stored record of a previous run of this part), and the report says which came from when."""
     systems = postgres_systems(include_peers)
     labels = {s.key: s.label for s in systems}
     raw: dict[str, dict[str, list[dict[str, float]]]] = {
-        name: {s.key: [] for s in systems} for name in ("burn_down", "history", "pickup", "steady")
+        name: {s.key: [] for s in systems} for name in SECTIONS
     }
+    kept = [name for name in SECTIONS if name not in sections]
+    if kept:
+        if earlier is None:
+            raise ValueError("rerunning some sections needs the earlier run's record")
+        for name in kept:
+            for key, runs_of in earlier["data"]["results"].get(name, {}).items():
+                raw[name][key] = list(runs_of["runs"])
     for round_no in range(1, runs + 1):
         for system in systems:
+            if "burn_down" not in sections:
+                break
             r = _attempt(f"{system.label} burn-down", burn_down, system, jobs)
             if r is None:
                 continue
@@ -222,7 +239,7 @@ def run(
                 flush=True,
             )
         for system in systems:
-            if history:
+            if history and "history" in sections:
                 r = _attempt(f"{system.label} history", burn_down, system, jobs, history)
                 if r is None:
                     continue
@@ -233,7 +250,7 @@ def run(
                     flush=True,
                 )
         for system in systems:
-            if system.key == "pgqueuer-c10":
+            if system.key == "pgqueuer-c10" or "pickup" not in sections:
                 continue  # pickup is measured once per peer, in its best configuration
             r = _attempt(f"{system.label} pickup", pickup, system, pickups)
             if r is None:
@@ -245,7 +262,12 @@ def run(
                 flush=True,
             )
         for system in systems:
-            if system.key == "pgqueuer-c10" or not seconds or round_no > steady_runs:
+            if (
+                system.key == "pgqueuer-c10"
+                or not seconds
+                or round_no > steady_runs
+                or "steady" not in sections
+            ):
                 continue  # the long steady load runs in the first rounds only
             r = _attempt(f"{system.label} steady", steady, system, rate, seconds)
             if r is None:
@@ -262,13 +284,23 @@ def run(
                 _result(
                     raw,
                     labels,
-                    locals_config(
-                        jobs, pickups, history, rate, seconds, round_no, min(steady_runs, round_no)
+                    _with_earlier(
+                        locals_config(
+                            jobs,
+                            pickups,
+                            history,
+                            rate,
+                            seconds,
+                            round_no,
+                            min(steady_runs, round_no),
+                        ),
+                        kept,
+                        earlier,
                     ),
                 )
             )
     config = locals_config(jobs, pickups, history, rate, seconds, runs, min(steady_runs, runs))
-    return _result(raw, labels, config)
+    return _result(raw, labels, _with_earlier(config, kept, earlier))
 
 
 def locals_config(  # the configuration block of the JSON
@@ -294,6 +326,28 @@ def locals_config(  # the configuration block of the JSON
             "runs": runs,
         }
     }
+
+
+def _with_earlier(
+    config: dict[str, Any], kept: list[str], earlier: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The configuration, plus where the sections that were not rerun come from (their own
+    settings, such as the steady load's, are the earlier run's)."""
+    if not kept or earlier is None:
+        return config
+    before = earlier["data"]["config"]
+    merged = dict(config["config"])
+    own = {"pickup": ("pickups", "pickup_rate_per_s"), "steady": _STEADY_SETTINGS}
+    for name in kept:
+        for setting in own.get(name, ()):
+            if setting in before:
+                merged[setting] = before[setting]
+    merged["earlier_run"] = {
+        "sections": kept,
+        "finished_at": earlier.get("finished_at"),
+        "git": earlier.get("machine", {}).get("git"),
+    }
+    return {"config": merged}
 
 
 def _result(raw: dict[str, Any], labels: dict[str, str], config: dict[str, Any]) -> dict[str, Any]:

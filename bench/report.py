@@ -313,7 +313,9 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
             "",
             "History lives where each system keeps it: chokaq's archive (and lifetime counter), "
             "PgQueuer's `pgqueuer_log` (one aggregated 'successful' row per job; done jobs leave "
-            "its queue table), procrastinate's `procrastinate_jobs` (succeeded rows stay).",
+            "its queue table), procrastinate's `procrastinate_jobs` (succeeded rows stay). "
+            "After the load each database is vacuumed (ANALYZE) and checkpointed, the same for "
+            "every system, so the burn-down does not pay for the bulk load's aftermath.",
             "",
             "| System | processing jobs/s, empty | with history | change |",
             "|---|---|---|---|",
@@ -373,6 +375,18 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
                 f"{cell(f['wal_bytes_per_job'])} |"
             )
     _expected_runs["n"] = int(cfg["runs"])
+    earlier = cfg.get("earlier_run")
+    if earlier:
+        names = {"burn_down": "burn-down", "history": "history", "pickup": "pickup"}
+        names["steady"] = "steady load"
+        lines += [
+            "",
+            f"Sections kept from an earlier run of this part (finished {earlier['finished_at']}, "
+            f"chokaq at {earlier['git']}): "
+            + ", ".join(names.get(n, n) for n in earlier["sections"])
+            + f". The rest was rerun at {rec['finished_at']} (chokaq at "
+            f"{rec['machine'].get('git', '?')}).",
+        ]
     lines += ["", *charts, ""]
 
     targets: list[tuple[str, ...]] = []

@@ -41,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--steady-rate", type=float, default=200.0, help="steady load, jobs/s")
     p.add_argument("--steady-seconds", type=float, default=300.0, help="steady load duration")
     p.add_argument("--steady-runs", type=int, default=1, help="steady loads per system")
+    p.add_argument(
+        "--sections",
+        help="peers: rerun only these of burn_down,history,pickup,steady (the rest is kept "
+        "from the stored results, and the report says so)",
+    )
     p.add_argument("--no-peers", action="store_true", help="chokaq (and the baseline) only")
     p.add_argument("--quick", action="store_true", help="the short form: tiny N, one run")
     p.add_argument("--report-only", action="store_true")
@@ -55,6 +60,19 @@ def _quick(args: argparse.Namespace) -> None:
     args.pickups = 20
     args.steady_rate = 50.0
     args.steady_seconds = 2.0
+
+
+def _sections(args: argparse.Namespace) -> dict[str, Any]:
+    """For --sections: which peers sections to rerun, and the stored record keeping the rest."""
+    if not args.sections:
+        return {}
+    stored = args.out / "results" / "peers.json"
+    if not stored.exists():
+        raise SystemExit("--sections keeps the other sections from results/peers.json: none yet")
+    return {
+        "sections": [s for s in args.sections.split(",") if s],
+        "earlier": json.loads(stored.read_text()),
+    }
 
 
 def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dict[str, object]:
@@ -76,6 +94,7 @@ def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dic
             steady_runs=args.steady_runs,
             include_peers=not args.no_peers,
             checkpoint=checkpoint,
+            **_sections(args),
         )
     if part == "sqlite":
         from bench import embedded
