@@ -219,6 +219,11 @@ def run(
         name: {s.key: [] for s in systems} for name in SECTIONS
     }
     kept = [name for name in SECTIONS if name not in sections]
+
+    def config(done: int) -> dict[str, Any]:  # the configuration block after ``done`` rounds
+        block = locals_config(jobs, pickups, history, rate, seconds, done, min(steady_runs, done))
+        return _with_earlier(block, kept, earlier)
+
     if kept:
         if earlier is None:
             raise ValueError("rerunning some sections needs the earlier run's record")
@@ -280,27 +285,8 @@ def run(
                 flush=True,
             )
         if checkpoint is not None:
-            checkpoint(
-                _result(
-                    raw,
-                    labels,
-                    _with_earlier(
-                        locals_config(
-                            jobs,
-                            pickups,
-                            history,
-                            rate,
-                            seconds,
-                            round_no,
-                            min(steady_runs, round_no),
-                        ),
-                        kept,
-                        earlier,
-                    ),
-                )
-            )
-    config = locals_config(jobs, pickups, history, rate, seconds, runs, min(steady_runs, runs))
-    return _result(raw, labels, _with_earlier(config, kept, earlier))
+            checkpoint(_result(raw, labels, config(round_no)))
+    return _result(raw, labels, config(runs))
 
 
 def locals_config(  # the configuration block of the JSON

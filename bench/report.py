@@ -391,14 +391,23 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
 
     targets: list[tuple[str, ...]] = []
 
-    def target(name: str, value: float, goal: float, unit: str, higher: bool = True) -> None:
+    def target(
+        name: str,
+        value: float,
+        goal: float,
+        unit: str,
+        higher: bool = True,
+        *,
+        beside: str = "",
+        goal_note: str = "",
+    ) -> None:
         met = value >= goal if higher else value < goal
         op = ">=" if higher else "<"
         targets.append(
             (
                 name,
-                f"{_num(value)}{unit}",
-                f"{op} {_num(goal)}{unit}",
+                f"{_num(value)}{unit}" + (f" ({beside})" if beside else ""),
+                f"{op} {_num(goal)}{unit}" + (f" {goal_note}" if goal_note else ""),
                 "met" if met else "**missed**",
             )
         )
@@ -420,12 +429,13 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
         # The worker issue's absolute bar was set on a machine where PgQueuer's best did
         # about 8,000 jobs/s; the same bar in proportion to this machine is shown beside it.
         pgq = burn["pgqueuer-best"]["figures"]["process_jobs_s"]["median"]
-        target("processing, absolute (worker issue)", cp, 10_000, " jobs/s")
-        targets[-1] = (
-            *targets[-1][:2],
-            f">= 10,000 jobs/s where PgQueuer best did about 8,000; it does {_num(pgq)} here, "
+        target(
+            "processing, absolute (worker issue)",
+            cp,
+            10_000,
+            " jobs/s",
+            goal_note=f"where PgQueuer best did about 8,000; it does {_num(pgq)} here, "
             f"which scales the bar to {_num(10_000 * pgq / 8_000)}",
-            targets[-1][3],
         )
     if "chokaq" in pick:
         peers = ", ".join(
@@ -433,9 +443,8 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
             for k, r in pick.items()
             if k != "chokaq"
         )
-        target("pickup p50", pick["chokaq"]["figures"]["p50_ms"]["median"], 2.0, " ms", False)
-        if peers:
-            targets[-1] = (targets[-1][0], f"{targets[-1][1]} ({peers})", *targets[-1][2:])
+        p50 = pick["chokaq"]["figures"]["p50_ms"]["median"]
+        target("pickup p50", p50, 2.0, " ms", False, beside=peers)
         target("pickup p99", pick["chokaq"]["figures"]["p99_ms"]["median"], 5.0, " ms", False)
     if "chokaq" in hist:
         change = hist["chokaq"]["figures"]["process_jobs_s"]["median"] / cp - 1

@@ -533,21 +533,31 @@ async def torture(config: Config) -> Report:
             verify, config, store, book, workers, samples, restart_window, report
         )
     finally:
-        for w in workers:
-            if w.proc.poll() is None:
-                w.proc.kill()
-                w.proc.wait(timeout=10)
+        kill_all(workers)
         if restart_task is not None and not restart_task.done():
             with contextlib.suppress(Exception):
                 await restart_task
         if config.backend == "postgres":
             ensure_postgres_running()
-        with contextlib.suppress(Exception):
-            await client.close()
-        if not config.keep_schema:
-            with contextlib.suppress(Exception):
-                store.drop()
+        await release(client, store, config)
     return report
+
+
+def kill_all(workers: list[WorkerProc]) -> None:
+    """Kill every worker still running (a scenario's last resort; the checks are done)."""
+    for w in workers:
+        if w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait(timeout=10)
+
+
+async def release(client: App, store: Store, config: Config) -> None:
+    """Close the scenario's client and drop its store unless asked to keep it."""
+    with contextlib.suppress(Exception):
+        await client.close()
+    if not config.keep_schema:
+        with contextlib.suppress(Exception):
+            store.drop()
 
 
 # -- the checks ---------------------------------------------------------------------------

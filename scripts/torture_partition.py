@@ -37,7 +37,9 @@ from scripts.torture import (  # noqa: E402
     WorkerProc,
     _prepare,
     _setup_store,
+    kill_all,
     reap,
+    release,
     spawn_worker,
     stop_worker,
 )
@@ -268,17 +270,10 @@ async def partition(config: Config) -> Report:
             report.check(cut_off.exit_code == 0, f"cut-off worker exited {cut_off.exit_code}")
             report.figures.update(jobs=3, lost=0, partitions=1)
     finally:
-        for w in workers:
-            if w.proc.poll() is None:
-                w.proc.kill()
-                w.proc.wait(timeout=10)
+        kill_all(workers)
         if proxy is not None:
             proxy.cut()
-        with contextlib.suppress(Exception):
-            await client.close()
-        if not config.keep_schema:
-            with contextlib.suppress(Exception):
-                store.drop()
+        await release(client, store, config)
     return report
 
 

@@ -51,6 +51,16 @@ def test_short_form_writes_a_report_with_numbers(
     assert burn > 0
     assert list(tmp_path.glob("*.png")) or "charts skipped" in text
 
+    # --sections reruns part of the peers part and keeps the rest, and the report says so.
+    rerun = ["--parts", "peers", "--sections", "burn_down"]
+    run_all.main(["--quick", "--no-peers", "--out", str(tmp_path), *rerun])
+    again = json.loads((tmp_path / "results" / "peers.json").read_text())["data"]
+    assert again["results"]["pickup"] == peers["pickup"]
+    assert again["results"]["steady"] == peers["steady"]
+    assert again["results"]["burn_down"] != peers["burn_down"]
+    assert again["config"]["earlier_run"]["sections"] == ["history", "pickup", "steady"]
+    assert "Sections kept from an earlier run" in path.read_text()
+
 
 @pytest.mark.parametrize("peer", ["pgqueuer", "procrastinate"])
 def test_short_form_peer_burn_down(peer: str, monkeypatch: pytest.MonkeyPatch) -> None:

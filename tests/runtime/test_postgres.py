@@ -61,7 +61,7 @@ async def test_a_job_enqueued_in_a_rolled_back_transaction_never_exists(
 async def test_a_large_batch_in_the_callers_transaction_follows_that_transaction(
     pg_app: Any, pg_store: Any
 ) -> None:
-    # Over 1,000 jobs go as several statements under a savepoint of the caller's transaction.
+    # Over 1,000 jobs go as several statements, all inside the caller's own transaction.
     app = pg_app()
 
     @app.job()

@@ -131,12 +131,8 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         chunked = len(todo) > ENQUEUE_CHUNK
 
         if connection is None:
-            async with self._connection("enqueue") as conn:
-                if chunked:
-                    async with conn.transaction():
-                        await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
-                else:
-                    await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
+            async with self._connection("enqueue") as conn, _holding(conn, chunked):
+                await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
             # Committed: these queues' rows exist for good (queue rows are never deleted).
             # Not learned from a caller's connection, whose transaction may still roll back.
             self._ensured_queues.update(job.queue for job in checked)
@@ -144,10 +140,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             # The caller's transaction holds the statements together; only a connection that
             # would commit each one on its own (autocommit, outside a block) gets one here.
             idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-            if chunked and connection.autocommit and idle:
-                async with connection.transaction():
-                    await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
-            else:
+            async with _holding(connection, chunked and connection.autocommit and idle):
                 await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
         elif isinstance(connection, psycopg.Connection):
             sync_conn: psycopg.Connection[Any] = connection
@@ -547,6 +540,13 @@ class PostgresBackend(PostgresOperators, PostgresReads):
 def _float(value: float | None) -> float | None:
     """A finite float, or None (JSON has no NaN or infinity)."""
     return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _holding(
+    conn: psycopg.AsyncConnection[Any], needed: bool
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    """A transaction around several enqueue statements when ``needed``, else nothing."""
+    return conn.transaction() if needed else contextlib.nullcontext()
 
 
 async def _rows(execute: Any, query: LiteralString, params: Params) -> list[Any]:
