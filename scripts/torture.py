@@ -670,7 +670,9 @@ def verify(
         "fatal": {"FATAL_ERROR", "ZOMBIE"},
         "overrun": {"TIMEOUT", "ZOMBIE"},
         "throttled": {"THROTTLED", "ZOMBIE"},
-        "no_such_handler": {"REJECTED"},
+        # Rejected at once, but a worker killed between the claim and the batched finalize
+        # leaves it to the rescue, like every other type.
+        "no_such_handler": {"REJECTED", "ZOMBIE"},
     }
     for job_id, row in dlq.items():
         job_type = known.get(job_id, "?")
