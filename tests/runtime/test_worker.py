@@ -590,3 +590,33 @@ async def test_failing_heartbeats_cancel_the_job_when_asked(make_app: Callable[.
     async with running(app):
         await asyncio.wait_for(started.wait(), 10)
         await until(lambda: dlq_reason_is(app, job_id, FailureReason.HEARTBEAT_FAILURE))
+
+
+async def test_claimed_jobs_start_before_the_next_claim_is_sent(
+    make_app: Callable[..., App],
+) -> None:
+    # Pickup latency: a claim that returned jobs is followed by another (more may be waiting),
+    # and sending a statement can cost a server wake-up. The handlers must get to run first.
+    app = make_app()
+    order: list[str] = []
+
+    @app.job()
+    async def first_step(i: int) -> None:
+        order.append(f"handler {i}")
+
+    await app.open()
+    backend = app.backend
+    fetch = backend.jobs_fetch
+
+    async def recorded(**kwargs: object) -> list[object]:
+        order.append("claim sent")
+        got = await fetch(**kwargs)  # type: ignore[arg-type]
+        order.append(f"claimed {len(got)}")
+        return got  # type: ignore[return-value]
+
+    backend.jobs_fetch = recorded  # type: ignore[method-assign,assignment]
+    await first_step.enqueue_many([{"i": 1}, {"i": 2}])
+    await app.run_worker(burst=True, concurrency=5)
+    at = order.index("claimed 2")
+    assert sorted(order[at + 1 : at + 3]) == ["handler 1", "handler 2"], order
+    assert order[at + 3] == "claim sent", order

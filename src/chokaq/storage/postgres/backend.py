@@ -67,7 +67,10 @@ def _leases(field: str, leases: Sequence[Lease]) -> dict[str, list[str]]:
     }
 
 
+# The queues with a bulkhead are re-read after an empty claim when older than the first (the
+# worker is about to wait anyway), and before any claim when older than the second.
 BULKHEAD_CACHE_SECONDS = 1.0
+BULKHEAD_MAX_AGE_SECONDS = 5.0
 # Jobs per statement of a large enqueue (its statements overlap with the client's work).
 ENQUEUE_CHUNK = 1_000
 # Dead hot-row versions past which the elected worker vacuums the hot table itself.
@@ -290,7 +293,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             "start": bool(start),
             "now": now,
         }
-        bulkheads = await self._bulkhead_queues()
+        bulkheads = await self._bulkhead_queues(BULKHEAD_MAX_AGE_SECONDS)
         if bulkheads if queues is None else not bulkheads.isdisjoint(queues):
             lock = {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues}
             # Pipelined: BEGIN, the bulkhead lock, the claim and COMMIT cost one round trip.
@@ -302,13 +305,17 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         else:
             # No bulkhead involved: the claim is one statement, atomic on its own.
             rows = await self._rows("jobs_fetch", params, lane="claim")
+        if not rows:
+            # Nothing claimed: refresh here rather than on the claim that picks up the next job.
+            await self._bulkhead_queues(BULKHEAD_CACHE_SECONDS)
         return [claimed_job(row) for row in rows]
 
-    async def _bulkhead_queues(self) -> frozenset[str]:
-        """Queues with max_workers, re-read at most once a second (and at once after this
-        process changes one). A bulkhead set elsewhere in the last second is still enforced by
-        the fetch statement itself, only not serialized against concurrent fetchers."""
-        if time.monotonic() - self._bulkheads_read_at > BULKHEAD_CACHE_SECONDS:
+    async def _bulkhead_queues(self, max_age: float) -> frozenset[str]:
+        """Queues with max_workers, re-read when older than ``max_age`` seconds (and at once
+        after this process changes one). A bulkhead set elsewhere since the last read is still
+        enforced by the fetch statement itself, only not serialized against concurrent
+        fetchers."""
+        if time.monotonic() - self._bulkheads_read_at > max_age:
             rows = await self._rows("queues_with_bulkhead")
             self._bulkheads = frozenset(row[0] for row in rows)
             self._bulkheads_read_at = time.monotonic()
