@@ -221,12 +221,19 @@ UNFINISHED_SQL = {
 # procrastinate's jobs table (succeeded rows stay there by default).
 HISTORY_SQL = {
     "chokaq": [
+        # Oldest first, as jobs finish; ids are UUIDv7 of the creation time, as chokaq makes
+        # them (48 bits of Unix milliseconds, the version nibble 7, the rest random).
         """INSERT INTO chokaq.jobs_archive (id, queue, type, payload, priority, attempt_count,
                worker_id, created_at, started_at, finished_at, duration_seconds)
-           SELECT gen_random_uuid(), 'default', 'noop', '{"i": ' || g || '}', 10, 1, 'bench',
-                  f - interval '1 second', f - interval '1 millisecond', f, 0.001
-           FROM (SELECT g, now() - g * interval '5 millisecond' AS f
-                 FROM generate_series(1, %(rows)s) AS g) AS s""",
+           SELECT encode(set_byte(overlay(r PLACING substring(int8send(
+                      floor(extract(epoch FROM c) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
+                      6, (get_byte(r, 6) & 15) | 112), 'hex')::uuid,
+                  'default', 'noop', '{"i": ' || g || '}', 10, 1, 'bench',
+                  c, f - interval '1 millisecond', f, 0.001
+           FROM (SELECT g, f, f - interval '1 second' AS c, uuid_send(gen_random_uuid()) AS r
+                 FROM (SELECT g, now() - g * interval '5 millisecond' AS f
+                       FROM generate_series(1, %(rows)s) AS g) AS s) AS t
+           ORDER BY g DESC""",
         """UPDATE chokaq.stats_summary SET succeeded_total = succeeded_total + %(rows)s
            WHERE queue = 'default'""",
         "VACUUM ANALYZE chokaq.jobs_archive",

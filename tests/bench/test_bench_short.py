@@ -49,6 +49,14 @@ def test_short_form_writes_a_report_with_numbers(
     peers = json.loads((tmp_path / "results" / "peers.json").read_text())["data"]["results"]
     burn = peers["burn_down"]["chokaq"]["figures"]["process_jobs_s"]["median"]
     assert burn > 0
+    # The history run is paired with the empty run beside it, and its change taken within.
+    [pair] = peers["history"]["chokaq"]["runs"]
+    [empty] = peers["burn_down"]["chokaq"]["runs"]
+    assert pair["empty_process_jobs_s"] == empty["process_jobs_s"]
+    assert pair["change_pct"] == pytest.approx(
+        (pair["process_jobs_s"] / empty["process_jobs_s"] - 1) * 100
+    )
+    assert "change within pairs" in text
     assert list(tmp_path.glob("*.png")) or "charts skipped" in text
 
     # --sections reruns part of the peers part and keeps the rest, and the report says so.
