@@ -1,11 +1,14 @@
 """The Deck end to end: Chromium (Playwright) against a real uvicorn server and a real worker
-subprocess, on a SQLite file. Also writes docs/screenshots/*.png for the README."""
+subprocess, on a SQLite file. With CHOKAQ_SCREENSHOTS=1 it also rewrites docs/screenshots/*.png
+for the README."""
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -335,13 +338,16 @@ PANELS = ("overview", "queues", "jobs", "errors", "circuits", "workers")
 
 
 def test_screenshots_of_every_panel_in_both_themes(
-    login: Any, deck_server: Served, worker: Any
+    login: Any, deck_server: Served, worker: Any, tmp_path: Path
 ) -> None:
+    # The README's pictures are rewritten only on request (CHOKAQ_SCREENSHOTS=1), so that a
+    # test run leaves the work tree clean; otherwise they go to a temporary folder.
+    folder = SCREENSHOTS if os.environ.get("CHOKAQ_SCREENSHOTS") == "1" else tmp_path
     url = deck_server.db_url
     seed_showcase(url)
     enqueue(url, "quick", [{"n": i} for i in range(60)])
     enqueue(url, "steady", [{"steps": 400, "step_seconds": 0.1} for _ in range(2)])
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for theme in ("blueprint", "carbon"):
         page = login("alice", theme=theme)
         page.click("#chart-window button[data-window='5m']")
@@ -349,29 +355,29 @@ def test_screenshots_of_every_panel_in_both_themes(
         wait_for(functools.partial(chart_filled, page, 60), what="the chart to fill")
         page.wait_for_selector("#circuit-rows tr")
         page.wait_for_timeout(600)
-        page.screenshot(path=str(SCREENSHOTS / f"deck-{theme}.png"), full_page=True)
+        page.screenshot(path=str(folder / f"deck-{theme}.png"), full_page=True)
         for panel in PANELS:
-            page.locator(f"#{panel}").screenshot(path=str(SCREENSHOTS / f"{panel}-{theme}.png"))
+            page.locator(f"#{panel}").screenshot(path=str(folder / f"{panel}-{theme}.png"))
         page.click("#source button[data-source=dlq]")
         page.wait_for_selector("#job-rows tr .chip")
         page.click("#error-rows li >> nth=0")
         page.wait_for_selector("#job-rows tr")
         page.click("#preview-purge")
         page.wait_for_selector("#preview-count")
-        page.locator("#jobs").screenshot(path=str(SCREENSHOTS / f"dlq-{theme}.png"))
+        page.locator("#jobs").screenshot(path=str(folder / f"dlq-{theme}.png"))
         page.click("#preview-confirm")
         page.fill("#confirm-input", "PUR")
-        page.screenshot(path=str(SCREENSHOTS / f"confirm-{theme}.png"))
+        page.screenshot(path=str(folder / f"confirm-{theme}.png"))
         page.click("#confirm-no")
         page.click("#job-rows tr >> nth=0")
         page.wait_for_selector("#insp-banner.dlq")
-        page.locator("#drawer").screenshot(path=str(SCREENSHOTS / f"inspector-{theme}.png"))
+        page.locator("#drawer").screenshot(path=str(folder / f"inspector-{theme}.png"))
         page.click("#insp-edit")
-        page.locator("#drawer").screenshot(path=str(SCREENSHOTS / f"editor-{theme}.png"))
+        page.locator("#drawer").screenshot(path=str(folder / f"editor-{theme}.png"))
         assert page.evaluate("localStorage.getItem('chokaq-deck-theme')") == theme
         no_js_errors(page)
     # The theme is remembered per browser: a reload keeps Carbon.
     page.reload()
     assert page.get_attribute("html", "data-theme") == "carbon"
-    names = sorted(p.name for p in SCREENSHOTS.glob("*.png"))
+    names = sorted(p.name for p in folder.glob("*.png"))
     assert len(names) >= 2 * (len(PANELS) + 5)
