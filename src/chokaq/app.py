@@ -99,6 +99,18 @@ def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any
     return _Options(**options), connection, kwargs
 
 
+def _encode_payload(arguments: dict[str, Any]) -> JsonText:
+    """Handler arguments as the JSON object text stored as the payload."""
+    try:
+        return JsonText(dump_json(arguments))
+    except RecursionError:
+        raise ValidationError(
+            "payload", "must be JSON-serializable: it refers to itself or nests too deep"
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
+
+
 @dataclass
 class JobHandle(Generic[P, R]):
     """A registered job handler; call ``enqueue`` to run it in the background.
@@ -159,6 +171,15 @@ class JobHandle(Generic[P, R]):
         ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
         ``tags``, ``created_by``, ``max_attempts`` and ``timeout`` (seconds).
         """
+        # The common shape of a bulk enqueue, kept to the fewest calls: keyword arguments only,
+        # no option. A misfit goes the long way, which explains it.
+        if (
+            not args
+            and self._keywords_bind
+            and kwargs.keys().isdisjoint(OPTION_NAMES)
+            and self.misfit(kwargs) is None
+        ):
+            return NewJob(self.name, _encode_payload(kwargs), self.queue, self.priority)
         options, connection, kwargs = _split_options(kwargs)
         if connection is not None:
             raise ValidationError("connection", "is only accepted by enqueue, not prepare")
@@ -362,7 +383,7 @@ class App:
     ) -> str:
         """Bind arguments to the handler's signature and serialize them as a JSON object."""
         if not args and handle._keywords_bind and handle.misfit(kwargs) is None:
-            return self._encode_payload(kwargs)  # binding would return them unchanged
+            return _encode_payload(kwargs)  # binding would return them unchanged
         params = handle.signature.parameters
         if handle.context_param is not None:
             params = {k: v for k, v in params.items() if k != handle.context_param}  # type: ignore[assignment]
@@ -377,18 +398,7 @@ class App:
         for pname, param in params.items():
             if param.kind is param.VAR_KEYWORD and pname in arguments:
                 arguments.update(arguments.pop(pname))
-        return self._encode_payload(arguments)
-
-    @staticmethod
-    def _encode_payload(arguments: dict[str, Any]) -> JsonText:
-        try:
-            return JsonText(dump_json(arguments))
-        except RecursionError:
-            raise ValidationError(
-                "payload", "must be JSON-serializable: it refers to itself or nests too deep"
-            ) from None
-        except (TypeError, ValueError) as exc:
-            raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
+        return _encode_payload(arguments)
 
     # -- storage ------------------------------------------------------------------------
 

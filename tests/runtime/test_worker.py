@@ -566,6 +566,25 @@ async def test_enqueue_many_of_prepared_jobs_is_one_call(make_app: Callable[...,
     assert {"default", "other"} <= queues
 
 
+def test_prepare_gives_the_same_job_by_its_short_and_long_paths() -> None:
+    # Keyword arguments without options take a short path; positional ones are bound to the
+    # signature. Both must give the same job, and a misfit must be refused either way.
+    app = App("sqlite:///unused.db")
+
+    @app.job(queue="mail", priority=5)
+    async def send(to: str, retries: int = 0) -> None: ...
+
+    short = send.prepare(to="a@b", retries=2)
+    assert short == send.prepare("a@b", 2)
+    assert short == NewJob(
+        type=send.name, payload='{"to":"a@b","retries":2}', queue="mail", priority=5
+    )
+    for wrong in ({"to": "a@b", "cc": "x"}, {"retries": 1}):
+        with pytest.raises(ValidationError) as caught:
+            send.prepare(**wrong)
+        assert caught.value.field == "arguments"
+
+
 async def test_failing_heartbeats_cancel_the_job_when_asked(make_app: Callable[..., App]) -> None:
     # The storage refuses every heartbeat (as during a partial outage) while finalizing still
     # works: with cancel_on_heartbeat_failure the job stops and lands in the DLQ as such.
