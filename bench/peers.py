@@ -267,8 +267,19 @@ def run(
     kept = [name for name in SECTIONS if name not in sections]
 
     def config(done: int) -> dict[str, Any]:  # the configuration block after ``done`` rounds
-        block = locals_config(jobs, pickups, history, rate, seconds, done, min(steady_runs, done))
-        return _with_earlier(block, kept, earlier)
+        block = {
+            "jobs": jobs,
+            "concurrency": 10,
+            "enqueue_batch": 10_000,
+            "pickups": pickups,
+            "pickup_rate_per_s": 50,
+            "history": history,
+            "steady_rate_per_s": rate,
+            "steady_seconds": seconds,
+            "steady_runs": min(steady_runs, done),
+            "runs": done,
+        }
+        return {"config": _with_earlier(block, kept, earlier)}
 
     if kept:
         if earlier is None:
@@ -314,31 +325,6 @@ def run(
     return _result(raw, labels, config(runs))
 
 
-def locals_config(  # the configuration block of the JSON
-    jobs: int,
-    pickups: int,
-    history: int,
-    rate: float,
-    seconds: float,
-    runs: int,
-    steady_runs: int,
-) -> dict[str, Any]:
-    return {
-        "config": {
-            "jobs": jobs,
-            "concurrency": 10,
-            "enqueue_batch": 10_000,
-            "pickups": pickups,
-            "pickup_rate_per_s": 50,
-            "history": history,
-            "steady_rate_per_s": rate,
-            "steady_seconds": seconds,
-            "steady_runs": steady_runs,
-            "runs": runs,
-        }
-    }
-
-
 def _with_earlier(
     config: dict[str, Any], kept: list[str], earlier: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -347,7 +333,7 @@ def _with_earlier(
     if not kept or earlier is None:
         return config
     before = earlier["data"]["config"]
-    merged = dict(config["config"])
+    merged = dict(config)
     own = {"pickup": ("pickups", "pickup_rate_per_s"), "steady": _STEADY_SETTINGS}
     for name in kept:
         for setting in own.get(name, ()):
@@ -358,7 +344,7 @@ def _with_earlier(
         "finished_at": earlier.get("finished_at"),
         "git": earlier.get("machine", {}).get("git"),
     }
-    return {"config": merged}
+    return merged
 
 
 def _result(raw: dict[str, Any], labels: dict[str, str], config: dict[str, Any]) -> dict[str, Any]:

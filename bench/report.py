@@ -328,11 +328,11 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
             "|---|---|---|---|",
         ]
         for key, r in hist.items():
-            full = r["figures"]["process_jobs_s"]
             empty = r["figures"].get("empty_process_jobs_s", burn[key]["figures"]["process_jobs_s"])
+            _, shown = _history_change(r, burn[key])
             lines.append(
-                f"| {labels[key]} | {cell(empty)} | {cell(full)} | "
-                f"{_history_change(r, full['median'] / empty['median'] - 1)} |"
+                f"| {labels[key]} | {cell(empty)} | {cell(r['figures']['process_jobs_s'])} | "
+                f"{shown} |"
             )
     if pick:
         lines += [
@@ -454,17 +454,13 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
         target("pickup p50", p50, 2.0, " ms", False, beside=peers)
         target("pickup p99", pick["chokaq"]["figures"]["p99_ms"]["median"], 5.0, " ms", False)
     if "chokaq" in hist:
+        change, _ = _history_change(hist["chokaq"], burn["chokaq"])
         paired = hist["chokaq"]["figures"].get("change_pct")
-        if paired is not None:
-            change = paired["median"] / 100
-            shown = f"{change * 100:+.1f} % (median of {int(paired['n'])} pairs)"
-        else:  # a record from before the runs were paired
-            change = hist["chokaq"]["figures"]["process_jobs_s"]["median"] / cp - 1
-            shown = f"{change * 100:+.1f} %"
+        pairs = f" (median of {int(paired['n'])} pairs)" if paired is not None else ""
         targets.append(
             (
                 f"history ({cfg['history']:,}) vs empty",
-                shown,
+                f"{change * 100:+.1f} %{pairs}",
                 "within 5 %",
                 "met" if abs(change) <= 0.05 or change > 0 else "**missed**",
             )
@@ -472,16 +468,19 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
     return lines, targets
 
 
-def _history_change(r: dict[str, Any], of_medians: float) -> str:
-    """The change a history made, within pairs; a record from before pairing has only the
-    ratio of the medians."""
-    paired = r["figures"].get("change_pct")
+def _history_change(hist: dict[str, Any], burn: dict[str, Any]) -> tuple[float, str]:
+    """The change (a fraction) a history made to one system's processing, and its text: the
+    median within pairs with their range; a record from before pairing has only the ratio of
+    its medians to the burn-down's."""
+    paired = hist["figures"].get("change_pct")
     if paired is None:
-        return f"{of_medians * 100:+.1f} % (ratio of the medians: unpaired runs)"
-    n = int(paired.get("n", 1))
-    if n <= 1:
-        return f"{paired['median']:+.1f} %"
-    return f"{paired['median']:+.1f} % ({paired['min']:+.1f} to {paired['max']:+.1f})"
+        full = hist["figures"]["process_jobs_s"]["median"]
+        change = full / burn["figures"]["process_jobs_s"]["median"] - 1
+        return change, f"{change * 100:+.1f} % (ratio of the medians: unpaired runs)"
+    change = paired["median"] / 100
+    if int(paired.get("n", 1)) <= 1:
+        return change, f"{paired['median']:+.1f} %"
+    return change, f"{paired['median']:+.1f} % ({paired['min']:+.1f} to {paired['max']:+.1f})"
 
 
 # -- parts 3 and 4 ----------------------------------------------------------------------------

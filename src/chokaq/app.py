@@ -171,15 +171,6 @@ class JobHandle(Generic[P, R]):
         ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
         ``tags``, ``created_by``, ``max_attempts`` and ``timeout`` (seconds).
         """
-        # The common shape of a bulk enqueue, kept to the fewest calls: keyword arguments only,
-        # no option. A misfit goes the long way, which explains it.
-        if (
-            not args
-            and self._keywords_bind
-            and kwargs.keys().isdisjoint(OPTION_NAMES)
-            and self.misfit(kwargs) is None
-        ):
-            return NewJob(self.name, _encode_payload(kwargs), self.queue, self.priority)
         options, connection, kwargs = _split_options(kwargs)
         if connection is not None:
             raise ValidationError("connection", "is only accepted by enqueue, not prepare")
@@ -187,6 +178,9 @@ class JobHandle(Generic[P, R]):
 
     def _new_job(self, args: tuple[Any, ...], kwargs: dict[str, Any], options: _Options) -> NewJob:
         payload = self.app.encode_arguments(self, args, kwargs)
+        if options is _NO_OPTIONS:
+            # The common shape of a bulk enqueue: four fields, the rest left to their defaults.
+            return NewJob(self.name, payload, self.queue, self.priority)
         return NewJob(
             type=self.name,
             payload=payload,
