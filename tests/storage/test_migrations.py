@@ -1,13 +1,20 @@
-"""Migrations: idempotent, race-safe, and "every migration applied" equals a fresh install."""
+"""Migrations: idempotent, race-safe, and the schema they build is the one described by hand.
+
+``schema/<backend>.txt`` says what a migrated store must hold; ``schema_catalog`` reads what it
+does hold from the database's own catalog. The two are independent accounts of one schema, so a
+migration that changes the schema without the description (or the reverse) fails here.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
 import re
 import sqlite3
 
 import pytest
+from schema_catalog import Catalog, catalog
 
 
 async def test_version_is_latest_after_migrate(backend):
@@ -50,85 +57,112 @@ async def test_two_concurrent_migrates_on_a_fresh_store(store):
         await two.close()
 
 
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
-def _normalize(sql: str, name: str) -> str:
-    return re.sub(r"\s+", " ", sql.replace(name, "<schema>")).strip()
-
-
-def _sqlite_catalog(path: str, prefix: str) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(path) as conn:
-        rows = conn.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name"
-        ).fetchall()
-    return [(t, n.replace(prefix, "<schema>"), _normalize(s, prefix)) for t, n, s in rows]
-
-
-def _postgres_catalog(url: str, schema: str) -> dict[str, list[tuple[object, ...]]]:
-    import psycopg
-
-    queries = {
-        "columns": """SELECT table_name, column_name, ordinal_position, data_type,
-                             is_nullable, column_default
-                        FROM information_schema.columns WHERE table_schema = %s
-                       ORDER BY table_name, ordinal_position""",
-        "indexes": """SELECT tablename, indexname, indexdef FROM pg_indexes
-                       WHERE schemaname = %s ORDER BY tablename, indexname""",
-        "constraints": """SELECT c.conrelid::regclass::text, c.conname,
-                                 pg_get_constraintdef(c.oid)
-                            FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
-                           WHERE n.nspname = %s ORDER BY 1, 2""",
-        "options": """SELECT c.relname, c.reloptions, a.attname, a.attcompression
-                        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                        LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
-                                                 AND a.attcompression <> ''
-                       WHERE n.nspname = %s ORDER BY 1, 3""",
-    }
-    out = {}
-    with psycopg.connect(url) as conn:
-        for key, query in queries.items():
-            rows = conn.execute(query, (schema,)).fetchall()
-            out[key] = [
-                tuple(_normalize(str(v), schema) if v is not None else None for v in row)
-                for row in rows
-            ]
-    return out
-
-
-async def test_migrations_equal_a_fresh_install(store, tmp_path):
-    """Walk every numbered migration on one store, fresh-install another, compare catalogs."""
-    if store.kind == "sqlite":
-        other = dataclasses.replace(store, url=f"sqlite:///{tmp_path / 'walked.db'}")
-    else:
-        other = dataclasses.replace(store, schema=store.schema + "_w")
-    fresh, walked = store.backend(), other.backend()
-    await fresh.open()
-    await walked.open()
+async def _migrated(store, *, via_migrations: bool = False) -> Catalog:
+    """Migrate ``store`` and return the reader of its catalog."""
+    backend = store.backend()
+    await backend.open()
     try:
-        await fresh.migrate()
-        await walked.migrate(via_migrations=True)
-        assert await walked.schema_version() == await fresh.schema_version()
-        if store.kind == "sqlite":
-            left = _sqlite_catalog(store.url.removeprefix("sqlite:///"), store.schema)
-            right = _sqlite_catalog(other.url.removeprefix("sqlite:///"), other.schema)
-            assert left == right
-        else:
-            left = _postgres_catalog(store.url, store.schema)
-            right = _postgres_catalog(other.url, other.schema)
-            for key in left:
-                assert left[key] == right[key], key
-            assert left["indexes"], "the catalog query found nothing"
+        await backend.migrate(via_migrations=via_migrations)
+        name = backend.capabilities.name
     finally:
-        await fresh.close()
-        await walked.close()
-        if other.kind == "postgres":
-            _drop_schema(other.url, other.schema)
+        await backend.close()
+    return catalog(name, store.url, store.schema)
+
+
+def _changed(rendered: list[str], expected: list[str]) -> list[str]:
+    """The lines one side has and the other lacks, in order (a line may occur in many tables)."""
+    return [line for line in difflib.ndiff(expected, rendered) if line[:2] in {"- ", "+ "}]
+
+
+@pytest.mark.parametrize("via_migrations", [False, True], ids=["fresh", "walked"])
+async def test_the_migrated_schema_is_the_described_one(store, via_migrations):
+    """Every table, column, constraint, index and seed row, against schema/<backend>.txt."""
+    migrated = await _migrated(store, via_migrations=via_migrations)
+    assert migrated.render() == migrated.description()
+
+
+async def test_walking_the_migrations_gives_the_fresh_install(store):
+    """One migration per transaction (an upgrade) ends where the one-transaction install does."""
+    # A second schema on the same store: on SQLite another table prefix in the same file, which
+    # must not start with the first one's ("wchokaq_" against "chokaq_").
+    walked_store = dataclasses.replace(store, schema="w" + store.schema)
+    fresh = await _migrated(store)
+    try:
+        walked = await _migrated(walked_store, via_migrations=True)
+        assert walked.render() == fresh.render()
+    finally:
+        dataclasses.replace(fresh, schema=walked_store.schema).drop()
+
+
+# Each mutation is raw SQL that leaves a schema the description must reject, and a word that the
+# differing lines must name (so that the test shows the oracle saw this change, not another one).
+MUTATIONS = {
+    "a column added": ("ALTER TABLE {q[jobs_hot]} ADD COLUMN extra integer", "column extra"),
+    "an index dropped": ("DROP INDEX {q[jobs_dlq_type]}", "jobs_dlq_type"),
+    "a partial index made full": (
+        "DROP INDEX {q[jobs_hot_fetch]};"
+        " CREATE INDEX {i[jobs_hot_fetch]} ON {q[jobs_hot]}"
+        " (queue, priority DESC, scheduled_at, created_at)",
+        "jobs_hot_fetch",
+    ),
+    "an index lost its DESC": (
+        "DROP INDEX {q[jobs_archive_finished]};"
+        " CREATE INDEX {i[jobs_archive_finished]} ON {q[jobs_archive]} (finished_at)",
+        "jobs_archive_finished",
+    ),
+    "a table dropped": ("DROP TABLE {q[workers]}", "table workers"),
+    "a view added": ("CREATE VIEW {q[pending]} AS SELECT id FROM {q[jobs_hot]}", "pending"),
+    "a seed row removed": ("DELETE FROM {q[stats_summary]}", "row default"),
+}
+
+
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
+async def test_the_description_rejects_a_different_schema(store, mutation):
+    migrated = await _migrated(store)
+    assert migrated.render() == migrated.description()
+    statement, word = MUTATIONS[mutation]
+    migrated.execute(statement)
+    rendered = migrated.render()
+    assert rendered != migrated.description()
+    assert any(word in line for line in _changed(rendered, migrated.description()))
+
+
+PG_MUTATIONS = {
+    "fillfactor reset": ("ALTER TABLE {q[jobs_hot]} RESET (fillfactor)", "fillfactor=80"),
+    "payload compression changed": (
+        "ALTER TABLE {q[jobs_dlq]} ALTER COLUMN error SET COMPRESSION pglz",
+        "column error",
+    ),
+    "a default changed": (
+        "ALTER TABLE {q[jobs_hot]} ALTER COLUMN priority SET DEFAULT 5",
+        "column priority",
+    ),
+    "a column made nullable": (
+        "ALTER TABLE {q[jobs_archive]} ALTER COLUMN finished_at DROP NOT NULL",
+        "column finished_at",
+    ),
+    "a check dropped": (
+        "ALTER TABLE {q[queues]} DROP CONSTRAINT queues_max_workers_check",
+        "queues_max_workers_check",
+    ),
+    "an enum added": ("CREATE TYPE {q[mood]} AS ENUM ('calm')", "type mood"),
+    "a function added": (
+        "CREATE FUNCTION {q[noop]}() RETURNS integer LANGUAGE sql AS 'SELECT 1'",
+        "function noop()",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutation", list(PG_MUTATIONS))
+async def test_the_postgres_description_checks_storage_options(pg_store, mutation):
+    """What only PostgreSQL declares: reloptions, column compression, defaults, constraints."""
+    migrated = await _migrated(pg_store)
+    assert migrated.render() == migrated.description()
+    statement, word = PG_MUTATIONS[mutation]
+    migrated.execute(statement)
+    rendered = migrated.render()
+    assert rendered != migrated.description()
+    assert any(word in line for line in _changed(rendered, migrated.description()))
 
 
 @pytest.mark.parametrize("via_migrations", [False, True])
