@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from chokaq.models import Capabilities
 from chokaq.storage import Backend, create_backend
 
 PG_URL = os.environ.get("CHOKAQ_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -55,14 +56,22 @@ def drop_schema(schema: str) -> None:
 
 @dataclass
 class Store:
-    """Where one test's data lives: the URL and schema, to open more backends or workers on."""
+    """Where one test's data lives: the URL and schema, to open more backends or workers on.
 
-    kind: str
+    Tests that depend on what a database can do skip by ``capabilities``, never by its name;
+    ``dialect`` ("sqlite" or "postgres") only picks the client for the few tests that read the
+    tables with plain SQL."""
+
+    dialect: str
     url: str
     schema: str
 
     def backend(self, **options: object) -> Backend:
         return create_backend(self.url, schema=self.schema, **options)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.backend().capabilities
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

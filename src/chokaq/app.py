@@ -418,7 +418,7 @@ class App:
             await backend.open()
             migrate = self.auto_migrate
             if migrate is None:
-                migrate = backend.capabilities.name == "sqlite"
+                migrate = backend.capabilities.migrates_on_open
             if migrate:
                 applied = await backend.migrate()
                 if applied:

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
 from .ids import is_job_id
@@ -29,6 +29,7 @@ __all__ = [
     "check_priority",
     "check_tags",
     "check_text",
+    "check_time",
     "storable",
     "validate_new_job",
     "validate_new_jobs",
@@ -46,6 +47,10 @@ MAX_DELAY_SECONDS = 366 * 24 * 3600.0
 MAX_ATTEMPTS = 1000
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 MAX_SEARCH_LENGTH = 1000
+# Every stored or compared time lies in this range (UTC): both databases and both clients can
+# represent it, so no row can ever hold a time that cannot be read back.
+MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +228,22 @@ def check_priority(field: str, value: object) -> int:
     return value
 
 
+def check_time(field: str, value: object) -> datetime:
+    """An aware datetime between 1970-01-01 and 9999-01-01 UTC, returned in UTC."""
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(field, "must be a timezone-aware datetime")
+    if value.tzinfo is UTC:
+        utc = value
+    else:
+        try:
+            utc = value.astimezone(UTC)
+        except (OverflowError, ValueError):
+            utc = MIN_TIME if value.year < 1970 else MAX_TIME
+    if not MIN_TIME <= utc < MAX_TIME:
+        raise ValidationError(field, "must be between 1970-01-01 and 9999-01-01 UTC")
+    return utc
+
+
 def check_job_id(field: str, value: object) -> str:
     """A job id: a canonical UUID string."""
     if not isinstance(value, str) or not is_job_id(value):
@@ -279,10 +300,10 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     if job.delay_seconds is not None and job.run_at is not None:
         raise ValidationError("delay_seconds", "give either delay_seconds or run_at, not both")
     _check_seconds("delay_seconds", job.delay_seconds, maximum=MAX_DELAY_SECONDS, positive=False)
-    if job.run_at is not None:
-        if not isinstance(job.run_at, datetime) or job.run_at.tzinfo is None:
-            raise ValidationError("run_at", "must be a timezone-aware datetime")
-        if job.run_at - datetime.now(job.run_at.tzinfo) > timedelta(seconds=MAX_DELAY_SECONDS):
+    run_at = job.run_at
+    if run_at is not None:
+        run_at = check_time("run_at", run_at)
+        if run_at - datetime.now(UTC) > timedelta(seconds=MAX_DELAY_SECONDS):
             raise ValidationError("run_at", "must be at most 366 days in the future")
     if job.max_attempts is not None and (
         isinstance(job.max_attempts, bool)
@@ -296,8 +317,8 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     check_text("trace_context", job.trace_context, max_length=1000)
     if job.id is not None:
         check_job_id("id", job.id)
-    if key != job.idempotency_key or tags != job.tags:
-        job = replace(job, idempotency_key=key, tags=tags)
+    if key != job.idempotency_key or tags != job.tags or run_at is not job.run_at:
+        job = replace(job, idempotency_key=key, tags=tags, run_at=run_at)
     return job
 
 

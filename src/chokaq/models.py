@@ -90,15 +90,20 @@ class FailureReason(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What a backend can do, declared instead of discovered with ``isinstance``."""
+    """What a database can do, declared by its driver and read in one place each.
+
+    ``name`` is for people (health checks, logs). ``caller_transactions``: enqueue can join the
+    caller's own connection and transaction (``Backend.jobs_enqueue`` refuses ``connection=``
+    otherwise). ``migrates_on_open``: the store is embedded (one file, one owner), so
+    ``App.open`` brings its schema up to date; a shared server is migrated by ``chokaq migrate``.
+    ``row_versions``: updates leave dead row versions behind, which ``jobs_hot_tidy`` reclaims
+    (it is a no-op elsewhere).
+    """
 
     name: str
-    listen_notify: bool  # wakes sleeping workers across processes without polling
-    skip_locked: bool  # concurrent fetchers skip each other's rows instead of waiting
-    advisory_locks: bool  # leadership through the database, across hosts
-    caller_transactions: bool  # can enqueue on the caller's own connection and transaction
-    multi_host: bool  # workers on several hosts may share it
-    compression: str | None  # how archive/DLQ payloads are compressed, if at all
+    caller_transactions: bool
+    migrates_on_open: bool
+    row_versions: bool
 
 
 @dataclass(slots=True)

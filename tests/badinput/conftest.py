@@ -17,7 +17,7 @@ from chokaq.models import FailMove, FailureReason, SucceedMove
 
 def fingerprint(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every chokaq table, in a stable order."""
-    if store.kind == "postgres":
+    if store.dialect == "postgres":
         import psycopg
 
         with psycopg.connect(store.url, autocommit=True) as conn:

@@ -202,8 +202,8 @@ def test_app_option_loads_the_app_and_errors_are_one_line(
 
 
 def test_unmigrated_postgres_is_a_clear_error(cli: Cli, store: Any) -> None:
-    if store.kind != "postgres":
-        pytest.skip("SQLite migrates on open")
+    if store.capabilities.migrates_on_open:
+        pytest.skip("this store migrates on open")
     result = cli("stats", expect=None)
     assert result.exit_code != 0 and result.output.startswith("error: ")
     assert len(result.output.strip().splitlines()) == 1

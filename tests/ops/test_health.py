@@ -97,8 +97,8 @@ async def test_queue_lag_thresholds_exclude_paused_queues(store: Any) -> None:
 
 
 async def test_storage_check_reports_an_outdated_schema(store: Any) -> None:
-    if store.kind == "sqlite":
-        pytest.skip("SQLite migrates on open")
+    if store.capabilities.migrates_on_open:
+        pytest.skip("this store migrates on open")
     app = App(store.url, schema=store.schema)  # PostgreSQL: no auto-migrate
     try:
         check = await check_storage(app)

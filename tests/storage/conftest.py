@@ -18,9 +18,9 @@ class Raw:
     """Plain SQL on the store, outside any backend. ``table("jobs_dlq")`` names a table."""
 
     def __init__(self, store: Any) -> None:
-        self.kind = store.kind
+        self.dialect = store.dialect
         self.schema = store.schema
-        if store.kind == "sqlite":
+        if store.dialect == "sqlite":
             path = store.url.removeprefix("sqlite:///")
             self._conn: Any = sqlite3.connect(path, isolation_level=None, timeout=30)
         else:
@@ -29,7 +29,7 @@ class Raw:
             self._conn = psycopg.connect(store.url, autocommit=True)
 
     def table(self, name: str) -> str:
-        if self.kind == "sqlite":
+        if self.dialect == "sqlite":
             return f"{self.schema}_{name}"
         return f'"{self.schema}".{name}'
 
@@ -48,7 +48,7 @@ class Raw:
             )
         }
         text = sql.format(**names)
-        if self.kind == "postgres":
+        if self.dialect == "postgres":
             text = text.replace("?", "%s")
         cursor = self._conn.execute(text, params)
         return list(cursor.fetchall()) if cursor.description else []
@@ -62,10 +62,3 @@ def raw(store: Any) -> Iterator[Raw]:
     conn = Raw(store)
     yield conn
     conn.close()
-
-
-@pytest.fixture
-def postgres_only(store: Any) -> None:
-    """Skip on SQLite: the test checks a PostgreSQL-specific claim."""
-    if store.kind != "postgres":
-        pytest.skip("PostgreSQL-only claim")

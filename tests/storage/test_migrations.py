@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import difflib
-import re
-import sqlite3
 
 import pytest
 from schema_catalog import Catalog, catalog
@@ -164,32 +162,3 @@ async def test_the_postgres_description_checks_storage_options(pg_store, mutatio
     assert rendered != migrated.description()
     assert any(word in line for line in _changed(rendered, migrated.description()))
 
-
-@pytest.mark.parametrize("via_migrations", [False, True])
-async def test_the_fetch_index_is_partial_on_pending(store, via_migrations):
-    backend = store.backend()
-    await backend.open()
-    try:
-        await backend.migrate(via_migrations=via_migrations)
-    finally:
-        await backend.close()
-    if store.kind == "sqlite":
-        with sqlite3.connect(store.url.removeprefix("sqlite:///")) as conn:
-            rows = conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'index'"
-            ).fetchall()
-        fetch = [sql for name, sql in rows if name.endswith("jobs_hot_fetch")]
-    else:
-        import psycopg
-
-        with psycopg.connect(store.url) as conn:
-            fetch = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT indexdef FROM pg_indexes WHERE schemaname = %s"
-                    " AND indexname = 'jobs_hot_fetch'",
-                    (store.schema,),
-                )
-            ]
-    assert len(fetch) == 1
-    assert re.search(r"WHERE \(?status = 0\)?", fetch[0])

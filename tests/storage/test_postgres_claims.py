@@ -21,7 +21,11 @@ from conformance import T0, at
 
 from chokaq.models import NewJob, SucceedMove
 
-pytestmark = pytest.mark.usefixtures("postgres_only")
+
+@pytest.fixture
+def store(pg_store):
+    """These claims are about the PostgreSQL driver's layout: its store only."""
+    return pg_store
 
 
 @pytest.fixture

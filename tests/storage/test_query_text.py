@@ -13,7 +13,7 @@ LONGEST_SCHEMA = "s" * 40
 
 def test_every_postgres_statement_fits_the_drivers_cache() -> None:
     backend = create_backend("postgresql://nobody@nowhere/db", schema=LONGEST_SCHEMA)
-    queries: dict[str, str] = backend._q  # type: ignore[attr-defined]
+    queries: dict[str, str] = backend.driver._q  # type: ignore[attr-defined]
     assert "jobs_finalize" in queries
     for name, text in queries.items():
         assert len(text.encode()) <= 4096, name

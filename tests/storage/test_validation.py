@@ -269,19 +269,19 @@ async def test_edits_are_validated_before_writing(backend):
     before_dlq = await backend.job_get(dead)
     for edit, target in ((backend.jobs_edit, pending), (backend.dlq_edit, dead)):
         with pytest.raises(ValidationError) as caught:
-            await edit(id=target, actor="ops", payload="{bad", now=at(1))
+            await edit(id=target, actor="ops", payload="{bad")
         assert caught.value.field == "payload"
         with pytest.raises(ValidationError) as caught:
-            await edit(id=target, actor="ops", tags=("a,b",), now=at(1))
+            await edit(id=target, actor="ops", tags=("a,b",))
         assert caught.value.field == "tags[0]"
         with pytest.raises(ValidationError) as caught:
-            await edit(id=target, actor="ops", priority=2_000_000, now=at(1))
+            await edit(id=target, actor="ops", priority=2_000_000)
         assert caught.value.field == "priority"
         with pytest.raises(ValidationError) as caught:
-            await edit(id=target, actor="x" * 101, priority=1, now=at(1))
+            await edit(id=target, actor="x" * 101, priority=1)
         assert caught.value.field == "actor"
     with pytest.raises(ValidationError) as caught:
-        await backend.dlq_resurrect(ids=[dead], actor="ops", payload="{bad", now=at(1))
+        await backend.dlq_resurrect(ids=[dead], actor="ops", payload="{bad")
     assert caught.value.field == "payload"
     assert await backend.job_get(pending) == before_hot
     assert await backend.job_get(dead) == before_dlq

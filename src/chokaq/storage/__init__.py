@@ -1,7 +1,11 @@
-"""The storage package: picks a backend for a database URL. Holds no SQL itself.
+"""The storage package: the seam (``Backend``) over one driver per database. Holds no SQL itself.
 
-``open_backend("sqlite:///jobs.db")`` or ``open_backend("postgresql://user@host/db")`` returns an
-unopened ``Backend``; call ``await backend.open()``.
+``create_backend("sqlite:///jobs.db")`` or ``create_backend("postgresql://user@host/db")`` returns
+an unopened ``Backend``; call ``await backend.open()``. The map: ``backend.py`` is the seam (each
+operation checked by ``checks.py`` and observed once), ``driver.py`` the contract a database
+implements, and ``postgres/`` and ``sqlite/`` the two drivers, laid out alike: ``driver.py``
+(the adapter class), ``connection.py``, ``jobs.py``, ``dlq.py``, ``retention.py``, ``queues.py``,
+``reads.py``, ``rows.py``, ``notify.py``, ``queries.sql`` and ``migrations/``.
 """
 
 from __future__ import annotations
@@ -10,9 +14,20 @@ import re
 
 from ..errors import ConfigurationError
 from ..limits import DEFAULT_LIMITS, Limits
-from .base import UNSET, Backend, Leadership, Notifier, StorageSettings
+from .backend import Backend, Observer
+from .checks import UNSET
+from .driver import Driver, Leadership, Notifier, StorageSettings
 
-__all__ = ["UNSET", "Backend", "Leadership", "Notifier", "StorageSettings", "create_backend"]
+__all__ = [
+    "UNSET",
+    "Backend",
+    "Driver",
+    "Leadership",
+    "Notifier",
+    "Observer",
+    "StorageSettings",
+    "create_backend",
+]
 
 SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
 
@@ -25,17 +40,20 @@ def create_backend(
     ``options`` are further ``StorageSettings`` fields (``pool_max_size`` and so on).
     Raises ``ConfigurationError`` for an unknown scheme or a bad schema name.
     """
-    if not SCHEMA_NAME.match(schema):
+    if not isinstance(schema, str) or not SCHEMA_NAME.match(schema):
         raise ConfigurationError(f"schema: must match {SCHEMA_NAME.pattern} (got {schema!r})")
     settings = StorageSettings(url=url, schema=schema, limits=limits, **options)  # type: ignore[arg-type]
+    driver: Driver
     if url.startswith("sqlite:"):
-        from .sqlite.backend import SQLiteBackend
+        from .sqlite.driver import SQLiteDriver
 
-        return SQLiteBackend(settings)
-    if url.startswith(("postgresql:", "postgres:")):
-        from .postgres.backend import PostgresBackend
+        driver = SQLiteDriver(settings)
+    elif url.startswith(("postgresql:", "postgres:")):
+        from .postgres.driver import PostgresDriver
 
-        return PostgresBackend(settings)
-    raise ConfigurationError(
-        f"database url: expected sqlite:///path or postgresql://..., got {url.split(':')[0]!r}"
-    )
+        driver = PostgresDriver(settings)
+    else:
+        raise ConfigurationError(
+            f"database url: expected sqlite:///path or postgresql://..., got {url.split(':')[0]!r}"
+        )
+    return Backend(driver)

@@ -1,56 +1,116 @@
-"""The argument rules every backend applies before touching the database.
+"""The argument rules of the storage seam, applied once before any driver runs.
 
 Owns the checks of the operation arguments that are not job fields (those are in
-``chokaq.limits``): id lists, edits, fetch arguments, page arguments and the sort whitelist,
-queue limits, rescue timeouts and worker requests. Each rule raises ``ValidationError`` naming
-the field and the limit, and returns the value normalized, so that both backends refuse the same
-input with the same message. It must not do I/O.
+``chokaq.limits``): times, id lists, leases and moves, edits, fetch arguments, caps, batch sizes,
+pages and the sort whitelist, queue limits, rescue timeouts and worker requests. Each rule
+raises ``ValidationError`` naming the field and the limit, and returns the value normalised
+(times in UTC, ids de-duplicated, progress clamped), so that every backend receives the same
+arguments and refuses the same input with the same message. It must not do I/O.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import IntEnum
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import ValidationError
+from ..ids import is_job_id
 from ..limits import (
     MAX_SEARCH_LENGTH,
     Limits,
+    check_actor,
     check_job_id,
     check_name,
     check_payload,
     check_priority,
     check_tags,
     check_text,
+    check_time,
+    storable,
 )
-from ..models import JobFilter, Pillar, ordered_ids
-from .base import UNSET
+from ..models import (
+    FailMove,
+    FailureReason,
+    Heartbeat,
+    JobFilter,
+    JobStatus,
+    Lease,
+    Move,
+    Pillar,
+    RetryMove,
+    SucceedMove,
+    WorkerInfo,
+    ordered_ids,
+)
 
 __all__ = [
+    "MAX_FETCH",
+    "MAX_PAGE",
+    "NULLABLE_SORTS",
     "SORT_COLUMNS",
+    "UNSET",
     "Edits",
     "QueueLimits",
+    "bounded_int",
     "edits",
-    "fetch",
     "job_filter",
     "job_ids",
+    "leases",
+    "moves",
+    "now",
+    "page",
     "page_size",
     "positive_int",
+    "progress",
+    "purge_limit",
     "queue_limits",
+    "queues",
     "rescue_timeouts",
     "seconds",
     "sort_column",
+    "worker_info",
     "worker_request",
 ]
+
+
+class _Unset:
+    """Marks "leave this setting alone" where ``None`` means "clear it"."""
+
+    _instance: ClassVar[_Unset | None] = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+E = TypeVar("E", bound=IntEnum)
 
 MAX_WORKERS = 10_000
 MAX_ZOMBIE_TIMEOUT_SECONDS = 86_400.0
 MAX_EXECUTION_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 MAX_RESCUE_TIMEOUT_SECONDS = 366 * 86_400.0
 MAX_PAGE_SIZE = 1000
+MAX_PAGE = 10_000_000
+MAX_FETCH = 10_000
 MAX_CONCURRENCY = 1000
+MAX_PURGE_BATCH = 1_000_000
+MAX_PURGE_LIMIT = 1_000_000_000
+MAX_SAMPLE = 1000
+MAX_TOP_ERRORS = 1000
+MAX_TOP_ERRORS_SCAN = 1_000_000
+MAX_WIDTH_SECONDS = 86_400
 
 # The sortable columns of each pillar (the `sort` names of jobs_page); others are refused.
 _EVERY_PILLAR = {
@@ -72,13 +132,20 @@ SORT_COLUMNS: Mapping[Pillar, Mapping[str, str]] = {
         "reason": "failure_reason",
     },
 }
+# The sort columns that may hold NULL: rows with NULL there sort last in either direction.
+NULLABLE_SORTS = frozenset({"worker_id", "duration_seconds"})
+
+
+def bounded_int(field: str, value: object, low: int, high: int) -> int:
+    """An integer in ``low..high`` (``bool`` is not an integer here)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(field, f"must be an integer between {low} and {high}")
+    return value
 
 
 def positive_int(field: str, value: object, maximum: int) -> int:
-    """An integer in ``1..maximum`` (``bool`` is not an integer here)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise ValidationError(field, f"must be an integer between 1 and {maximum}")
-    return value
+    """An integer in ``1..maximum``."""
+    return bounded_int(field, value, 1, maximum)
 
 
 def seconds(field: str, value: object, *, low: float, high: float, exclusive: bool) -> float:
@@ -91,37 +158,170 @@ def seconds(field: str, value: object, *, low: float, high: float, exclusive: bo
     return float(value)
 
 
-def job_ids(field: str, ids: Sequence[str]) -> tuple[str, ...]:
-    """A list of job ids, de-duplicated in input order, each a canonical UUID string."""
-    if isinstance(ids, str):
+def now(value: datetime | None, field: str = "now") -> datetime | None:
+    """An injected clock: None (the store's own clock) or an aware time, in UTC."""
+    return None if value is None else check_time(field, value)
+
+
+def job_ids(field: str, ids: Sequence[str], maximum: int) -> tuple[str, ...]:
+    """A list of at most ``maximum`` job ids, de-duplicated in input order."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
         raise ValidationError(field, "must be a list of job ids")
     unique = ordered_ids(ids)
+    if len(unique) > maximum:
+        raise ValidationError(field, f"must hold at most {maximum} job ids")
     for i, job_id in enumerate(unique):
         check_job_id(f"{field}[{i}]", job_id)
     return unique
 
 
-def job_filter(filter: JobFilter) -> JobFilter:
+def _lease(field: str, lease: object) -> Lease:
+    if not isinstance(lease, Lease):
+        raise ValidationError(field, "must be a Lease")
+    job_id = lease.job_id
+    if not (type(job_id) is str and is_job_id(job_id)):
+        check_job_id(f"{field}.job_id", job_id)
+    if type(lease.worker_id) is not str:
+        check_name(f"{field}.worker_id", lease.worker_id)
+    if type(lease.token) is not str:
+        raise ValidationError(f"{field}.token", "must be a string")
+    return lease
+
+
+def leases(field: str, values: Sequence[Lease], maximum: int) -> list[Lease]:
+    """Leases of a batch: at most ``maximum``, each with a job id, a worker and a token."""
+    if len(values) > maximum:
+        raise ValidationError(field, f"must hold at most {maximum} leases")
+    return [_lease(f"{field}[{i}]", lease) for i, lease in enumerate(values)]
+
+
+def progress(field: str, value: object) -> int:
+    """Progress in percent: a finite number, clamped to 0..100 and rounded to a whole one."""
+    if type(value) is int and 0 <= value <= 100:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(field, "must be a finite number (0-100)")
+    return max(0, min(100, round(value)))
+
+
+def heartbeats(values: Sequence[Heartbeat], maximum: int) -> list[Heartbeat]:
+    """Heartbeats of a batch, progress clamped (``None``: leave progress alone)."""
+    if len(values) > maximum:
+        raise ValidationError("beats", f"must hold at most {maximum} heartbeats")
+    out = []
+    for i, beat in enumerate(values):
+        if not isinstance(beat, Heartbeat):
+            raise ValidationError(f"beats[{i}]", "must be a Heartbeat")
+        _lease(f"beats[{i}].lease", beat.lease)
+        if beat.progress is not None:
+            value = progress(f"beats[{i}].progress", beat.progress)
+            if value is not beat.progress:
+                beat = Heartbeat(beat.lease, value)
+        out.append(beat)
+    return out
+
+
+def _duration(field: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(field, "must be a number of seconds")
+    # A clock that stepped back or a NaN from arithmetic is not the caller's fault: unknown.
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def _move(field: str, move: object) -> Move:
+    if type(move) is SucceedMove:
+        _lease(f"{field}.lease", move.lease)
+        duration = move.duration_seconds
+        if duration is None or (type(duration) is float and 0 <= duration < math.inf):
+            return move
+        return SucceedMove(move.lease, _duration(f"{field}.duration_seconds", duration))
+    if type(move) is FailMove:
+        _lease(f"{field}.lease", move.lease)
+        if not isinstance(move.reason, FailureReason):
+            raise ValidationError(f"{field}.reason", "must be a FailureReason")
+        return replace(
+            move,
+            reason=FailureReason(move.reason),
+            error=storable(str(move.error)) or "",
+            actor=storable(move.actor),
+            duration_seconds=_duration(f"{field}.duration_seconds", move.duration_seconds),
+        )
+    if type(move) is RetryMove:
+        _lease(f"{field}.lease", move.lease)
+        delay = move.delay_seconds
+        if isinstance(delay, bool) or not isinstance(delay, int | float):
+            raise ValidationError(f"{field}.delay_seconds", "must be a number of seconds")
+        run_at = None if move.run_at is None else check_time(f"{field}.run_at", move.run_at)
+        return replace(
+            move,
+            error=storable(move.error),
+            delay_seconds=float(delay) if math.isfinite(delay) and delay > 0 else 0.0,
+            run_at=run_at,
+            refund_attempt=bool(move.refund_attempt),
+            count_retry=bool(move.count_retry),
+        )
+    raise ValidationError(field, f"must be a move, not {type(move).__name__}")
+
+
+def moves(values: Sequence[Move], maximum: int) -> list[Move]:
+    """Moves of a finalize batch, checked and normalised (error text made storable)."""
+    if len(values) > maximum:
+        raise ValidationError("moves", f"must hold at most {maximum} moves")
+    return [_move(f"moves[{i}]", move) for i, move in enumerate(values)]
+
+
+def job_filter(filter: object) -> JobFilter:
     """A listing filter: queue and type are names, search is at most 1000 characters, ids are
-    job ids (``None`` switches a filter off)."""
+    job ids, since/until are aware times (``None`` switches a filter off). Times come back UTC."""
+    if not isinstance(filter, JobFilter):
+        raise ValidationError("filter", "must be a JobFilter")
     if filter.queue is not None:
         check_name("filter.queue", filter.queue)
     if filter.type is not None:
         check_name("filter.type", filter.type)
     check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
     if filter.ids is not None:
+        if isinstance(filter.ids, str) or len(filter.ids) > 100_000:
+            raise ValidationError("filter.ids", "must be a list of at most 100000 job ids")
         for i, job_id in enumerate(filter.ids):
             check_job_id(f"filter.ids[{i}]", job_id)
-    return filter
+    changes: dict[str, Any] = {}
+    if filter.status is not None:
+        changes["status"] = _member("filter.status", JobStatus, filter.status)
+    if filter.failure_reason is not None:
+        changes["failure_reason"] = _member(
+            "filter.failure_reason", FailureReason, filter.failure_reason
+        )
+    if filter.since is not None:
+        changes["since"] = check_time("filter.since", filter.since)
+    if filter.until is not None:
+        changes["until"] = check_time("filter.until", filter.until)
+    if filter.ids is not None:
+        changes["ids"] = tuple(filter.ids)
+    if all(getattr(filter, k) is v for k, v in changes.items()):
+        return filter
+    return replace(filter, **changes)
+
+
+def _member(field: str, enum: type[E], value: object) -> E:
+    if isinstance(value, bool):
+        value = None  # True is not a status
+    try:
+        return enum(value)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        allowed = ", ".join(m.name for m in enum)
+        raise ValidationError(field, f"must be one of {allowed}") from None
 
 
 @dataclass(frozen=True, slots=True)
 class Edits:
     """The checked repairs of an edit or a resurrection (``None`` leaves a field alone)."""
 
-    payload: str | None
-    tags: tuple[str, ...] | None
-    priority: int | None
+    payload: str | None = None
+    tags: tuple[str, ...] | None = None
+    priority: int | None = None
 
 
 def edits(
@@ -139,29 +339,48 @@ def edits(
     )
 
 
-def fetch(limit: int, queues: Sequence[str] | None) -> tuple[int, list[str] | None]:
-    """A fetch's ``limit`` (an integer, at least 0) and its ``queues`` (names, or None: any)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValidationError("limit", "must be a non-negative integer")
-    if queues is None:
-        return limit, None
-    return limit, [check_name(f"queues[{i}]", name) for i, name in enumerate(queues)]
+def queues(field: str, names: Sequence[str] | None) -> list[str] | None:
+    """Queue names (de-duplicated), or None: any queue."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise ValidationError(field, "must be a list of queue names")
+    return [check_name(f"{field}[{i}]", name) for i, name in enumerate(dict.fromkeys(names))]
 
 
-def sort_column(
-    pillar: Pillar, sort: str, columns: Mapping[Pillar, Mapping[str, str]] = SORT_COLUMNS
-) -> str:
-    """The column ``sort`` orders ``pillar`` by, from the whitelist ``columns``."""
-    column = columns[pillar].get(sort)
+def sort_column(pillar: Pillar, sort: object) -> str:
+    """The column ``sort`` orders ``pillar`` by, from the whitelist."""
+    column = SORT_COLUMNS[pillar].get(sort) if isinstance(sort, str) else None
     if column is None:
-        allowed = ", ".join(sorted(columns[pillar]))
+        allowed = ", ".join(sorted(SORT_COLUMNS[pillar]))
         raise ValidationError("sort", f"must be one of {allowed} for the {pillar} pillar")
     return column
+
+
+def pillar(value: object) -> Pillar:
+    try:
+        return Pillar(value)  # type: ignore[arg-type]
+    except ValueError:
+        allowed = ", ".join(p.value for p in Pillar)
+        raise ValidationError("pillar", f"must be one of {allowed}") from None
+
+
+def page(value: object) -> int:
+    """A page number: 1..10,000,000."""
+    return positive_int("page", value, MAX_PAGE)
 
 
 def page_size(value: object) -> int:
     """Rows per page: 1..1000."""
     return positive_int("page_size", value, MAX_PAGE_SIZE)
+
+
+def purge_limit(batch_size: object, limit: object) -> tuple[int, int | None]:
+    """An age purge's batch size (1..1,000,000) and limit (None: all; else 0..10**9)."""
+    size = positive_int("batch_size", batch_size, MAX_PURGE_BATCH)
+    if limit is not None:
+        limit = bounded_int("limit", limit, 0, MAX_PURGE_LIMIT)
+    return size, limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +437,40 @@ def rescue_timeouts(fetched: object, processing: object) -> tuple[float, float]:
     )
 
 
-def worker_request(concurrency: int | None, close_circuit: str | None) -> None:
-    """A request to workers: concurrency 1..1000, a circuit named like a job type."""
+def worker_info(info: object) -> WorkerInfo:
+    """A worker's registration: names, counts and the start time checked."""
+    if not isinstance(info, WorkerInfo):
+        raise ValidationError("info", "must be a WorkerInfo")
+    check_name("info.id", info.id)
+    check_text("info.hostname", info.hostname, max_length=255, allow_none=False)
+    bounded_int("info.pid", info.pid, 0, 2**31 - 1)
+    for i, queue in enumerate(info.queues):
+        check_name(f"info.queues[{i}]", queue)
+    positive_int("info.concurrency", info.concurrency, MAX_CONCURRENCY)
+    if info.desired_concurrency is not None:
+        positive_int("info.desired_concurrency", info.desired_concurrency, MAX_CONCURRENCY)
+    bounded_int("info.running", info.running, 0, 1_000_000)
+    check_name("info.state", info.state)
+    check_text("info.circuits", info.circuits, max_length=1_000_000, allow_none=False)
+    started_at = check_time("info.started_at", info.started_at)
+    return info if started_at is info.started_at else replace(info, started_at=started_at)
+
+
+def worker_request(
+    worker_id: str | None, concurrency: int | None, close_circuit: str | None
+) -> None:
+    """A request to one worker (or all, ``None``): concurrency 1..1000, a circuit named like a
+    job type."""
+    if worker_id is not None:
+        check_name("worker_id", worker_id)
     if concurrency is not None:
         positive_int("concurrency", concurrency, MAX_CONCURRENCY)
     if close_circuit is not None:
         check_name("close_circuit", close_circuit)
+
+
+def actor(value: object, *, required: bool = True) -> str | None:
+    """Who acts: an audit identity (required for job and DLQ actions)."""
+    if value is None and required:
+        raise ValidationError("actor", "is required")
+    return check_actor("actor", value)

@@ -2,7 +2,7 @@
 
 Owns the two dedicated (non-pool) connections a worker keeps: one that LISTENs on the schema's
 channel and dispatches wake-ups and cancel requests, and one that holds the leadership lock. It
-must not run job transitions; the statements it sends are passed in by the backend.
+must not run job transitions; the statements it sends are passed in by the driver.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, LiteralString
 import psycopg
 
 from ...errors import StorageUnavailableError
-from ..base import Leadership, Notifier
+from ..driver import Leadership, Notifier
 
 __all__ = ["PgLeadership", "PgNotifier"]
 

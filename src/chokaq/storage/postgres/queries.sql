@@ -172,7 +172,7 @@ SELECT NULL::text, count(*) FROM plain
 UNION ALL
 SELECT NULL, NULL FROM woken
 
--- name: jobs_by_keys
+-- name: jobs_enqueue_holders
 SELECT idempotency_key, id::text
 FROM {schema}.jobs_hot
 WHERE idempotency_key = ANY(%(keys)b::text[])
@@ -181,7 +181,7 @@ WHERE idempotency_key = ANY(%(keys)b::text[])
 -- Worker path
 -- ---------------------------------------------------------------------------------------------
 
--- name: queues_with_bulkhead
+-- name: jobs_fetch_bulkheads
 SELECT name FROM {schema}.queues WHERE max_workers IS NOT NULL
 
 -- name: jobs_fetch_lock
@@ -291,7 +291,7 @@ WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.toke
   AND h.status = 1
 RETURNING h.id::text, h.attempt_count, h.started_at
 
--- name: jobs_heartbeat
+-- name: fragment_jobs_heartbeat
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
@@ -309,6 +309,13 @@ FROM v, clock k
 WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
   AND h.status = 2
 RETURNING h.id::text, h.cancel_requested_at IS NOT NULL, h.cancelled_by
+
+-- name: jobs_heartbeat
+-- include: fragment_jobs_heartbeat
+
+-- name: jobs_progress
+-- A heartbeat that carries progress: the same statement for one lease.
+-- include: fragment_jobs_heartbeat
 
 -- name: jobs_release
 WITH
@@ -528,7 +535,7 @@ buried AS (
 -- include: fragment_failed_counts
 SELECT id::text FROM done
 
--- name: jobs_zombie_candidates
+-- name: jobs_rescue_zombie_candidates
 SELECT h.id::text
 FROM {schema}.jobs_hot h
 LEFT JOIN {schema}.queues q ON q.name = h.queue
@@ -538,7 +545,7 @@ WHERE h.status = 2
         - make_interval(secs => coalesce(q.zombie_timeout_seconds, %(timeout)s::float8))
 ORDER BY h.id
 
--- name: archive_purge_batch
+-- name: archive_purge
 DELETE FROM {schema}.jobs_archive
 WHERE id IN (
     SELECT id FROM {schema}.jobs_archive
@@ -548,7 +555,7 @@ WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )
 
--- name: dlq_purge_batch
+-- name: dlq_purge_older
 DELETE FROM {schema}.jobs_dlq
 WHERE id IN (
     SELECT id FROM {schema}.jobs_dlq
@@ -558,13 +565,13 @@ WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )
 
--- name: hot_dead_rows
+-- name: jobs_hot_tidy_dead_rows
 -- Dead row versions of the hot table, and live ones (the statistics collector's estimates).
 SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0)
 FROM pg_stat_user_tables
 WHERE schemaname = %(schema)s AND relname = 'jobs_hot'
 
--- name: hot_vacuum
+-- name: jobs_hot_tidy
 VACUUM {schema}.jobs_hot
 
 -- name: metrics_prune
@@ -739,7 +746,7 @@ SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at
        failed_at, duration_seconds, failure_reason, error, cancelled_by
 FROM {schema}.jobs_dlq
 
--- name: dlq_match_count
+-- name: dlq_count
 SELECT count(*)
 FROM {schema}.jobs_dlq
 -- include: fragment_dlq_filter

@@ -1,4 +1,4 @@
-"""Turns the PostgreSQL backend's result rows into the frozen dataclasses of ``chokaq.models``.
+"""Turns the PostgreSQL driver's result rows into the frozen dataclasses of ``chokaq.models``.
 
 Owns the column order of each ``SELECT`` / ``RETURNING`` list in ``queries.sql`` (kept in step
 with it by hand) and the small conversions: comma-joined tags to tuples, ints to enums. It must

@@ -1,1 +1,1 @@
-"""The SQLite backend: one file, one host, standard-library ``sqlite3`` only (see ``backend``)."""
+"""The SQLite driver: one file, one host, standard-library ``sqlite3`` only (see ``driver``)."""

@@ -3,7 +3,7 @@
 Owns opening the file (PRAGMAs, version check), the single-thread executor every statement runs
 on, the statement text with the table prefix substituted, write transactions (``BEGIN
 IMMEDIATE`` with a bounded retry on a locked file) and the migration ledger. It knows nothing of
-jobs: the operations live in ``transitions``, ``operators``, ``control`` and ``reads``.
+jobs: the operations live in ``jobs``, ``dlq``, ``retention``, ``queues`` and ``reads``.
 """
 
 from __future__ import annotations
@@ -150,13 +150,13 @@ class Database:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise StorageError("the SQLite backend is not open: call await backend.open()")
+            raise StorageError("the SQLite store is not open: call await backend.open()")
         return self._conn
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(self, *args)`` on the connection's thread."""
         if self._executor is None:
-            raise StorageError("the SQLite backend is not open: call await backend.open()")
+            raise StorageError("the SQLite store is not open: call await backend.open()")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, self, *args))
 
@@ -214,8 +214,8 @@ class Database:
 
     def _migrate(self, via_migrations: bool) -> list[int]:
         conn, q = self.conn, self.q
-        conn.execute(q["ledger_create"])
-        done = {row[0] for row in conn.execute(q["ledger_versions"])}
+        conn.execute(q["migrate_ledger"])
+        done = {row[0] for row in conn.execute(q["migrate_applied"])}
         now = time.time()
         applied: list[int] = []
         # The whole migration runs in one exclusive transaction, so a fresh install and a
@@ -226,7 +226,7 @@ class Database:
                 continue
             self.script(migration.sql)
             conn.execute(
-                q["ledger_record"],
+                q["migrate_record"],
                 {"version": migration.version, "name": migration.name, "now": now},
             )
             applied.append(migration.version)
@@ -235,9 +235,9 @@ class Database:
     def schema_version(self) -> int:
         conn = self.conn
         exists = conn.execute(
-            self.q["table_exists"], {"name": self.prefix + "schema_migrations"}
+            self.q["migrate_has_ledger"], {"name": self.prefix + "schema_migrations"}
         ).fetchone()[0]
         if not exists:
             return 0
-        versions = [row[0] for row in conn.execute(self.q["ledger_versions"])]
+        versions = [row[0] for row in conn.execute(self.q["migrate_applied"])]
         return max(versions, default=0)

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..base import Leadership, Notifier
+from ..driver import Leadership, Notifier
 
 __all__ = ["FileLeadership", "FileNotifier", "broadcast_cancel", "broadcast_jobs"]
 

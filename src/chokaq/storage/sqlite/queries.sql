@@ -2,29 +2,29 @@
 -- quoted, prefixed table name; ":name" are driver parameters. "{order}" (page queries only) is
 -- replaced by a whitelisted, quoted ORDER BY list built from the sort field.
 
--- name: ledger_create
+-- name: migrate_ledger
 CREATE TABLE IF NOT EXISTS {p}schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     applied_at REAL NOT NULL
 )
 
--- name: ledger_versions
+-- name: migrate_applied
 SELECT version FROM {p}schema_migrations ORDER BY version
 
--- name: ledger_record
+-- name: migrate_record
 INSERT INTO {p}schema_migrations (version, name, applied_at) VALUES (:version, :name, :now)
 
--- name: table_exists
+-- name: migrate_has_ledger
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name
 
--- name: ensure_queue
+-- name: queue_ensure
 INSERT OR IGNORE INTO {p}queues (name, updated_at) VALUES (:queue, :now)
 
--- name: ensure_stats
+-- name: queue_stats_row
 INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
 
--- name: enqueue_insert
+-- name: jobs_enqueue
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context
@@ -34,11 +34,11 @@ INSERT INTO {p}jobs_hot (
 )
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
--- name: ids_by_key
+-- name: jobs_enqueue_holders
 SELECT idempotency_key, id FROM {p}jobs_hot
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
 
--- name: fetch_capped_queues
+-- name: jobs_fetch_bulkheads
 SELECT q.name,
        q.max_workers - (SELECT count(*) FROM {p}jobs_hot AS h
                         WHERE h.queue = q.name AND h.status IN (1, 2)) AS free
@@ -65,26 +65,26 @@ WHERE h.status = 0
 ORDER BY h.priority DESC, h.scheduled_at, h.created_at
 LIMIT :limit
 
--- name: fetch_candidates
+-- name: jobs_fetch_candidates
 -- include: fragment_candidate_head
 -- include: fragment_candidate_due
 -- include: fragment_candidate_open_queue
 -- include: fragment_candidate_tail
 
--- name: fetch_candidates_in
+-- name: jobs_fetch_candidates_in
 -- include: fragment_candidate_head
   AND h.queue IN (SELECT value FROM json_each(:queues))
 -- include: fragment_candidate_due
 -- include: fragment_candidate_open_queue
 -- include: fragment_candidate_tail
 
--- name: fetch_candidates_queue
+-- name: jobs_fetch_candidates_queue
 -- include: fragment_candidate_head
   AND h.queue = :queue
 -- include: fragment_candidate_due
 -- include: fragment_candidate_tail
 
--- name: fetch_claim
+-- name: jobs_fetch
 UPDATE {p}jobs_hot
 SET status = :status,
     worker_id = :worker_id,
@@ -101,31 +101,32 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
           timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
           last_error, trace_context, worker_id, lease_token
 
--- name: job_start
+-- name: jobs_start
 UPDATE {p}jobs_hot
 SET status = 2, attempt_count = attempt_count + 1, started_at = :now, heartbeat_at = :now,
     updated_at = :now
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 1
 RETURNING attempt_count, started_at
 
--- name: job_heartbeat
+-- name: jobs_heartbeat
 UPDATE {p}jobs_hot
 SET heartbeat_at = :now, updated_at = :now, progress = coalesce(:progress, progress)
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 2
 RETURNING cancel_requested_at, cancelled_by
 
--- name: job_progress
+-- name: jobs_progress
+-- A progress report is a heartbeat that carries progress, as on PostgreSQL.
 UPDATE {p}jobs_hot
-SET progress = :progress, updated_at = :now
+SET progress = :progress, heartbeat_at = :now, updated_at = :now
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 2
 
--- name: job_release
+-- name: jobs_release
 UPDATE {p}jobs_hot
 SET status = 0, worker_id = NULL, lease_token = NULL, updated_at = :now
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 1
 RETURNING id
 
--- name: job_retry
+-- name: jobs_finalize_retry
 UPDATE {p}jobs_hot
 SET status = 0, scheduled_at = :scheduled_at, last_error = :error, worker_id = NULL,
     lease_token = NULL, heartbeat_at = NULL, progress = NULL, updated_at = :now,
@@ -133,7 +134,7 @@ SET status = 0, scheduled_at = :scheduled_at, last_error = :error, worker_id = N
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 RETURNING queue
 
--- name: archive_insert_leased
+-- name: jobs_finalize_archive
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds
@@ -143,7 +144,7 @@ SELECT id, queue, type, payload, tags, priority, attempt_count, max_attempts, ti
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
--- name: dlq_insert_leased
+-- name: jobs_finalize_dlq
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
@@ -156,12 +157,12 @@ SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count,
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
--- name: hot_delete_leased
+-- name: jobs_finalize_delete
 DELETE FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 RETURNING queue
 
--- name: dlq_insert_by_status
+-- name: hot_to_dlq_insert
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
@@ -173,7 +174,7 @@ SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count,
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
--- name: hot_delete_by_status
+-- name: hot_to_dlq_delete
 DELETE FROM {p}jobs_hot WHERE id = :id AND status = :status RETURNING queue
 
 -- name: stats_bump
@@ -201,28 +202,28 @@ ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPD
                                coalesce(excluded.max_duration_seconds, max_duration_seconds)),
     updated_at = excluded.updated_at
 
--- name: rescue_fetched
+-- name: jobs_rescue_fetched
 UPDATE {p}jobs_hot
 SET status = 0, worker_id = NULL, lease_token = NULL, updated_at = :now
 WHERE status = 1 AND updated_at < :cutoff
 RETURNING id
 
--- name: rescue_zombies
+-- name: jobs_rescue_zombie_candidates
 SELECT h.id, coalesce(q.zombie_timeout_seconds, :timeout) AS timeout
 FROM {p}jobs_hot AS h LEFT JOIN {p}queues AS q ON q.name = h.queue
 WHERE h.status = 2
   AND coalesce(h.heartbeat_at, h.updated_at) < :now - coalesce(q.zombie_timeout_seconds, :timeout)
 
--- name: hot_status_of
+-- name: jobs_cancel_status
 SELECT id, status FROM {p}jobs_hot WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: cancel_request
+-- name: jobs_cancel_request
 UPDATE {p}jobs_hot
 SET cancel_requested_at = coalesce(cancel_requested_at, :now), cancelled_by = :actor,
     last_modified_by = :actor
 WHERE id = :id AND status = 2
 
--- name: hot_edit
+-- name: jobs_edit
 UPDATE {p}jobs_hot
 SET payload = coalesce(:payload, payload),
     tags = CASE WHEN :set_tags THEN :tags ELSE tags END,
@@ -239,31 +240,31 @@ SET payload = coalesce(:payload, payload),
     last_modified_by = :actor
 WHERE id = :id
 
--- name: dlq_to_hot
+-- name: dlq_resurrect
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    last_modified_by
+    last_modified_by, last_error
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
-       max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor
+       max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error
 FROM {p}jobs_dlq
 WHERE id = :id
 ON CONFLICT DO NOTHING
 
--- name: dlq_delete_one
+-- name: dlq_resurrect_delete
 DELETE FROM {p}jobs_dlq WHERE id = :id RETURNING queue
 
--- name: dlq_delete_ids
+-- name: dlq_purge
 DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING id
 
--- name: archive_purge_batch
+-- name: archive_purge
 DELETE FROM {p}jobs_archive
 WHERE id IN (SELECT id FROM {p}jobs_archive WHERE finished_at < :cutoff
              ORDER BY finished_at LIMIT :limit)
 
--- name: dlq_purge_batch
+-- name: dlq_purge_older
 DELETE FROM {p}jobs_dlq
 WHERE id IN (SELECT id FROM {p}jobs_dlq WHERE failed_at < :cutoff
              ORDER BY failed_at LIMIT :limit)
@@ -271,7 +272,7 @@ WHERE id IN (SELECT id FROM {p}jobs_dlq WHERE failed_at < :cutoff
 -- name: metrics_prune
 DELETE FROM {p}metric_buckets WHERE width_seconds = :width AND bucket_start < :cutoff
 
--- name: metrics_rollup_fold
+-- name: metrics_rollup
 INSERT INTO {p}metric_buckets (
     width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
     duration_count, total_duration_seconds, max_duration_seconds, updated_at
@@ -293,11 +294,11 @@ ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPD
 -- name: metrics_rollup_delete
 DELETE FROM {p}metric_buckets WHERE width_seconds = 1 AND bucket_start < :cutoff
 
--- name: summary_hot
+-- name: stats_summary
 SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0)
 FROM {p}jobs_hot
 
--- name: summary_totals
+-- name: stats_summary_totals
 SELECT coalesce(sum(succeeded_total), 0), coalesce(sum(failed_total), 0),
        coalesce(sum(retried_total), 0), max(last_activity_at)
 FROM {p}stats_summary
@@ -344,7 +345,7 @@ WHERE width_seconds = :width AND bucket_start >= :since
 GROUP BY bucket_start
 ORDER BY bucket_start
 
--- name: dlq_newest_errors
+-- name: dlq_top_errors
 SELECT failure_reason, error, failed_at FROM {p}jobs_dlq ORDER BY failed_at DESC LIMIT :scan
 
 -- name: hot_get
@@ -407,6 +408,17 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 
+-- name: dlq_match_ids
+SELECT id FROM {p}jobs_dlq
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:reason IS NULL OR failure_reason = :reason)
+  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+ORDER BY failed_at DESC, id DESC
+LIMIT :cap
+
 -- name: dlq_page
 SELECT * FROM {p}jobs_dlq
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
@@ -428,11 +440,11 @@ SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_time
        updated_at
 FROM {p}queues ORDER BY name
 
--- name: queue_set_paused
+-- name: queue_pause
 UPDATE {p}queues SET paused = :flag, updated_at = :now, last_modified_by = :actor
 WHERE name = :name
 
--- name: queue_set_active
+-- name: queue_activate
 UPDATE {p}queues SET active = :flag, updated_at = :now, last_modified_by = :actor
 WHERE name = :name
 
@@ -446,7 +458,7 @@ SET max_workers = CASE WHEN :set_max_workers THEN :max_workers ELSE max_workers 
     last_modified_by = :actor
 WHERE name = :name
 
--- name: worker_upsert
+-- name: worker_beat
 INSERT INTO {p}workers (id, hostname, pid, queues, concurrency, running, state, circuits,
                         started_at, heartbeat_at)
 VALUES (:id, :hostname, :pid, :queues, :concurrency, :running, :state, :circuits,
@@ -457,7 +469,7 @@ ON CONFLICT (id) DO UPDATE SET
     circuits = excluded.circuits, heartbeat_at = excluded.heartbeat_at
 RETURNING desired_concurrency, close_circuits
 
--- name: worker_clear_circuits
+-- name: worker_close_circuits
 UPDATE {p}workers SET close_circuits = '[]' WHERE id = :id AND close_circuits <> '[]'
 
 -- name: worker_remove
@@ -520,7 +532,7 @@ RELEASE SAVEPOINT batch
 -- name: savepoint_batch_rollback
 ROLLBACK TO SAVEPOINT batch
 
--- name: archive_insert_many
+-- name: jobs_finalize_archive_many
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds
@@ -534,7 +546,7 @@ WHERE h.worker_id = json_extract(m.value, '$[1]')
   AND h.lease_token = json_extract(m.value, '$[2]')
   AND h.status IN (1, 2)
 
--- name: hot_delete_many
+-- name: jobs_finalize_delete_many
 DELETE FROM {p}jobs_hot
 WHERE id IN (SELECT h.id
              FROM json_each(:moves) AS m

@@ -2,7 +2,8 @@
 paged listings and single-job lookups.
 
 Each function runs on the connection's thread inside one read transaction (one snapshot). The
-overview and throughput never touch the archive or the DLQ. Owns reading only; it writes nothing.
+overview and throughput never touch the archive or the DLQ. Owns turning a checked filter into
+parameters and a whitelisted sort column into an ORDER BY; it writes and checks nothing.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from ...models import (
     Summary,
     Throughput,
 )
-from .. import checks
+from ..checks import NULLABLE_SORTS
 from .connection import Database, quote_identifier
-from .rows import from_ts, job_view, queue_info, to_ts
+from .rows import from_ts, job_view, queue_info
 
 __all__ = [
     "filter_params",
@@ -37,27 +38,15 @@ __all__ = [
     "top_errors",
 ]
 
-# The shared sort whitelist, where a field a pillar has no column for orders by that pillar's
-# date instead of being refused.
-_SORTS = {
-    **checks.SORT_COLUMNS,
-    # Hot rows have neither a duration nor a reason yet: these sort by date.
-    Pillar.HOT: {
-        **checks.SORT_COLUMNS[Pillar.HOT],
-        "duration": "created_at",
-        "reason": "created_at",
-    },
-    # Succeeded jobs have no failure reason: sort by date.
-    Pillar.ARCHIVE: {**checks.SORT_COLUMNS[Pillar.ARCHIVE], "reason": "finished_at"},
-}
 _DIRECTION = {True: "DESC", False: "ASC"}
 
 
-def order_by(pillar: Pillar, sort: str, descending: bool) -> str:
-    """A whitelisted ORDER BY list (quoted column, direction, then id as the tie-breaker)."""
-    column = checks.sort_column(pillar, sort, _SORTS)
-    direction = _DIRECTION[bool(descending)]
-    return f"{quote_identifier(column)} {direction}, {quote_identifier('id')} {direction}"
+def order_by(column: str, descending: bool) -> str:
+    """The ORDER BY list of a whitelisted column (NULLs last in either direction, as on
+    PostgreSQL), then id in the same direction as the tie-breaker."""
+    direction = _DIRECTION[descending]
+    nulls = " NULLS LAST" if column in NULLABLE_SORTS else ""
+    return f"{quote_identifier(column)} {direction}{nulls}, {quote_identifier('id')} {direction}"
 
 
 def _like(text: str) -> str:
@@ -66,18 +55,15 @@ def _like(text: str) -> str:
 
 
 def filter_params(filter: JobFilter) -> dict[str, object]:
-    """The named parameters every filtered statement takes (None switches a filter off).
-
-    Checked as on PostgreSQL, so both backends refuse the same filters."""
-    checks.job_filter(filter)
+    """The named parameters every filtered statement takes (None switches a filter off)."""
     search = filter.search
     return {
         "queue": filter.queue,
         "type": filter.type,
         "status": None if filter.status is None else int(filter.status),
         "reason": None if filter.failure_reason is None else int(filter.failure_reason),
-        "since": None if filter.since is None else to_ts(filter.since, "filter.since"),
-        "until": None if filter.until is None else to_ts(filter.until, "filter.until"),
+        "since": None if filter.since is None else filter.since.timestamp(),
+        "until": None if filter.until is None else filter.until.timestamp(),
         "ids": None if filter.ids is None else json.dumps(list(filter.ids)),
         "search": _like(search) if search else None,
     }
@@ -85,8 +71,8 @@ def filter_params(filter: JobFilter) -> dict[str, object]:
 
 def stats_summary(db: Database) -> Summary:
     def run() -> Summary:
-        pending, fetched, processing = db.conn.execute(db.q["summary_hot"]).fetchone()
-        succeeded, failed, retried, last = db.conn.execute(db.q["summary_totals"]).fetchone()
+        pending, fetched, processing = db.conn.execute(db.q["stats_summary"]).fetchone()
+        succeeded, failed, retried, last = db.conn.execute(db.q["stats_summary_totals"]).fetchone()
         return Summary(
             pending=pending,
             fetched=fetched,
@@ -154,7 +140,7 @@ def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
     """Group the newest ``scan`` DLQ rows by reason and error prefix (done here, in Python,
     because SQLite has no regular-expression replace to collapse whitespace)."""
     groups: dict[tuple[int, str], list[float]] = {}
-    for reason, error, failed_at in db.conn.execute(db.q["dlq_newest_errors"], {"scan": scan}):
+    for reason, error, failed_at in db.conn.execute(db.q["dlq_top_errors"], {"scan": scan}):
         # The family is the error's first line (the exception and its message), whitespace
         # collapsed, at most 160 characters.
         first_line = (error or "").strip().split("\n", 1)[0]
@@ -178,9 +164,16 @@ _PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
 
 
 def jobs_page(
-    db: Database, pillar: Pillar, filter: JobFilter, order: str, page: int, page_size: int
+    db: Database,
+    pillar: Pillar,
+    filter: JobFilter,
+    column: str,
+    descending: bool,
+    page: int,
+    page_size: int,
 ) -> Page[JobView]:
     params = filter_params(filter)
+    order = order_by(column, descending)
     name = _PAGE[pillar]
 
     def run() -> Page[JobView]:

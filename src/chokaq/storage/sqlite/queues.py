@@ -1,7 +1,7 @@
 """The control plane on SQLite: queue rows (pause, activate, limits) and worker rows.
 
 Each function runs on the connection's thread in one short write transaction, or a read.
-Owns these tables' statements only; arguments are validated by the backend.
+Owns these tables' statements only; arguments arrive checked by the storage seam.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import json
 
 from ...models import QueueInfo, WorkerControl, WorkerInfo
 from .connection import Database
+from .jobs import ensure_queues
 from .rows import queue_info, worker_info
-from .transitions import ensure_queues
 
 __all__ = [
     "queue_configure",
@@ -81,10 +81,10 @@ def worker_beat(db: Database, info: WorkerInfo, now: float) -> WorkerControl:
     }
 
     def run() -> WorkerControl:
-        desired, close = db.conn.execute(db.q["worker_upsert"], params).fetchone()
+        desired, close = db.conn.execute(db.q["worker_beat"], params).fetchone()
         circuits = tuple(json.loads(close or "[]"))
         if circuits:
-            db.conn.execute(db.q["worker_clear_circuits"], {"id": info.id})
+            db.conn.execute(db.q["worker_close_circuits"], {"id": info.id})
         return WorkerControl(desired_concurrency=desired, close_circuits=circuits)
 
     return db.write(run)

@@ -1,9 +1,10 @@
-"""The worker path on SQLite: enqueue, claim, start, heartbeat, release, finalize and rescue.
+"""Jobs on SQLite: enqueue, the worker path (claim, start, heartbeat, release, finalize),
+rescue, and the operator's cancel and edit of hot jobs.
 
 Each function runs on the connection's thread and does its whole batch in one short write
 transaction. Every worker transition is fenced by the lease (id, worker id, token, status).
 Terminal moves update ``stats_summary`` and ``metric_buckets`` in the same transaction; nothing
-here ever decrements a counter. Owns these transitions only; validation happens in the backend.
+here ever decrements a counter. Arguments arrive checked; it owns these transitions only.
 """
 
 from __future__ import annotations
@@ -37,10 +38,13 @@ from .rows import claimed_job, from_ts, tags_in, to_ts
 
 __all__ = [
     "Counters",
+    "cancel",
+    "edit_params",
     "enqueue",
     "fetch",
     "finalize",
     "heartbeat",
+    "hot_edit",
     "progress",
     "release",
     "rescue",
@@ -120,8 +124,8 @@ def _lease(lease: Lease) -> dict[str, str]:
 
 def ensure_queues(db: Database, queues: Sequence[str], now: float) -> None:
     rows = [{"queue": name, "now": now} for name in dict.fromkeys(queues)]
-    db.conn.executemany(db.q["ensure_queue"], rows)
-    db.conn.executemany(db.q["ensure_stats"], rows)
+    db.conn.executemany(db.q["queue_ensure"], rows)
+    db.conn.executemany(db.q["queue_stats_row"], rows)
 
 
 # -- enqueue ----------------------------------------------------------------------------------
@@ -177,10 +181,12 @@ def _enqueue(
 ) -> list[EnqueueResult]:
     conn, q = db.conn, db.q
     ensure_queues(db, [job.queue for job in jobs], now)
-    conn.executemany(q["enqueue_insert"], rows)
+    conn.executemany(q["jobs_enqueue"], rows)
     holders: dict[str, str] = {}
     if first_by_key:
-        for key, holder in conn.execute(q["ids_by_key"], {"keys": json.dumps(list(first_by_key))}):
+        for key, holder in conn.execute(
+            q["jobs_enqueue_holders"], {"keys": json.dumps(list(first_by_key))}
+        ):
             holders[key] = holder
     results = []
     for i, job in enumerate(jobs):
@@ -229,16 +235,16 @@ def _fetch(
     base = {"now": now, "exclude": exclude, "limit": limit}
     wanted = None if queues is None else set(queues)
     if queues is None:
-        picked = conn.execute(q["fetch_candidates"], base).fetchall()
+        picked = conn.execute(q["jobs_fetch_candidates"], base).fetchall()
     else:
         picked = conn.execute(
-            q["fetch_candidates_in"], {**base, "queues": json.dumps(list(queues))}
+            q["jobs_fetch_candidates_in"], {**base, "queues": json.dumps(list(queues))}
         ).fetchall()
-    for name, free in conn.execute(q["fetch_capped_queues"]).fetchall():
+    for name, free in conn.execute(q["jobs_fetch_bulkheads"]).fetchall():
         if free <= 0 or (wanted is not None and name not in wanted):
             continue
         picked += conn.execute(
-            q["fetch_candidates_queue"], {**base, "queue": name, "limit": min(free, limit)}
+            q["jobs_fetch_candidates_queue"], {**base, "queue": name, "limit": min(free, limit)}
         ).fetchall()
     if not picked:
         return []
@@ -247,7 +253,7 @@ def _fetch(
     claims = json.dumps([[job_id, new_lease_token()] for job_id in order])
     status = JobStatus.PROCESSING if start else JobStatus.FETCHED
     rows = conn.execute(
-        q["fetch_claim"],
+        q["jobs_fetch"],
         {
             "status": int(status),
             "worker_id": worker_id,
@@ -268,7 +274,7 @@ def start_many(db: Database, leases: Sequence[Lease], now: float) -> dict[str, S
     def run() -> dict[str, Started]:
         started: dict[str, Started] = {}
         for lease in leases:
-            row = db.conn.execute(db.q["job_start"], {**_lease(lease), "now": now}).fetchone()
+            row = db.conn.execute(db.q["jobs_start"], {**_lease(lease), "now": now}).fetchone()
             if row is not None:
                 started[lease.job_id] = Started(row[0], from_ts(row[1]))  # type: ignore[arg-type]
         return started
@@ -281,7 +287,7 @@ def heartbeat(db: Database, beats: Sequence[Heartbeat], now: float) -> list[Hear
         acks = []
         for beat in beats:
             row = db.conn.execute(
-                db.q["job_heartbeat"],
+                db.q["jobs_heartbeat"],
                 {**_lease(beat.lease), "now": now, "progress": beat.progress},
             ).fetchone()
             if row is None:
@@ -303,7 +309,7 @@ def heartbeat(db: Database, beats: Sequence[Heartbeat], now: float) -> list[Hear
 def progress(db: Database, lease: Lease, value: int, now: float) -> bool:
     def run() -> bool:
         cur = db.conn.execute(
-            db.q["job_progress"], {**_lease(lease), "progress": value, "now": now}
+            db.q["jobs_progress"], {**_lease(lease), "progress": value, "now": now}
         )
         return cur.rowcount > 0
 
@@ -314,7 +320,7 @@ def release(db: Database, leases: Sequence[Lease], now: float) -> list[str]:
     def run() -> list[str]:
         released = []
         for lease in leases:
-            if db.conn.execute(db.q["job_release"], {**_lease(lease), "now": now}).fetchone():
+            if db.conn.execute(db.q["jobs_release"], {**_lease(lease), "now": now}).fetchone():
                 released.append(lease.job_id)
         return released
 
@@ -360,8 +366,8 @@ def _succeed_batch(
     params = {"moves": json.dumps(payload), "now": now}
     conn.execute(q["savepoint_batch"])
     try:
-        conn.execute(q["archive_insert_many"], params)
-        deleted = conn.execute(q["hot_delete_many"], params).fetchall()
+        conn.execute(q["jobs_finalize_archive_many"], params)
+        deleted = conn.execute(q["jobs_finalize_delete_many"], params).fetchall()
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_batch_rollback"])
         conn.execute(q["savepoint_batch_release"])
@@ -391,7 +397,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
             else:
                 scheduled = now + max(move.delay_seconds, 0.0)
             row = conn.execute(
-                q["job_retry"],
+                q["jobs_finalize_retry"],
                 {
                     **params,
                     "scheduled_at": scheduled,
@@ -402,7 +408,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
             queue = None if row is None else row[0]
         elif isinstance(move, SucceedMove):
             params["duration"] = move.duration_seconds
-            queue = _move_out(db, "archive_insert_leased", params)
+            queue = _move_out(db, "jobs_finalize_archive", params)
         else:
             assert isinstance(move, FailMove)
             params.update(
@@ -411,7 +417,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
                 actor=move.actor,
                 duration=move.duration_seconds,
             )
-            queue = _move_out(db, "dlq_insert_leased", params)
+            queue = _move_out(db, "jobs_finalize_dlq", params)
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])
@@ -433,7 +439,7 @@ def _move_out(db: Database, insert: str, params: dict[str, object]) -> str | Non
     """Copy the leased hot row into a cold pillar, then delete it; the queue, or None."""
     if db.conn.execute(db.q[insert], params).rowcount == 0:
         return None
-    row = db.conn.execute(db.q["hot_delete_leased"], params).fetchone()
+    row = db.conn.execute(db.q["jobs_finalize_delete"], params).fetchone()
     return None if row is None else str(row[0])
 
 
@@ -448,13 +454,13 @@ def rescue(
         requeued = [
             row[0]
             for row in conn.execute(
-                q["rescue_fetched"], {"now": now, "cutoff": now - fetched_timeout}
+                q["jobs_rescue_fetched"], {"now": now, "cutoff": now - fetched_timeout}
             ).fetchall()
         ]
         counters = Counters(now)
         zombies = []
         candidates = conn.execute(
-            q["rescue_zombies"], {"now": now, "timeout": processing_timeout}
+            q["jobs_rescue_zombie_candidates"], {"now": now, "timeout": processing_timeout}
         ).fetchall()
         for job_id, timeout in candidates:
             error = f"Zombie: heartbeat expired (no heartbeat for more than {timeout:g} s)"
@@ -482,8 +488,8 @@ def move_by_status(db: Database, params: dict[str, object]) -> str | None:
     conn.execute(q["savepoint"])
     try:
         queue = None
-        if conn.execute(q["dlq_insert_by_status"], params).rowcount:
-            row = conn.execute(q["hot_delete_by_status"], params).fetchone()
+        if conn.execute(q["hot_to_dlq_insert"], params).rowcount:
+            row = conn.execute(q["hot_to_dlq_delete"], params).fetchone()
             queue = None if row is None else str(row[0])
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
@@ -491,3 +497,68 @@ def move_by_status(db: Database, params: dict[str, object]) -> str | None:
         return None
     conn.execute(q["savepoint_release"])
     return queue
+
+
+# -- operators --------------------------------------------------------------------------------
+
+
+def cancel(
+    db: Database, ids: Sequence[str], actor: str, now: float
+) -> tuple[list[str], list[str], list[str]]:
+    """(cancelled now, cancel requested, not in hot), each in input order."""
+
+    def run() -> tuple[list[str], list[str], list[str]]:
+        conn, q = db.conn, db.q
+        status = dict(
+            conn.execute(q["jobs_cancel_status"], {"ids": json.dumps(list(ids))}).fetchall()
+        )
+        counters = Counters(now)
+        cancelled, requested, missing = [], [], []
+        for job_id in ids:
+            current = status.get(job_id)
+            if current is None:
+                missing.append(job_id)
+            elif current == JobStatus.PROCESSING:
+                conn.execute(q["jobs_cancel_request"], {"id": job_id, "actor": actor, "now": now})
+                requested.append(job_id)
+            else:
+                queue = move_by_status(
+                    db,
+                    {
+                        "id": job_id,
+                        "status": current,
+                        "reason": int(FailureReason.CANCELLED),
+                        "error": f"Cancelled by {actor}",
+                        "actor": actor,
+                        "now": now,
+                    },
+                )
+                if queue is None:
+                    missing.append(job_id)
+                else:
+                    cancelled.append(job_id)
+                    counters.outcome(queue, FailureReason.CANCELLED)
+        counters.write(db)
+        return cancelled, requested, missing
+
+    return db.write(run)
+
+
+def edit_params(
+    *, id: str, actor: str, payload: str | None, tags: str | None, set_tags: bool,
+    priority: int | None, now: float,
+) -> dict[str, object]:  # fmt: skip
+    """The parameters of an edit or a resurrection (``None`` leaves a field alone)."""
+    return {
+        "id": id,
+        "actor": actor,
+        "payload": payload,
+        "tags": tags,
+        "set_tags": 1 if set_tags else 0,
+        "priority": priority,
+        "now": now,
+    }
+
+
+def hot_edit(db: Database, params: dict[str, object]) -> bool:
+    return db.write(lambda: db.conn.execute(db.q["jobs_edit"], params).rowcount > 0)

@@ -1,9 +1,9 @@
-"""The PostgreSQL backend: enqueue, the worker path (fetch, start, heartbeat, finalize) and
-maintenance (rescue, retention, metric roll-ups).
+"""Jobs on PostgreSQL: enqueue, the worker path (fetch, start, heartbeat, release, finalize),
+rescue, and the operator's cancel and edit of hot jobs.
 
-Owns turning the domain calls of ``chokaq.storage.base`` into the named statements of
-``queries.sql`` with array parameters, so that a batch costs one round trip. Operator commands
-and reads are in ``operators.py`` and ``reads.py``; this module must not hold SQL text.
+Owns turning these operations into the named statements of ``queries.sql`` with array
+parameters, so that a batch costs one round trip, and the rows back into models. Arguments
+arrive checked (``chokaq.storage.backend``); this module checks none and holds no SQL text.
 """
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import re
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar, LiteralString
+from typing import Any, LiteralString
 
 import psycopg
 
 from ...encoding import dump_json
 from ...errors import StorageError, ValidationError
 from ...ids import new_job_ids
-from ...limits import check_job_id, check_name, storable, validate_new_jobs
 from ...models import (
-    Capabilities,
+    CancelResult,
     ClaimedJob,
     EnqueueResult,
     FailMove,
@@ -38,28 +36,17 @@ from ...models import (
     Started,
     SucceedMove,
 )
-from .. import checks
-from ..base import Leadership, Notifier
-from .core import Params
-from .notify import PgLeadership, PgNotifier
-from .operators import PostgresOperators
-from .reads import PostgresReads
+from ..checks import Edits
+from .connection import Params, PostgresCore
 from .rows import claimed_job, join_tags
 
-__all__ = ["PostgresBackend"]
+__all__ = ["PostgresJobs", "edit_params"]
 
 _SUCCEED, _FAIL, _RETRY = 0, 1, 2
 
 
-_CANONICAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _leases(field: str, leases: Sequence[Lease]) -> dict[str, list[str]]:
-    """The id / worker / token arrays of a batch of leases (ids checked before anything)."""
-    match = _CANONICAL_ID.fullmatch
-    for lease in leases:
-        if not (isinstance(lease.job_id, str) and match(lease.job_id)):
-            check_job_id(f"{field}.job_id", lease.job_id)
+def _leases(leases: Sequence[Lease]) -> dict[str, list[str]]:
+    """The id / worker / token arrays of a batch of leases."""
     return {
         "ids": [lease.job_id for lease in leases],
         "workers": [lease.worker_id for lease in leases],
@@ -73,50 +60,27 @@ BULKHEAD_CACHE_SECONDS = 1.0
 BULKHEAD_MAX_AGE_SECONDS = 5.0
 # Jobs per statement of a large enqueue (its statements overlap with the client's work).
 ENQUEUE_CHUNK = 1_000
-# Dead hot-row versions past which the elected worker vacuums the hot table itself.
-HOT_DEAD_ROWS_LIMIT = 20_000
 
 
-class PostgresBackend(PostgresOperators, PostgresReads):
-    """Every storage operation on PostgreSQL 14+ (psycopg 3, async, pooled)."""
+def edit_params(edits: Edits) -> dict[str, Any]:
+    """The parameters of an edit or a resurrection (``None`` leaves a field alone)."""
+    return {
+        "payload": edits.payload,
+        "set_tags": edits.tags is not None,
+        "tags": join_tags(edits.tags) if edits.tags is not None else None,
+        "priority": edits.priority,
+    }
 
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        name="postgresql",
-        listen_notify=True,
-        skip_locked=True,
-        advisory_locks=True,
-        caller_transactions=True,
-        multi_host=True,
-        compression="lz4 (where the server supports it)",
-    )
 
-    # -- notification and leadership -----------------------------------------------------------
-
-    def notifier(self) -> Notifier:
-        return PgNotifier(self._connect, self._q["listen"])
-
-    def leadership(self, name: str) -> Leadership:
-        check_name("name", name)
-        return PgLeadership(
-            self._connect,
-            key=f"chokaq-leader:{self.schema}:{name}",
-            try_lock=self._q["leader_try"],
-            unlock=self._q["leader_release"],
-            ping=self._q["ping"],
-        )
+class PostgresJobs(PostgresCore):
+    """Hot jobs: enqueue, the worker's transitions, rescue, cancel and edit."""
 
     # -- enqueue ----------------------------------------------------------------------------
 
     async def jobs_enqueue(
-        self,
-        jobs: Sequence[NewJob],
-        *,
-        now: datetime | None = None,
-        connection: Any = None,
+        self, jobs: list[NewJob], now: datetime | None, connection: Any
     ) -> list[EnqueueResult]:
-        checked = validate_new_jobs(jobs, self.settings.limits)
-        if not checked:
-            return []
+        checked = jobs
         ids: list[str | None] = [job.id for job in checked]  # the rest are made per statement
         results: list[EnqueueResult | None] = [None] * len(checked)
         first_with_key: dict[str, int] = {}
@@ -188,7 +152,7 @@ class PostgresBackend(PostgresOperators, PostgresReads):
             keys = [jobs[i].idempotency_key for i in conflicted]
             if any(key is None for key in keys):
                 raise StorageError("enqueue: a job without an idempotency key was not inserted")
-            cur = await execute(self._q["jobs_by_keys"], {"keys": keys})
+            cur = await execute(self._q["jobs_enqueue_holders"], {"keys": keys})
             holders = {row[0]: row[1] for row in await _fetchall(cur)}
             todo = []
             for i in conflicted:
@@ -273,24 +237,19 @@ class PostgresBackend(PostgresOperators, PostgresReads):
 
     async def jobs_fetch(
         self,
-        *,
         worker_id: str,
         limit: int,
-        queues: Sequence[str] | None = None,
-        exclude_types: Sequence[str] = (),
-        start: bool = False,
-        now: datetime | None = None,
+        queues: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
     ) -> list[ClaimedJob]:
-        check_name("worker_id", worker_id)
-        limit, queues = checks.fetch(limit, queues)
-        if limit == 0 or queues == []:
-            return []
         params = {
             "worker_id": worker_id,
             "limit": limit,
             "queues": queues,
-            "exclude": list(exclude_types),
-            "start": bool(start),
+            "exclude": exclude_types,
+            "start": start,
             "now": now,
         }
         bulkheads = await self._bulkhead_queues(BULKHEAD_MAX_AGE_SECONDS)
@@ -316,30 +275,20 @@ class PostgresBackend(PostgresOperators, PostgresReads):
         enforced by the fetch statement itself, only not serialized against concurrent
         fetchers."""
         if time.monotonic() - self._bulkheads_read_at > max_age:
-            rows = await self._rows("queues_with_bulkhead")
+            rows = await self._rows("jobs_fetch_bulkheads")
             self._bulkheads = frozenset(row[0] for row in rows)
             self._bulkheads_read_at = time.monotonic()
         return self._bulkheads
 
-    async def jobs_start(self, *, lease: Lease, now: datetime | None = None) -> Started | None:
-        started = await self.jobs_start_many(leases=[lease], now=now)
-        return started.get(lease.job_id)
-
-    async def jobs_start_many(
-        self, *, leases: Sequence[Lease], now: datetime | None = None
-    ) -> dict[str, Started]:
-        if not leases:
-            return {}
-        rows = await self._rows("jobs_start", {**_leases("leases", leases), "now": now})
+    async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
+        rows = await self._rows("jobs_start", {**_leases(leases), "now": now})
         return {row[0]: Started(attempt_count=row[1], started_at=row[2]) for row in rows}
 
     async def jobs_heartbeat(
-        self, *, beats: Sequence[Heartbeat], now: datetime | None = None
+        self, beats: list[Heartbeat], now: datetime | None
     ) -> list[HeartbeatAck]:
-        if not beats:
-            return []
         params = {
-            **_leases("beats", [beat.lease for beat in beats]),
+            **_leases([beat.lease for beat in beats]),
             "progress": [beat.progress for beat in beats],
             "now": now,
         }
@@ -361,58 +310,35 @@ class PostgresBackend(PostgresOperators, PostgresReads):
                 )
         return acks
 
-    async def jobs_progress(
-        self, *, lease: Lease, progress: int, now: datetime | None = None
-    ) -> bool:
-        if isinstance(progress, bool) or not isinstance(progress, int):
-            raise ValidationError("progress", "must be an integer (0-100)")
-        acks = await self.jobs_heartbeat(
-            beats=[Heartbeat(lease=lease, progress=max(0, min(100, progress)))], now=now
-        )
-        return acks[0].owned
+    async def jobs_progress(self, lease: Lease, progress: int, now: datetime | None) -> bool:
+        params = {**_leases([lease]), "progress": [progress], "now": now}
+        return bool(await self._rows("jobs_progress", params))
 
-    async def jobs_release(
-        self, *, leases: Sequence[Lease], now: datetime | None = None
-    ) -> list[str]:
-        if not leases:
-            return []
-        rows = await self._rows("jobs_release", {**_leases("leases", leases), "now": now})
+    async def jobs_release(self, leases: list[Lease], now: datetime | None) -> list[str]:
+        rows = await self._rows("jobs_release", {**_leases(leases), "now": now})
         released = {row[0] for row in rows}
         return [lease.job_id for lease in leases if lease.job_id in released]
 
-    async def jobs_finalize(
-        self, *, moves: Sequence[Move], now: datetime | None = None
-    ) -> list[bool]:
-        if not moves:
-            return []
-        # A job is moved at most once per call: a repeated id is reported as not applied.
-        first: dict[str, int] = {}
-        for i, move in enumerate(moves):
-            first.setdefault(move.lease.job_id, i)
-        unique = [moves[i] for i in sorted(first.values())]
+    async def jobs_finalize(self, moves: list[Move], now: datetime | None) -> list[bool]:
         try:
             rows = await self._rows(
-                "jobs_finalize", self._finalize_params(unique, now), lane="finalize"
+                "jobs_finalize", self._finalize_params(moves, now), lane="finalize"
             )
-            applied = {row[0] for row in rows}
-        except psycopg.OperationalError:
-            raise
-        except psycopg.Error:
-            # The batch failed as a whole (for instance an archive row with the same id exists):
-            # apply each move alone so one bad move cannot block the others.
-            applied = set()
-            for move in unique:
-                try:
-                    rows = await self._rows("jobs_finalize", self._finalize_params([move], now))
-                except psycopg.OperationalError:
-                    raise
-                except psycopg.Error:
-                    continue
-                applied.update(row[0] for row in rows)
-        return [
-            first[move.lease.job_id] == i and move.lease.job_id in applied
-            for i, move in enumerate(moves)
-        ]
+        except psycopg.IntegrityError:
+            # The batch failed as a whole because a row already holds one move's id in its
+            # target pillar: apply each move alone, in savepoints of one transaction, so that
+            # move reports False and the others still apply. Any other error raises.
+            rows = []
+            async with self.pool.connection() as conn, conn.transaction():
+                for move in moves:
+                    try:
+                        async with conn.transaction():
+                            params = self._finalize_params([move], now)
+                            rows += await self._run(conn, "jobs_finalize", params)
+                    except psycopg.IntegrityError:
+                        continue
+        applied = {row[0] for row in rows}
+        return [move.lease.job_id in applied for move in moves]
 
     @staticmethod
     def _finalize_params(moves: Sequence[Move], now: datetime | None) -> Params:
@@ -433,43 +359,28 @@ class PostgresBackend(PostgresOperators, PostgresReads):
                 row["kind"] = _FAIL
                 row["duration"] = _float(move.duration_seconds)
                 row["reason"] = int(move.reason)
-                row["error"] = storable(move.error)
-                row["actor"] = storable(move.actor)
+                row["error"] = move.error
+                row["actor"] = move.actor
             elif isinstance(move, RetryMove):
                 row["kind"] = _RETRY
-                row["error"] = storable(move.error)
+                row["error"] = move.error
                 row["run_at"] = move.run_at.isoformat() if move.run_at is not None else None
-                row["delay"] = float(move.delay_seconds or 0.0)
-                row["refund"] = bool(move.refund_attempt)
-                row["count_retry"] = bool(move.count_retry)
+                row["delay"] = move.delay_seconds
+                row["refund"] = move.refund_attempt
+                row["count_retry"] = move.count_retry
             else:
                 raise ValidationError("moves", f"unknown move type {type(move).__name__}")
             rows.append(row)
         return {"moves": dump_json(rows), "now": now}
 
-    # -- maintenance --------------------------------------------------------------------------
-
-    async def jobs_hot_tidy(self) -> bool:
-        row = await self._one("hot_dead_rows", {"schema": self.schema})
-        dead, live = (row[0], row[1]) if row is not None else (0, 0)
-        # Autovacuum would have acted long before this; it is off or far behind.
-        if dead < HOT_DEAD_ROWS_LIMIT and dead <= live:
-            return False
-        async with self.pool.connection() as conn:
-            # Autocommit, and never prepared: VACUUM runs outside a transaction block only.
-            await conn.execute(self._q["hot_vacuum"], prepare=False)
-        return True
+    # -- rescue ----------------------------------------------------------------------------
 
     async def jobs_rescue(
         self,
-        *,
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
-        now: datetime | None = None,
+        now: datetime | None,
     ) -> RescueResult:
-        fetched_timeout_seconds, processing_timeout_seconds = checks.rescue_timeouts(
-            fetched_timeout_seconds, processing_timeout_seconds
-        )
         params = {"timeout": float(processing_timeout_seconds), "now": now, "ids": None}
         zombies: tuple[str, ...] | None = None
         async with self.pool.connection() as conn:
@@ -483,65 +394,44 @@ class PostgresBackend(PostgresOperators, PostgresReads):
                     async with conn.transaction():  # a savepoint: the requeues stand alone
                         cur = await conn.execute(self._q["jobs_rescue_zombies"], params)
                         zombies = tuple(row[0] for row in await cur.fetchall())
-                except psycopg.OperationalError:
-                    raise
-                except psycopg.Error:
+                except psycopg.IntegrityError:
                     zombies = None
             if zombies is None:
                 # One zombie could not be buried (say its id is already in the DLQ): bury each
                 # alone, so that one cannot block the others.
-                cur = await conn.execute(self._q["jobs_zombie_candidates"], params)
+                cur = await conn.execute(self._q["jobs_rescue_zombie_candidates"], params)
                 found: list[str] = []
                 for (job_id,) in await cur.fetchall():
                     try:
-                        cur = await conn.execute(
-                            self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
-                        )
-                    except psycopg.OperationalError:
-                        raise
-                    except psycopg.Error:
+                        async with conn.transaction():
+                            cur = await conn.execute(
+                                self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
+                            )
+                            found.extend(row[0] for row in await cur.fetchall())
+                    except psycopg.IntegrityError:
                         continue
-                    found.extend(row[0] for row in await cur.fetchall())
                 zombies = tuple(found)
         return RescueResult(requeued=requeued, zombies=zombies)
 
-    async def archive_purge(
-        self, *, older_than: datetime, batch_size: int | None = None, limit: int | None = None
-    ) -> int:
-        return await self._purge("archive_purge_batch", older_than, batch_size, limit)
+    # -- operators -----------------------------------------------------------------------------
 
-    async def dlq_purge_older(
-        self, *, older_than: datetime, batch_size: int | None = None, limit: int | None = None
-    ) -> int:
-        return await self._purge("dlq_purge_batch", older_than, batch_size, limit)
-
-    async def _purge(
-        self, name: str, older_than: datetime, batch_size: int | None, limit: int | None
-    ) -> int:
-        """Short transactions of at most ``batch_size`` rows each, so retention never holds
-        long locks on a busy table."""
-        batch = batch_size if batch_size is not None else self.settings.cleanup_batch_size
-        if batch < 1:
-            raise ValidationError("batch_size", "must be at least 1")
-        if limit is not None and limit < 0:
-            raise ValidationError("limit", "must not be negative")
-        total = 0
-        while limit is None or total < limit:
-            size = batch if limit is None else min(batch, limit - total)
-            deleted = await self._count(name, {"older_than": older_than, "batch": size})
-            total += deleted
-            if deleted < size:
-                break
-        return total
-
-    async def metrics_prune(self, *, older_than: datetime, width_seconds: int = 1) -> int:
-        return await self._count(
-            "metrics_prune", {"older_than": older_than, "width": width_seconds}
+    async def jobs_cancel(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> CancelResult:
+        wanted = list(ids)
+        params = {"actor": actor, "now": now, "channel": self.channel}
+        rows = await self._rows_each("jobs_cancel", params, wanted)
+        cancelled = {row[0] for row in rows if row[1] is True}
+        requested = {row[0] for row in rows if row[1] is False}
+        return CancelResult(
+            cancelled=tuple(i for i in wanted if i in cancelled),
+            requested=tuple(i for i in wanted if i in requested),
+            not_found=tuple(i for i in wanted if i not in cancelled and i not in requested),
         )
 
-    async def metrics_rollup(self, *, older_than: datetime) -> int:
-        row = await self._one("metrics_rollup", {"older_than": older_than})
-        return int(row[0]) if row is not None else 0
+    async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
+        params = {**edit_params(edits), "id": id, "actor": actor, "now": now}
+        return await self._count("jobs_edit", params) > 0
 
 
 def _float(value: float | None) -> float | None:

@@ -1,9 +1,10 @@
-"""The PostgreSQL backend's foundation: the connection pool, the loaded queries and migrations.
+"""The PostgreSQL driver's foundation: the connection pool, the loaded queries and migrations.
 
-Owns connecting (an ``AsyncConnectionPool`` of autocommit connections in UTC), composing every
-named query once with the quoted schema, translating driver errors into our tree, and bringing
-the schema up to date under an advisory lock. The domain operations live in the modules that
-subclass ``PostgresCore``; this module must not hold SQL text itself.
+Owns connecting (an ``AsyncConnectionPool`` of autocommit connections in UTC, plus dedicated
+"lane" connections for the worker's hottest statements), composing every named query once with
+the quoted schema, translating psycopg's errors into our tree, and bringing the schema up to
+date under an advisory lock. The operations live in the modules that subclass ``PostgresCore``
+(``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``); this module must not hold SQL text.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from ...errors import ChokaqError, SchemaError, StorageError, StorageUnavailableError
-from ..base import Backend, StorageSettings
+from ..driver import Driver, StorageSettings
 from ..sqlfile import Migration, load_migrations, load_queries
 
 __all__ = ["PostgresCore"]
@@ -41,7 +42,7 @@ def _compose(text: str, schema: str, channel: str) -> LiteralString:
     return composed.as_string(None)
 
 
-class PostgresCore(Backend):
+class PostgresCore(Driver):
     """Pool, queries and migrations shared by every PostgreSQL operation."""
 
     def __init__(self, settings: StorageSettings) -> None:
@@ -62,7 +63,7 @@ class PostgresCore(Backend):
 
     # -- errors -----------------------------------------------------------------------------
 
-    def _translate(self, exc: Exception) -> ChokaqError:
+    def translate(self, exc: Exception) -> ChokaqError:
         if isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
             return SchemaError(
                 f"the chokaq schema {self.schema!r} is missing or incomplete "
@@ -79,7 +80,7 @@ class PostgresCore(Backend):
     @property
     def pool(self) -> AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]]:
         if self._pool is None:
-            raise StorageError("the PostgreSQL backend is not open (call `await backend.open()`)")
+            raise StorageError("the PostgreSQL store is not open (call `await backend.open()`)")
         return self._pool
 
     async def _rows(
@@ -128,24 +129,23 @@ class PostgresCore(Backend):
         return await cur.fetchall()
 
     async def _rows_each(self, name: str, params: Params, ids: list[str]) -> list[tuple[Any, ...]]:
-        """Run ``name`` for all ``ids`` at once; if that fails as a whole (one id collides with
-        a row already in the target table), run it for each id alone and skip the ones that
-        fail, so one bad id cannot block the others."""
+        """Run ``name`` for all ``ids`` at once; if that fails because one id collides with a
+        row already in the target table, run it for each id in a savepoint of one transaction
+        and skip the ones that collide, so one bad id cannot block the others. Any other error
+        raises and changes nothing."""
         try:
             return await self._rows(name, {**params, "ids": ids})
-        except psycopg.OperationalError:
-            raise
-        except psycopg.Error:
+        except psycopg.IntegrityError:
             if len(ids) == 1:
                 return []
         rows: list[tuple[Any, ...]] = []
-        for job_id in ids:
-            try:
-                rows.extend(await self._rows(name, {**params, "ids": [job_id]}))
-            except psycopg.OperationalError:
-                raise
-            except psycopg.Error:
-                continue
+        async with self.pool.connection() as conn, conn.transaction():
+            for job_id in ids:
+                try:
+                    async with conn.transaction():
+                        rows.extend(await self._run(conn, name, {**params, "ids": [job_id]}))
+                except psycopg.IntegrityError:
+                    continue
         return rows
 
     async def _one(self, name: str, params: Params | None = None) -> tuple[Any, ...] | None:
@@ -211,7 +211,7 @@ class PostgresCore(Backend):
             row = await cur.fetchone()
             return int(row[0]) if row is not None else 0
 
-    async def migrate(self, *, via_migrations: bool = False) -> list[int]:
+    async def migrate(self, via_migrations: bool) -> list[int]:
         """Each step is one transaction that takes the schema's advisory lock first, so two
         processes racing apply every version exactly once."""
         applied: list[int] = []

@@ -1,0 +1,328 @@
+"""The driver contract: what one database must do for the storage seam, with checked arguments.
+
+A driver is a thin adapter: it turns the already checked and normalised arguments of one
+operation into its named queries, turns rows into the models of ``chokaq.models``, and says how
+its driver errors map onto our tree (``translate``). It checks no argument, observes nothing and
+never calls the seam back: ``chokaq.storage.backend.Backend`` does the checking (once, in one
+place, the same for every database) and the observing. Times it receives are aware UTC or None
+(None: the database's clock on PostgreSQL, the process clock on SQLite). This module also holds
+the two small seams a worker uses beside storage (``Notifier``, ``Leadership``) and the settings
+every driver is built from. It must not import a database driver.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar
+
+from ..errors import ChokaqError
+from ..limits import DEFAULT_LIMITS, Limits
+from ..models import (
+    CancelResult,
+    Capabilities,
+    ClaimedJob,
+    EnqueueResult,
+    ErrorGroup,
+    Heartbeat,
+    HeartbeatAck,
+    JobFilter,
+    JobView,
+    Lease,
+    Move,
+    NewJob,
+    Page,
+    Pillar,
+    Preview,
+    QueueInfo,
+    QueueStats,
+    RescueResult,
+    SeriesPoint,
+    Started,
+    Summary,
+    Throughput,
+    WorkerControl,
+    WorkerInfo,
+)
+from .checks import Edits, QueueLimits
+
+__all__ = ["Driver", "Leadership", "Notifier", "StorageSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    """How to reach and lay out the store.
+
+    ``schema`` is the PostgreSQL schema, or the table-name prefix on SQLite (``chokaq_jobs_hot``);
+    it must match ``^[A-Za-z_][A-Za-z0-9_]{0,39}$``. ``pool_max_size`` bounds PostgreSQL
+    connections per process. ``busy_timeout_seconds`` is how long SQLite waits on a locked file.
+    """
+
+    url: str
+    schema: str = "chokaq"
+    limits: Limits = DEFAULT_LIMITS
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+    busy_timeout_seconds: float = 10.0
+    cleanup_batch_size: int = 1000
+
+
+class Notifier(abc.ABC):
+    """How a sleeping worker hears about new work and cancel requests.
+
+    PostgreSQL: LISTEN/NOTIFY on a dedicated connection. SQLite: an in-process broadcast (other
+    processes are found by the worker's short poll). ``start`` raises if it cannot listen; the
+    worker then falls back to polling.
+    """
+
+    @abc.abstractmethod
+    async def start(
+        self,
+        on_jobs: Callable[[str], None],
+        on_cancel: Callable[[str], None],
+    ) -> None:
+        """Begin delivering: ``on_jobs(queue)`` after an enqueue commits, ``on_cancel(job_id)``
+        after a cancel request for a running job commits. Callbacks run on the event loop. A
+        notifier that cannot tell which queue or job (SQLite's signal file for other
+        processes) passes the empty string: "some queue", "some running job"."""
+
+    @abc.abstractmethod
+    async def stop(self) -> None:
+        """Stop delivering and release the connection."""
+
+    @property
+    @abc.abstractmethod
+    def healthy(self) -> bool:
+        """False once the listening connection was lost (the worker polls until restarted)."""
+
+    @property
+    def cross_process(self) -> bool:
+        """Whether commits made by other processes are heard too (an idle worker may then
+        poll slowly); True unless a backend says otherwise."""
+        return True
+
+
+class Leadership(abc.ABC):
+    """Who runs maintenance (rescue, retention): one elected process at a time.
+
+    PostgreSQL: a session advisory lock held on a dedicated connection. SQLite: always granted
+    (every maintenance statement is guarded, so concurrent runs on one file are harmless).
+    """
+
+    @abc.abstractmethod
+    async def try_acquire(self) -> bool:
+        """Become (or stay) leader; returns whether this process now leads."""
+
+    @abc.abstractmethod
+    async def release(self) -> None:
+        """Stop leading and release the lock."""
+
+
+class Driver(abc.ABC):
+    """One database's adapter. Every method's arguments were checked by the seam: a driver
+    trusts them (``Backend`` documents each operation's semantics and limits)."""
+
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self, settings: StorageSettings) -> None:
+        self.settings = settings
+
+    @abc.abstractmethod
+    def translate(self, exc: Exception) -> ChokaqError:
+        """Map an error this driver's database library raised onto our tree."""
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def open(self) -> None: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def migrate(self, via_migrations: bool) -> list[int]: ...
+
+    @abc.abstractmethod
+    async def schema_version(self) -> int: ...
+
+    @abc.abstractmethod
+    def latest_version(self) -> int: ...
+
+    @abc.abstractmethod
+    def notifier(self) -> Notifier: ...
+
+    @abc.abstractmethod
+    def leadership(self, name: str) -> Leadership: ...
+
+    # -- jobs (jobs.py) -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def jobs_enqueue(
+        self, jobs: list[NewJob], now: datetime | None, connection: Any
+    ) -> list[EnqueueResult]: ...
+
+    @abc.abstractmethod
+    async def jobs_fetch(
+        self,
+        worker_id: str,
+        limit: int,
+        queues: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> list[ClaimedJob]: ...
+
+    @abc.abstractmethod
+    async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
+        """Fetched -> Processing for each lease; the ones that applied, by job id."""
+
+    @abc.abstractmethod
+    async def jobs_heartbeat(
+        self, beats: list[Heartbeat], now: datetime | None
+    ) -> list[HeartbeatAck]: ...
+
+    @abc.abstractmethod
+    async def jobs_progress(self, lease: Lease, progress: int, now: datetime | None) -> bool: ...
+
+    @abc.abstractmethod
+    async def jobs_release(self, leases: list[Lease], now: datetime | None) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def jobs_finalize(self, moves: list[Move], now: datetime | None) -> list[bool]:
+        """Apply moves whose job ids are all distinct; whether each applied, in input order.
+
+        The batch is one transaction. A move that cannot apply because another row already
+        holds its id in the target pillar reports False and the others still apply; any other
+        database error raises and leaves nothing of the batch applied."""
+
+    @abc.abstractmethod
+    async def jobs_rescue(
+        self,
+        fetched_timeout_seconds: float,
+        processing_timeout_seconds: float,
+        now: datetime | None,
+    ) -> RescueResult: ...
+
+    @abc.abstractmethod
+    async def jobs_cancel(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> CancelResult: ...
+
+    @abc.abstractmethod
+    async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool: ...
+
+    # -- retention (retention.py) -------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def jobs_hot_tidy(self) -> bool: ...
+
+    @abc.abstractmethod
+    async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
+        """Batches of ``batch_size`` (each its own transaction), ``limit`` in all (None: all)."""
+
+    @abc.abstractmethod
+    async def dlq_purge_older(
+        self, older_than: datetime, batch_size: int, limit: int | None
+    ) -> int: ...
+
+    @abc.abstractmethod
+    async def metrics_prune(self, older_than: datetime, width_seconds: int) -> int: ...
+
+    @abc.abstractmethod
+    async def metrics_rollup(self, older_than: datetime) -> int: ...
+
+    # -- the dead-letter queue (dlq.py) -------------------------------------------------------
+
+    @abc.abstractmethod
+    async def dlq_edit(self, id: str, actor: str, edits: Edits) -> bool: ...
+
+    @abc.abstractmethod
+    async def dlq_resurrect(
+        self, ids: tuple[str, ...], actor: str, edits: Edits, now: datetime | None
+    ) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def dlq_preview(self, filter: JobFilter, cap: int, sample: int) -> Preview: ...
+
+    @abc.abstractmethod
+    async def dlq_resurrect_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+
+    # -- reads (reads.py) ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def stats_summary(self) -> Summary: ...
+
+    @abc.abstractmethod
+    async def stats_queues(self, now: datetime | None) -> list[QueueStats]: ...
+
+    @abc.abstractmethod
+    async def stats_throughput(self, now: datetime | None) -> Throughput: ...
+
+    @abc.abstractmethod
+    async def stats_series(
+        self, since: datetime, until: datetime | None, width_seconds: int, queue: str | None
+    ) -> list[SeriesPoint]: ...
+
+    @abc.abstractmethod
+    async def dlq_top_errors(self, limit: int, scan: int) -> list[ErrorGroup]: ...
+
+    @abc.abstractmethod
+    async def jobs_page(
+        self,
+        pillar: Pillar,
+        filter: JobFilter,
+        column: str,
+        descending: bool,
+        page: int,
+        page_size: int,
+    ) -> Page[JobView]:
+        """``column`` is whitelisted; rows with NULL in it sort last in either direction, and
+        ``id`` (same direction) breaks ties."""
+
+    @abc.abstractmethod
+    async def job_get(self, id: str) -> JobView | None: ...
+
+    # -- queues and workers (queues.py) -------------------------------------------------------
+
+    @abc.abstractmethod
+    async def queue_list(self) -> list[QueueInfo]: ...
+
+    @abc.abstractmethod
+    async def queue_ensure(self, name: str) -> QueueInfo: ...
+
+    @abc.abstractmethod
+    async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo: ...
+
+    @abc.abstractmethod
+    async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo: ...
+
+    @abc.abstractmethod
+    async def queue_configure(
+        self, name: str, limits: QueueLimits, actor: str | None
+    ) -> QueueInfo: ...
+
+    @abc.abstractmethod
+    async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl: ...
+
+    @abc.abstractmethod
+    async def worker_remove(self, worker_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def workers_list(
+        self, alive_within_seconds: float, now: datetime | None
+    ) -> list[WorkerInfo]: ...
+
+    @abc.abstractmethod
+    async def worker_request(
+        self, worker_id: str | None, concurrency: int | None, close_circuit: str | None
+    ) -> int: ...

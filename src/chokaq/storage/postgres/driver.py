@@ -1,0 +1,45 @@
+"""The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
+
+Owns assembling the operation modules (``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``,
+all on the pool and queries of ``connection``) into one ``Driver``, declaring what PostgreSQL
+can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY) and leadership (advisory
+locks). It must not check arguments or hold SQL text.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ...models import Capabilities
+from ..driver import Leadership, Notifier
+from .dlq import PostgresDlq
+from .jobs import PostgresJobs
+from .notify import PgLeadership, PgNotifier
+from .queues import PostgresQueues
+from .reads import PostgresReads
+from .retention import PostgresRetention
+
+__all__ = ["PostgresDriver"]
+
+
+class PostgresDriver(PostgresJobs, PostgresDlq, PostgresRetention, PostgresQueues, PostgresReads):
+    """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        name="postgresql",
+        caller_transactions=True,
+        migrates_on_open=False,
+        row_versions=True,
+    )
+
+    def notifier(self) -> Notifier:
+        return PgNotifier(self._connect, self._q["listen"])
+
+    def leadership(self, name: str) -> Leadership:
+        return PgLeadership(
+            self._connect,
+            key=f"chokaq-leader:{self.schema}:{name}",
+            try_lock=self._q["leader_try"],
+            unlock=self._q["leader_release"],
+            ping=self._q["ping"],
+        )

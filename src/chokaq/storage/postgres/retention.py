@@ -1,0 +1,60 @@
+"""Retention on PostgreSQL: age purges of the archive and the DLQ, metric-bucket pruning and
+roll-ups, and vacuuming the hot table when its dead row versions pile up.
+
+Owns the batching of each purge (many short transactions, so retention never holds long locks
+on a busy table). Lifetime counters are never touched here. Arguments arrive checked; this
+module holds no SQL text.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .connection import PostgresCore
+
+__all__ = ["HOT_DEAD_ROWS_LIMIT", "PostgresRetention"]
+
+# Dead hot-row versions past which the elected worker vacuums the hot table itself.
+HOT_DEAD_ROWS_LIMIT = 20_000
+
+
+class PostgresRetention(PostgresCore):
+    """What the elected worker runs to keep the tables small."""
+
+    async def jobs_hot_tidy(self) -> bool:
+        row = await self._one("jobs_hot_tidy_dead_rows", {"schema": self.schema})
+        dead, live = (row[0], row[1]) if row is not None else (0, 0)
+        # Autovacuum would have acted long before this; it is off or far behind.
+        if dead < HOT_DEAD_ROWS_LIMIT and dead <= live:
+            return False
+        async with self.pool.connection() as conn:
+            # Autocommit, and never prepared: VACUUM runs outside a transaction block only.
+            await conn.execute(self._q["jobs_hot_tidy"], prepare=False)
+        return True
+
+    async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
+        return await self._purge("archive_purge", older_than, batch_size, limit)
+
+    async def dlq_purge_older(
+        self, older_than: datetime, batch_size: int, limit: int | None
+    ) -> int:
+        return await self._purge("dlq_purge_older", older_than, batch_size, limit)
+
+    async def _purge(self, name: str, older_than: datetime, batch: int, limit: int | None) -> int:
+        total = 0
+        while limit is None or total < limit:
+            size = batch if limit is None else min(batch, limit - total)
+            deleted = await self._count(name, {"older_than": older_than, "batch": size})
+            total += deleted
+            if deleted < size:
+                break
+        return total
+
+    async def metrics_prune(self, older_than: datetime, width_seconds: int) -> int:
+        return await self._count(
+            "metrics_prune", {"older_than": older_than, "width": width_seconds}
+        )
+
+    async def metrics_rollup(self, older_than: datetime) -> int:
+        row = await self._one("metrics_rollup", {"older_than": older_than})
+        return int(row[0]) if row is not None else 0

@@ -1,0 +1,91 @@
+"""The dead-letter queue on SQLite: edit, resurrect (by id or by filter), preview and purge.
+
+Each function runs on the connection's thread in one short write transaction (or a read).
+Lifetime counters and metric buckets are never touched here: a resurrection or a purge does not
+erase an outcome that happened. Arguments arrive checked; it owns these statements' use only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ...models import JobFilter
+from .connection import Database
+from .jobs import ensure_queues
+from .reads import filter_params
+
+__all__ = [
+    "dlq_edit",
+    "dlq_filter_ids",
+    "dlq_purge",
+    "dlq_purge_by_filter",
+    "resurrect",
+    "resurrect_by_filter",
+]
+
+
+def dlq_edit(db: Database, params: dict[str, object]) -> bool:
+    return db.write(lambda: db.conn.execute(db.q["dlq_edit"], params).rowcount > 0)
+
+
+Moved = tuple[list[str], list[str]]
+
+
+def resurrect(db: Database, ids: Sequence[str], params: dict[str, object]) -> Moved:
+    """DLQ -> hot for each id (``params`` carries the repairs and the actor); the ids moved and
+    their queues."""
+    return db.write(_resurrect, db, ids, params)
+
+
+def _resurrect(db: Database, ids: Sequence[str], params: dict[str, object]) -> Moved:
+    conn, q = db.conn, db.q
+    moved, queues = [], []
+    for job_id in ids:
+        row_params = {**params, "id": job_id}
+        if conn.execute(q["dlq_resurrect"], row_params).rowcount == 0:
+            continue
+        row = conn.execute(q["dlq_resurrect_delete"], row_params).fetchone()
+        if row is not None:
+            moved.append(job_id)
+            queues.append(str(row[0]))
+    if queues:
+        ensure_queues(db, queues, float(params["now"]))  # type: ignore[arg-type]
+    return moved, queues
+
+
+def dlq_filter_ids(db: Database, filter: JobFilter, cap: int) -> tuple[int, list[str]]:
+    """How many DLQ rows match, and the ids of the newest ``cap`` of them."""
+    params = filter_params(filter)
+    matched = db.conn.execute(db.q["dlq_count"], params).fetchone()[0]
+    rows = db.conn.execute(db.q["dlq_match_ids"], {**params, "cap": cap}).fetchall()
+    return matched, [row[0] for row in rows]
+
+
+def resurrect_by_filter(
+    db: Database, filter: JobFilter, cap: int, params: dict[str, object]
+) -> Moved:
+    def run() -> Moved:
+        _, ids = dlq_filter_ids(db, filter, cap)
+        return _resurrect(db, ids, params)
+
+    return db.write(run)
+
+
+def dlq_purge(db: Database, ids: Sequence[str]) -> list[str]:
+    def run() -> list[str]:
+        rows = db.conn.execute(db.q["dlq_purge"], {"ids": json.dumps(list(ids))}).fetchall()
+        deleted = {row[0] for row in rows}
+        return [job_id for job_id in ids if job_id in deleted]
+
+    return db.write(run)
+
+
+def dlq_purge_by_filter(db: Database, filter: JobFilter, cap: int) -> list[str]:
+    def run() -> list[str]:
+        _, ids = dlq_filter_ids(db, filter, cap)
+        rows = db.conn.execute(db.q["dlq_purge"], {"ids": json.dumps(ids)}).fetchall()
+        deleted = {row[0] for row in rows}
+        return [job_id for job_id in ids if job_id in deleted]
+
+    return db.write(run)

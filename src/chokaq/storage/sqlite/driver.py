@@ -1,0 +1,319 @@
+"""The SQLite driver: the adapter class the storage seam calls, for one file on one host.
+
+Owns the hop onto the connection's thread for every operation (``connection.Database.call``),
+converting times to the stored Unix seconds, the in-process wake-ups after a commit
+(``notify``), translating ``sqlite3`` errors into our tree and declaring what SQLite can do
+(``Capabilities``). The work is in ``jobs``, ``dlq``, ``retention``, ``queues`` and ``reads``;
+the statements in ``queries.sql``. It must not check arguments (the seam did) or hold SQL. It is
+imported only when the URL is ``sqlite:``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from ...errors import ChokaqError, SchemaError, StorageError, StorageUnavailableError
+from ...models import (
+    CancelResult,
+    Capabilities,
+    ClaimedJob,
+    EnqueueResult,
+    ErrorGroup,
+    Heartbeat,
+    HeartbeatAck,
+    JobFilter,
+    JobView,
+    Lease,
+    Move,
+    NewJob,
+    Page,
+    Pillar,
+    Preview,
+    QueueInfo,
+    QueueStats,
+    RescueResult,
+    SeriesPoint,
+    Started,
+    Summary,
+    Throughput,
+    WorkerControl,
+    WorkerInfo,
+)
+from ..checks import UNSET, Edits, QueueLimits
+from ..driver import Driver, Leadership, Notifier, StorageSettings
+from . import dlq, jobs, queues, reads, retention
+from .connection import Database, database_path
+from .notify import FileLeadership, FileNotifier, broadcast_cancel, broadcast_jobs
+from .rows import tags_in, ts_now
+
+__all__ = ["SQLiteDriver"]
+
+
+class SQLiteDriver(Driver):
+    """Every storage operation on one SQLite file (WAL mode), safe for several processes."""
+
+    capabilities = Capabilities(
+        name="sqlite",
+        caller_transactions=False,
+        migrates_on_open=True,
+        row_versions=False,
+    )
+
+    def __init__(self, settings: StorageSettings) -> None:
+        super().__init__(settings)
+        self._db = Database(
+            path=database_path(settings.url),
+            prefix=f"{settings.schema}_",
+            busy_timeout_seconds=settings.busy_timeout_seconds,
+        )
+
+    def translate(self, exc: Exception) -> ChokaqError:
+        message = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, sqlite3.OperationalError):
+            text = str(exc)
+            if "database is locked" in text or "database is busy" in text:
+                return StorageUnavailableError(message)
+            if "no such table" in text:
+                return SchemaError(f"{message} (run `chokaq migrate`)")
+            if "unable to open" in text:
+                return StorageUnavailableError(message)
+        return StorageError(message)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def migrate(self, via_migrations: bool) -> list[int]:
+        return await self._db.call(Database.migrate, via_migrations)
+
+    async def schema_version(self) -> int:
+        return await self._db.call(Database.schema_version)
+
+    def latest_version(self) -> int:
+        return max((m.version for m in self._db.migrations), default=0)
+
+    def notifier(self) -> Notifier:
+        return FileNotifier(self._db.key)
+
+    def leadership(self, name: str) -> Leadership:
+        return FileLeadership(name)
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    async def jobs_enqueue(
+        self, jobs_: list[NewJob], now: datetime | None, connection: Any
+    ) -> list[EnqueueResult]:
+        results = await self._db.call(jobs.enqueue, jobs_, ts_now(now))
+        broadcast_jobs(self._db.key, [job.queue for job in jobs_])
+        return results
+
+    async def jobs_fetch(
+        self,
+        worker_id: str,
+        limit: int,
+        queues_: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> list[ClaimedJob]:
+        return await self._db.call(
+            jobs.fetch, worker_id, limit, queues_, exclude_types, start, ts_now(now)
+        )
+
+    async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
+        return await self._db.call(jobs.start_many, leases, ts_now(now))
+
+    async def jobs_heartbeat(
+        self, beats: list[Heartbeat], now: datetime | None
+    ) -> list[HeartbeatAck]:
+        return await self._db.call(jobs.heartbeat, beats, ts_now(now))
+
+    async def jobs_progress(self, lease: Lease, progress: int, now: datetime | None) -> bool:
+        return await self._db.call(jobs.progress, lease, progress, ts_now(now))
+
+    async def jobs_release(self, leases: list[Lease], now: datetime | None) -> list[str]:
+        return await self._db.call(jobs.release, leases, ts_now(now))
+
+    async def jobs_finalize(self, moves: list[Move], now: datetime | None) -> list[bool]:
+        return await self._db.call(jobs.finalize, moves, ts_now(now))
+
+    async def jobs_rescue(
+        self,
+        fetched_timeout_seconds: float,
+        processing_timeout_seconds: float,
+        now: datetime | None,
+    ) -> RescueResult:
+        requeued, zombies = await self._db.call(
+            jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now)
+        )
+        return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
+
+    async def jobs_cancel(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> CancelResult:
+        cancelled, requested, missing = await self._db.call(jobs.cancel, ids, actor, ts_now(now))
+        if requested:
+            broadcast_cancel(self._db.key, requested)
+        return CancelResult(tuple(cancelled), tuple(requested), tuple(missing))
+
+    async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
+        return await self._db.call(jobs.hot_edit, _edit_params(id, actor, edits, now))
+
+    # -- retention --------------------------------------------------------------------------
+
+    async def jobs_hot_tidy(self) -> bool:
+        return False  # never called: SQLite declares no row versions
+
+    async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
+        return await self._db.call(
+            retention.purge_older, "archive_purge", older_than.timestamp(), batch_size, limit
+        )
+
+    async def dlq_purge_older(
+        self, older_than: datetime, batch_size: int, limit: int | None
+    ) -> int:
+        return await self._db.call(
+            retention.purge_older, "dlq_purge_older", older_than.timestamp(), batch_size, limit
+        )
+
+    async def metrics_prune(self, older_than: datetime, width_seconds: int) -> int:
+        return await self._db.call(retention.metrics_prune, older_than.timestamp(), width_seconds)
+
+    async def metrics_rollup(self, older_than: datetime) -> int:
+        return await self._db.call(retention.metrics_rollup, older_than.timestamp(), ts_now(None))
+
+    # -- the dead-letter queue --------------------------------------------------------------
+
+    async def dlq_edit(self, id: str, actor: str, edits: Edits) -> bool:
+        return await self._db.call(dlq.dlq_edit, _edit_params(id, actor, edits, None))
+
+    async def dlq_resurrect(
+        self, ids: tuple[str, ...], actor: str, edits: Edits, now: datetime | None
+    ) -> list[str]:
+        params = _edit_params("", actor, edits, now)
+        moved, queue_names = await self._db.call(dlq.resurrect, ids, params)
+        broadcast_jobs(self._db.key, queue_names)
+        return moved
+
+    async def dlq_preview(self, filter: JobFilter, cap: int, sample: int) -> Preview:
+        def run(db: Database) -> tuple[int, list[str]]:
+            return db.read(dlq.dlq_filter_ids, db, filter, min(cap, sample))
+
+        matched, ids = await self._db.call(run)
+        return Preview(
+            matched=matched, will_affect=min(matched, cap), cap=cap, sample_ids=tuple(ids)
+        )
+
+    async def dlq_resurrect_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> list[str]:
+        params = _edit_params("", actor, Edits(), now)
+        moved, queue_names = await self._db.call(dlq.resurrect_by_filter, filter, cap, params)
+        broadcast_jobs(self._db.key, queue_names)
+        return moved
+
+    async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]:
+        return await self._db.call(dlq.dlq_purge, ids)
+
+    async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]:
+        return await self._db.call(dlq.dlq_purge_by_filter, filter, cap)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def stats_summary(self) -> Summary:
+        return await self._db.call(reads.stats_summary)
+
+    async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
+        return await self._db.call(reads.stats_queues, ts_now(now))
+
+    async def stats_throughput(self, now: datetime | None) -> Throughput:
+        return await self._db.call(reads.stats_throughput, ts_now(now))
+
+    async def stats_series(
+        self, since: datetime, until: datetime | None, width_seconds: int, queue: str | None
+    ) -> list[SeriesPoint]:
+        end = None if until is None else until.timestamp()
+        return await self._db.call(reads.stats_series, since.timestamp(), end, width_seconds, queue)
+
+    async def dlq_top_errors(self, limit: int, scan: int) -> list[ErrorGroup]:
+        return await self._db.call(reads.top_errors, limit, scan)
+
+    async def jobs_page(
+        self,
+        pillar: Pillar,
+        filter: JobFilter,
+        column: str,
+        descending: bool,
+        page: int,
+        page_size: int,
+    ) -> Page[JobView]:
+        return await self._db.call(
+            reads.jobs_page, pillar, filter, column, descending, page, page_size
+        )
+
+    async def job_get(self, id: str) -> JobView | None:
+        return await self._db.call(reads.job_get, id)
+
+    # -- queues and workers -----------------------------------------------------------------
+
+    async def queue_list(self) -> list[QueueInfo]:
+        return await self._db.call(queues.queue_list)
+
+    async def queue_ensure(self, name: str) -> QueueInfo:
+        return await self._db.call(queues.queue_ensure, name, ts_now(None))
+
+    async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(
+            queues.queue_set, "queue_pause", name, paused, actor, ts_now(None)
+        )
+
+    async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(
+            queues.queue_set, "queue_activate", name, active, actor, ts_now(None)
+        )
+
+    async def queue_configure(self, name: str, limits: QueueLimits, actor: str | None) -> QueueInfo:
+        values = {
+            "max_workers": limits.max_workers,
+            "zombie": limits.zombie_timeout_seconds,
+            "execution": limits.execution_timeout_seconds,
+        }
+        params: dict[str, object] = {"name": name, "actor": actor, "now": ts_now(None)}
+        for key, value in values.items():
+            params[f"set_{key}"] = int(value is not UNSET)
+            params[key] = None if value is UNSET else value
+        return await self._db.call(queues.queue_configure, params)
+
+    async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl:
+        return await self._db.call(queues.worker_beat, info, ts_now(now))
+
+    async def worker_remove(self, worker_id: str) -> None:
+        await self._db.call(queues.worker_remove, worker_id)
+
+    async def workers_list(
+        self, alive_within_seconds: float, now: datetime | None
+    ) -> list[WorkerInfo]:
+        return await self._db.call(queues.workers_list, ts_now(now) - alive_within_seconds)
+
+    async def worker_request(
+        self, worker_id: str | None, concurrency: int | None, close_circuit: str | None
+    ) -> int:
+        return await self._db.call(queues.worker_request, worker_id, concurrency, close_circuit)
+
+
+def _edit_params(id: str, actor: str, edits: Edits, now: datetime | None) -> dict[str, object]:
+    return jobs.edit_params(
+        id=id,
+        actor=actor,
+        payload=edits.payload,
+        tags=tags_in(edits.tags),
+        set_tags=edits.tags is not None,
+        priority=edits.priority,
+        now=ts_now(now),
+    )

@@ -1,0 +1,42 @@
+"""Retention on SQLite: age purges of the archive and the DLQ, metric-bucket pruning and
+roll-ups.
+
+Each function runs on the connection's thread. The age purges loop over small write
+transactions, so a long purge never holds the write lock for long; lifetime counters are never
+touched here. Arguments arrive checked; it owns these statements' use only.
+"""
+
+from __future__ import annotations
+
+from .connection import Database
+
+__all__ = ["metrics_prune", "metrics_rollup", "purge_older"]
+
+
+def purge_older(db: Database, query: str, cutoff: float, batch_size: int, limit: int | None) -> int:
+    """Delete in batches of ``batch_size``, each its own transaction, oldest first."""
+    total = 0
+    while limit is None or total < limit:
+        size = batch_size if limit is None else min(batch_size, limit - total)
+        deleted = db.write(
+            lambda n=size: db.conn.execute(db.q[query], {"cutoff": cutoff, "limit": n}).rowcount
+        )
+        total += deleted
+        if deleted < size:
+            break
+    return total
+
+
+def metrics_prune(db: Database, cutoff: float, width: int) -> int:
+    return db.write(
+        lambda: db.conn.execute(db.q["metrics_prune"], {"cutoff": cutoff, "width": width}).rowcount
+    )
+
+
+def metrics_rollup(db: Database, cutoff: float, now: float) -> int:
+    def run() -> int:
+        params = {"cutoff": cutoff, "now": now}
+        db.conn.execute(db.q["metrics_rollup"], params)
+        return db.conn.execute(db.q["metrics_rollup_delete"], params).rowcount
+
+    return db.write(run)
