@@ -232,14 +232,11 @@ def check_time(field: str, value: object) -> datetime:
     """An aware datetime between 1970-01-01 and 9999-01-01 UTC, returned in UTC."""
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field, "must be a timezone-aware datetime")
-    if value.tzinfo is UTC:
-        utc = value
-    else:
-        try:
-            utc = value.astimezone(UTC)
-        except (OverflowError, ValueError):
-            utc = MIN_TIME if value.year < 1970 else MAX_TIME
-    if not MIN_TIME <= utc < MAX_TIME:
+    try:
+        utc = value if value.tzinfo is UTC else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None  # beyond what a datetime holds once in UTC (year 1 at +14:00)
+    if utc is None or not MIN_TIME <= utc < MAX_TIME:
         raise ValidationError(field, "must be between 1970-01-01 and 9999-01-01 UTC")
     return utc
 

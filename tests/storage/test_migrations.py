@@ -161,4 +161,3 @@ async def test_the_postgres_description_checks_storage_options(pg_store, mutatio
     rendered = migrated.render()
     assert rendered != migrated.description()
     assert any(word in line for line in _changed(rendered, migrated.description()))
-

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conformance import T0, at, claim, enqueue, fail, job, succeed, totals
+from conformance import T0, claim, enqueue, fail, job, succeed, totals
 
 from chokaq.errors import ValidationError
 from chokaq.limits import Limits

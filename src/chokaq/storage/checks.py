@@ -183,16 +183,24 @@ def _lease(field: str, lease: object) -> Lease:
         check_job_id(f"{field}.job_id", job_id)
     if type(lease.worker_id) is not str:
         check_name(f"{field}.worker_id", lease.worker_id)
-    if type(lease.token) is not str:
-        raise ValidationError(f"{field}.token", "must be a string")
+    token = lease.token
+    if not (type(token) is str and is_job_id(token)):
+        raise ValidationError(f"{field}.token", "must be a lease token (a canonical UUID string)")
     return lease
 
 
 def leases(field: str, values: Sequence[Lease], maximum: int) -> list[Lease]:
-    """Leases of a batch: at most ``maximum``, each with a job id, a worker and a token."""
+    """Leases of a batch: at most ``maximum``, each with a job id, a worker and a token; a job
+    named twice is acted on once (the first lease)."""
     if len(values) > maximum:
         raise ValidationError(field, f"must hold at most {maximum} leases")
-    return [_lease(f"{field}[{i}]", lease) for i, lease in enumerate(values)]
+    checked = [_lease(f"{field}[{i}]", lease) for i, lease in enumerate(values)]
+    if len(checked) > 1 and len({lease.job_id for lease in checked}) < len(checked):
+        first: dict[str, Lease] = {}
+        for lease in checked:
+            first.setdefault(lease.job_id, lease)
+        checked = list(first.values())
+    return checked
 
 
 def progress(field: str, value: object) -> int:

@@ -1,0 +1,615 @@
+"""The differential test: the same calls, bad and edge inputs included, give the same answers on
+SQLite and PostgreSQL.
+
+Each test seeds both stores with the same jobs (fixed ids, an injected clock), then runs one
+operation's table of calls against both, in order, and demands the same outcome for each: the
+same value, or a ``ValidationError`` naming the same field with the same limit, or the same kind
+of storage error. Lease tokens and times taken from a database's own clock are the only things
+left out of the comparison. A storage operation without a table here fails
+``test_every_operation_has_a_table``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance import T0, at
+from tests.conftest import PG_URL, drop_schema, require_postgres
+
+from chokaq.errors import ChokaqError, ValidationError
+from chokaq.ids import is_job_id
+from chokaq.models import (
+    FailMove,
+    FailureReason,
+    Heartbeat,
+    JobFilter,
+    JobStatus,
+    Lease,
+    NewJob,
+    Pillar,
+    RetryMove,
+    SucceedMove,
+    WorkerInfo,
+)
+from chokaq.storage import UNSET, Backend, create_backend
+from chokaq.storage.checks import SORT_COLUMNS
+
+pytestmark = pytest.mark.postgres
+
+
+def _id(n: int) -> str:
+    return str(uuid.UUID(int=n))
+
+
+A, B, C, D, D2, E, F, G, H = (_id(n) for n in range(1, 10))
+UNKNOWN = _id(99)
+FIXED = {A, B, C, D, D2, E, F, G, H, UNKNOWN}
+NAIVE = datetime(2025, 1, 1, 12, 0, 0)
+PLUS_14 = timezone(timedelta(hours=14))
+
+
+@dataclasses.dataclass
+class Seeded:
+    """One store after seeding: the leases its claims got (tokens differ between stores)."""
+
+    running: Lease  # C, Processing
+    fetched: Lease  # G, Fetched
+
+    def stale(self, lease: Lease) -> Lease:
+        return dataclasses.replace(lease, token=_id(777))
+
+
+async def _seed(backend: Backend) -> Seeded:
+    async def put(queue: str, *ids: str, **fields: Any) -> None:
+        jobs = [NewJob(type="t", queue=queue, id=i, **fields) for i in ids]
+        await backend.jobs_enqueue(jobs, now=at(0))
+
+    async def claim(queue: str, n: int, *, start: bool = True, when: float = 1) -> list[Lease]:
+        claimed = await backend.jobs_fetch(
+            worker_id="w1", limit=n, queues=[queue], start=start, now=at(when)
+        )
+        return [job.lease for job in sorted(claimed, key=lambda j: j.id)]
+
+    await put("run", C)
+    [running] = await claim("run", 1)
+    await put("pre", G)
+    [fetched] = await claim("pre", 1, start=False)
+    await put("done", D, D2)
+    done = await claim("done", 2)
+    await backend.jobs_finalize(
+        moves=[SucceedMove(done[0], 1.5), SucceedMove(done[1], None)], now=at(2)
+    )
+    await put("dead", E)
+    [dead] = await claim("dead", 1)
+    await backend.jobs_finalize(
+        moves=[FailMove(dead, FailureReason.TRANSIENT, "boom\n  at line 2")], now=at(3)
+    )
+    await put("dead", F)
+    await backend.jobs_cancel(ids=[F], actor="ops", now=at(4))
+    await put("q", A, tags=("x",), priority=5)
+    await put("q", B, idempotency_key="k1")
+    await backend.worker_beat(_worker("w1"), now=at(5))
+    return Seeded(running=running, fetched=fetched)
+
+
+def _worker(worker_id: str, **changes: Any) -> WorkerInfo:
+    info = WorkerInfo(
+        id=worker_id,
+        hostname="h",
+        pid=1,
+        queues=("q",),
+        concurrency=4,
+        desired_concurrency=None,
+        running=0,
+        state="running",
+        started_at=T0,
+        heartbeat_at=T0,
+    )
+    return dataclasses.replace(info, **changes)
+
+
+Call = Callable[[Backend, Seeded], Awaitable[Any]]
+
+
+def _every_sort() -> list[tuple[str, Call]]:
+    keys = sorted({key for columns in SORT_COLUMNS.values() for key in columns} | {"bogus"})
+    calls: list[tuple[str, Call]] = []
+    for pillar in Pillar:
+        for key in keys:
+            for descending in (True, False):
+
+                def call(b: Backend, s: Seeded, p=pillar, k=key, d=descending) -> Any:
+                    return b.jobs_page(pillar=p, sort=k, descending=d)
+
+                calls.append((f"{pillar.value} by {key} {'desc' if descending else 'asc'}", call))
+    return calls
+
+
+def _f(**fields: Any) -> JobFilter:
+    return JobFilter(**fields)
+
+
+# For every storage operation: (label, call) run in order against both stores.
+CASES: dict[str, list[tuple[str, Call]]] = {
+    "schema_version": [("current", lambda b, s: b.schema_version())],
+    "migrate": [
+        ("again", lambda b, s: b.migrate()),
+        ("walk", lambda b, s: b.migrate(via_migrations=True)),
+    ],
+    "jobs_enqueue": [
+        ("empty", lambda b, s: b.jobs_enqueue([], now=at(10))),
+        ("one", lambda b, s: b.jobs_enqueue([NewJob(type="t", queue="q", id=H)], now=at(10))),
+        ("duplicate key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key="k1")])),
+        ("duplicate id", lambda b, s: b.jobs_enqueue([NewJob(type="t", id=A)], now=at(10))),
+        ("blank queue", lambda b, s: b.jobs_enqueue([NewJob(type="t", queue="")])),
+        ("long type", lambda b, s: b.jobs_enqueue([NewJob(type="t" * 300)])),
+        ("naive run_at", lambda b, s: b.jobs_enqueue([NewJob(type="t", run_at=NAIVE)])),
+        (
+            "year 1 at +14:00",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob(type="t", run_at=datetime(1, 1, 1, tzinfo=PLUS_14))]
+            ),
+        ),
+        (
+            "year 9999",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob(type="t", run_at=datetime(9999, 12, 31, tzinfo=UTC))]
+            ),
+        ),
+        ("negative delay", lambda b, s: b.jobs_enqueue([NewJob(type="t", delay_seconds=-1)])),
+        ("bad payload", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload="{bad")])),
+        ("naive now", lambda b, s: b.jobs_enqueue([NewJob(type="t")], now=NAIVE)),
+        ("tags as text", lambda b, s: b.jobs_enqueue([NewJob(type="t", tags="abc")])),  # type: ignore[arg-type]
+        ("too many", lambda b, s: b.jobs_enqueue([NewJob(type="t")] * 100_001)),
+    ],
+    "jobs_fetch": [
+        ("limit 0", lambda b, s: b.jobs_fetch(worker_id="w2", limit=0, now=at(10))),
+        ("limit -1", lambda b, s: b.jobs_fetch(worker_id="w2", limit=-1)),
+        ("limit huge", lambda b, s: b.jobs_fetch(worker_id="w2", limit=10**6)),
+        ("limit True", lambda b, s: b.jobs_fetch(worker_id="w2", limit=True)),  # type: ignore[arg-type]
+        ("no queues", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=[])),
+        ("queues as text", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues="q")),
+        ("blank queue", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=[""])),
+        ("long worker", lambda b, s: b.jobs_fetch(worker_id="x" * 300, limit=5)),
+        ("blank worker", lambda b, s: b.jobs_fetch(worker_id="", limit=5)),
+        ("naive now", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, now=NAIVE)),
+        (
+            "excluded",
+            lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, exclude_types=["t"], now=at(10)),
+        ),
+        ("one", lambda b, s: b.jobs_fetch(worker_id="w2", limit=1, queues=["q"], now=at(10))),
+        (
+            "started",
+            lambda b, s: b.jobs_fetch(
+                worker_id="w2", limit=5, queues=["q"], start=True, now=at(11)
+            ),
+        ),
+    ],
+    "jobs_start": [
+        ("bad id", lambda b, s: b.jobs_start(lease=Lease("nope", "w1", "t"))),
+        ("stale", lambda b, s: b.jobs_start(lease=s.stale(s.fetched), now=at(10))),
+        ("not a lease", lambda b, s: b.jobs_start(lease="lease")),  # type: ignore[arg-type]
+        ("ok", lambda b, s: b.jobs_start(lease=s.fetched, now=at(10))),
+        ("again", lambda b, s: b.jobs_start(lease=s.fetched, now=at(11))),
+        ("naive now", lambda b, s: b.jobs_start(lease=s.fetched, now=NAIVE)),
+    ],
+    "jobs_start_many": [
+        ("empty", lambda b, s: b.jobs_start_many(leases=[])),
+        ("bad id", lambda b, s: b.jobs_start_many(leases=[Lease("nope", "w1", "t")])),
+        ("twice", lambda b, s: b.jobs_start_many(leases=[s.fetched, s.fetched], now=at(10))),
+    ],
+    "jobs_heartbeat": [
+        ("empty", lambda b, s: b.jobs_heartbeat(beats=[])),
+        ("fraction", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.running, 50.5)], now=at(10))),  # type: ignore[arg-type]
+        ("below", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.running, -5)], now=at(10))),
+        ("above", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.running, 1000)], now=at(10))),
+        ("nan", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.running, math.nan)])),  # type: ignore[arg-type]
+        ("stale", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.stale(s.running))], now=at(10))),
+        ("fetched", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.fetched)], now=at(10))),
+        ("bad id", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(Lease("x", "w1", "t"))])),
+        ("read", lambda b, s: b.job_get(C)),
+    ],
+    "jobs_progress": [
+        ("fraction", lambda b, s: b.jobs_progress(lease=s.running, progress=50.5, now=at(10))),
+        ("above", lambda b, s: b.jobs_progress(lease=s.running, progress=150, now=at(10))),
+        ("below", lambda b, s: b.jobs_progress(lease=s.running, progress=-1, now=at(10))),
+        ("bool", lambda b, s: b.jobs_progress(lease=s.running, progress=True)),
+        ("nan", lambda b, s: b.jobs_progress(lease=s.running, progress=math.nan)),
+        ("text", lambda b, s: b.jobs_progress(lease=s.running, progress="50")),  # type: ignore[arg-type]
+        ("stale", lambda b, s: b.jobs_progress(lease=s.stale(s.running), progress=5, now=at(10))),
+        ("fetched", lambda b, s: b.jobs_progress(lease=s.fetched, progress=5, now=at(10))),
+        ("read", lambda b, s: b.job_get(C)),
+    ],
+    "jobs_release": [
+        ("empty", lambda b, s: b.jobs_release(leases=[])),
+        ("processing", lambda b, s: b.jobs_release(leases=[s.running], now=at(10))),
+        ("stale", lambda b, s: b.jobs_release(leases=[s.stale(s.fetched)], now=at(10))),
+        ("ok", lambda b, s: b.jobs_release(leases=[s.fetched, s.fetched], now=at(10))),
+        ("bad id", lambda b, s: b.jobs_release(leases=[Lease("x", "w1", "t")])),
+        ("bad token", lambda b, s: b.jobs_release(leases=[Lease(A, "w1", "t")])),
+    ],
+    "jobs_finalize": [
+        ("empty", lambda b, s: b.jobs_finalize(moves=[])),
+        ("not a move", lambda b, s: b.jobs_finalize(moves=["x"])),  # type: ignore[list-item]
+        ("bad id", lambda b, s: b.jobs_finalize(moves=[SucceedMove(Lease("x", "w", "t"), 1.0)])),
+        (
+            "naive run_at",
+            lambda b, s: b.jobs_finalize(moves=[RetryMove(s.running, "e", run_at=NAIVE)]),
+        ),
+        ("stale", lambda b, s: b.jobs_finalize(moves=[SucceedMove(s.stale(s.running), 1.0)])),
+        (
+            "nan duration, twice",
+            lambda b, s: b.jobs_finalize(
+                moves=[SucceedMove(s.running, math.nan), SucceedMove(s.running, 2.0)], now=at(10)
+            ),
+        ),
+        (
+            "error with NUL",
+            lambda b, s: b.jobs_finalize(
+                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "a\x00b", actor="x")],
+                now=at(11),
+            ),
+        ),
+        ("read archive", lambda b, s: b.job_get(C)),
+        ("read dlq", lambda b, s: b.job_get(G)),
+        ("summary", lambda b, s: b.stats_summary()),
+    ],
+    "jobs_rescue": [
+        (
+            "zero",
+            lambda b, s: b.jobs_rescue(fetched_timeout_seconds=0, processing_timeout_seconds=1),
+        ),
+        (
+            "negative",
+            lambda b, s: b.jobs_rescue(fetched_timeout_seconds=1, processing_timeout_seconds=-1),
+        ),
+        (
+            "nan",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=math.nan, processing_timeout_seconds=1
+            ),
+        ),
+        (
+            "huge",
+            lambda b, s: b.jobs_rescue(fetched_timeout_seconds=1e12, processing_timeout_seconds=1),
+        ),
+        (
+            "nothing yet",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(10)
+            ),
+        ),
+        (
+            "both",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(1000)
+            ),
+        ),
+        ("summary", lambda b, s: b.stats_summary()),
+    ],
+    "archive_purge": [
+        ("naive", lambda b, s: b.archive_purge(older_than=NAIVE)),
+        ("batch 0", lambda b, s: b.archive_purge(older_than=at(100), batch_size=0)),
+        ("batch huge", lambda b, s: b.archive_purge(older_than=at(100), batch_size=10**7)),
+        ("limit -1", lambda b, s: b.archive_purge(older_than=at(100), limit=-1)),
+        ("limit True", lambda b, s: b.archive_purge(older_than=at(100), limit=True)),  # type: ignore[arg-type]
+        ("limit 0", lambda b, s: b.archive_purge(older_than=at(100), limit=0)),
+        ("before", lambda b, s: b.archive_purge(older_than=at(1))),
+        ("one", lambda b, s: b.archive_purge(older_than=at(100), batch_size=1, limit=1)),
+        ("rest", lambda b, s: b.archive_purge(older_than=at(100), batch_size=1)),
+        ("year 1", lambda b, s: b.archive_purge(older_than=datetime(1, 1, 1, tzinfo=PLUS_14))),
+    ],
+    "dlq_purge_older": [
+        ("naive", lambda b, s: b.dlq_purge_older(older_than=NAIVE)),
+        ("batch 0", lambda b, s: b.dlq_purge_older(older_than=at(100), batch_size=0)),
+        ("limit -1", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=-1)),
+        ("one", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=1)),
+        ("rest", lambda b, s: b.dlq_purge_older(older_than=at(100))),
+    ],
+    "metrics_prune": [
+        ("width 0", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=0)),
+        ("width huge", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=86_401)),
+        ("naive", lambda b, s: b.metrics_prune(older_than=NAIVE)),
+        ("ok", lambda b, s: b.metrics_prune(older_than=at(100))),
+        ("throughput", lambda b, s: b.stats_throughput(now=at(10))),
+    ],
+    "metrics_rollup": [
+        ("naive", lambda b, s: b.metrics_rollup(older_than=NAIVE)),
+        ("ok", lambda b, s: b.metrics_rollup(older_than=at(1000))),
+        ("series", lambda b, s: b.stats_series(since=T0, width_seconds=60)),
+    ],
+    "jobs_cancel": [
+        ("text ids", lambda b, s: b.jobs_cancel(ids="abc", actor="ops")),  # type: ignore[arg-type]
+        ("bad id", lambda b, s: b.jobs_cancel(ids=["bad"], actor="ops")),
+        ("empty", lambda b, s: b.jobs_cancel(ids=[], actor="ops")),
+        ("no actor", lambda b, s: b.jobs_cancel(ids=[A], actor=None)),  # type: ignore[arg-type]
+        ("long actor", lambda b, s: b.jobs_cancel(ids=[A], actor="x" * 101)),
+        ("naive now", lambda b, s: b.jobs_cancel(ids=[A], actor="ops", now=NAIVE)),
+        (
+            "mixed",
+            lambda b, s: b.jobs_cancel(ids=[A, A, C, G, UNKNOWN, E], actor="ops", now=at(10)),
+        ),
+        ("read", lambda b, s: b.job_get(A)),
+        ("heard", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.running)], now=at(11))),
+    ],
+    "jobs_edit": [
+        ("bad id", lambda b, s: b.jobs_edit(id="x", actor="ops", priority=1)),
+        ("bad payload", lambda b, s: b.jobs_edit(id=A, actor="ops", payload="{bad")),
+        ("text tags", lambda b, s: b.jobs_edit(id=A, actor="ops", tags="abc")),
+        ("priority", lambda b, s: b.jobs_edit(id=A, actor="ops", priority=10**7)),
+        ("no actor", lambda b, s: b.jobs_edit(id=A, actor=None, priority=1)),  # type: ignore[arg-type]
+        ("running", lambda b, s: b.jobs_edit(id=C, actor="ops", priority=1, now=at(10))),
+        (
+            "ok",
+            lambda b, s: b.jobs_edit(
+                id=A, actor="ops", payload='{"b": 2}', tags=[" y ", "y", "z"], now=at(10)
+            ),
+        ),
+        ("read", lambda b, s: b.job_get(A)),
+    ],
+    "dlq_edit": [
+        ("bad id", lambda b, s: b.dlq_edit(id="x", actor="ops", priority=1)),
+        ("hot job", lambda b, s: b.dlq_edit(id=A, actor="ops", priority=1)),
+        ("priority", lambda b, s: b.dlq_edit(id=E, actor="ops", priority=-(10**7))),
+        ("ok", lambda b, s: b.dlq_edit(id=E, actor="ops", payload="[1]", tags=[], priority=3)),
+        ("read", lambda b, s: b.job_get(E)),
+    ],
+    "dlq_resurrect": [
+        ("empty", lambda b, s: b.dlq_resurrect(ids=[], actor="ops")),
+        ("bad payload", lambda b, s: b.dlq_resurrect(ids=[E], actor="ops", payload="{")),
+        ("some", lambda b, s: b.dlq_resurrect(ids=[UNKNOWN, E, A, E], actor="ops", now=at(10))),
+        ("read", lambda b, s: b.job_get(E)),
+        ("summary", lambda b, s: b.stats_summary()),
+    ],
+    "dlq_preview": [
+        ("cap 0", lambda b, s: b.dlq_preview(filter=_f(), cap=0)),
+        ("cap huge", lambda b, s: b.dlq_preview(filter=_f(), cap=10**7)),
+        ("sample huge", lambda b, s: b.dlq_preview(filter=_f(), cap=10, sample=5000)),
+        ("sample -1", lambda b, s: b.dlq_preview(filter=_f(), cap=10, sample=-1)),
+        ("blank queue", lambda b, s: b.dlq_preview(filter=_f(queue=""), cap=10)),
+        ("naive since", lambda b, s: b.dlq_preview(filter=_f(since=NAIVE), cap=10)),
+        ("bad ids", lambda b, s: b.dlq_preview(filter=_f(ids=("x",)), cap=10)),
+        ("ok", lambda b, s: b.dlq_preview(filter=_f(), cap=1, sample=5)),
+        ("sample 0", lambda b, s: b.dlq_preview(filter=_f(queue="dead"), cap=5, sample=0)),
+        (
+            "reason",
+            lambda b, s: b.dlq_preview(filter=_f(failure_reason=FailureReason.CANCELLED), cap=5),
+        ),
+        ("search", lambda b, s: b.dlq_preview(filter=_f(search="BOOM%"), cap=5)),
+    ],
+    "dlq_resurrect_by_filter": [
+        ("cap 0", lambda b, s: b.dlq_resurrect_by_filter(filter=_f(), actor="ops", cap=0)),
+        ("cap huge", lambda b, s: b.dlq_resurrect_by_filter(filter=_f(), actor="ops", cap=10**7)),
+        ("ok", lambda b, s: b.dlq_resurrect_by_filter(filter=_f(), actor="ops", cap=1, now=at(10))),
+        ("read", lambda b, s: b.jobs_page(pillar=Pillar.HOT, sort="id")),
+    ],
+    "dlq_purge": [
+        ("bad id", lambda b, s: b.dlq_purge(ids=["x"], actor="ops")),
+        ("no actor", lambda b, s: b.dlq_purge(ids=[E], actor=None)),  # type: ignore[arg-type]
+        ("some", lambda b, s: b.dlq_purge(ids=[A, E, UNKNOWN], actor="ops")),
+        ("summary", lambda b, s: b.stats_summary()),
+    ],
+    "dlq_purge_by_filter": [
+        ("cap 0", lambda b, s: b.dlq_purge_by_filter(filter=_f(), actor="ops", cap=0)),
+        ("cap huge", lambda b, s: b.dlq_purge_by_filter(filter=_f(), actor="ops", cap=10**7)),
+        ("cap -1", lambda b, s: b.dlq_purge_by_filter(filter=_f(), actor="ops", cap=-1)),
+        ("ok", lambda b, s: b.dlq_purge_by_filter(filter=_f(), actor="ops", cap=1)),
+        ("rest", lambda b, s: b.dlq_purge_by_filter(filter=_f(queue="dead"), actor="ops", cap=9)),
+    ],
+    "stats_summary": [("now", lambda b, s: b.stats_summary())],
+    "stats_queues": [
+        ("naive", lambda b, s: b.stats_queues(now=NAIVE)),
+        ("at 100", lambda b, s: b.stats_queues(now=at(100))),
+    ],
+    "stats_throughput": [
+        ("at 10", lambda b, s: b.stats_throughput(now=at(10))),
+        ("naive", lambda b, s: b.stats_throughput(now=NAIVE)),
+    ],
+    "stats_series": [
+        ("naive", lambda b, s: b.stats_series(since=NAIVE)),
+        ("width 0", lambda b, s: b.stats_series(since=T0, width_seconds=0)),
+        ("1969", lambda b, s: b.stats_series(since=datetime(1969, 1, 1, tzinfo=UTC))),
+        ("blank queue", lambda b, s: b.stats_series(since=T0, queue="")),
+        ("all", lambda b, s: b.stats_series(since=T0, until=at(100))),
+        ("one queue", lambda b, s: b.stats_series(since=T0, queue="done")),
+    ],
+    "dlq_top_errors": [
+        ("limit 0", lambda b, s: b.dlq_top_errors(limit=0)),
+        ("scan 0", lambda b, s: b.dlq_top_errors(scan=0)),
+        ("limit huge", lambda b, s: b.dlq_top_errors(limit=1001)),
+        ("ok", lambda b, s: b.dlq_top_errors()),
+    ],
+    "jobs_page": [
+        *_every_sort(),
+        ("page 0", lambda b, s: b.jobs_page(pillar=Pillar.HOT, page=0)),
+        ("page huge", lambda b, s: b.jobs_page(pillar=Pillar.DLQ, page=10**18)),
+        ("page max", lambda b, s: b.jobs_page(pillar=Pillar.DLQ, page=10_000_000)),
+        ("size 0", lambda b, s: b.jobs_page(pillar=Pillar.HOT, page_size=0)),
+        ("size huge", lambda b, s: b.jobs_page(pillar=Pillar.HOT, page_size=1001)),
+        ("bad pillar", lambda b, s: b.jobs_page(pillar="nope")),  # type: ignore[arg-type]
+        ("naive until", lambda b, s: b.jobs_page(pillar=Pillar.ARCHIVE, filter=_f(until=NAIVE))),
+        ("bad status", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(status=7))),
+        (
+            "status",
+            lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(status=JobStatus.PROCESSING)),
+        ),
+        ("page 2", lambda b, s: b.jobs_page(pillar=Pillar.HOT, sort="id", page=2, page_size=1)),
+        (
+            "since",
+            lambda b, s: b.jobs_page(pillar=Pillar.ARCHIVE, filter=_f(since=at(2), type="t")),
+        ),
+    ],
+    "job_get": [
+        ("bad id", lambda b, s: b.job_get("x")),
+        ("unknown", lambda b, s: b.job_get(UNKNOWN)),
+        ("hot", lambda b, s: b.job_get(A)),
+        ("archive", lambda b, s: b.job_get(D)),
+        ("dlq", lambda b, s: b.job_get(F)),
+    ],
+    "queue_list": [("all", lambda b, s: b.queue_list())],
+    "queue_ensure": [
+        ("blank", lambda b, s: b.queue_ensure("")),
+        ("long", lambda b, s: b.queue_ensure("x" * 300)),
+        ("new", lambda b, s: b.queue_ensure("new")),
+        ("again", lambda b, s: b.queue_ensure("new")),
+    ],
+    "queue_pause": [
+        ("blank", lambda b, s: b.queue_pause(name="", paused=True)),
+        ("long actor", lambda b, s: b.queue_pause(name="q", paused=True, actor="x" * 101)),
+        ("ok", lambda b, s: b.queue_pause(name="q", paused=True, actor="ops")),
+        ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
+    ],
+    "queue_activate": [
+        ("blank", lambda b, s: b.queue_activate(name=" q", active=False)),
+        ("ok", lambda b, s: b.queue_activate(name="q", active=False)),
+        ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
+    ],
+    "queue_configure": [
+        ("workers 0", lambda b, s: b.queue_configure(name="q", max_workers=0)),
+        ("workers huge", lambda b, s: b.queue_configure(name="q", max_workers=10**5)),
+        ("zombie short", lambda b, s: b.queue_configure(name="q", zombie_timeout_seconds=0.5)),
+        ("execution 0", lambda b, s: b.queue_configure(name="q", execution_timeout_seconds=0)),
+        ("blank", lambda b, s: b.queue_configure(name="", max_workers=1)),
+        ("ok", lambda b, s: b.queue_configure(name="q", max_workers=1, zombie_timeout_seconds=30)),
+        (
+            "clear",
+            lambda b, s: b.queue_configure(
+                name="q", max_workers=None, execution_timeout_seconds=UNSET
+            ),
+        ),
+        ("stats", lambda b, s: b.stats_queues(now=at(100))),
+    ],
+    "worker_beat": [
+        ("blank id", lambda b, s: b.worker_beat(_worker(""))),
+        ("naive start", lambda b, s: b.worker_beat(_worker("w2", started_at=NAIVE))),
+        ("zero concurrency", lambda b, s: b.worker_beat(_worker("w2", concurrency=0))),
+        ("ok", lambda b, s: b.worker_beat(_worker("w2", running=2), now=at(10))),
+        ("list", lambda b, s: b.workers_list(now=at(11))),
+    ],
+    "worker_remove": [
+        ("blank", lambda b, s: b.worker_remove(worker_id="")),
+        ("long", lambda b, s: b.worker_remove(worker_id="x" * 300)),
+        ("unknown", lambda b, s: b.worker_remove(worker_id="w9")),
+        ("ok", lambda b, s: b.worker_remove(worker_id="w1")),
+        ("list", lambda b, s: b.workers_list(now=at(11))),
+    ],
+    "workers_list": [
+        ("zero", lambda b, s: b.workers_list(alive_within_seconds=0)),
+        ("nan", lambda b, s: b.workers_list(alive_within_seconds=math.nan)),
+        ("naive", lambda b, s: b.workers_list(now=NAIVE)),
+        ("gone", lambda b, s: b.workers_list(alive_within_seconds=1, now=at(100))),
+        ("alive", lambda b, s: b.workers_list(now=at(6))),
+    ],
+    "worker_request": [
+        ("long id", lambda b, s: b.worker_request(worker_id="x" * 300, concurrency=2)),
+        ("concurrency 0", lambda b, s: b.worker_request(worker_id=None, concurrency=0)),
+        ("concurrency huge", lambda b, s: b.worker_request(worker_id=None, concurrency=1001)),
+        ("blank circuit", lambda b, s: b.worker_request(worker_id=None, close_circuit="")),
+        ("unknown", lambda b, s: b.worker_request(worker_id="w9", concurrency=2)),
+        ("all", lambda b, s: b.worker_request(worker_id=None, concurrency=2, close_circuit="t")),
+        ("heard", lambda b, s: b.worker_beat(_worker("w1"), now=at(10))),
+        ("once", lambda b, s: b.worker_beat(_worker("w1"), now=at(11))),
+    ],
+}
+
+# Operations whose answer depends on what the database can do, by design: each is checked by a
+# test of its own that reads ``capabilities`` (test_hot_tidy.py), and the lifecycle ones by
+# every other test.
+NOT_DIFFERENTIAL = {"open", "close", "jobs_hot_tidy"}
+
+
+def test_every_operation_has_a_table() -> None:
+    missing = set(Backend.operations()) - set(CASES) - NOT_DIFFERENTIAL
+    assert not missing, f"storage operations without a differential table: {sorted(missing)}"
+    assert not set(CASES) - set(Backend.operations()), "a table names no operation"
+
+
+# Times a database stamps from its own clock (queue and worker rows it touches without an
+# injected ``now``) are the only times left out of the comparison.
+_THEIR_CLOCK = timedelta(days=1)
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, Lease):
+        return {"job_id": value.job_id, "worker_id": value.worker_id}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: _shape(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.name not in {"token", "lease_token"}
+        } | {"<type>": type(value).__name__}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, datetime):
+        if abs(value - datetime.now(UTC)) < _THEIR_CLOCK:
+            return "<their clock>"
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, dict):
+        return {_shape(k): _shape(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shape(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, str) and is_job_id(value) and value not in FIXED:
+        return "<new id>"  # made by the store (enqueue without an id)
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return {"<json>": json.loads(value)}
+        except ValueError:
+            return value
+    return value
+
+
+async def _outcome(call: Awaitable[Any]) -> Any:
+    try:
+        return ("value", _shape(await call))
+    except ValidationError as exc:
+        return ("ValidationError", exc.field, exc.limit)
+    except ChokaqError as exc:
+        return (type(exc).__name__,)
+
+
+@pytest.fixture
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[tuple[Backend, Seeded], ...]]:
+    """A seeded SQLite store and a seeded PostgreSQL store, alike in every row."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    backends = [
+        create_backend(f"sqlite:///{tmp_path / 'jobs.db'}", schema="chokaq"),
+        create_backend(PG_URL, schema=schema),
+    ]
+    try:
+        seeded = []
+        for backend in backends:
+            await backend.open()
+            await backend.migrate()
+            seeded.append((backend, await _seed(backend)))
+        yield tuple(seeded)
+    finally:
+        for backend in backends:
+            await backend.close()
+        drop_schema(schema)
+
+
+@pytest.mark.parametrize("operation", sorted(CASES))
+async def test_both_backends_answer_alike(
+    pair: tuple[tuple[Backend, Seeded], ...], operation: str
+) -> None:
+    (sqlite, s_state), (postgres, p_state) = pair
+    assert sqlite.capabilities.name != postgres.capabilities.name
+    differences = []
+    for label, call in CASES[operation]:
+        left = await _outcome(call(sqlite, s_state))
+        right = await _outcome(call(postgres, p_state))
+        if left != right:
+            differences.append(f"{operation}: {label}\n  sqlite:   {left}\n  postgres: {right}")
+    assert not differences, "\n".join(differences)
