@@ -488,6 +488,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"base: {trees['base'].label}\nhead: {trees['head'].label}")
     print(table(rows))
     print(f"wall time {record['wall_seconds']:.0f} s; JSON: {args.out}")
+    short = [
+        f"{backend} {measurement} {side}"
+        for backend, per_measurement in raw.items()
+        for measurement, sides in per_measurement.items()
+        for side, runs in sides.items()
+        if len(runs) < args.rounds
+    ]
+    if short:
+        raise SystemExit(f"measurements failed twice (see the !! lines): {', '.join(short)}")
     return record
 
 
