@@ -84,3 +84,25 @@ def test_short_form_peer_burn_down(peer: str, monkeypatch: pytest.MonkeyPatch) -
     system = next(s for s in postgres_systems(True) if s.key.startswith(peer))
     figures = burn_down(system, 100)
     assert figures["process_jobs_s"] > 0 and figures["enqueue_jobs_s"] > 0
+
+
+def test_compare_short_form_prints_its_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _bench_env(monkeypatch)
+    from bench import compare
+
+    out = tmp_path / "compare.json"
+    record = compare.main(["--quick", "--base", "HEAD", "--backends", "sqlite", "--out", str(out)])
+
+    text = capsys.readouterr().out
+    assert "head/base" in text and "burn-down jobs/s" in text and "pickup p99 ms" in text
+    # Each side imported its own tree: the base from its temporary worktree, the head from here.
+    assert "chokaq-compare-" in record["trees"]["base"]["chokaq"]
+    assert record["trees"]["head"]["chokaq"].startswith(str(compare.REPO / "src"))
+    stored = json.loads(out.read_text())
+    assert [row["figure"] for row in stored["summary"]][:2] == [
+        "bulk enqueue jobs/s",
+        "burn-down jobs/s",
+    ]
+    assert all(row["ratio"]["median"] > 0 for row in stored["summary"])
