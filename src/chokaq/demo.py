@@ -63,7 +63,6 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
         ),
     )
     flaky_state: dict[str, int] = {}
-    app.demo_clock = clock  # type: ignore[attr-defined]
 
     @app.job(queue="default")
     async def send_receipt(order_id: int, email: str) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from conformance import at, claim, counters, enqueue, fail, succeed
 
+from chokaq.errors import StorageError
 from chokaq.ids import new_job_id
 from chokaq.models import FailMove, FailureReason, JobFilter, JobStatus, Pillar, SucceedMove
 
@@ -163,3 +165,42 @@ async def test_resurrect_with_a_hot_conflict_leaves_the_dlq_row_alone(backend):
     assert after.lifetime() == before.lifetime()
     assert after.throughput == before.throughput
     assert after.series == before.series
+
+
+_REFUSE_BUCKETS = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_insert BEFORE INSERT ON {metric_buckets}"
+        " BEGIN SELECT RAISE(ABORT, 'counters are down'); END",
+        "CREATE TRIGGER refuse_update BEFORE UPDATE ON {metric_buckets}"
+        " BEGIN SELECT RAISE(ABORT, 'counters are down'); END",
+    ],
+    "postgres": [
+        "CREATE FUNCTION {schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$ BEGIN RAISE EXCEPTION 'counters are down'; END $$",
+        "CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON {metric_buckets}"
+        " FOR EACH ROW EXECUTE FUNCTION {schema}.refuse()",
+    ],
+}
+_ALLOW_BUCKETS = {
+    "sqlite": ["DROP TRIGGER refuse_insert", "DROP TRIGGER refuse_update"],
+    "postgres": ["DROP TRIGGER refuse ON {metric_buckets}"],
+}
+
+
+async def test_a_finalize_whose_counters_cannot_be_written_raises_and_changes_nothing(backend, raw):
+    """A storage fault in the counters is not a lost lease: the call raises StorageError on
+    every backend, the whole batch is left as it was, and it applies once the fault is gone."""
+    await enqueue(backend, 2, queue="q")
+    claimed = await claim(backend, queues=["q"])
+    before = (await counters(backend), await _queue_view(backend, "q", at(1)))
+    schema = f'"{raw.schema}"'
+    for statement in _REFUSE_BUCKETS[raw.dialect]:
+        raw.rows(statement.replace("{schema}", schema))
+    with pytest.raises(StorageError):
+        await succeed(backend, claimed, now=at(1))
+    assert (await counters(backend), await _queue_view(backend, "q", at(1))) == before
+    page = await backend.jobs_page(pillar=Pillar.HOT, filter=JobFilter(queue="q"))
+    assert {job.status for job in page.items} == {JobStatus.PROCESSING}
+    for statement in _ALLOW_BUCKETS[raw.dialect]:
+        raw.rows(statement)
+    assert await succeed(backend, claimed, now=at(1)) == [True, True]
