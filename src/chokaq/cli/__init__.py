@@ -47,8 +47,7 @@ def load_app(spec: str | None, database: str | None = None) -> App:
     if not isinstance(target, App):
         raise click.BadParameter(f"{spec!r} is not a chokaq.App", param_hint="--app")
     if database:
-        target.url = database
-        target._backend = None
+        target.configure(url=database)
     return target
 
 

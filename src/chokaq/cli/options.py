@@ -76,8 +76,7 @@ def actor_name(actor: str | None) -> str:
 def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:
     app = load_app(app_spec, database)
     if schema:
-        app.schema = schema
-        app._backend = None
+        app.configure(schema=schema)
     return app
 
 
