@@ -29,17 +29,17 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from scripts.torture import (  # noqa: E402
+from scripts.torture_rig import (  # noqa: E402
     LEASE_LOST,
     NOT_APPLIED,
     Config,
     Report,
     WorkerProc,
-    _prepare,
-    _setup_store,
     kill_all,
+    prepare,
     reap,
     release,
+    setup_store,
     spawn_worker,
     stop_worker,
 )
@@ -172,8 +172,8 @@ async def partition(config: Config) -> Report:
     report = Report("partition-postgres")
     config.workdir.mkdir(parents=True, exist_ok=True)
     config.backend = "postgres"
-    store = _setup_store(config)
-    client = await _prepare(config, store)
+    store = setup_store(config)
+    client = await prepare(config, store)
     workers: list[WorkerProc] = []
     proxy: Proxy | None = None
     try:

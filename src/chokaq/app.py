@@ -25,6 +25,7 @@ from .errors import ConfigurationError, ValidationError
 from .limits import DEFAULT_LIMITS, JsonText, Limits, check_name
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
+from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
 
@@ -54,7 +55,6 @@ OPTION_NAMES = frozenset(
     }
 )
 
-Middleware = Callable[[JobContext, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 # Observability hooks (chokaq.metrics, chokaq.otel): rewrite jobs before they are written (to
 # stamp a trace context), and hear what was written (to count enqueues).
 BeforeEnqueue = Callable[[list[NewJob]], list[NewJob]]
@@ -405,6 +405,24 @@ class App:
             )
         return self._backend
 
+    @property
+    def opened(self) -> bool:
+        """Whether ``open()`` has completed and ``close()`` has not been called since."""
+        return self._opened
+
+    def configure(self, *, url: str | None = None, schema: str | None = None) -> None:
+        """Point this app at another database ``url`` and/or ``schema`` (what the CLI's
+        ``--database`` and ``--schema`` do); the backend is created afresh on next use.
+
+        Raises ``ConfigurationError`` while the app is open (close it first)."""
+        if self._opened:
+            raise ConfigurationError("App.configure: the app is open; close it first")
+        if url is not None:
+            self.url = url
+        if schema is not None:
+            self.schema = schema
+        self._backend = None
+
     async def open(self) -> App:
         """Open the backend and, when ``auto_migrate`` says so, migrate the schema."""
         if self._opened:
@@ -512,7 +530,7 @@ class App:
 
     # -- worker -------------------------------------------------------------------------
 
-    def create_worker(self, **overrides: Any) -> Worker:
+    def create_worker(self, **overrides: Any) -> Worker[App]:
         """A worker for this app; ``overrides`` are ``WorkerSettings`` fields."""
         from .runtime.worker import Worker
 

@@ -60,12 +60,6 @@ class JobContext:
                 self._cancelled.set()
         return self._cancelled
 
-    def _request_stop(self, reason: str) -> None:
-        self.cancel_reason = reason
-        self._cancel_flag = True
-        if self._cancelled is not None:
-            self._cancelled.set()
-
     @property
     def progress(self) -> int | None:
         return self._progress
@@ -104,3 +98,11 @@ def _bind(context: JobContext) -> contextvars.Token[JobContext]:
 
 def _unbind(token: contextvars.Token[JobContext]) -> None:
     _current.reset(token)
+
+
+def _request_stop(context: JobContext, reason: str) -> None:
+    """Tell the job to stop (the worker's side: the handler sees ``cancel_requested``)."""
+    context.cancel_reason = reason
+    context._cancel_flag = True
+    if context._cancelled is not None:
+        context._cancelled.set()

@@ -14,23 +14,26 @@ Three checks, each ``healthy``, ``degraded`` or ``unhealthy``:
 
 Liveness is the worker check alone (restart me if I am stuck); readiness is every check (send me
 work, page someone). A report is unhealthy if any check is, degraded if any is. This module
-computes reports; serving them over HTTP is ``chokaq.http``'s job.
+computes reports from public views (a worker seen through ``WorkerView``: its state, slots and
+outage state; the backend's storage observer); it must not reach into a worker's internals, and
+serving reports over HTTP is ``chokaq.http``'s job.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigurationError
+from .runtime.outage import Outage
 
 if TYPE_CHECKING:
     from .app import App
-    from .runtime.worker import Worker
+    from .storage import Backend
 
 __all__ = [
     "Check",
@@ -38,6 +41,7 @@ __all__ = [
     "Report",
     "Status",
     "WorkerBeat",
+    "WorkerView",
     "check_queue_lag",
     "check_storage",
     "check_worker",
@@ -115,14 +119,32 @@ class Report:
         }
 
 
-class WorkerBeat:
-    """Remembers when a worker last wrote its registry row (through the storage observer), so
-    that the worker check does not depend on the fetch loop alone."""
+class WorkerView(Protocol):
+    """What the worker check reads of a worker (``chokaq.runtime.worker.Worker`` is one): its
+    id, state (``"running"`` when healthy), running executions, concurrency, the monotonic time
+    of its last fetch, and its outage state (``outage.down_since``)."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def running(self) -> Mapping[str, object]: ...
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def last_fetch_at(self) -> float | None: ...
+    @property
+    def outage(self) -> Outage: ...
+
+
+class WorkerBeat:
+    """Remembers when a worker last wrote its registry row, heard through the storage observer
+    of its ``backend``, so that the worker check does not depend on the fetch loop alone."""
+
+    def __init__(self, backend: Backend) -> None:
         self.last_registry_beat: float | None = None
-        worker.app.backend.add_observer(self._observe)
+        backend.add_observer(self._observe)
 
     def _observe(self, operation: str, _seconds: float, error: BaseException | None) -> None:
         if operation == "worker_beat" and error is None:
@@ -154,7 +176,7 @@ async def check_storage(app: App) -> Check:
 
 
 def check_worker(
-    worker: Worker,
+    worker: WorkerView,
     beat: WorkerBeat | None = None,
     settings: HealthSettings | None = None,
     *,
@@ -174,7 +196,7 @@ def check_worker(
         "concurrency": worker.concurrency,
         "heartbeat_age_seconds": None if age is None else round(age, 3),
         "heartbeat_timeout_seconds": settings.worker_heartbeat_timeout_seconds,
-        "storage_available": worker._storage_down_since is None,
+        "storage_available": worker.outage.down_since is None,
     }
     if worker.state != "running":
         details["error"] = f"worker is {worker.state}"
@@ -182,7 +204,7 @@ def check_worker(
     if age is None or age > settings.worker_heartbeat_timeout_seconds:
         details["error"] = "no recent heartbeat"
         return Check("worker", Status.UNHEALTHY, details)
-    if worker._storage_down_since is not None:
+    if worker.outage.down_since is not None:
         details["error"] = "storage unavailable; the worker is retrying"
         return Check("worker", Status.DEGRADED, details)
     return Check("worker", Status.HEALTHY, details)
@@ -216,7 +238,7 @@ async def check_queue_lag(app: App, settings: HealthSettings | None = None) -> C
 
 
 async def liveness(
-    worker: Worker | None = None,
+    worker: WorkerView | None = None,
     beat: WorkerBeat | None = None,
     settings: HealthSettings | None = None,
 ) -> Report:
@@ -229,7 +251,7 @@ async def liveness(
 
 async def readiness(
     app: App,
-    worker: Worker | None = None,
+    worker: WorkerView | None = None,
     beat: WorkerBeat | None = None,
     settings: HealthSettings | None = None,
 ) -> Report:

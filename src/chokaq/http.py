@@ -94,7 +94,7 @@ class OpsServer:
 
 
 def worker_routes(
-    worker: Worker,
+    worker: Worker[App],
     metrics: WorkerMetrics,
     beat: health.WorkerBeat,
     settings: health.HealthSettings | None = None,
@@ -115,7 +115,7 @@ def worker_routes(
 
 @contextlib.asynccontextmanager
 async def worker_ops(
-    worker: Worker,
+    worker: Worker[App],
     *,
     health_settings: health.HealthSettings | None = None,
     metrics_settings: MetricsSettings | None = None,
@@ -124,7 +124,7 @@ async def worker_ops(
     endpoints for the duration of the block (yields the server, or None)."""
     metrics = WorkerMetrics(metrics_settings)
     metrics.attach(worker)
-    beat = health.WorkerBeat(worker)
+    beat = health.WorkerBeat(worker.app.backend)
     port = worker.settings.metrics_port
     if port is None:
         yield None

@@ -207,12 +207,12 @@ class WorkerMetrics:
             ("operation", "error"),
             registry=r,
         )
-        self._workers: list[Worker] = []
+        self._workers: list[Worker[App]] = []
         r.register(_ActiveCollector(self))
 
     # -- wiring -----------------------------------------------------------------------------
 
-    def attach(self, worker: Worker) -> None:
+    def attach(self, worker: Worker[App]) -> None:
         """Listen to ``worker``'s events, its backend's calls and its App's enqueues."""
         self._workers.append(worker)
         worker.add_listener(self.on_event)

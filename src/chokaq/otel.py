@@ -97,7 +97,7 @@ async def _trace_job(ctx: JobContext, call_next: Callable[[], Awaitable[Any]]) -
         return result
 
 
-def instrument_worker(worker: Worker) -> None:
+def instrument_worker(worker: Worker[App]) -> None:
     """OpenTelemetry metrics (meter ``chokaq``) from ``worker``'s events."""
     from opentelemetry import metrics
 

@@ -30,7 +30,7 @@ from .ops_app import build
 async def test_an_idle_worker_stays_healthy(store: Any) -> None:
     app = build(store.url, store.schema)
     worker = app.create_worker(poll_interval_seconds=5.0, worker_beat_interval_seconds=0.2)
-    beat = WorkerBeat(worker)
+    beat = WorkerBeat(app.backend)
     settings = HealthSettings(worker_heartbeat_timeout_seconds=1.0)
     task = asyncio.create_task(worker.run())
     try:

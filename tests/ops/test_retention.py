@@ -32,10 +32,10 @@ async def test_retention_deletes_exactly_the_old_rows_and_keeps_counters(store: 
         counters = await app.backend.stats_summary()
         seconds_before = await app.backend.stats_series(since=boundary - timedelta(hours=1))
         assert sum(p.succeeded + p.failed for p in seconds_before) == 11
-        worker = app.create_worker()  # defaults: archive 7 days, DLQ 30 days
+        settings = app.worker_settings  # defaults: archive 7 days, DLQ 30 days
 
         # A week after the boundary: generation A's archive rows are due, nothing else is.
-        done = await run_retention(worker, now=boundary + timedelta(days=7))
+        done = await run_retention(app.backend, settings, now=boundary + timedelta(days=7))
         assert done["archive"] == 4 and done["dlq"] == 0
         assert await ids(app, Pillar.ARCHIVE) == new_archive
         assert await ids(app, Pillar.DLQ) == old_dlq | new_dlq
@@ -48,7 +48,7 @@ async def test_retention_deletes_exactly_the_old_rows_and_keeps_counters(store: 
         assert sum(p.succeeded + p.failed for p in minutes) == 11
 
         # Thirty days after: generation A's DLQ rows and all archive rows; B's DLQ row stays.
-        done = await run_retention(worker, now=boundary + timedelta(days=30))
+        done = await run_retention(app.backend, settings, now=boundary + timedelta(days=30))
         assert done["archive"] == 3 and done["dlq"] == 3
         assert await ids(app, Pillar.ARCHIVE) == set()
         assert await ids(app, Pillar.DLQ) == new_dlq
@@ -73,7 +73,7 @@ async def test_retention_is_a_no_op_when_nothing_is_old(store: Any) -> None:
     app = build(store.url, store.schema)
     await app.open()
     try:
-        done = await run_retention(app.create_worker())
+        done = await run_retention(app.backend, app.worker_settings)
         assert done == {"archive": 0, "dlq": 0, "rolled_up": 0, "minute_buckets": 0}
         assert len(await ids(app, Pillar.ARCHIVE)) == 2 and len(await ids(app, Pillar.DLQ)) == 1
     finally:

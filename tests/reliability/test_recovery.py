@@ -34,11 +34,11 @@ async def test_registry_loop_reports_the_recovery(
     async with running(app) as worker:
         await until(lambda: _true(worker.state == "running"))
         # What the registry loop does when a beat fails while the fetch loop is idle.
-        worker._storage_trouble(StorageError("simulated: connection lost"))
+        worker.outage.trouble(StorageError("simulated: connection lost"))
         assert check_worker(worker).status is Status.DEGRADED
 
         async def recovered() -> bool:
-            return worker._storage_down_since is None
+            return worker.outage.down_since is None
 
         await until(recovered, timeout=5)
         assert check_worker(worker).status is Status.HEALTHY

@@ -1,55 +1,21 @@
 """The command line: ``chokaq worker | migrate | demo | ...``.
 
-Each command lives in its own module of this package; this one holds the group and the shared
-helpers (loading ``--app module:attr``, turning our errors into one clear line and an exit code).
+Each command lives in its own module of this package; this one holds the group (turning our
+errors into one clear line and an exit code) and re-exports ``load_app`` from ``options``.
 It reaches storage only through the App and its backend.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 import sys
 from typing import Any
 
 import click
 
-from ..app import App
 from ..errors import ChokaqError, ConfigurationError
+from .options import load_app
 
 __all__ = ["load_app", "main"]
-
-
-def load_app(spec: str | None, database: str | None = None) -> App:
-    """Import ``module:attribute`` (an ``App`` or a callable returning one); with no spec, a bare
-    App on ``--database`` / ``CHOKAQ_DATABASE_URL``."""
-    if not spec:
-        return App(database)
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise click.BadParameter(f"expected module:attribute, got {spec!r}", param_hint="--app")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise click.BadParameter(
-            f"cannot import {module_name!r}: {exc}", param_hint="--app"
-        ) from None
-    try:
-        target: Any = getattr(module, attr)
-    except AttributeError:
-        raise click.BadParameter(
-            f"{module_name!r} has no attribute {attr!r}", param_hint="--app"
-        ) from None
-    if callable(target) and not isinstance(target, App):
-        target = target()
-    if not isinstance(target, App):
-        raise click.BadParameter(f"{spec!r} is not a chokaq.App", param_hint="--app")
-    if database:
-        target.url = database
-        target._backend = None
-    return target
 
 
 class _Group(click.Group):

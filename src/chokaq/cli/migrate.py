@@ -6,7 +6,7 @@ import asyncio
 
 import click
 
-from . import load_app
+from .options import load_app
 
 __all__ = ["COMMANDS"]
 

@@ -1,15 +1,19 @@
 """Options and helpers shared by the commands that read or change a store.
 
 Every such command takes ``--app module:attr`` and/or ``--database URL`` plus ``--schema``; this
-module defines them once, opens the App around a coroutine, and parses the operator-friendly
-values (failure reasons, relative times) the DLQ and purge commands accept.
+module defines them once, loads the App they name (``load_app``), opens it around a coroutine,
+and parses the operator-friendly values (failure reasons, relative times) the DLQ and purge
+commands accept. It must not hold a command of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import importlib
+import os
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -19,11 +23,11 @@ from rich.console import Console
 
 from ..app import App
 from ..models import FailureReason
-from . import load_app
 
 __all__ = [
     "actor_option",
     "console",
+    "load_app",
     "make_app",
     "parse_reason",
     "parse_when",
@@ -73,11 +77,41 @@ def actor_name(actor: str | None) -> str:
         return "cli"
 
 
+def load_app(spec: str | None, database: str | None = None) -> App:
+    """Import ``module:attribute`` (an ``App`` or a callable returning one); with no spec, a bare
+    App on ``--database`` / ``CHOKAQ_DATABASE_URL``."""
+    if not spec:
+        return App(database)
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise click.BadParameter(f"expected module:attribute, got {spec!r}", param_hint="--app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(
+            f"cannot import {module_name!r}: {exc}", param_hint="--app"
+        ) from None
+    try:
+        target: Any = getattr(module, attr)
+    except AttributeError:
+        raise click.BadParameter(
+            f"{module_name!r} has no attribute {attr!r}", param_hint="--app"
+        ) from None
+    if callable(target) and not isinstance(target, App):
+        target = target()
+    if not isinstance(target, App):
+        raise click.BadParameter(f"{spec!r} is not a chokaq.App", param_hint="--app")
+    if database:
+        target.configure(url=database)
+    return target
+
+
 def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:
     app = load_app(app_spec, database)
     if schema:
-        app.schema = schema
-        app._backend = None
+        app.configure(schema=schema)
     return app
 
 

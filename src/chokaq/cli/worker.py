@@ -11,7 +11,7 @@ import click
 
 from ..http import worker_ops
 from ..logs import configure_logging
-from . import load_app
+from .options import load_app
 
 __all__ = ["COMMANDS", "run_worker_process"]
 

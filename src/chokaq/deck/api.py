@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -22,19 +22,14 @@ from ..limits import check_job_id, check_name, check_payload, check_priority, ch
 from ..models import FailureReason, JobFilter, Pillar
 from ..storage import UNSET
 from .auth import Principal, Role, csrf_ok
+from .state import DeckState, snapshot
 from .views import (
     SOURCES,
-    circuits_of,
     dump,
     filter_json,
     parse_filter,
     parse_int,
-    queue_json,
-    throughput_json,
 )
-
-if TYPE_CHECKING:
-    from .app import DeckState
 
 __all__ = ["ROUTES", "ApiRoute", "snapshot"]
 
@@ -125,28 +120,6 @@ def _confirm(data: dict[str, Any], word: str, count: int, *, always: bool = Fals
 
 
 # -- reads ------------------------------------------------------------------------------------
-
-
-async def snapshot(state: DeckState) -> dict[str, Any]:
-    """Everything the live panels show, in one compact document (also the SSE payload)."""
-    backend = state.app.backend
-    now = datetime.now(UTC)
-    summary = await backend.stats_summary()
-    throughput = await backend.stats_throughput()
-    queues = await backend.stats_queues()
-    workers = await backend.workers_list()
-    series = await backend.stats_series(since=now - timedelta(seconds=15), width_seconds=1)
-    errors = await state.top_errors()
-    return {
-        "at": dump(now),
-        "summary": dump(summary),
-        "throughput": throughput_json(throughput),
-        "queues": [queue_json(q) for q in queues],
-        "workers": [{k: v for k, v in dump(w).items() if k != "circuits"} for w in workers],
-        "circuits": circuits_of([(w.id, w.circuits) for w in workers]),
-        "series_tail": dump(series),
-        "top_errors": dump(errors),
-    }
 
 
 async def get_me(request: Request, state: DeckState, who: Principal) -> Any:

@@ -10,12 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import jinja2
 from starlette.applications import Starlette
@@ -35,70 +32,19 @@ from .auth import (
     SESSION_SECONDS,
     Authorizer,
     Credentials,
-    Principal,
     SessionSigner,
     new_csrf_token,
-    resolve,
 )
+from .state import DeckState
 
 __all__ = ["DeckState", "create_deck"]
 
 HERE = Path(__file__).parent
-TOP_ERRORS_SECONDS = 5.0
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
     "base-uri 'none'"
 )
-
-
-@dataclass
-class DeckState:
-    """What every request of one Deck shares: the chokaq app, the authorizer and settings."""
-
-    app: App
-    authorizer: Authorizer | None
-    signer: SessionSigner
-    credentials: Credentials | None
-    poll_interval_seconds: float
-    title: str
-
-    # One snapshot is shared by every open stream of this Deck, and the (heavier) top-errors
-    # scan is refreshed at most every TOP_ERRORS_SECONDS: ten operators watching must not mean
-    # ten times the storage reads.
-    _snapshot: dict[str, Any] | None = field(default=None, init=False, repr=False)
-    _snapshot_at: float = field(default=0.0, init=False, repr=False)
-    _errors: list[Any] | None = field(default=None, init=False, repr=False)
-    _errors_at: float = field(default=0.0, init=False, repr=False)
-    _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
-
-    async def principal(self, request: Request) -> Principal | None:
-        return await resolve(self.authorizer, request)
-
-    async def live_snapshot(self) -> dict[str, Any]:
-        """The current snapshot, read from storage at most once per poll interval."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            age = time.monotonic() - self._snapshot_at
-            if self._snapshot is None or age >= self.poll_interval_seconds * 0.9:
-                self._snapshot = await api.snapshot(self)
-                self._snapshot_at = time.monotonic()
-            return self._snapshot
-
-    async def top_errors(self) -> list[Any]:
-        if self._errors is None or time.monotonic() - self._errors_at >= TOP_ERRORS_SECONDS:
-            self._errors = await self.app.backend.dlq_top_errors(limit=5)
-            self._errors_at = time.monotonic()
-        return self._errors
-
-    def invalidate(self) -> None:
-        """Forget cached reads after a mutation, so the next snapshot shows its effect."""
-        self._snapshot = None
-        self._errors = None
-
-    async def ensure_open(self) -> None:
-        await self.app.open()
 
 
 class SecurityHeaders:

@@ -1,10 +1,12 @@
 """Runs one claimed job and decides its outcome: resolve, run with timeout, classify, move.
 
-``execute`` resolves the handler, decodes the payload, runs middleware and handler under the
-job's timeout, and returns the storage move that records the outcome (``None`` when the worker
-no longer owns the job). ``decide`` is the one place where outcomes map to moves; it is pure and
-takes the clock as an argument, so retry timing is tested without sleeping. This module does no
-storage I/O itself.
+``Executor.prepare`` resolves a claimed job's handler, timeout and attempts into an
+``Execution``; ``Executor.execute`` decodes the payload, runs middleware and handler (sync
+handlers in the thread pool it is given), and returns the storage move that records the outcome
+(``None`` when the worker no longer owns the job). ``decide`` is the one place where outcomes
+map to moves; it is pure and takes the clock as an argument, so retry timing is tested without
+sleeping. Handlers are seen through the ``host`` protocols, never the App. This module does no
+storage I/O itself and must not reach the worker.
 """
 
 from __future__ import annotations
@@ -16,24 +18,39 @@ import json
 import random
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Executor as ThreadPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..context import JobContext, _bind, _unbind
+from ..context import JobContext, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError
 from ..limits import storable
 from ..logs import Event, log_event
-from ..models import ClaimedJob, FailMove, FailureReason, Move, RetryMove, SucceedMove
+from ..models import (
+    ClaimedJob,
+    FailMove,
+    FailureReason,
+    Move,
+    QueueInfo,
+    RetryMove,
+    SucceedMove,
+)
 from ..outcomes import Fail, Retry
+from .host import JobHandler, Middleware, PipeHandler
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from ..app import JobHandle, PipeHandle
-    from .worker import Worker
+    from .settings import WorkerSettings
 
-__all__ = ["Execution", "Result", "StopReason", "decide", "execute"]
+__all__ = [
+    "Execution",
+    "Executor",
+    "Result",
+    "StopReason",
+    "decide",
+]
 
 MAX_ERROR_CHARS = 16_000
 
@@ -65,7 +82,7 @@ class Execution:
     job: ClaimedJob
     context: JobContext
     timeout_seconds: float
-    handle: JobHandle[Any, Any] | PipeHandle | None = None
+    handle: JobHandler | PipeHandler | None = None
     is_pipe: bool = False
     started: float = field(default_factory=time.monotonic)
     next_beat: float = 0.0
@@ -83,7 +100,7 @@ class Execution:
             return
         self.stop_reason = reason
         self.stop_actor = actor
-        self.context._request_stop(reason.value)
+        _request_stop(self.context, reason.value)
         if self.in_handler and self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -208,161 +225,223 @@ def decide(
     return RetryMove(lease, text, run_at=run_at)
 
 
-async def execute(worker: Worker, ex: Execution) -> Move | None:
-    """Run ``ex`` to its end and return the move that records the outcome.
+class Executor:
+    """Runs the executions of one worker: its settings (retry policy, fatal exception types),
+    the app's middleware list (read at each job, so later registrations apply) and the thread
+    pool for sync handlers."""
 
-    This runs for every job, so the success path is kept short: no clock read, no closures
-    beyond the handler call itself. The execution timeout is enforced by the worker's watchdog,
-    which stops the job with ``StopReason.TIMEOUT`` (one timer for all jobs instead of one each).
-    """
-    job = ex.job
-    handle = ex.handle
-    if handle is None:
-        message = (
-            f"Rejected: unknown job type {job.type!r} (no handler is registered for it and "
-            f"queue {job.queue!r} has no pipe handler)"
+    __slots__ = ("handlers", "middlewares", "pipes", "settings", "threads", "worker_id")
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        handlers: Mapping[str, JobHandler],
+        pipes: Mapping[str, PipeHandler],
+        middlewares: Sequence[Middleware],
+        threads: ThreadPool,
+        *,
+        worker_id: str,
+    ) -> None:
+        self.settings = settings
+        self.handlers = handlers
+        self.pipes = pipes
+        self.middlewares = middlewares
+        self.threads = threads
+        self.worker_id = worker_id
+
+    def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
+        """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
+        attempts, and build its context: the execution, started now, not yet running."""
+        handle: JobHandler | PipeHandler | None = self.handlers.get(job.type)
+        is_pipe = False
+        if handle is None:
+            handle = self.pipes.get(job.queue)
+            is_pipe = handle is not None
+        settings = self.settings
+        # Per job, then per queue, then per type (or pipe), then the worker's default.
+        timeout = (
+            job.timeout_seconds
+            or (queue.execution_timeout_seconds if queue is not None else None)
+            or (handle.timeout if handle is not None else None)
+            or settings.default_timeout_seconds
         )
-        log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-        return _finish(worker, ex, Result.REJECTED, duration=None, message=message)
+        max_attempts = (
+            job.max_attempts
+            or (handle.max_attempts if handle is not None else None)
+            or settings.retry.max_attempts
+        )
+        context = JobContext(
+            job_id=job.id,
+            type=job.type,
+            queue=job.queue,
+            attempt=job.attempt_count,
+            max_attempts=max_attempts,
+            created_at=job.created_at,
+            tags=job.tags,
+            worker_id=self.worker_id,
+            trace_context=job.trace_context,
+        )
+        return Execution(
+            job=job,
+            context=context,
+            timeout_seconds=timeout,
+            handle=handle,
+            is_pipe=is_pipe,
+            started=time.monotonic(),
+        )
 
-    context = ex.context
-    if ex.is_pipe:
-        pargs: dict[str, Any] = {}
-        if handle.context_param is not None:
-            pargs[handle.context_param] = context
-        call = _caller(worker, handle.fn, (job.type, job.payload), pargs, handle.is_async, context)
-    else:
-        try:
-            arguments = json.loads(job.payload)
-            if not isinstance(arguments, dict):
-                raise ValueError("the payload is not a JSON object")
-            misfit = handle.misfit(arguments)  # type: ignore[union-attr]
-            if misfit is not None:
-                raise ValueError(misfit)
-            if handle.context_param is not None:
-                arguments[handle.context_param] = context
-        except (ValueError, TypeError) as exc:
-            message = f"Rejected: the payload does not fit {job.type}: {exc}"
+    async def execute(self, ex: Execution) -> Move | None:
+        """Run ``ex`` to its end and return the move that records the outcome.
+
+        This runs for every job, so the success path is kept short: no clock read, no closures
+        beyond the handler call itself. The execution timeout is enforced by the worker's
+        watchdog, which stops the job with ``StopReason.TIMEOUT`` (one timer for all jobs
+        instead of one each).
+        """
+        job = ex.job
+        handle = ex.handle
+        if handle is None:
+            message = (
+                f"Rejected: unknown job type {job.type!r} (no handler is registered for it and "
+                f"queue {job.queue!r} has no pipe handler)"
+            )
             log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-            return _finish(worker, ex, Result.REJECTED, duration=None, message=message)
-        call = _caller(worker, handle.fn, (), arguments, handle.is_async, context)
+            return self._finish(ex, Result.REJECTED, duration=None, message=message)
 
-    if worker.app.middlewares:
-        call = _chain(worker, context, call)
-    started = time.perf_counter()
-    ex.in_handler = True
-    try:
-        value = await call()
-    except asyncio.CancelledError:
+        context = ex.context
+        if ex.is_pipe:
+            pargs: dict[str, Any] = {}
+            if handle.context_param is not None:
+                pargs[handle.context_param] = context
+            call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, context)
+        else:
+            try:
+                arguments = json.loads(job.payload)
+                if not isinstance(arguments, dict):
+                    raise ValueError("the payload is not a JSON object")
+                misfit = handle.misfit(arguments)  # type: ignore[attr-defined]
+                if misfit is not None:
+                    raise ValueError(misfit)
+                if handle.context_param is not None:
+                    arguments[handle.context_param] = context
+            except (ValueError, TypeError) as exc:
+                message = f"Rejected: the payload does not fit {job.type}: {exc}"
+                log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
+                return self._finish(ex, Result.REJECTED, duration=None, message=message)
+            call = self._caller(handle.fn, (), arguments, handle.is_async, context)
+
+        if self.middlewares:
+            call = _chain(self.middlewares, context, call)
+        started = time.perf_counter()
+        ex.in_handler = True
+        try:
+            value = await call()
+        except asyncio.CancelledError:
+            ex.in_handler = False
+            if ex.stop_reason is None:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return self._stopped(ex, time.perf_counter() - started)
+        except BaseException as exc:  # handlers may raise anything, SystemExit included
+            ex.in_handler = False
+            if ex.stop_reason is not None:
+                return self._stopped(ex, time.perf_counter() - started)
+            return self._finish(
+                ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
+            )
         ex.in_handler = False
-        if ex.stop_reason is None:
-            raise
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        return _stopped(worker, ex, time.perf_counter() - started)
-    except BaseException as exc:  # handlers may raise anything, SystemExit included
-        ex.in_handler = False
-        if ex.stop_reason is not None:
-            return _stopped(worker, ex, time.perf_counter() - started)
-        return _finish(worker, ex, Result.RAISED, duration=time.perf_counter() - started, error=exc)
-    ex.in_handler = False
-    duration = time.perf_counter() - started
-    if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
-        # Stopped but the handler returned anyway (it swallowed the cancellation, or a sync
-        # handler finished): the stop decides the outcome and the result is ignored.
-        return _stopped(worker, ex, duration)
-    if type(value) is Retry:
-        return _finish(worker, ex, Result.RETURNED_RETRY, duration=duration, value=value)
-    if type(value) is Fail:
-        return _finish(worker, ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
-    return SucceedMove(job.lease, duration)
+        duration = time.perf_counter() - started
+        if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
+            # Stopped but the handler returned anyway (it swallowed the cancellation, or a sync
+            # handler finished): the stop decides the outcome and the result is ignored.
+            return self._stopped(ex, duration)
+        if type(value) is Retry:
+            return self._finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
+        if type(value) is Fail:
+            return self._finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
+        return SucceedMove(job.lease, duration)
 
-
-def _stopped(worker: Worker, ex: Execution, duration: float) -> Move | None:
-    if ex.stop_reason is StopReason.TIMEOUT:
-        return _finish(
-            worker, ex, Result.TIMED_OUT, duration=duration, message=_timeout_message(ex)
+    def _stopped(self, ex: Execution, duration: float) -> Move | None:
+        if ex.stop_reason is StopReason.TIMEOUT:
+            return self._finish(
+                ex, Result.TIMED_OUT, duration=duration, message=_timeout_message(ex)
+            )
+        return self._finish(
+            ex,
+            Result.STOPPED,
+            duration=duration,
+            stop_reason=ex.stop_reason,
+            actor=ex.stop_actor,
         )
-    return _finish(
-        worker,
-        ex,
-        Result.STOPPED,
-        duration=duration,
-        stop_reason=ex.stop_reason,
-        actor=ex.stop_actor,
-    )
 
+    def _finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
+        settings = self.settings
+        return decide(
+            job=ex.job,
+            result=result,
+            policy=settings.retry,
+            max_attempts=ex.context.max_attempts,
+            now=datetime.now(UTC),
+            fatal_types=settings.fatal_exceptions,
+            **kw,
+        )
 
-def _finish(worker: Worker, ex: Execution, result: Result, **kw: Any) -> Move | None:
-    settings = worker.settings
-    return decide(
-        job=ex.job,
-        result=result,
-        policy=settings.retry,
-        max_attempts=ex.context.max_attempts,
-        now=datetime.now(UTC),
-        fatal_types=settings.fatal_exceptions,
-        **kw,
-    )
+    def _caller(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        is_async: bool,
+        context: JobContext,
+    ) -> Callable[[], Awaitable[Any]]:
+        if is_async:
+
+            async def call_async() -> Any:
+                token = _bind(context)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    _unbind(token)
+
+            return call_async
+
+        threads = self.threads
+
+        async def call_sync() -> Any:
+            # A sync handler runs in a thread with the job's context bound. If it overruns its
+            # timeout or is cancelled, the worker stops waiting and records the outcome; the
+            # thread cannot be interrupted and its eventual result is ignored.
+            ctx = contextvars.copy_context()
+            ctx.run(_bind, context)
+
+            def in_thread() -> tuple[Any, BaseException | None]:
+                # Whatever the handler raises comes back as a value and is re-raised below. A
+                # GeneratorExit delivered through the future would be thrown into this task's
+                # coroutine chain, where CPython closes the inner frames instead of letting the
+                # exception pass through them: it would skip ``execute`` and strand the job.
+                try:
+                    return ctx.run(fn, *args, **kwargs), None
+                except BaseException as exc:
+                    return None, exc
+
+            loop = asyncio.get_running_loop()
+            value, error = await loop.run_in_executor(threads, in_thread)
+            if error is not None:
+                raise error
+            return value
+
+        return call_sync
 
 
 def _timeout_message(ex: Execution) -> str:
     return f"Timeout: the handler ran past its execution timeout of {ex.timeout_seconds:g} s"
 
 
-def _caller(
-    worker: Worker,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    is_async: bool,
-    context: JobContext,
-) -> Callable[[], Awaitable[Any]]:
-    if is_async:
-
-        async def call_async() -> Any:
-            token = _bind(context)
-            try:
-                return await fn(*args, **kwargs)
-            finally:
-                _unbind(token)
-
-        return call_async
-
-    async def call_sync() -> Any:
-        # A sync handler runs in a thread with the job's context bound. If it overruns its
-        # timeout or is cancelled, the worker stops waiting and records the outcome; the thread
-        # cannot be interrupted and its eventual result is ignored.
-        ctx = contextvars.copy_context()
-        ctx.run(_bind, context)
-
-        def in_thread() -> tuple[Any, BaseException | None]:
-            # Whatever the handler raises comes back as a value and is re-raised below. A
-            # GeneratorExit delivered through the future would be thrown into this task's
-            # coroutine chain, where CPython closes the inner frames instead of letting the
-            # exception pass through them: it would skip ``execute`` and strand the job.
-            try:
-                return ctx.run(fn, *args, **kwargs), None
-            except BaseException as exc:
-                return None, exc
-
-        loop = asyncio.get_running_loop()
-        value, error = await loop.run_in_executor(worker.threads, in_thread)
-        if error is not None:
-            raise error
-        return value
-
-    return call_sync
-
-
 def _chain(
-    worker: Worker, context: JobContext, call: Callable[[], Awaitable[Any]]
+    middlewares: Sequence[Middleware], context: JobContext, call: Callable[[], Awaitable[Any]]
 ) -> Callable[[], Awaitable[Any]]:
-    middlewares = worker.app.middlewares
-    if not middlewares:
-        return call
-
     def link(index: int) -> Callable[[], Awaitable[Any]]:
         if index == len(middlewares):
             return call

@@ -3,7 +3,9 @@
 Every running job heartbeats at a jittered interval, in one round trip for all jobs due; an
 acknowledgement that the lease is gone stops the job (its outcome is no longer ours), and a
 cancel request stops it as CANCELLED. The watchdog enforces execution timeouts with one timer
-for all jobs. Owns neither the jobs nor their outcomes: it only stops them.
+for all jobs. It is given the backend, the settings, the slots, the event emitter and the
+finalizer's ``submit``, never the worker. Owns neither the jobs nor their outcomes: it only
+stops them (and records the timeout of a job it abandons).
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ import asyncio
 import contextlib
 import random
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import StorageError
 from ..logs import Event, log_event
-from ..models import FailMove, FailureReason, Heartbeat
+from ..models import FailMove, FailureReason, Heartbeat, Move
+from ..storage import Backend
+from .events import Events
 from .executor import Execution, StopReason
-
-if TYPE_CHECKING:
-    from .worker import Worker
+from .settings import WorkerSettings
+from .slots import Slots
 
 __all__ = ["ABANDON_AFTER_SECONDS", "WATCHDOG_SECONDS", "Heartbeats"]
 
@@ -31,10 +35,22 @@ ABANDON_AFTER_SECONDS = 10.0
 
 
 class Heartbeats:
-    """The heartbeat and watchdog side tasks of one worker."""
+    """The heartbeat and watchdog side tasks of one worker. ``submit(move, ex)`` hands the
+    outcome of an abandoned job to the finalizer."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
+    def __init__(
+        self,
+        backend: Backend,
+        settings: WorkerSettings,
+        slots: Slots,
+        events: Events,
+        submit: Callable[[Move, Any], None],
+    ) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.slots = slots
+        self.events = events
+        self.submit = submit
         self.now_event = asyncio.Event()
 
     def request(self, ex: Execution) -> None:
@@ -43,18 +59,18 @@ class Heartbeats:
         self.now_event.set()
 
     def interval(self) -> float:
-        settings = self.worker.settings
+        settings = self.settings
         return random.uniform(settings.heartbeat_min_seconds, settings.heartbeat_max_seconds)
 
     async def run(self) -> None:
-        worker = self.worker
-        backend = worker.app.backend
+        backend = self.backend
+        running = self.slots.running
         while True:
             self.now_event.clear()
             now = time.monotonic()
             due = [
                 ex
-                for ex in worker.running.values()
+                for ex in running.values()
                 if (ex.beat_now or ex.next_beat <= now) and ex.stop_reason is None
             ]
             if due:
@@ -77,11 +93,11 @@ class Heartbeats:
                 await asyncio.wait_for(self.now_event.wait(), timeout=0.5)
 
     def _failed(self, due: list[Execution], exc: Exception) -> None:
-        settings = self.worker.settings
+        settings = self.settings
         threshold = settings.heartbeat_failure_threshold
         for ex in due:
             ex.beat_failures += 1
-            self.worker.emit(
+            self.events.emit(
                 "heartbeat_failed", job_id=ex.job.id, type=ex.job.type, queue=ex.job.queue
             )
             log_event(
@@ -115,8 +131,7 @@ class Heartbeats:
     def check_timeouts(self, now: float) -> None:
         """Stop jobs past their timeout; abandon one that outlived it by 10 s without
         returning (it ignored cancellation): record its timeout and free the slot."""
-        worker = self.worker
-        for ex in list(worker.running.values()):
+        for ex in list(self.slots.running.values()):
             overrun = now - ex.started - ex.timeout_seconds
             if overrun < 0 or ex.abandoned:
                 continue
@@ -125,7 +140,7 @@ class Heartbeats:
             if overrun < ABANDON_AFTER_SECONDS:
                 continue
             ex.abandoned = True
-            worker._done(ex)
+            self.slots.done(ex)
             log_event(
                 Event.JOB_SYNC_OVERRAN,
                 "job ignored its timeout; abandoned",
@@ -133,8 +148,7 @@ class Heartbeats:
                 job_id=ex.job.id,
                 timeout=ex.timeout_seconds,
             )
-            assert worker.finalizer is not None
-            worker.finalizer.submit(
+            self.submit(
                 FailMove(
                     ex.job.lease,
                     FailureReason.TIMEOUT,

@@ -1,9 +1,10 @@
 """Maintenance run by the elected worker: rescue of abandoned and zombie jobs, retention of
 archive and DLQ rows, and the roll-up and pruning of metric buckets.
 
-Leadership comes from the backend (an advisory lock on PostgreSQL); every statement is guarded,
-so a second leader would do no harm, only double work. Owns the schedule; the SQL is in the
-backends.
+Leadership comes from the backend (an advisory lock on PostgreSQL) as a handle the worker
+passes in, with the backend, the settings and the event emitter; never the worker. Every
+statement is guarded, so a second leader would do no harm, only double work. Owns the schedule;
+the SQL is in the backends.
 """
 
 from __future__ import annotations
@@ -13,30 +14,40 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from ..logs import Event, log_event
 from ..models import Pillar
 from ..storage import Backend, Leadership
-
-if TYPE_CHECKING:
-    from .worker import Worker
+from .events import Events
+from .settings import WorkerSettings
 
 __all__ = ["REST_RATIO", "STEP", "Maintenance", "purge_pillar", "run_retention"]
 
 
 class Maintenance:
-    """The elected worker's periodic chores."""
+    """The elected worker's periodic chores; ``leadership`` is the backend's
+    ``leadership("maintenance")`` handle."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.leadership: Leadership = worker.app.backend.leadership("maintenance")
+    def __init__(
+        self,
+        backend: Backend,
+        settings: WorkerSettings,
+        leadership: Leadership,
+        events: Events,
+        *,
+        worker_id: str,
+    ) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.leadership = leadership
+        self.events = events
+        self.worker_id = worker_id
         self.leading = False
         self._last_retention = 0.0
 
     async def run(self) -> None:
-        settings = self.worker.settings
+        settings = self.settings
         while True:
             try:
                 await self.tick()
@@ -54,20 +65,20 @@ class Maintenance:
             self.leading = leading
             event = Event.LEADERSHIP_ACQUIRED if leading else Event.LEADERSHIP_LOST
             log_event(
-                event, "maintenance leadership changed", worker_id=self.worker.id, leading=leading
+                event, "maintenance leadership changed", worker_id=self.worker_id, leading=leading
             )
         if not leading:
             return
         await self.rescue()
-        await self.worker.app.backend.jobs_hot_tidy()
-        settings = self.worker.settings
+        await self.backend.jobs_hot_tidy()
+        settings = self.settings
         if time.monotonic() - self._last_retention >= settings.retention_interval_seconds:
             self._last_retention = time.monotonic()
-            await run_retention(self.worker)
+            await run_retention(self.backend, settings)
 
     async def rescue(self) -> None:
-        settings = self.worker.settings
-        result = await self.worker.app.backend.jobs_rescue(
+        settings = self.settings
+        result = await self.backend.jobs_rescue(
             fetched_timeout_seconds=settings.fetched_timeout_seconds,
             processing_timeout_seconds=settings.zombie_timeout_seconds,
         )
@@ -86,18 +97,19 @@ class Maintenance:
                 ids=",".join(result.zombies[:20]),
             )
             for job_id in result.zombies:
-                self.worker.emit("zombie", job_id=job_id)
+                self.events.emit("zombie", job_id=job_id)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self.leadership.release()
 
 
-async def run_retention(worker: Worker, *, now: datetime | None = None) -> dict[str, int]:
+async def run_retention(
+    backend: Backend, settings: WorkerSettings, *, now: datetime | None = None
+) -> dict[str, int]:
     """Delete old archive and DLQ rows in small batches; roll second buckets into minutes and
-    prune old minute buckets. Lifetime counters are never touched."""
-    settings = worker.settings
-    backend = worker.app.backend
+    prune old minute buckets, by ``settings``' retention periods. Lifetime counters are never
+    touched. Returns how many rows each step touched."""
     now = now or datetime.now(UTC)
     done = {
         "archive": await purge_pillar(

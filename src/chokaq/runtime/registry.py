@@ -2,86 +2,84 @@
 
 Every few seconds the worker refreshes its row in the workers table (queues, concurrency,
 running jobs, circuit snapshot), applies what operators asked (a new concurrency, circuits to
-force-close), refreshes its view of the queues' settings, and releases prefetched jobs of queues
-that were paused or deactivated. Owns that loop only.
+force-close), refreshes its view of the queues' settings (``queues``), and releases prefetched
+jobs of queues that were paused or deactivated. It reports storage trouble and recovery to the
+outage state. It is given the backend, the settings, the slots, the outage state, the circuit
+breakers and two callables of the worker (its row, and how to change its concurrency), never
+the worker itself. Owns that loop and the queue view only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import socket
-from collections import deque
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ..errors import StorageError
-from ..models import ClaimedJob, WorkerInfo
-
-if TYPE_CHECKING:
-    from .worker import Worker
+from ..models import ClaimedJob, QueueInfo, WorkerInfo
+from ..storage import Backend
+from .circuit import CircuitBreakers
+from .outage import Outage
+from .settings import WorkerSettings
+from .slots import Slots, release
 
 __all__ = ["Registry"]
 
 
 class Registry:
-    """The registry side task of one worker."""
+    """The registry side task of one worker. ``row()`` describes the worker as it is now;
+    ``resize(n)`` applies an operator's new concurrency. ``queues`` is the latest view of the
+    queues' settings, by name (empty until the first beat)."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-
-    def info(self) -> WorkerInfo:
-        worker = self.worker
-        return WorkerInfo(
-            id=worker.id,
-            hostname=socket.gethostname(),
-            pid=os.getpid(),
-            queues=tuple(worker.settings.queues or ()),
-            concurrency=worker.concurrency,
-            desired_concurrency=None,
-            running=len(worker.running),
-            state=worker.state,
-            started_at=worker.started_at,
-            heartbeat_at=datetime.now(UTC),
-            circuits=json.dumps([c.as_json() for c in worker.circuits.snapshot()]),
-        )
+    def __init__(
+        self,
+        backend: Backend,
+        settings: WorkerSettings,
+        slots: Slots,
+        outage: Outage,
+        circuits: CircuitBreakers,
+        *,
+        worker_id: str,
+        row: Callable[[], WorkerInfo],
+        resize: Callable[[int], None],
+    ) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.slots = slots
+        self.outage = outage
+        self.circuits = circuits
+        self.worker_id = worker_id
+        self.row = row
+        self.resize = resize
+        self.queues: dict[str, QueueInfo] = {}
 
     async def run(self) -> None:
-        worker = self.worker
-        backend = worker.app.backend
+        backend = self.backend
+        slots = self.slots
         while True:
             try:
-                control = await backend.worker_beat(self.info())
-                if (
-                    control.desired_concurrency
-                    and control.desired_concurrency != worker.concurrency
-                ):
-                    worker.set_concurrency(control.desired_concurrency)
+                control = await backend.worker_beat(self.row())
+                if control.desired_concurrency and control.desired_concurrency != slots.concurrency:
+                    self.resize(control.desired_concurrency)
                 for key in control.close_circuits:
-                    worker.circuits.force_close(key)
-                queues = {q.name: q for q in await backend.queue_list()}
-                worker.queues = queues
-                if worker.buffer:
+                    self.circuits.force_close(key)
+                self.queues = {q.name: q for q in await backend.queue_list()}
+                if slots.buffer:
                     await self._release_paused()
                 # This loop reports storage trouble too, so it must also report the recovery:
                 # else a worker whose fetch loop never failed stays "storage unavailable" (in
                 # its health check, and silent about the next outage) for ever.
-                worker._storage_recovered()
+                self.outage.recovered()
             except StorageError as exc:
-                worker._storage_trouble(exc)
-            await asyncio.sleep(worker.settings.worker_beat_interval_seconds)
+                self.outage.trouble(exc)
+            await asyncio.sleep(self.settings.worker_beat_interval_seconds)
 
     async def _release_paused(self) -> None:
-        worker = self.worker
-        keep: deque[ClaimedJob] = deque()
-        release = []
-        for job in worker.buffer:
-            queue = worker.queues.get(job.queue)
-            if queue is not None and (queue.paused or not queue.active):
-                release.append(job)
-            else:
-                keep.append(job)
-        if release:
-            worker.buffer = keep
-            await worker._release(release)
+        queues = self.queues
+
+        def paused(job: ClaimedJob) -> bool:
+            queue = queues.get(job.queue)
+            return queue is not None and (queue.paused or not queue.active)
+
+        jobs = self.slots.unbuffer(paused)
+        if jobs:
+            await release(self.backend, jobs, worker_id=self.worker_id)

@@ -1,26 +1,27 @@
 """Logs and publishes the outcome of every move the finalizer recorded (or that was refused).
 
-Owns the mapping from outcomes to log events and listener events; decides nothing.
+Owns the mapping from outcomes to log events and to the events the worker's listeners hear; it
+is given the event emitter and whether debug logging is on, never the worker. Decides nothing
+and does no storage I/O.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..logs import Event, log_event
 from ..models import ClaimedJob, FailMove, Move, RetryMove, SucceedMove
-
-if TYPE_CHECKING:
-    from .worker import Worker
+from .events import Events
 
 __all__ = ["report_outcome"]
 
 WARNING = 30
 
 
-def report_outcome(worker: Worker, move: Move, ex: Any, applied: bool) -> None:
-    """Log and publish one recorded (or refused) move."""
-    if applied and type(move) is SucceedMove and not worker._verbose and not worker.listeners:
+def report_outcome(events: Events, verbose: bool, move: Move, ex: Any, applied: bool) -> None:
+    """Log and publish one recorded (or refused) move; ``verbose``: debug logging is on (the
+    worker binds both first arguments once: ``partial(report_outcome, events, verbose)``)."""
+    if applied and type(move) is SucceedMove and not verbose and not events.listeners:
         return  # the common case, kept cheap: nothing to log or count
     job: ClaimedJob = ex.job
     kind = type(move).__name__.removesuffix("Move").lower()
@@ -33,7 +34,7 @@ def report_outcome(worker: Worker, move: Move, ex: Any, applied: bool) -> None:
             transition=kind,
             **fields,
         )
-        worker.emit("conflict", transition=kind, **fields)
+        events.emit("conflict", transition=kind, **fields)
         return
     if type(move) is SucceedMove:
         log_event(
@@ -43,7 +44,7 @@ def report_outcome(worker: Worker, move: Move, ex: Any, applied: bool) -> None:
             duration=move.duration_seconds,
             **fields,
         )
-        worker.emit("succeeded", duration=move.duration_seconds, **fields)
+        events.emit("succeeded", duration=move.duration_seconds, **fields)
     elif isinstance(move, FailMove):
         event = {
             "FATAL_ERROR": Event.JOB_FATAL,
@@ -53,7 +54,7 @@ def report_outcome(worker: Worker, move: Move, ex: Any, applied: bool) -> None:
             "RETRY_LIFETIME_EXPIRED": Event.JOB_LIFETIME_EXPIRED,
         }.get(move.reason.name, Event.JOB_RETRIES_EXHAUSTED)
         log_event(event, "job dead-lettered", level=WARNING, reason=move.reason.name, **fields)
-        worker.emit("failed", reason=move.reason, duration=move.duration_seconds, **fields)
+        events.emit("failed", reason=move.reason, duration=move.duration_seconds, **fields)
     elif isinstance(move, RetryMove):
         if move.count_retry:
             log_event(
@@ -63,9 +64,9 @@ def report_outcome(worker: Worker, move: Move, ex: Any, applied: bool) -> None:
                 run_at=move.run_at,
                 **fields,
             )
-            worker.emit("retried", **fields)
+            events.emit("retried", **fields)
         elif move.refund_attempt:
-            worker.emit("deferred", **fields)
+            events.emit("deferred", **fields)
         else:
             log_event(Event.JOB_SHUTDOWN_REQUEUED, "job put back to pending at shutdown", **fields)
-            worker.emit("requeued", **fields)
+            events.emit("requeued", **fields)

@@ -1,28 +1,30 @@
 """The worker: claims jobs within its free slots, runs them concurrently, heartbeats them,
 finalizes their outcomes in batches, and shuts down in two phases.
 
-Side tasks (heartbeats, the finalizer, the registry beat, maintenance) are supervised: if one
-dies the worker logs it loudly and restarts it. The worker talks to storage only through the
-backend interface; deciding outcomes is ``executor``'s job, maintenance is ``maintenance``'s.
+It owns the fetch loop and the wiring: it builds the runtime parts (slots, outage state, event
+emitter, claims, executor, finalizer, heartbeats, registry, maintenance), hands each only the
+narrow collaborators it uses, and supervises the side tasks (if one dies the worker logs it
+loudly and restarts it). It sees its app through the ``host.Host`` protocol, never
+``chokaq.app``, and talks to storage only through the backend interface; deciding outcomes is
+``executor``'s job, maintenance is ``maintenance``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import socket
 import time
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Generic, TypeVar, cast
 
-from ..context import JobContext
 from ..errors import StorageError
 from ..logs import Event, log_event, logger
 from ..models import (
@@ -30,21 +32,23 @@ from ..models import (
     FailMove,
     FailureReason,
     Move,
-    QueueInfo,
     RetryMove,
     SucceedMove,
+    WorkerInfo,
 )
 from .circuit import CircuitBreakers, CircuitState
-from .executor import Execution, StopReason, execute
+from .claims import Claims
+from .events import Events, Listener
+from .executor import Execution, Executor, StopReason
 from .finalizer import Finalizer
 from .heartbeat import Heartbeats
+from .host import Host
 from .maintenance import Maintenance
+from .outage import Outage
 from .registry import Registry
 from .report import report_outcome
 from .settings import WorkerSettings
-
-if TYPE_CHECKING:
-    from ..app import App, JobHandle, PipeHandle
+from .slots import Slots, release
 
 __all__ = ["Worker"]
 
@@ -52,17 +56,33 @@ WARNING = 30
 ERROR = 40
 
 
-class Worker:
-    """One worker process's runtime. ``run()`` until ``stop()`` (or, in burst mode, until no
-    eligible job is left). Listeners added with ``add_listener`` hear every job outcome."""
+H = TypeVar("H", bound=Host)
 
-    def __init__(self, app: App, settings: WorkerSettings) -> None:
+
+class Worker(Generic[H]):
+    """One worker process's runtime for the app ``H`` (``App.create_worker`` makes a
+    ``Worker[App]``). ``run()`` until ``stop()`` (or, in burst mode, until no eligible job is
+    left). Listeners added with ``add_listener`` hear every job outcome.
+
+    Public views: ``slots`` (running executions, prefetch buffer, concurrency), ``outage``
+    (``down_since``: storage unavailable since, monotonic seconds, or None), ``events``,
+    ``circuits``, ``state`` and ``last_fetch_at``.
+    """
+
+    # Built by run(), once the app is open and its backend known.
+    finalizer: Finalizer
+    executor: Executor
+    heartbeats: Heartbeats
+    registry: Registry
+    claims: Claims
+
+    def __init__(self, app: H, settings: WorkerSettings) -> None:
         self.app = app
         self.settings = settings
         self.id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.concurrency = settings.concurrency
-        self.running: dict[str, Execution] = {}
-        self.buffer: deque[ClaimedJob] = deque()
+        self.slots = Slots(settings.concurrency, self._poke)
+        self.outage = Outage()
+        self.events = Events()
         self.circuits = CircuitBreakers(settings.circuit, on_event=self._circuit_event)
         self.threads = ThreadPoolExecutor(
             max_workers=settings.sync_threads or settings.concurrency,
@@ -70,23 +90,25 @@ class Worker:
         )
         self.started_at = datetime.now(UTC)
         self.last_fetch_at: float | None = None
-        self.queues: dict[str, QueueInfo] = {}
         self.state = "starting"
-        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self._wake = asyncio.Event()
-        self._slot_freed = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
         self._side_tasks: list[asyncio.Task[None]] = []
-        self.finalizer: Finalizer | None = None
-        self.heartbeats = Heartbeats(self)
-        self.registry = Registry(self)
-        self._storage_down_since: float | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop = cast(
             asyncio.AbstractEventLoop, None
         )  # run() sets it
-        self._verbose = False
+
+    @property
+    def running(self) -> dict[str, Execution]:
+        """The executions running now, by job id (``slots.running``)."""
+        return self.slots.running
+
+    @property
+    def concurrency(self) -> int:
+        """How many jobs may run at once (``slots.concurrency``; see ``set_concurrency``)."""
+        return self.slots.concurrency
 
     # -- control ----------------------------------------------------------------------------
 
@@ -105,39 +127,85 @@ class Worker:
     def set_concurrency(self, n: int) -> None:
         """Change how many jobs run at once; scale-down never interrupts running jobs."""
         n = max(1, min(1000, int(n)))
-        if n != self.concurrency:
+        if n != self.slots.concurrency:
             log_event(
                 Event.WORKER_CAPACITY_CHANGED,
                 "concurrency changed",
                 worker_id=self.id,
-                old=self.concurrency,
+                old=self.slots.concurrency,
                 new=n,
             )
-            self.concurrency = n
+            self.slots.resize(n)
             self.threads._max_workers = max(self.threads._max_workers, n)
-            self._slot_freed.set()
         self._poke()
 
-    def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+    def add_listener(self, listener: Listener) -> None:
         """``listener(event, fields)`` for job and worker events (metrics hook)."""
-        self.listeners.append(listener)
+        self.events.add(listener)
 
     def emit(self, name: str, **fields: Any) -> None:
-        for listener in self.listeners:
-            with contextlib.suppress(Exception):
-                listener(name, fields)
+        """Send an event to every listener (``events.emit``)."""
+        self.events.emit(name, **fields)
+
+    def info(self) -> WorkerInfo:
+        """This worker's row in the workers table, as of now."""
+        slots = self.slots
+        return WorkerInfo(
+            id=self.id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            queues=tuple(self.settings.queues or ()),
+            concurrency=slots.concurrency,
+            desired_concurrency=None,
+            running=len(slots.running),
+            state=self.state,
+            started_at=self.started_at,
+            heartbeat_at=datetime.now(UTC),
+            circuits=json.dumps([c.as_json() for c in self.circuits.snapshot()]),
+        )
 
     # -- main loop --------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Run until stopped. Opens (and at the end closes) the app if it was not open."""
-        owns_app = not self.app._opened
+        owns_app = not self.app.opened
         self._loop = asyncio.get_running_loop()
-        self._verbose = logger.isEnabledFor(10)
         await self.app.open()
         backend = self.app.backend
+        settings = self.settings
+        verbose = logger.isEnabledFor(10)
         self.finalizer = Finalizer(
-            backend, self.settings.finalize_batch_max, partial(report_outcome, self)
+            backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
+        )
+        self.executor = Executor(
+            settings,
+            self.app.handlers,
+            self.app.pipes,
+            self.app.middlewares,
+            self.threads,
+            worker_id=self.id,
+        )
+        self.heartbeats = Heartbeats(
+            backend, settings, self.slots, self.events, self.finalizer.submit
+        )
+        self.registry = Registry(
+            backend,
+            settings,
+            self.slots,
+            self.outage,
+            self.circuits,
+            worker_id=self.id,
+            row=self.info,
+            resize=self.set_concurrency,
+        )
+        self.claims = Claims(
+            backend,
+            settings,
+            self.slots,
+            self.circuits,
+            self.registry,
+            worker_id=self.id,
+            launch=self._launch,
         )
         notifier = backend.notifier()
         listening = False
@@ -151,7 +219,9 @@ class Worker:
                 level=WARNING,
                 error=str(exc),
             )
-        maintenance = Maintenance(self)
+        maintenance = Maintenance(
+            backend, settings, backend.leadership("maintenance"), self.events, worker_id=self.id
+        )
         supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("finalizer", self.finalizer.run),
             ("heartbeat", self.heartbeats.run),
@@ -168,8 +238,8 @@ class Worker:
             Event.WORKER_STARTED,
             "worker started",
             worker_id=self.id,
-            queues=",".join(self.settings.queues or ("*",)),
-            concurrency=self.concurrency,
+            queues=",".join(settings.queues or ("*",)),
+            concurrency=self.slots.concurrency,
             listening=listening,
             backend=backend.capabilities.name,
         )
@@ -187,26 +257,28 @@ class Worker:
 
     async def _fetch_loop(self, notifier: Any) -> None:
         settings = self.settings
+        slots = self.slots
         failures = 0
         while not self._stopping.is_set():
-            free = self.concurrency - len(self.running)
+            free = slots.concurrency - len(slots.running)
             if free <= 0:
-                self._slot_freed.clear()
-                await self._wait(self._slot_freed, None)
+                slots.freed.clear()
+                await self._wait(slots.freed, None)
                 continue
             self._wake.clear()
             try:
-                got = await self._claim(free)
+                got = await self.claims.claim(free)
+                self.last_fetch_at = time.monotonic()
             except StorageError as exc:
                 failures += 1
-                self._storage_trouble(exc)
+                self.outage.trouble(exc)
                 await self._wait(
                     None, min(5.0, 0.1 * 2 ** min(failures, 6)) * random.uniform(0.5, 1)
                 )
                 continue
             if failures:
                 failures = 0
-                self._storage_recovered()
+                self.outage.recovered()
             if got >= free:
                 continue  # more work is likely waiting
             if settings.burst and got == 0 and await self._burst_done():
@@ -221,152 +293,35 @@ class Worker:
             healthy = notifier is not None and notifier.healthy and notifier.cross_process
             await self._wait(self._wake, self._poll_interval(healthy))
 
-    async def _claim(self, free: int) -> int:
-        """Start buffered jobs, then claim more straight into Processing; refill the prefetch."""
-        backend = self.app.backend
-        started = 0
-        if self.buffer:
-            started += await self._start_buffered(free)
-            free = self.concurrency - len(self.running)
-            if started:
-                await asyncio.sleep(0)  # let them begin first: see below
-        got = 0
-        if free > 0:
-            jobs = await backend.jobs_fetch(
-                worker_id=self.id,
-                limit=free,
-                queues=self.settings.queues,
-                exclude_types=self.circuits.blocked(),
-                start=True,
-            )
-            self.last_fetch_at = time.monotonic()
-            for job in jobs:
-                self._launch(job)
-            got = len(jobs)
-            if got:
-                # The jobs just launched take their first step before the next statement is
-                # sent: after an idle spell, sending one wakes the server's process, which
-                # costs 0.25-0.3 ms on a virtual machine and would delay every handler's start.
-                await asyncio.sleep(0)
-        room = self.settings.prefetch - len(self.buffer)
-        if room > 0 and (free <= 0 or got == free):
-            more = await backend.jobs_fetch(
-                worker_id=self.id,
-                limit=room,
-                queues=self.settings.queues,
-                exclude_types=self.circuits.blocked(),
-                start=False,
-            )
-            self.buffer.extend(more)
-        return got + started
-
-    async def _start_buffered(self, free: int) -> int:
-        take: list[ClaimedJob] = []
-        release: list[ClaimedJob] = []
-        blocked = set(self.circuits.blocked())
-        while self.buffer and len(take) < free:
-            job = self.buffer.popleft()
-            queue = self.queues.get(job.queue)
-            if job.type in blocked or (queue is not None and (queue.paused or not queue.active)):
-                release.append(job)
-            else:
-                take.append(job)
-        if release:
-            await self._release(release)
-        if not take:
-            return 0
-        started = await self.app.backend.jobs_start_many(leases=[j.lease for j in take])
-        for job in take:
-            info = started.get(job.id)
-            if info is None:
-                log_event(
-                    Event.JOB_LEASE_REJECTED,
-                    "prefetched job was reclaimed before it started; skipping it",
-                    level=WARNING,
-                    job_id=job.id,
-                )
-                continue
-            self._launch(_as_started(job, info.attempt_count, info.started_at))
-        return len(started)
-
     async def _release(self, jobs: list[ClaimedJob]) -> None:
-        try:
-            released = await self.app.backend.jobs_release(leases=[j.lease for j in jobs])
-            log_event(
-                Event.PREFETCHED_JOB_RELEASED,
-                "released prefetched jobs",
-                count=len(released),
-                worker_id=self.id,
-            )
-        except StorageError as exc:
-            log_event(
-                Event.PREFETCHED_JOB_RELEASE_FAILED,
-                "could not release prefetched jobs; rescue will recover them",
-                level=WARNING,
-                error=str(exc),
-                count=len(jobs),
-            )
+        await release(self.app.backend, jobs, worker_id=self.id)
 
     async def _burst_done(self) -> bool:
         """In burst mode: nothing running, buffered or waiting to be finalized, and a fresh
         fetch finds nothing."""
-        while self.running or self.buffer:
-            self._slot_freed.clear()
-            await self._wait(self._slot_freed, 0.05)
-            if self.buffer and len(self.running) < self.concurrency:
+        slots = self.slots
+        while slots.running or slots.buffer:
+            slots.freed.clear()
+            await self._wait(slots.freed, 0.05)
+            if slots.buffer and len(slots.running) < slots.concurrency:
                 return False
-        assert self.finalizer is not None
         await self.finalizer.drain()
-        return await self._claim(self.concurrency) == 0
+        return await self.claims.claim(slots.concurrency) == 0
 
     def _launch(self, job: ClaimedJob) -> None:
-        queue = self.queues.get(job.queue)
-        handle: JobHandle[Any, Any] | PipeHandle | None = self.app.handlers.get(job.type)
-        is_pipe = False
-        if handle is None:
-            handle = self.app.pipes.get(job.queue)
-            is_pipe = handle is not None
-        # Per job, then per queue, then per type (or pipe), then the worker's default.
-        timeout = (
-            job.timeout_seconds
-            or (queue.execution_timeout_seconds if queue is not None else None)
-            or (handle.timeout if handle is not None else None)
-            or self.settings.default_timeout_seconds
-        )
-        max_attempts = (
-            job.max_attempts
-            or (handle.max_attempts if handle is not None else None)
-            or self.settings.retry.max_attempts
-        )
-        context = JobContext(
-            job_id=job.id,
-            type=job.type,
-            queue=job.queue,
-            attempt=job.attempt_count,
-            max_attempts=max_attempts,
-            created_at=job.created_at,
-            tags=job.tags,
-            worker_id=self.id,
-            trace_context=job.trace_context,
-        )
-        now = time.monotonic()
-        ex = Execution(
-            job=job,
-            context=context,
-            timeout_seconds=timeout,
-            handle=handle,
-            is_pipe=is_pipe,
-            started=now,
-        )
-        ex.next_beat = now + self.heartbeats.interval()
+        ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
+        ex.next_beat = ex.started + self.heartbeats.interval()
+        context = ex.context
         context._loop = self._loop
         context._beat = partial(self.heartbeats.request, ex)
-        self.running[job.id] = ex
+        self.slots.running[job.id] = ex
         ex.task = self._loop.create_task(self._run_one(ex))
-        if self.listeners:
+        if self.events.listeners:
             due = job.scheduled_at or job.created_at
             lag = ((job.started_at or datetime.now(UTC)) - due).total_seconds()
-            self.emit("started", job_id=job.id, type=job.type, queue=job.queue, lag=max(0.0, lag))
+            self.events.emit(
+                "started", job_id=job.id, type=job.type, queue=job.queue, lag=max(0.0, lag)
+            )
 
     async def _run_one(self, ex: Execution) -> None:
         job = ex.job
@@ -389,10 +344,10 @@ class Worker:
             )
         else:
             try:
-                move = await execute(self, ex)
+                move = await self.executor.execute(ex)
             except asyncio.CancelledError:
                 self.circuits.release(job.type, permit)
-                self._done(ex)
+                self.slots.done(ex)
                 raise
             except BaseException as exc:  # a bug of ours: never lose the job silently
                 log_event(
@@ -404,7 +359,7 @@ class Worker:
                 )
                 move = None
             self._report_circuit(ex, move, permit)
-        self._done(ex)
+        self.slots.done(ex)
         if ex.abandoned:
             return
         if move is None:
@@ -417,7 +372,6 @@ class Worker:
                     worker_id=self.id,
                 )
             return
-        assert self.finalizer is not None
         self.finalizer.submit(move, ex)
 
     def _report_circuit(self, ex: Execution, move: Move | None, permit: int) -> None:
@@ -435,12 +389,6 @@ class Worker:
         else:
             self.circuits.release(key, permit)
 
-    def _done(self, ex: Execution) -> None:
-        if self.running.get(ex.job.id) is ex:
-            del self.running[ex.job.id]
-        self._slot_freed.set()
-        self._poke()
-
     # -- notifications ----------------------------------------------------------------------
 
     def _on_jobs(self, queue: str) -> None:
@@ -451,37 +399,16 @@ class Worker:
 
     def _on_cancel(self, job_id: str) -> None:
         if not job_id:  # some job, the notifier could not say which: ask for all of ours
-            for running in self.running.values():
+            for running in self.slots.running.values():
                 self.heartbeats.request(running)
             return
-        ex = self.running.get(job_id)
+        ex = self.slots.running.get(job_id)
         if ex is not None:
             log_event(Event.JOB_CANCEL_REQUESTED, "cancel requested", job_id=job_id)
             self.heartbeats.request(ex)
 
     def _circuit_event(self, key: str, state: CircuitState, event: str) -> None:
-        self.emit("circuit", key=key, state=state.value, event=event)
-
-    # -- storage trouble --------------------------------------------------------------------
-
-    def _storage_trouble(self, exc: Exception) -> None:
-        if self._storage_down_since is None:
-            self._storage_down_since = time.monotonic()
-            log_event(
-                Event.WORKER_STORAGE_UNAVAILABLE,
-                "storage unavailable; retrying with backoff",
-                level=ERROR,
-                error=str(exc),
-            )
-
-    def _storage_recovered(self) -> None:
-        if self._storage_down_since is not None:
-            log_event(
-                Event.WORKER_STORAGE_RECOVERED,
-                "storage reachable again",
-                down_seconds=round(time.monotonic() - self._storage_down_since, 3),
-            )
-            self._storage_down_since = None
+        self.events.emit("circuit", key=key, state=state.value, event=event)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -528,36 +455,17 @@ class Worker:
 
     async def _shutdown(self, notifier: Any, maintenance: Maintenance) -> None:
         self.state = "stopping"
+        slots = self.slots
         log_event(
             Event.SHUTDOWN_DRAIN_STARTED,
             "stopping: no more fetching",
             worker_id=self.id,
-            running=len(self.running),
-            buffered=len(self.buffer),
+            running=len(slots.running),
+            buffered=len(slots.buffer),
         )
-        if self.buffer:
-            jobs = list(self.buffer)
-            self.buffer.clear()
-            await self._release(jobs)
-        tasks = [ex.task for ex in self.running.values() if ex.task is not None]
-        grace = 0.0 if self._hurry else self.settings.shutdown_grace_seconds
-        if tasks:
-            await asyncio.wait(tasks, timeout=grace)
-        if self.running:
-            log_event(
-                Event.SHUTDOWN_GRACE_EXPIRED,
-                "grace period over; interrupting running jobs and putting them back to pending",
-                level=WARNING,
-                count=len(self.running),
-            )
-            pending = [ex.task for ex in self.running.values() if ex.task is not None]
-            for ex in list(self.running.values()):
-                ex.stop(StopReason.SHUTDOWN)
-                if not ex.in_handler and ex.task is not None:
-                    ex.task.cancel()
-            if pending:
-                await asyncio.wait(pending, timeout=5.0)
-        assert self.finalizer is not None
+        if slots.buffer:
+            await self._release(slots.empty_buffer())
+        await slots.drain(0.0 if self._hurry else self.settings.shutdown_grace_seconds)
         try:
             await asyncio.wait_for(self.finalizer.drain(), timeout=30.0)
         except TimeoutError:
@@ -577,13 +485,3 @@ class Worker:
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.state = "stopped"
         log_event(Event.WORKER_STOPPED, "worker stopped", worker_id=self.id)
-
-
-def _as_started(job: ClaimedJob, attempt_count: int, started_at: datetime) -> ClaimedJob:
-    from dataclasses import replace
-
-    from ..models import JobStatus
-
-    return replace(
-        job, status=JobStatus.PROCESSING, attempt_count=attempt_count, started_at=started_at
-    )

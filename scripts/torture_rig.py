@@ -1,0 +1,301 @@
+"""The torture rig shared by the torture run (``torture.py``) and its partition scenario
+(``torture_partition.py``): a run's ``Config`` and ``Report``, control of the shared PostgreSQL
+server, raw reads of a run's store, the worker subprocesses, and setting up and releasing a
+run's store and client.
+
+Owns those pieces only; the workload, the scenarios and the checks live in the two scripts, and
+this module must not import either of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from chokaq import App  # noqa: E402
+
+PG_URL = os.environ.get("CHOKAQ_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+PG_CLUSTER = ("15", "main")
+
+# Event ids (chokaq.logs.Event) the checks look for in the workers' JSON logs.
+STORAGE_UNAVAILABLE, STORAGE_RECOVERED, FINALIZE_RETRYING = 1006, 1007, 1014
+LOOP_CRASHED, SIDE_TASK_DIED = 1002, 1003
+SHUTDOWN_REQUEUED, LEASE_LOST, NOT_APPLIED = 2004, 2008, 2100
+
+
+@dataclass
+class Config:
+    """One run. Durations are seconds."""
+
+    backend: str = "postgres"
+    url: str = PG_URL
+    schema: str = ""
+    workers: int = 4
+    seconds: float = 30.0
+    batch_every_seconds: float = 0.25
+    kill_every_seconds: float = 4.0
+    term_every_seconds: float = 7.0
+    restart_postgres: bool = True
+    pause_queues: bool = True
+    drain_timeout_seconds: float = 90.0
+    concurrency: int = 8
+    zombie_timeout_seconds: float = 3.0
+    fetched_timeout_seconds: float = 3.0
+    rescue_interval_seconds: float = 0.5
+    seed: int = 0
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="torture-")))
+    keep_schema: bool = False
+
+
+@dataclass
+class Report:
+    """The figures of one run and what went wrong (empty ``violations``: the run passed)."""
+
+    name: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+    # What ``verify`` looked at (workers, producer's book, samples), to check the checks.
+    context: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def check(self, ok: bool, message: str) -> None:
+        if not ok:
+            self.violations.append(message)
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "figures": self.figures,
+            "violations": self.violations,
+        }
+
+
+# -- PostgreSQL server control (shared with everyone on this machine: restart once, never leave
+# it stopped) ------------------------------------------------------------------------------
+
+
+def _pg_ctl(action: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", *PG_CLUSTER, action],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def ensure_postgres_running() -> None:
+    """Start the cluster if it is down (the safety net of every restart)."""
+    if _pg_ctl("status").returncode != 0:
+        _pg_ctl("start")
+
+
+def restart_postgres() -> float:
+    """Restart the cluster once; returns how long it took. Always leaves it running."""
+    started = time.monotonic()
+    try:
+        result = _pg_ctl("restart")
+        if result.returncode != 0:
+            raise RuntimeError(f"pg_ctlcluster restart failed: {result.stderr.strip()}")
+    finally:
+        ensure_postgres_running()
+    return time.monotonic() - started
+
+
+# -- direct reads of the store (checks only; the product itself never runs SQL outside its
+# backends) ---------------------------------------------------------------------------------
+
+
+class Store:
+    """Raw read access to one run's tables, on either backend."""
+
+    def __init__(self, config: Config) -> None:
+        self.kind = config.backend
+        self.url = config.url
+        self.schema = config.schema
+
+    def table(self, name: str) -> str:
+        # The schema is one of ours (validated by chokaq: [A-Za-z_][A-Za-z0-9_]*).
+        if self.kind == "postgres":
+            return f'"{self.schema}".{name}'
+        return f"{self.schema}_{name}" if not name.startswith("torture_") else name
+
+    def rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=3) as conn:
+                return conn.execute(query.replace("?", "%s"), params).fetchall()
+        conn = sqlite3.connect(self.url.removeprefix("sqlite:///"), timeout=30)
+        try:
+            return conn.execute(query, params).fetchall()
+        finally:
+            conn.close()
+
+    def execute(self, query: str) -> None:
+        if self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(query)
+            return
+        conn = sqlite3.connect(self.url.removeprefix("sqlite:///"), timeout=30)
+        try:
+            conn.execute(query)
+            conn.commit()
+        finally:
+            conn.close()
+
+    def now_expr(self) -> str:
+        return "extract(epoch from now())" if self.kind == "postgres" else str(time.time())
+
+    def epoch(self, column: str) -> str:
+        return f"extract(epoch from {column})" if self.kind == "postgres" else column
+
+    def drop(self) -> None:
+        if self.kind == "postgres":
+            self.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+
+# -- worker processes ---------------------------------------------------------------------
+
+
+@dataclass
+class WorkerProc:
+    """One worker subprocess and its JSON log."""
+
+    index: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    started_at: float
+    fate: str = "running"  # running, killed, terminated, stopped
+    exit_code: int | None = None
+    _ready: bool = False
+
+    def ready(self) -> bool:
+        """Whether it logged "worker started" (its SIGTERM handler is installed by then: a
+        SIGTERM during interpreter start-up kills a process before any job is claimed)."""
+        if not self._ready:
+            with contextlib.suppress(FileNotFoundError), open(self.log_path, "rb") as log:
+                self._ready = b'"event_id": 1000' in log.read(65536)
+        return self._ready
+
+    def events(self) -> list[dict[str, Any]]:
+        out = []
+        with contextlib.suppress(FileNotFoundError):
+            for line in self.log_path.read_text(errors="replace").splitlines():
+                if line.startswith("{"):
+                    with contextlib.suppress(ValueError):
+                        out.append(json.loads(line))
+        return out
+
+
+def worker_env(config: Config, url: str | None = None) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CHOKAQ_DATABASE_URL": url or config.url,
+        "CHOKAQ_SCHEMA": config.schema,
+        "PYTHONPATH": str(REPO),
+        "TORTURE_CONCURRENCY": str(config.concurrency),
+        "TORTURE_ZOMBIE_TIMEOUT": str(config.zombie_timeout_seconds),
+        "TORTURE_FETCHED_TIMEOUT": str(config.fetched_timeout_seconds),
+        "TORTURE_RESCUE_INTERVAL": str(config.rescue_interval_seconds),
+    }
+
+
+def spawn_worker(
+    config: Config,
+    index: int,
+    *,
+    prefix: list[str] | None = None,
+    url: str | None = None,
+    queues: str | None = None,
+) -> WorkerProc:
+    log_path = config.workdir / f"worker-{index}.log"
+    args = [sys.executable, "-m", "chokaq", "worker", "--app", "scripts.torture_app:app"]
+    args += ["--json-logs"]
+    if queues:
+        args += ["--queues", queues]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [*(prefix or []), *args],
+            cwd=REPO,
+            env=worker_env(config, url),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return WorkerProc(index, proc, log_path, time.monotonic())
+
+
+def stop_worker(worker: WorkerProc, sig: int, fate: str) -> None:
+    if worker.proc.poll() is None:
+        worker.proc.send_signal(sig)
+    worker.fate = fate
+
+
+def reap(worker: WorkerProc, timeout: float = 20.0) -> None:
+    try:
+        worker.exit_code = worker.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        worker.proc.kill()
+        worker.exit_code = worker.proc.wait(timeout=10)
+        worker.fate = f"{worker.fate}+hung"
+
+
+# -- a run's store and client ---------------------------------------------------------------
+
+
+def setup_store(config: Config) -> Store:
+    if not config.schema:
+        config.schema = f"torture_{uuid.uuid4().hex[:10]}"
+    if config.backend == "sqlite":
+        config.url = f"sqlite:///{config.workdir / 'torture.db'}"
+        config.schema = "chokaq"
+    return Store(config)
+
+
+async def prepare(config: Config, store: Store) -> App:
+    from scripts import torture_app as t
+
+    client = App(config.url, schema=config.schema, auto_migrate=True)
+    await client.open()
+    if config.backend == "postgres":
+        store.execute(t.LEDGER_PG.format(schema=f'"{config.schema}"'))
+    else:
+        store.execute("PRAGMA journal_mode=WAL")
+        store.execute(t.LEDGER_SQLITE)
+    return client
+
+
+def kill_all(workers: list[WorkerProc]) -> None:
+    """Kill every worker still running (a scenario's last resort; the checks are done)."""
+    for w in workers:
+        if w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait(timeout=10)
+
+
+async def release(client: App, store: Store, config: Config) -> None:
+    """Close the scenario's client and drop its store unless asked to keep it."""
+    with contextlib.suppress(Exception):
+        await client.close()
+    if not config.keep_schema:
+        with contextlib.suppress(Exception):
+            store.drop()

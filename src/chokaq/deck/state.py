@@ -1,0 +1,97 @@
+"""What every request of one Deck shares (``DeckState``: the chokaq app, the authorizer, the
+session signer and settings) and the live snapshot it caches for the event stream and the
+overview (``snapshot``).
+
+Owns that shared state and the one cached read; the HTTP side (routes, cookies, headers) is
+``app``'s and the API handlers are ``api``'s. It reaches data only through the backend and must
+not import either of those modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from starlette.requests import Request
+
+from ..app import App
+from .auth import Authorizer, Credentials, Principal, SessionSigner, resolve
+from .views import circuits_of, dump, queue_json, throughput_json
+
+__all__ = ["TOP_ERRORS_SECONDS", "DeckState", "snapshot"]
+
+TOP_ERRORS_SECONDS = 5.0
+
+
+@dataclass
+class DeckState:
+    """What every request of one Deck shares: the chokaq app, the authorizer and settings."""
+
+    app: App
+    authorizer: Authorizer | None
+    signer: SessionSigner
+    credentials: Credentials | None
+    poll_interval_seconds: float
+    title: str
+
+    # One snapshot is shared by every open stream of this Deck, and the (heavier) top-errors
+    # scan is refreshed at most every TOP_ERRORS_SECONDS: ten operators watching must not mean
+    # ten times the storage reads.
+    _snapshot: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _snapshot_at: float = field(default=0.0, init=False, repr=False)
+    _errors: list[Any] | None = field(default=None, init=False, repr=False)
+    _errors_at: float = field(default=0.0, init=False, repr=False)
+    _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
+
+    async def principal(self, request: Request) -> Principal | None:
+        return await resolve(self.authorizer, request)
+
+    async def live_snapshot(self) -> dict[str, Any]:
+        """The current snapshot, read from storage at most once per poll interval."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            age = time.monotonic() - self._snapshot_at
+            if self._snapshot is None or age >= self.poll_interval_seconds * 0.9:
+                self._snapshot = await snapshot(self)
+                self._snapshot_at = time.monotonic()
+            return self._snapshot
+
+    async def top_errors(self) -> list[Any]:
+        if self._errors is None or time.monotonic() - self._errors_at >= TOP_ERRORS_SECONDS:
+            self._errors = await self.app.backend.dlq_top_errors(limit=5)
+            self._errors_at = time.monotonic()
+        return self._errors
+
+    def invalidate(self) -> None:
+        """Forget cached reads after a mutation, so the next snapshot shows its effect."""
+        self._snapshot = None
+        self._errors = None
+
+    async def ensure_open(self) -> None:
+        await self.app.open()
+
+
+async def snapshot(state: DeckState) -> dict[str, Any]:
+    """Everything the live panels show, in one compact document (also the SSE payload)."""
+    backend = state.app.backend
+    now = datetime.now(UTC)
+    summary = await backend.stats_summary()
+    throughput = await backend.stats_throughput()
+    queues = await backend.stats_queues()
+    workers = await backend.workers_list()
+    series = await backend.stats_series(since=now - timedelta(seconds=15), width_seconds=1)
+    errors = await state.top_errors()
+    return {
+        "at": dump(now),
+        "summary": dump(summary),
+        "throughput": throughput_json(throughput),
+        "queues": [queue_json(q) for q in queues],
+        "workers": [{k: v for k, v in dump(w).items() if k != "circuits"} for w in workers],
+        "circuits": circuits_of([(w.id, w.circuits) for w in workers]),
+        "series_tail": dump(series),
+        "top_errors": dump(errors),
+    }

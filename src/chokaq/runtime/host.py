@@ -1,0 +1,60 @@
+"""What the worker runtime needs of the app that hosts it, as protocols: the handlers it runs
+(``JobHandler``, ``PipeHandler``), the ``Middleware`` around them, and the app itself
+(``Host``: backend, open and close, handlers by type, pipes by queue, middleware list).
+
+``chokaq.App``, ``JobHandle`` and ``PipeHandle`` satisfy them structurally, so the runtime never
+imports ``chokaq.app`` (which imports the runtime to build workers). Owns these shapes only: no
+behaviour, no state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ..context import JobContext
+from ..storage import Backend
+
+__all__ = ["Host", "JobHandler", "Middleware", "PipeHandler"]
+
+# ``async fn(ctx, call_next)`` around every execution (``App.middleware`` registers them).
+Middleware = Callable[[JobContext, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+
+
+class PipeHandler(Protocol):
+    """What the executor needs of a raw handler (``chokaq.app.PipeHandle`` is one)."""
+
+    @property
+    def fn(self) -> Callable[..., Any]: ...
+    @property
+    def context_param(self) -> str | None: ...
+    @property
+    def is_async(self) -> bool: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def max_attempts(self) -> int | None: ...
+
+
+class JobHandler(PipeHandler, Protocol):
+    """What the executor needs of a typed handler (``chokaq.app.JobHandle`` is one)."""
+
+    def misfit(self, arguments: Mapping[str, Any]) -> str | None: ...
+
+
+class Host(Protocol):
+    """What a worker needs of its app (``chokaq.App`` is one): the backend, opening and closing
+    it, the handlers by job type, the pipe handlers by queue, and the middleware list."""
+
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def opened(self) -> bool: ...
+    @property
+    def handlers(self) -> Mapping[str, JobHandler]: ...
+    @property
+    def pipes(self) -> Mapping[str, PipeHandler]: ...
+    @property
+    def middlewares(self) -> Sequence[Middleware]: ...
+    async def open(self) -> object: ...
+    async def close(self) -> None: ...
