@@ -1,15 +1,19 @@
 """Options and helpers shared by the commands that read or change a store.
 
 Every such command takes ``--app module:attr`` and/or ``--database URL`` plus ``--schema``; this
-module defines them once, opens the App around a coroutine, and parses the operator-friendly
-values (failure reasons, relative times) the DLQ and purge commands accept.
+module defines them once, opens the App around a coroutine, parses the operator-friendly
+values (failure reasons, relative times) the DLQ and purge commands accept, and writes the audit
+line (``ADMIN_COMPLETED``) of the commands that change something.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
+import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -18,12 +22,15 @@ import click
 from rich.console import Console
 
 from ..app import App
+from ..logs import Event, PlainFormatter, log_event, logger
 from ..models import FailureReason
 from . import load_app
 
 __all__ = [
     "actor_option",
     "console",
+    "log_admin",
+    "logged",
     "make_app",
     "parse_reason",
     "parse_when",
@@ -71,6 +78,44 @@ def actor_name(actor: str | None) -> str:
         return f"cli:{getpass.getuser()}"
     except Exception:
         return "cli"
+
+
+def logged(fn: F) -> F:
+    """Run a command with chokaq's log lines on stderr (plain, INFO and up), so that its audit
+    line is seen. The handler writes to the stderr of the moment and is removed afterwards; a
+    host that configured the ``chokaq`` logger itself keeps only its own handlers."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        if logger.handlers:
+            return fn(*args, **kwargs)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(PlainFormatter())
+        level = logger.level
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        logger.addHandler(handler)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+    return command  # type: ignore[return-value]
+
+
+def log_admin(action: str, actor: str, target: str, rows: int, **extra: Any) -> None:
+    """The ``ADMIN_COMPLETED`` line of one operator command: who, what, on what, rows touched."""
+    log_event(
+        Event.ADMIN_COMPLETED,
+        f"cli: {action}",
+        actor=actor,
+        action=action,
+        target=target,
+        rows=rows,
+        source="cli",
+        **extra,
+    )
 
 
 def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:
