@@ -296,7 +296,7 @@ def _stopped(worker: Worker, ex: Execution, duration: float) -> Move | None:
 
 def _finish(worker: Worker, ex: Execution, result: Result, **kw: Any) -> Move | None:
     settings = worker.settings
-    return decide(
+    move = decide(
         job=ex.job,
         result=result,
         policy=settings.retry,
@@ -305,6 +305,18 @@ def _finish(worker: Worker, ex: Execution, result: Result, **kw: Any) -> Move | 
         fatal_types=settings.fatal_exceptions,
         **kw,
     )
+    if isinstance(move, RetryMove) and isinstance(kw.get("error"), ThrottledError):
+        after = kw["error"].retry_after_seconds
+        job = ex.job
+        log_event(
+            Event.JOB_THROTTLED_RETRY,
+            "job throttled; it will retry (retry_after honoured when given)",
+            job_id=job.id,
+            type=job.type,
+            queue=job.queue,
+            retry_after=after,
+        )
+    return move
 
 
 def _timeout_message(ex: Execution) -> str:
