@@ -3,13 +3,18 @@
 PostgreSQL tests need a server (``CHOKAQ_TEST_PG_URL``, default the local trust-auth server).
 Without one they skip with the reason shown; under ``CI=true`` they fail instead, since CI must
 run them.
+
+Every chokaq log event a test emits (in this process, or in a subprocess whose JSON log a test
+reads and adds) is recorded in the session's ``emitted_events``, and the check that every
+catalogued event was emitted (tests/ops/test_events.py) runs last.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +27,70 @@ PG_URL = os.environ.get("CHOKAQ_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 _pg_state: dict[str, str | None] = {}
+
+_current_test = ["(outside a test)"]
+LAST_CHECK = "tests/ops/test_events.py::test_every_catalogued_event_is_emitted_by_a_tested_path"
+
+
+class _EventRecorder(logging.Filter):
+    """Records the event id of every chokaq log record. A filter on the logger itself, not a
+    handler, so it also sees the records of code that replaces the logger's handlers (the
+    CLI's ``configure_logging``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emitted: dict[int, str] = {}  # event id -> the first test that emitted it
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        data = getattr(record, "chokaq", None)
+        if isinstance(data, dict) and "event_id" in data:
+            self.emitted.setdefault(int(data["event_id"]), _current_test[0])
+        return True
+
+
+class EmittedEvents:
+    """The event ids emitted so far in this session, with the first test that emitted each."""
+
+    def __init__(self, recorder: _EventRecorder) -> None:
+        self._recorder = recorder
+
+    @property
+    def ids(self) -> dict[int, str]:
+        return dict(self._recorder.emitted)
+
+    def add(self, ids: Iterable[object], where: str) -> None:
+        """Record the ``event_id`` values of a subprocess's JSON log lines."""
+        for event_id in ids:
+            if isinstance(event_id, int):
+                self._recorder.emitted.setdefault(event_id, where)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def emitted_events() -> Iterator[EmittedEvents]:
+    # INFO (not DEBUG: that switches the worker to its verbose path) so that INFO events
+    # reach the recorder; it is the level an operator runs with.
+    logger = logging.getLogger("chokaq")
+    recorder = _EventRecorder()
+    level = logger.level
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    logger.addFilter(recorder)
+    yield EmittedEvents(recorder)
+    logger.removeFilter(recorder)
+    logger.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def _name_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    _current_test[0] = request.node.nodeid
+    yield
+    _current_test[0] = "(outside a test)"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The catalogue check needs every other test to have run: it goes last."""
+    last = [item for item in items if item.nodeid == LAST_CHECK]
+    items[:] = [item for item in items if item.nodeid != LAST_CHECK] + last
 
 
 def postgres_unavailable() -> str | None:

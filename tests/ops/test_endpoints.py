@@ -81,7 +81,7 @@ def worker_process(
 
 
 async def test_worker_serves_metrics_and_health_matching_the_workload(
-    store: Any, worker_process: tuple[subprocess.Popen[bytes], int, Path]
+    store: Any, worker_process: tuple[subprocess.Popen[bytes], int, Path], emitted_events: Any
 ) -> None:
     proc, port, log_path = worker_process
     base = f"http://127.0.0.1:{port}"
@@ -172,6 +172,7 @@ async def test_worker_serves_metrics_and_health_matching_the_workload(
     assert proc.wait(timeout=20) == 0
     lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
     events = {line.get("event_id") for line in lines}
+    emitted_events.add(events, "the worker subprocess of test_worker_serves_metrics_and_health")
     assert {1000, 1001, 1008} <= events  # started, stopped, serving metrics and health
 
 

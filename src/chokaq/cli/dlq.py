@@ -2,7 +2,7 @@
 
 Filters match The Deck's (queue, type, reason, since/until, search). Acting by filter shows a
 preview (how many match, how many will be touched, a sample) and asks before doing anything,
-unless ``--yes``.
+unless ``--yes``. Each requeue or purge logs its audit line (``ADMIN_COMPLETED``).
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ from rich.table import Table
 
 from ..app import App
 from ..errors import NotFoundError
+from ..logs import Event, log_event
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
     actor_name,
     actor_option,
     console,
+    log_admin,
+    logged,
     make_app,
     parse_reason,
     parse_when,
@@ -199,17 +202,29 @@ def _act(
     cap: int,
     yes: bool,
     app: App,
+    who: str,
+    summary: str,
     by_ids: Callable[[App], Any],
     by_filter: Callable[[App], Any],
 ) -> None:
     out = console()
     if ids:
         done = run_with_app(app, by_ids)
+        log_admin(f"dlq.{verb}", who, f"{len(ids)} id(s)", len(done))
         out.print(f"{verb}d {len(done)} of {len(ids)} job(s)")
         for job_id in sorted(set(ids) - set(done)):
             out.print(f"  not in the DLQ: {job_id}", style="yellow")
         return
     if flt == JobFilter() and not everything:
+        log_event(
+            Event.ADMIN_REJECTED,
+            f"cli: dlq {verb} refused",
+            level=30,
+            actor=who,
+            action=f"dlq.{verb}_by_filter",
+            reason="no ids, no filter and no --all",
+            source="cli",
+        )
         raise click.UsageError(
             f"give job ids, a filter (--queue, --type, --reason, --since, --until, --search) "
             f"or --all to {verb} without one"
@@ -231,7 +246,13 @@ def _act(
     if done is None:
         out.print("nothing done")
         raise SystemExit(1)
+    log_admin(f"dlq.{verb}_by_filter", who, summary, len(done), cap=cap)
     out.print(f"{verb}d {len(done)} job(s)")
+
+
+def _summary(**given: str | None) -> str:
+    """The filter as the operator typed it (``queue=x reason=timeout``), for the audit line."""
+    return " ".join(f"{k}={v}" for k, v in given.items() if v is not None) or "everything"
 
 
 def _bulk_command(verb: str, example: str) -> Any:
@@ -248,6 +269,7 @@ def _bulk_command(verb: str, example: str) -> Any:
     @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
     @actor_option
     @store_options
+    @logged
     def command(
         ids: tuple[str, ...],
         queue: str | None,
@@ -276,6 +298,10 @@ def _bulk_command(verb: str, example: str) -> Any:
             cap,
             yes,
             app,
+            who,
+            _summary(
+                queue=queue, type=job_type, reason=reason, since=since, until=until, search=search
+            ),
             lambda a: getattr(a.backend, by_ids)(ids=ids, actor=who),
             lambda a: getattr(a.backend, by_filter)(filter=flt, actor=who, cap=cap),
         )

@@ -2,15 +2,17 @@
 
 Every such command takes ``--app module:attr`` and/or ``--database URL`` plus ``--schema``; this
 module defines them once, loads the App they name (``load_app``), opens it around a coroutine,
-and parses the operator-friendly values (failure reasons, relative times) the DLQ and purge
-commands accept. It must not hold a command of its own.
+parses the operator-friendly values (failure reasons, relative times) the DLQ and purge commands
+accept, and writes the audit line (``ADMIN_COMPLETED``) of the commands that change something.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
 import importlib
+import logging
 import os
 import re
 import sys
@@ -22,12 +24,15 @@ import click
 from rich.console import Console
 
 from ..app import App
+from ..logs import Event, PlainFormatter, log_event, logger
 from ..models import FailureReason
 
 __all__ = [
     "actor_option",
     "console",
     "load_app",
+    "log_admin",
+    "logged",
     "make_app",
     "parse_reason",
     "parse_when",
@@ -106,6 +111,44 @@ def load_app(spec: str | None, database: str | None = None) -> App:
     if database:
         target.configure(url=database)
     return target
+
+
+def logged(fn: F) -> F:
+    """Run a command with chokaq's log lines on stderr (plain, INFO and up), so that its audit
+    line is seen. The handler writes to the stderr of the moment and is removed afterwards; a
+    host that configured the ``chokaq`` logger itself keeps only its own handlers."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        if logger.handlers:
+            return fn(*args, **kwargs)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(PlainFormatter())
+        level = logger.level
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        logger.addHandler(handler)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+    return command  # type: ignore[return-value]
+
+
+def log_admin(action: str, actor: str, target: str, rows: int, **extra: Any) -> None:
+    """The ``ADMIN_COMPLETED`` line of one operator command: who, what, on what, rows touched."""
+    log_event(
+        Event.ADMIN_COMPLETED,
+        f"cli: {action}",
+        actor=actor,
+        action=action,
+        target=target,
+        rows=rows,
+        source="cli",
+        **extra,
+    )
 
 
 def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:

@@ -4,7 +4,7 @@ Deletes archive rows older than N days and DLQ rows older than M days in small b
 own short transaction, so workers keep running), then rolls second-wide metric buckets into
 minute buckets and prunes old minute buckets. Lifetime counters are never touched. The work is
 the backend's (the same operations the elected worker runs); this command only paces and shows
-it.
+it, and logs its audit line (``ADMIN_COMPLETED``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rich.progress import (
 from ..app import App
 from ..models import JobFilter, Pillar
 from ..runtime.maintenance import REST_RATIO, purge_pillar
-from .options import console, make_app, run_with_app, store_options
+from .options import actor_name, console, log_admin, logged, make_app, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
 
@@ -74,6 +74,7 @@ def _advancer(progress: Progress, task: TaskID) -> Callable[[int], None]:
 @click.option("--no-dlq", is_flag=True, help="Leave the DLQ alone.")
 @click.option("--no-metrics", is_flag=True, help="Leave metric buckets alone.")
 @store_options
+@logged
 def purge(
     archive_days: float,
     dlq_days: float,
@@ -135,6 +136,10 @@ def purge(
         return done
 
     done = run_with_app(app, run)
+    kept = {"archive": archive_days, "dlq": dlq_days}
+    target = " ".join(f"{k}>{v:g}d" for k, v in kept.items() if k in done) or "metric buckets"
+    rows = sum(done.values())
+    log_admin("retention.purge", actor_name(None), target, rows, **done)
     parts = [f"{key.replace('_', ' ')}: {value}" for key, value in done.items()]
     out.print("purged - " + ", ".join(parts))
 

@@ -15,7 +15,16 @@ from rich.text import Text
 from ..app import App
 from ..models import QueueStats, Summary, Throughput
 from ..storage import UNSET
-from .options import actor_name, actor_option, console, make_app, run_with_app, store_options
+from .options import (
+    actor_name,
+    actor_option,
+    console,
+    log_admin,
+    logged,
+    make_app,
+    run_with_app,
+    store_options,
+)
 
 __all__ = ["COMMANDS", "queue_table"]
 
@@ -162,6 +171,7 @@ def _pause_command(paused: bool) -> Any:
     @click.argument("name")
     @actor_option
     @store_options
+    @logged
     def command(
         name: str,
         actor: str | None,
@@ -170,9 +180,11 @@ def _pause_command(paused: bool) -> Any:
         schema: str | None,
     ) -> None:
         app = make_app(app_spec, database, schema)
+        who = actor_name(actor)
         info = run_with_app(
-            app, lambda a: a.backend.queue_pause(name=name, paused=paused, actor=actor_name(actor))
+            app, lambda a: a.backend.queue_pause(name=name, paused=paused, actor=who)
         )
+        log_admin(f"queues.{verb}", who, name, 1)
         click.echo(f"queue {info.name} {'paused' if info.paused else 'resumed'}")
 
     effect = "running jobs finish; no new ones start" if paused else "its jobs start again"
@@ -205,6 +217,7 @@ def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:
 @click.option("--execution-timeout", help="Default execution timeout in seconds, or 'none'.")
 @actor_option
 @store_options
+@logged
 def queue_limit(
     name: str,
     max_workers: str | None,
@@ -231,9 +244,10 @@ def queue_limit(
             "nothing to change: give --max-workers, --zombie-timeout or --execution-timeout"
         )
     app = make_app(app_spec, database, schema)
-    info = run_with_app(
-        app, lambda a: a.backend.queue_configure(name=name, actor=actor_name(actor), **changes)
-    )
+    who = actor_name(actor)
+    info = run_with_app(app, lambda a: a.backend.queue_configure(name=name, actor=who, **changes))
+    given = {k: v for k, v in changes.items() if v is not UNSET}
+    log_admin("queues.limits", who, name, 1, **given)
     click.echo(
         f"queue {info.name}: max_workers={info.max_workers}, "
         f"zombie_timeout={info.zombie_timeout_seconds}, "

@@ -3,7 +3,9 @@ metadata the OpenAPI document is generated from.
 
 Each handler authorizes (``admin`` routes need the admin role and, for cookie sessions, the CSRF
 header), validates its input before calling storage, and maps errors to 4xx answers with a
-message. It reaches data only through ``chokaq.storage.Backend``; it must not hold SQL.
+message. Admin handlers return ``audit.Done`` so that the wrapper logs every completed or refused
+action once (``deck.audit``). It reaches data only through ``chokaq.storage.Backend``; it must
+not hold SQL.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from ..errors import NotFoundError, StorageError, ValidationError
 from ..limits import check_job_id, check_name, check_payload, check_priority, check_tags
 from ..models import FailureReason, JobFilter, Pillar
 from ..storage import UNSET
+from . import audit
+from .audit import Done
 from .auth import Principal, Role, csrf_ok
 from .state import DeckState, snapshot
 from .views import (
@@ -60,31 +64,43 @@ class ApiError(Exception):
 
 
 def endpoint(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
-    """Wrap a handler with authorization, CSRF and error mapping (never a 500 for bad input)."""
+    """Wrap a handler with authorization, CSRF and error mapping (never a 500 for bad input),
+    and, on admin routes, the audit line of what was done or refused."""
+    action = audit.action_name(route.path)
+
+    def refuse(who: Principal | None, status: int, message: str, **extra: Any) -> JSONResponse:
+        if route.admin:
+            audit.rejected(action, who.name if who else None, status, message)
+        return _error(status, message, **extra)
 
     async def asgi(request: Request) -> Response:
         state: DeckState = request.app.state.deck
         principal = await state.principal(request)
         if principal is None:
-            return _error(401, "authentication required")
+            return refuse(None, 401, "authentication required")
         if route.admin:
             if principal.role is not Role.ADMIN:
-                return _error(403, "this action needs the admin role")
+                return refuse(principal, 403, "this action needs the admin role")
             if not csrf_ok(request):
-                return _error(403, "missing or wrong CSRF token (header X-CSRF-Token)")
+                return refuse(principal, 403, "missing or wrong CSRF token (header X-CSRF-Token)")
         try:
             await state.ensure_open()
             result = await route.handler(request, state, principal)
             if route.admin:
                 state.invalidate()
+            if isinstance(result, Done):
+                result = audit.completed(action, principal.name, result)
         except ApiError as exc:
-            return _error(exc.status, exc.message)
+            return refuse(principal, exc.status, exc.message)
         except ValidationError as exc:
-            return _error(422, str(exc), field=exc.field)
+            return refuse(principal, 422, str(exc), field=exc.field)
         except NotFoundError as exc:
-            return _error(404, str(exc))
+            return refuse(principal, 404, str(exc))
         except StorageError as exc:
             return _error(503, f"storage unavailable: {exc}")
+        except Exception as exc:
+            audit.failed(request.method, request.url.path, exc)
+            return _error(500, f"internal error ({type(exc).__name__}); see the Deck's log")
         return result if isinstance(result, Response) else JSONResponse(result)
 
     return asgi
@@ -201,7 +217,8 @@ async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any
     ids = _ids(data)
     _confirm(data, "CANCEL", len(ids))
     result = await state.app.backend.jobs_cancel(ids=ids, actor=who.name)
-    return dump(result)
+    rows = len(result.cancelled) + len(result.requested)
+    return Done(dump(result), target=f"{len(ids)} id(s)", rows=rows)
 
 
 async def post_resurrect(request: Request, state: DeckState, who: Principal) -> Any:
@@ -209,7 +226,7 @@ async def post_resurrect(request: Request, state: DeckState, who: Principal) -> 
     ids = _ids(data)
     _confirm(data, "RETRY", len(ids))
     moved = await state.app.backend.dlq_resurrect(ids=ids, actor=who.name)
-    return {"moved": moved}
+    return Done({"moved": moved}, target=f"{len(ids)} id(s)", rows=len(moved), action="dlq.requeue")
 
 
 async def post_purge(request: Request, state: DeckState, who: Principal) -> Any:
@@ -217,7 +234,12 @@ async def post_purge(request: Request, state: DeckState, who: Principal) -> Any:
     ids = _ids(data)
     _confirm(data, "PURGE", len(ids), always=True)
     deleted = await state.app.backend.dlq_purge(ids=ids, actor=who.name)
-    return {"deleted": deleted}
+    return Done({"deleted": deleted}, target=f"{len(ids)} id(s)", rows=len(deleted))
+
+
+def _fields(edits: dict[str, Any]) -> dict[str, Any]:
+    # The audit line names the edited fields; it never carries the payload itself.
+    return {"fields": ",".join(sorted(edits))}
 
 
 def _edits(data: dict[str, Any], state: DeckState) -> dict[str, Any]:
@@ -250,7 +272,7 @@ async def post_edit(request: Request, state: DeckState, who: Principal) -> Any:
         moved = await backend.dlq_resurrect(ids=[job_id], actor=who.name, **edits)
         if not moved:
             raise ApiError(409, "the job left the DLQ before it could be requeued")
-        return {"saved": True, "requeued": True}
+        return Done({"saved": True, "requeued": True}, job_id, 1, action="dlq.edit_requeue")
     if not edits:
         raise ValidationError("payload", "nothing to save: give payload, tags or priority")
     if job.pillar is Pillar.DLQ:
@@ -261,7 +283,8 @@ async def post_edit(request: Request, state: DeckState, who: Principal) -> Any:
         raise ApiError(409, "an archived job cannot be edited")
     if not applied:
         raise ApiError(409, "the job is no longer editable (only pending or DLQ jobs are)")
-    return {"saved": True, "requeued": False}
+    what = "dlq.edit" if job.pillar is Pillar.DLQ else "jobs.edit"
+    return Done({"saved": True, "requeued": False}, job_id, 1, action=what, extra=_fields(edits))
 
 
 # -- DLQ by filter ----------------------------------------------------------------------------
@@ -303,7 +326,12 @@ async def _by_filter(request: Request, state: DeckState, who: Principal, word: s
         preview = await backend.dlq_preview(filter=job_filter, cap=cap, sample=0)
         _confirm(data, word, preview.will_affect)
         ids = await backend.dlq_resurrect_by_filter(filter=job_filter, actor=who.name, cap=cap)
-    return {"affected": len(ids), "ids": ids}
+    return Done(
+        {"affected": len(ids), "ids": ids},
+        audit.filter_summary(job_filter),
+        len(ids),
+        extra={"cap": cap},
+    )
 
 
 async def post_purge_by_filter(request: Request, state: DeckState, who: Principal) -> Any:
@@ -341,10 +369,15 @@ async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
     name = check_name("queue", data.get("queue"))
     backend = state.app.backend
     info = None
+    done: list[str] = []
     if "paused" in data:
-        info = await backend.queue_pause(name=name, paused=_flag(data, "paused"), actor=who.name)
+        paused = _flag(data, "paused")
+        info = await backend.queue_pause(name=name, paused=paused, actor=who.name)
+        done.append("pause" if paused else "resume")
     if "active" in data:
-        info = await backend.queue_activate(name=name, active=_flag(data, "active"), actor=who.name)
+        active = _flag(data, "active")
+        info = await backend.queue_activate(name=name, active=active, actor=who.name)
+        done.append("unhide" if active else "hide")
     max_workers = _optional_number(data, "max_workers")
     zombie = _optional_number(data, "zombie_timeout_seconds")
     if max_workers is not UNSET or zombie is not UNSET:
@@ -353,16 +386,17 @@ async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
         info = await backend.queue_configure(
             name=name, max_workers=max_workers, zombie_timeout_seconds=zombie, actor=who.name
         )
+        done.append("limits")
     if info is None:
         raise ValidationError("queue", "nothing to change: give paused, active or limits")
-    return dump(info)
+    return Done(dump(info), name, 1, action="queues." + "+".join(done))
 
 
 async def post_close_circuit(request: Request, state: DeckState, who: Principal) -> Any:
     data = await _body(request)
     key = check_name("key", data.get("key"))
     asked = await state.app.backend.worker_request(worker_id=None, close_circuit=key)
-    return {"workers_asked": asked}
+    return Done({"workers_asked": asked}, key, asked)
 
 
 async def post_concurrency(request: Request, state: DeckState, who: Principal) -> Any:
@@ -372,7 +406,7 @@ async def post_concurrency(request: Request, state: DeckState, who: Principal) -
     asked = await state.app.backend.worker_request(worker_id=worker_id, concurrency=concurrency)
     if not asked:
         raise ApiError(404, f"worker {worker_id} is not registered")
-    return {"workers_asked": asked}
+    return Done({"workers_asked": asked}, worker_id, asked, extra={"concurrency": concurrency})
 
 
 FILTER_QUERY = ("queue", "type", "status", "reason", "since", "until", "search")

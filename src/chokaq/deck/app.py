@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from starlette.applications import Starlette
@@ -25,7 +26,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..app import App
 from ..errors import ChokaqError
-from . import api
+from ..logs import Event, log_event
+from . import api, audit
 from .auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -237,6 +239,12 @@ async def _method_not_allowed(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": "method not allowed"}, status_code=405)
 
 
+async def _server_error(request: Request, exc: Exception) -> Response:
+    # The API's endpoints answer their own 500s; this catches the page, login and stream.
+    audit.failed(request.method, request.url.path, exc)
+    return JSONResponse({"error": "internal error"}, status_code=500)
+
+
 def create_deck(
     app: App,
     *,
@@ -264,7 +272,17 @@ def create_deck(
     state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title)
 
     @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    async def lifespan(deck: Starlette) -> AsyncIterator[None]:
+        # Runs when a server (or a host app forwarding its lifespan) starts the Deck;
+        # ``build_server`` records where it listens.
+        listen: dict[str, Any] = getattr(deck.state, "listen", {})
+        log_event(
+            Event.DECK_STARTED,
+            "the Deck is serving",
+            host=listen.get("host"),
+            port=listen.get("port"),
+            auth=authorizer is not None,
+        )
         try:
             yield
         finally:
@@ -275,7 +293,7 @@ def create_deck(
     deck = Starlette(
         routes=_routes(),
         lifespan=lifespan,
-        exception_handlers={404: _not_found, 405: _method_not_allowed},
+        exception_handlers={404: _not_found, 405: _method_not_allowed, 500: _server_error},
     )
     deck.add_middleware(SecurityHeaders)
     deck.state.deck = state

@@ -66,6 +66,7 @@ def build_server(
         session_secret=os.environ.get("CHOKAQ_DECK_SECRET") or None,
         title="chokaq demo" if demo else "chokaq",
     )
+    deck.state.listen = {"host": host, "port": port}
     config = uvicorn.Config(
         deck,
         host=host,

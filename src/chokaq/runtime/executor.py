@@ -378,7 +378,7 @@ class Executor:
 
     def _finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
         settings = self.settings
-        return decide(
+        move = decide(
             job=ex.job,
             result=result,
             policy=settings.retry,
@@ -387,6 +387,18 @@ class Executor:
             fatal_types=settings.fatal_exceptions,
             **kw,
         )
+        error = kw.get("error")
+        if isinstance(move, RetryMove) and isinstance(error, ThrottledError):
+            job = ex.job
+            log_event(
+                Event.JOB_THROTTLED_RETRY,
+                "job throttled; it will retry (retry_after honoured when given)",
+                job_id=job.id,
+                type=job.type,
+                queue=job.queue,
+                retry_after=error.retry_after_seconds,
+            )
+        return move
 
     def _caller(
         self,

@@ -78,6 +78,8 @@ class Maintenance:
 
     async def rescue(self) -> None:
         settings = self.settings
+        # Every pass (seconds apart) would be noise at INFO; its results are logged below.
+        log_event(Event.RESCUE_STARTED, "rescue pass", level=10, worker_id=self.worker_id)
         result = await self.backend.jobs_rescue(
             fetched_timeout_seconds=settings.fetched_timeout_seconds,
             processing_timeout_seconds=settings.zombie_timeout_seconds,
@@ -132,6 +134,8 @@ async def run_retention(
             width_seconds=60,
         ),
     }
+    if done["rolled_up"]:
+        log_event(Event.METRICS_ROLLED_UP, "metric buckets rolled up", buckets=done["rolled_up"])
     if any(done.values()):
         log_event(Event.RETENTION_PURGED, "retention pass", **done)
     return done
