@@ -1,0 +1,442 @@
+"""The worker runtime's events that only a fault, a race with an operator or a lost election
+drives, each by a real scenario in this process.
+
+Real stores throughout: a SQLite file whose write lock another connection holds (the file
+"locked by another process", the way a SQLite store becomes unavailable), an operator's second
+App on the same file, and PostgreSQL where the path needs it (a leader whose session is
+terminated). No mocks: each scenario waits for its event by polling the captured log lines
+with a generous deadline, so a busy machine only makes it slower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from tests.conftest import PG_URL, Store
+from tests.runtime.conftest import FAST, running, until
+
+from chokaq import (
+    App,
+    CircuitPolicy,
+    FailureReason,
+    JobStatus,
+    Pillar,
+    RetryPolicy,
+    ThrottledError,
+    WorkerSettings,
+)
+from chokaq.logs import Event
+
+from .test_events import captured, only
+
+DEADLINE = 60.0  # seconds; only a stalled run comes near it
+
+
+async def logged(lines: list[dict[str, Any]], event: Event, **match: Any) -> dict[str, Any]:
+    """The first line of ``event`` whose fields include ``match``, once it has been logged."""
+
+    def first() -> dict[str, Any] | None:
+        for line in list(lines):
+            if line["event_id"] == event and all(line.get(k) == v for k, v in match.items()):
+                return line
+        return None
+
+    deadline = time.monotonic() + DEADLINE
+    while (line := first()) is None:
+        assert time.monotonic() < deadline, (event.name, match, lines)
+        await asyncio.sleep(0.02)
+    return line
+
+
+def sqlite_app(path: Path, **settings: Any) -> App:
+    # A short busy timeout: while another connection holds the file's write lock, each write
+    # of the worker gives up within about a second instead of ten.
+    return App(
+        f"sqlite:///{path}",
+        busy_timeout_seconds=0.05,
+        worker=WorkerSettings(**{**FAST, "shutdown_grace_seconds": 30.0, **settings}),
+    )
+
+
+@contextmanager
+def write_locked(path: Path) -> Iterator[None]:
+    """Hold the SQLite file's write lock for the block, as another process would: every
+    write of the worker fails as "database is locked" until the block ends."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        yield
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+async def pillar_of(app: App, job_id: str) -> Pillar | None:
+    view = await app.backend.job_get(job_id)
+    return None if view is None else view.pillar
+
+
+async def status_of(app: App, job_id: str) -> JobStatus | None:
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.pillar is Pillar.HOT, view
+    return view.status
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+@pytest.fixture
+async def apps() -> AsyncIterator[list[App]]:
+    """Apps to close at the end of the test (the worker's, an operator's)."""
+    opened: list[App] = []
+    yield opened
+    for app in opened:
+        await app.close()
+
+
+async def open_app(apps: list[App], app: App) -> App:
+    apps.append(app)
+    await app.open()
+    return app
+
+
+async def one_running_two_buffered(app: App, gate: asyncio.Event) -> list[str]:
+    """Enqueue three blocking jobs; return their ids (a worker with concurrency 1 and
+    prefetch 2 runs one and holds the other two as Fetched in its buffer)."""
+
+    @app.job()
+    async def hold(n: int) -> None:
+        await gate.wait()
+
+    return [str(i) for i in await app.enqueue_many([hold.prepare(n=i) for i in range(3)])]
+
+
+# -- leases -----------------------------------------------------------------------------------
+
+
+async def test_a_job_rescued_under_its_worker_logs_job_lease_lost(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db"))
+    operator = await open_app(apps, sqlite_app(tmp_path / "jobs.db"))
+    started = asyncio.Event()
+
+    @app.job()
+    async def slow() -> None:
+        started.set()
+        await asyncio.sleep(120)
+
+    job_id = str(await slow.enqueue())
+    with captured() as lines:
+        async with running(app) as worker:
+            await asyncio.wait_for(started.wait(), DEADLINE)
+            # Another process's rescue, with a clock two minutes ahead, declares it a zombie:
+            # the worker's next heartbeat finds the lease gone and stops the job.
+            rescue = await operator.backend.jobs_rescue(
+                fetched_timeout_seconds=60,
+                processing_timeout_seconds=60,
+                now=datetime.now(UTC) + timedelta(seconds=120),
+            )
+            assert rescue.zombies == (job_id,)
+            line = await logged(lines, Event.JOB_LEASE_LOST, job_id=job_id)
+    assert line["worker_id"] == worker.id
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.pillar is Pillar.DLQ
+    assert view.failure_reason is FailureReason.ZOMBIE
+    assert not [x for x in lines if x["event_id"] == Event.TRANSITION_NOT_APPLIED]
+
+
+async def test_a_prefetched_job_cancelled_before_it_starts_logs_job_lease_rejected(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db", fetched_timeout_seconds=600))
+    operator = await open_app(apps, sqlite_app(tmp_path / "jobs.db"))
+    gate = asyncio.Event()
+    await one_running_two_buffered(app, gate)
+    with captured() as lines:
+        async with running(app, concurrency=1, prefetch=2) as worker:
+            await until(lambda: _true(len(worker.running) == 1 and len(worker.buffer) == 2))
+            buffered = worker.buffer[0].id
+            result = await operator.backend.jobs_cancel(ids=[buffered], actor="ops-anna")
+            assert result.cancelled == (buffered,)
+            gate.set()  # the running job ends; the worker starts its buffered ones
+            line = await logged(lines, Event.JOB_LEASE_REJECTED, job_id=buffered)
+    assert line["level"] == 30
+    view = await app.backend.job_get(buffered)
+    assert view is not None and view.pillar is Pillar.DLQ and view.cancelled_by == "ops-anna"
+
+
+# -- prefetched jobs ----------------------------------------------------------------------------
+
+
+async def test_stopping_with_prefetched_jobs_logs_prefetched_job_released(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db", fetched_timeout_seconds=600))
+    gate = asyncio.Event()
+    ids = await one_running_two_buffered(app, gate)
+    with captured() as lines:
+        async with running(app, concurrency=1, prefetch=2) as worker:
+            await until(lambda: _true(len(worker.running) == 1 and len(worker.buffer) == 2))
+            buffered = {job.id for job in worker.buffer}
+            worker.stop()
+            line = await logged(lines, Event.PREFETCHED_JOB_RELEASED)
+            gate.set()
+    assert (line["count"], line["worker_id"]) == (2, worker.id)
+    for job_id in buffered:
+        assert await status_of(app, job_id) is JobStatus.PENDING
+    [ran] = set(ids) - buffered
+    assert await pillar_of(app, ran) is Pillar.ARCHIVE
+
+
+async def test_a_release_on_a_locked_file_logs_prefetched_job_release_failed(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    path = tmp_path / "jobs.db"
+    app = await open_app(apps, sqlite_app(path, fetched_timeout_seconds=600))
+    gate = asyncio.Event()
+    await one_running_two_buffered(app, gate)
+    with captured() as lines:
+        async with running(app, concurrency=1, prefetch=2) as worker:
+            await until(lambda: _true(len(worker.running) == 1 and len(worker.buffer) == 2))
+            buffered = {job.id for job in worker.buffer}
+            with write_locked(path):
+                worker.stop()
+                line = await logged(lines, Event.PREFETCHED_JOB_RELEASE_FAILED)
+            gate.set()  # the file is writable again: the running job's outcome is recorded
+    assert line["count"] == 2 and "locked" in line["error"] and line["level"] == 30
+    assert not [x for x in lines if x["event_id"] == Event.PREFETCHED_JOB_RELEASED]
+    # Still Fetched under the stopped worker's lease: rescue is what recovers them.
+    for job_id in buffered:
+        assert await status_of(app, job_id) is JobStatus.FETCHED
+
+
+# -- storage trouble ----------------------------------------------------------------------------
+
+
+async def test_a_locked_file_logs_finalize_retrying_and_maintenance_failed(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    path = tmp_path / "jobs.db"
+    # A long zombie timeout: the job misses heartbeats during the outage, and the point here
+    # is that its outcome, kept by the finalizer, is written once the file is free.
+    app = await open_app(apps, sqlite_app(path, zombie_timeout_seconds=600))
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    @app.job()
+    async def report() -> None:
+        started.set()
+        await gate.wait()
+
+    job_id = str(await report.enqueue())
+    with captured() as lines:
+        async with running(app):
+            await asyncio.wait_for(started.wait(), DEADLINE)
+            with write_locked(path):
+                gate.set()  # the job succeeds while its outcome cannot be written
+                retrying = await logged(lines, Event.FINALIZE_RETRYING)
+                failed = await logged(lines, Event.MAINTENANCE_FAILED)
+
+            async def archived() -> bool:
+                return await pillar_of(app, job_id) is Pillar.ARCHIVE
+
+            await until(archived, timeout=DEADLINE)  # the kept batch is written once free
+    assert retrying["moves"] == 1 and "locked" in retrying["error"]
+    assert retrying["level"] == 40 and retrying["retry_in"] > 0  # the first failure: ERROR
+    assert "locked" in failed["error"] and failed["level"] == 30
+
+
+# -- bugs the worker survives -------------------------------------------------------------------
+
+
+async def test_an_executor_failure_logs_worker_loop_crashed_and_rescue_recovers_the_job(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    # A retry delay the retry policy lets through but no date can hold (about 31,700 years):
+    # deciding the outcome raises OverflowError inside the executor. The worker must say so
+    # and not lose the job: it stays Processing without heartbeats and rescue moves it to the
+    # DLQ as a zombie.
+    huge = 1e12
+    app = await open_app(
+        apps,
+        sqlite_app(
+            tmp_path / "jobs.db",
+            retry=RetryPolicy(max_attempts=3, max_delay_seconds=huge, max_job_age_seconds=None),
+        ),
+    )
+
+    @app.job()
+    async def partner() -> None:
+        raise ThrottledError("429", retry_after_seconds=huge)
+
+    job_id = str(await partner.enqueue())
+    with captured() as lines:
+        async with running(app):
+            crashed = await logged(lines, Event.WORKER_LOOP_CRASHED, job_id=job_id)
+            zombies = await logged(lines, Event.ZOMBIES_DEAD_LETTERED, ids=job_id)
+    assert crashed["error"].startswith("OverflowError(") and crashed["level"] == 40
+    assert zombies["count"] == 1
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.pillar is Pillar.DLQ
+    assert view.failure_reason is FailureReason.ZOMBIE
+
+
+async def test_a_side_task_that_raises_logs_worker_side_task_died(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    # Keeping archive rows "for a million days" passes the settings' check, but the cut-off
+    # date is before year 1: every retention pass raises OverflowError, which is no storage
+    # error, so the maintenance side task dies and the supervisor says so and restarts it.
+    app = await open_app(
+        apps,
+        sqlite_app(
+            tmp_path / "jobs.db", retention_archive_days=1e6, retention_interval_seconds=0.1
+        ),
+    )
+    with captured() as lines:
+        async with running(app) as worker:
+            died = await logged(lines, Event.WORKER_SIDE_TASK_DIED, task="maintenance")
+            assert worker.state == "running"
+    assert died["error"].startswith("OverflowError(") and died["level"] == 40
+
+
+# -- maintenance ----------------------------------------------------------------------------
+
+
+async def test_rescue_of_a_dead_workers_rows_logs_fetched_recovered_and_zombies(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db"))
+
+    @app.job()
+    async def task(n: int) -> None:
+        return None
+
+    # A worker that died an hour ago: one job it prefetched, one it was running.
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    backend = app.backend
+    await backend.jobs_enqueue([task.prepare(n=i) for i in range(2)], now=hour_ago)
+    [claimed] = await backend.jobs_fetch(worker_id="dead-1", limit=1, start=False, now=hour_ago)
+    [started] = await backend.jobs_fetch(worker_id="dead-1", limit=1, start=True, now=hour_ago)
+    fetched, processing = claimed.id, started.id
+    with captured() as lines:
+        async with running(app):
+            recovered = await logged(lines, Event.FETCHED_JOBS_RECOVERED)
+            zombies = await logged(lines, Event.ZOMBIES_DEAD_LETTERED)
+
+            async def ran() -> bool:
+                return await pillar_of(app, fetched) is Pillar.ARCHIVE
+
+            await until(ran, timeout=DEADLINE)  # back to Pending, then run by this worker
+    assert recovered["count"] == 1
+    assert (zombies["count"], zombies["ids"], zombies["level"]) == (1, processing, 30)
+    view = await app.backend.job_get(processing)
+    assert view is not None and view.pillar is Pillar.DLQ
+    assert view.failure_reason is FailureReason.ZOMBIE
+
+
+async def test_a_job_claimed_past_its_half_open_probe_logs_job_circuit_deferred(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    # One failure opens the circuit for half a second; then it is half-open with one probe
+    # slot, so of the two jobs claimed together the first runs as the probe (and holds its
+    # slot) and the second is deferred without consuming an attempt.
+    app = await open_app(
+        apps,
+        sqlite_app(
+            tmp_path / "jobs.db",
+            circuit=CircuitPolicy(threshold=1, break_seconds=0.5, half_open_max_calls=1),
+            circuit_delay_seconds=600,
+            retry=RetryPolicy(max_attempts=1),
+        ),
+    )
+    gate = asyncio.Event()
+
+    @app.job()
+    async def gateway(n: int) -> None:
+        if n == 0:
+            raise TimeoutError("gateway down")
+        await gate.wait()
+
+    first = str(await gateway.enqueue(n=0))
+    with captured() as lines:
+        async with running(app, concurrency=2) as worker:
+
+            async def dead() -> bool:
+                return await pillar_of(app, first) is Pillar.DLQ
+
+            await until(dead, timeout=DEADLINE)
+            assert worker.circuits.snapshot()[0].state.value in ("open", "half_open")
+            # Both in one insert: every fetch sees both or neither.
+            pair = {str(i) for i in await app.enqueue_many([gateway.prepare(n=n) for n in (1, 2)])}
+            line = await logged(lines, Event.JOB_CIRCUIT_DEFERRED)
+            gate.set()
+    assert line["job_id"] in pair and line["type"] == "gateway"
+    view = await app.backend.job_get(line["job_id"])
+    assert view is not None and view.status is JobStatus.PENDING and view.attempt_count == 0
+
+
+# -- leadership (PostgreSQL) --------------------------------------------------------------------
+
+LEADER_PID = """
+SELECT pid FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND objsubid = 1
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND ((classid::bigint << 32) | objid::bigint) = hashtext(%(key)s)::bigint
+"""
+
+
+@asynccontextmanager
+async def pg_connection() -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    conn = await psycopg.AsyncConnection.connect(PG_URL, autocommit=True)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.mark.postgres
+async def test_a_leader_whose_session_is_terminated_logs_leadership_lost(
+    pg_store: Store, apps: list[App]
+) -> None:
+    app = await open_app(
+        apps,
+        App(pg_store.url, schema=pg_store.schema, auto_migrate=True, worker=WorkerSettings(**FAST)),
+    )
+    key = f"chokaq-leader:{pg_store.schema}:maintenance"
+    with captured() as lines:
+        async with running(app) as worker, pg_connection() as admin, pg_connection() as rival:
+            await logged(lines, Event.LEADERSHIP_ACQUIRED, worker_id=worker.id)
+            row = await (await admin.execute(LEADER_PID, {"key": key})).fetchone()
+            assert row is not None
+            # The rival queues for the lock first, so it is granted the moment the leader's
+            # session ends, before the worker's next pass can try again.
+            rival_pid = rival.info.backend_pid
+            wanting = asyncio.create_task(
+                rival.execute("SELECT pg_advisory_lock(hashtext(%(key)s))", {"key": key})
+            )
+
+            async def queued() -> bool:
+                cur = await admin.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [rival_pid]
+                )
+                found = await cur.fetchone()
+                return bool(found and found[0])
+
+            await until(queued, timeout=DEADLINE)
+            await admin.execute("SELECT pg_terminate_backend(%s)", [row[0]])
+            await asyncio.wait_for(wanting, DEADLINE)
+            lost = await logged(lines, Event.LEADERSHIP_LOST, worker_id=worker.id)
+            # Checked while the rival still holds the lock (the worker may lead again after).
+            assert only(lines, Event.LEADERSHIP_ACQUIRED)["worker_id"] == worker.id
+    assert lost["leading"] is False and lost["level"] == 20
