@@ -165,8 +165,8 @@ async def test_a_prefetched_job_cancelled_before_it_starts_logs_job_lease_reject
     await one_running_two_buffered(app, gate)
     with captured() as lines:
         async with running(app, concurrency=1, prefetch=2) as worker:
-            await until(lambda: _true(len(worker.running) == 1 and len(worker.buffer) == 2))
-            buffered = worker.buffer[0].id
+            await until(lambda: _true(len(worker.running) == 1 and len(worker.slots.buffer) == 2))
+            buffered = worker.slots.buffer[0].id
             result = await operator.backend.jobs_cancel(ids=[buffered], actor="ops-anna")
             assert result.cancelled == (buffered,)
             gate.set()  # the running job ends; the worker starts its buffered ones
@@ -187,8 +187,8 @@ async def test_stopping_with_prefetched_jobs_logs_prefetched_job_released(
     ids = await one_running_two_buffered(app, gate)
     with captured() as lines:
         async with running(app, concurrency=1, prefetch=2) as worker:
-            await until(lambda: _true(len(worker.running) == 1 and len(worker.buffer) == 2))
-            buffered = {job.id for job in worker.buffer}
+            await until(lambda: _true(len(worker.running) == 1 and len(worker.slots.buffer) == 2))
+            buffered = {job.id for job in worker.slots.buffer}
             worker.stop()
             line = await logged(lines, Event.PREFETCHED_JOB_RELEASED)
             gate.set()
@@ -208,8 +208,8 @@ async def test_a_release_on_a_locked_file_logs_prefetched_job_release_failed(
     await one_running_two_buffered(app, gate)
     with captured() as lines:
         async with running(app, concurrency=1, prefetch=2) as worker:
-            await until(lambda: _true(len(worker.running) == 1 and len(worker.buffer) == 2))
-            buffered = {job.id for job in worker.buffer}
+            await until(lambda: _true(len(worker.running) == 1 and len(worker.slots.buffer) == 2))
+            buffered = {job.id for job in worker.slots.buffer}
             with write_locked(path):
                 worker.stop()
                 line = await logged(lines, Event.PREFETCHED_JOB_RELEASE_FAILED)
