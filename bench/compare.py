@@ -362,7 +362,7 @@ def run_rounds(trees: dict[str, Tree], args: argparse.Namespace) -> Raw:
     for round_no in range(1, args.rounds + 1):
         order = ("base", "head") if round_no % 2 else ("head", "base")
         for backend in args.backends:
-            for measurement in MEASUREMENTS:
+            for measurement in args.measurements:
                 for side in order:
                     got = _one(trees[side], backend, measurement, args)
                     if got is None:
@@ -379,6 +379,8 @@ def summarize(raw: Raw, threshold: float) -> list[dict[str, Any]]:
     rows = []
     for backend, per_measurement in raw.items():
         for measurement, figure, label, higher in FIGURES:
+            if not any(per_measurement[measurement].values()):
+                continue  # not measured in this run (--measurements)
             sides = per_measurement[measurement]
             by_round = {s: {r["round"]: r[figure] for r in sides[s]} for s in ("base", "head")}
             both = sorted(set(by_round["base"]) & set(by_round["head"]))
@@ -430,6 +432,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=20_000, help="jobs per burn-down and enqueue")
     p.add_argument("--pickups", type=int, default=500, help="single jobs per pickup run")
     p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated")
+    p.add_argument(
+        "--measurements", default=",".join(MEASUREMENTS), help="comma-separated subset to run"
+    )
     p.add_argument("--threshold", type=float, default=0.95, help="worst ratio within noise")
     p.add_argument("--quick", action="store_true", help="a check: 1 round, 2,000 jobs, 50 pickups")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the JSON goes")
@@ -441,6 +446,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.rounds, args.jobs, args.pickups = 1, 2_000, 50
     args.backends = [b for b in args.backends.split(",") if b]
+    args.measurements = [m for m in args.measurements.split(",") if m]
+    if unknown := set(args.measurements) - set(MEASUREMENTS):
+        raise SystemExit(f"unknown measurement(s) {sorted(unknown)}; choose from {MEASUREMENTS}")
     if unknown := set(args.backends) - set(BACKENDS):
         raise SystemExit(f"unknown backend(s) {sorted(unknown)}; choose from {BACKENDS}")
     started = time.perf_counter()
@@ -492,6 +500,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{backend} {measurement} {side}"
         for backend, per_measurement in raw.items()
         for measurement, sides in per_measurement.items()
+        if measurement in args.measurements
         for side, runs in sides.items()
         if len(runs) < args.rounds
     ]

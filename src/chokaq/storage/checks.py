@@ -175,18 +175,28 @@ def job_ids(field: str, ids: Sequence[str], maximum: int) -> tuple[str, ...]:
     return unique
 
 
+def _sound(lease: object) -> bool:
+    """The worker path's common case, checked without building a field name."""
+    return (
+        type(lease) is Lease
+        and type(lease.job_id) is str
+        and is_job_id(lease.job_id)
+        and type(lease.worker_id) is str
+        and type(lease.token) is str
+        and is_job_id(lease.token)
+    )
+
+
 def _lease(field: str, lease: object) -> Lease:
+    """``lease`` checked, or the ``ValidationError`` naming what is wrong with it."""
+    if _sound(lease):
+        return lease  # type: ignore[return-value]
     if not isinstance(lease, Lease):
         raise ValidationError(field, "must be a Lease")
-    job_id = lease.job_id
-    if not (type(job_id) is str and is_job_id(job_id)):
-        check_job_id(f"{field}.job_id", job_id)
+    check_job_id(f"{field}.job_id", lease.job_id)
     if type(lease.worker_id) is not str:
         check_name(f"{field}.worker_id", lease.worker_id)
-    token = lease.token
-    if not (type(token) is str and is_job_id(token)):
-        raise ValidationError(f"{field}.token", "must be a lease token (a canonical UUID string)")
-    return lease
+    raise ValidationError(f"{field}.token", "must be a lease token (a canonical UUID string)")
 
 
 def leases(field: str, values: Sequence[Lease], maximum: int) -> list[Lease]:
@@ -194,7 +204,10 @@ def leases(field: str, values: Sequence[Lease], maximum: int) -> list[Lease]:
     named twice is acted on once (the first lease)."""
     if len(values) > maximum:
         raise ValidationError(field, f"must hold at most {maximum} leases")
-    checked = [_lease(f"{field}[{i}]", lease) for i, lease in enumerate(values)]
+    checked = [
+        lease if _sound(lease) else _lease(f"{field}[{i}]", lease)
+        for i, lease in enumerate(values)
+    ]
     if len(checked) > 1 and len({lease.job_id for lease in checked}) < len(checked):
         first: dict[str, Lease] = {}
         for lease in checked:
@@ -220,7 +233,8 @@ def heartbeats(values: Sequence[Heartbeat], maximum: int) -> list[Heartbeat]:
     for i, beat in enumerate(values):
         if not isinstance(beat, Heartbeat):
             raise ValidationError(f"beats[{i}]", "must be a Heartbeat")
-        _lease(f"beats[{i}].lease", beat.lease)
+        if not _sound(beat.lease):
+            _lease(f"beats[{i}].lease", beat.lease)
         if beat.progress is not None:
             value = progress(f"beats[{i}].progress", beat.progress)
             if value is not beat.progress:
@@ -238,26 +252,31 @@ def _duration(field: str, value: object) -> float | None:
     return float(value) if math.isfinite(value) and value >= 0 else None
 
 
-def _move(field: str, move: object) -> Move:
+def _move(i: int, move: object) -> Move:
+    """A move checked and normalised; the same object when nothing needed normalising (the
+    finalizer's common case allocates nothing here)."""
+    field = f"moves[{i}]"
     if type(move) is SucceedMove:
-        _lease(f"{field}.lease", move.lease)
+        if not _sound(move.lease):
+            _lease(f"{field}.lease", move.lease)
         duration = move.duration_seconds
         if duration is None or (type(duration) is float and 0 <= duration < math.inf):
             return move
         return SucceedMove(move.lease, _duration(f"{field}.duration_seconds", duration))
     if type(move) is FailMove:
-        _lease(f"{field}.lease", move.lease)
+        if not _sound(move.lease):
+            _lease(f"{field}.lease", move.lease)
         if not isinstance(move.reason, FailureReason):
             raise ValidationError(f"{field}.reason", "must be a FailureReason")
-        return replace(
-            move,
-            reason=FailureReason(move.reason),
-            error=storable(str(move.error)) or "",
-            actor=storable(move.actor),
-            duration_seconds=_duration(f"{field}.duration_seconds", move.duration_seconds),
-        )
+        error = storable(str(move.error)) or ""
+        actor = storable(move.actor)
+        duration = _duration(f"{field}.duration_seconds", move.duration_seconds)
+        if error is move.error and actor is move.actor and duration is move.duration_seconds:
+            return move
+        return replace(move, error=error, actor=actor, duration_seconds=duration)
     if type(move) is RetryMove:
-        _lease(f"{field}.lease", move.lease)
+        if not _sound(move.lease):
+            _lease(f"{field}.lease", move.lease)
         delay = move.delay_seconds
         if isinstance(delay, bool) or not isinstance(delay, int | float):
             raise ValidationError(f"{field}.delay_seconds", "must be a number of seconds")
@@ -277,7 +296,7 @@ def moves(values: Sequence[Move], maximum: int) -> list[Move]:
     """Moves of a finalize batch, checked and normalised (error text made storable)."""
     if len(values) > maximum:
         raise ValidationError("moves", f"must hold at most {maximum} moves")
-    return [_move(f"moves[{i}]", move) for i, move in enumerate(values)]
+    return [_move(i, move) for i, move in enumerate(values)]
 
 
 def job_filter(filter: object) -> JobFilter:
