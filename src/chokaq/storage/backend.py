@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import ChokaqError, ValidationError
-from ..limits import check_job_id, check_name, check_time, validate_new_jobs
+from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
 from ..models import (
     CancelResult,
     Capabilities,
@@ -228,8 +228,8 @@ class Backend:
         """
         check_name("worker_id", worker_id)
         limit = checks.bounded_int("limit", limit, 0, checks.MAX_FETCH)
-        names = checks.queues("queues", queues)
-        excluded = checks.queues("exclude_types", exclude_types) or []
+        names = checks.names("queues", queues)
+        excluded = checks.names("exclude_types", exclude_types) or []
         clock = checks.now(now)
         if limit == 0 or names == []:
             return []
@@ -409,7 +409,6 @@ class Backend:
         clock = checks.now(now)
         if not unique:
             return _EMPTY_CANCEL
-        assert who is not None
         return await self.driver.jobs_cancel(unique, who, clock)
 
     @_operation
@@ -427,7 +426,6 @@ class Backend:
         check_job_id("id", id)
         who = checks.actor(actor)
         repairs = checks.edits(self._limits, payload, tags, priority)
-        assert who is not None
         return await self.driver.jobs_edit(id, who, repairs, checks.now(now))
 
     @_operation
@@ -444,7 +442,6 @@ class Backend:
         check_job_id("id", id)
         who = checks.actor(actor)
         repairs = checks.edits(self._limits, payload, tags, priority)
-        assert who is not None
         return await self.driver.dlq_edit(id, who, repairs)
 
     @_operation
@@ -469,7 +466,6 @@ class Backend:
         clock = checks.now(now)
         if not unique:
             return []
-        assert who is not None
         return await self.driver.dlq_resurrect(unique, who, repairs, clock)
 
     def _cap(self, cap: object) -> int:
@@ -493,7 +489,6 @@ class Backend:
         checked = checks.job_filter(filter)
         who = checks.actor(actor)
         most = self._cap(cap)
-        assert who is not None
         return await self.driver.dlq_resurrect_by_filter(checked, who, most, checks.now(now))
 
     @_operation
@@ -601,7 +596,7 @@ class Backend:
     async def queue_pause(self, *, name: str, paused: bool, actor: str | None = None) -> QueueInfo:
         """Pause or resume a queue (created if missing). Running jobs continue."""
         check_name("name", name)
-        who = checks.actor(actor, required=False)
+        who = check_actor("actor", actor)
         return await self.driver.queue_pause(name, bool(paused), who)
 
     @_operation
@@ -610,7 +605,7 @@ class Backend:
     ) -> QueueInfo:
         """Activate or deactivate (hide) a queue, independently of pause."""
         check_name("name", name)
-        who = checks.actor(actor, required=False)
+        who = check_actor("actor", actor)
         return await self.driver.queue_activate(name, bool(active), who)
 
     @_operation
@@ -626,7 +621,7 @@ class Backend:
         """Set a queue's limits (``None`` clears one, ``UNSET`` leaves it alone). max_workers is
         1..10,000; zombie timeout 1..86,400 s; execution timeout 0 < t <= 7 days."""
         check_name("name", name)
-        who = checks.actor(actor, required=False)
+        who = check_actor("actor", actor)
         limits = checks.queue_limits(
             max_workers=max_workers,
             zombie_timeout_seconds=zombie_timeout_seconds,

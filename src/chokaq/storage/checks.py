@@ -61,6 +61,7 @@ __all__ = [
     "job_ids",
     "leases",
     "moves",
+    "names",
     "now",
     "page",
     "page_size",
@@ -68,7 +69,6 @@ __all__ = [
     "progress",
     "purge_limit",
     "queue_limits",
-    "queues",
     "rescue_timeouts",
     "seconds",
     "sort_column",
@@ -366,13 +366,13 @@ def edits(
     )
 
 
-def queues(field: str, names: Sequence[str] | None) -> list[str] | None:
-    """Queue names (de-duplicated), or None: any queue."""
-    if names is None:
+def names(field: str, values: Sequence[str] | None) -> list[str] | None:
+    """Queue or job type names (de-duplicated), or None: any."""
+    if values is None:
         return None
-    if isinstance(names, str) or not isinstance(names, Sequence):
-        raise ValidationError(field, "must be a list of queue names")
-    return [check_name(f"{field}[{i}]", name) for i, name in enumerate(dict.fromkeys(names))]
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise ValidationError(field, "must be a list of names")
+    return [check_name(f"{field}[{i}]", name) for i, name in enumerate(dict.fromkeys(values))]
 
 
 def sort_column(pillar: Pillar, sort: object) -> str:
@@ -496,8 +496,9 @@ def worker_request(
         check_name("close_circuit", close_circuit)
 
 
-def actor(value: object, *, required: bool = True) -> str | None:
-    """Who acts: an audit identity (required for job and DLQ actions)."""
-    if value is None and required:
+def actor(value: object) -> str:
+    """Who acts on jobs and the DLQ: an audit identity, required."""
+    who = check_actor("actor", value)
+    if who is None:
         raise ValidationError("actor", "is required")
-    return check_actor("actor", value)
+    return who
