@@ -438,29 +438,7 @@ class App:
             if migrate is None:
                 migrate = backend.capabilities.migrates_on_open
             if migrate:
-                current, latest = await backend.schema_version(), backend.latest_version()
-                if current < latest:
-                    log_event(
-                        Event.MIGRATION_STARTED,
-                        "migrating the schema",
-                        from_version=current,
-                        to_version=latest,
-                    )
-                try:
-                    applied = await backend.migrate()
-                except Exception as exc:
-                    log_event(
-                        Event.MIGRATION_FAILED,
-                        "schema migration failed",
-                        level=40,
-                        from_version=current,
-                        to_version=latest,
-                        error_type=type(exc).__name__,
-                        error=str(exc),
-                    )
-                    raise
-                if applied:
-                    log_event(Event.MIGRATION_COMPLETED, "schema migrated", versions=applied)
+                await backend.migrate()  # logs its start, completion or failure
             self._opened = True
         return self
 

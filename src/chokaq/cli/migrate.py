@@ -1,6 +1,5 @@
-"""``chokaq migrate``: bring the database schema up to date, logging when a migration starts,
-completes or fails (``MIGRATION_STARTED`` / ``_COMPLETED`` / ``_FAILED``); the migrations
-themselves are the backend's."""
+"""``chokaq migrate``: bring the database schema up to date (the backend applies the
+migrations and logs ``MIGRATION_STARTED`` / ``_COMPLETED`` / ``_FAILED``)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import asyncio
 
 import click
 
-from ..logs import Event, log_event
 from .options import load_app, logged
 
 __all__ = ["COMMANDS"]
@@ -34,24 +32,7 @@ def migrate(app_spec: str | None, database: str | None, schema: str | None) -> N
         backend = app.backend
         await backend.open()
         try:
-            versions = {"from_version": await backend.schema_version()}
-            versions["to_version"] = backend.latest_version()
-            if versions["from_version"] < versions["to_version"]:
-                log_event(Event.MIGRATION_STARTED, "migrating the schema", **versions)
-            try:
-                applied = await backend.migrate()
-            except Exception as exc:
-                log_event(
-                    Event.MIGRATION_FAILED,
-                    "schema migration failed",
-                    level=40,
-                    error_type=type(exc).__name__,
-                    error=str(exc),
-                    **versions,
-                )
-                raise
-            if applied:
-                log_event(Event.MIGRATION_COMPLETED, "schema migrated", versions=applied)
+            applied = await backend.migrate()  # logs its start, completion or failure
             return applied, await backend.schema_version()
         finally:
             await backend.close()

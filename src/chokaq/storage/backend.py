@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from ..errors import ChokaqError, ValidationError
 from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
+from ..logs import Event, log_event
 from ..models import (
     CancelResult,
     Capabilities,
@@ -151,8 +152,35 @@ class Backend:
         The numbered migrations are the only schema source. An empty database gets all of them
         in one transaction (a fresh install); an existing one gets the pending ones, each in
         its own transaction. ``via_migrations=True`` takes the one-per-transaction path even
-        on an empty database."""
-        return await self.driver.migrate(bool(via_migrations))
+        on an empty database.
+
+        Logs ``MIGRATION_STARTED`` (from and to version) when the schema is behind,
+        ``MIGRATION_COMPLETED`` with the versions applied, or ``MIGRATION_FAILED`` with the
+        error, for every caller alike (``App.open``, ``chokaq migrate``)."""
+        versions = {
+            "from_version": await self.driver.schema_version(),
+            "to_version": self.driver.latest_version(),
+        }
+        if versions["from_version"] < versions["to_version"]:
+            log_event(Event.MIGRATION_STARTED, "migrating the schema", **versions)
+        try:
+            applied = await self.driver.migrate(bool(via_migrations))
+        except Exception as exc:
+            error = exc if isinstance(exc, ChokaqError) else self.driver.translate(exc)
+            log_event(
+                Event.MIGRATION_FAILED,
+                "schema migration failed",
+                level=40,
+                error_type=type(error).__name__,
+                error=str(error),
+                **versions,
+            )
+            if error is exc:
+                raise
+            raise error from exc
+        if applied:
+            log_event(Event.MIGRATION_COMPLETED, "schema migrated", versions=applied)
+        return applied
 
     @_operation
     async def schema_version(self) -> int:

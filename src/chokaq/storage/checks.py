@@ -205,8 +205,7 @@ def leases(field: str, values: Sequence[Lease], maximum: int) -> list[Lease]:
     if len(values) > maximum:
         raise ValidationError(field, f"must hold at most {maximum} leases")
     checked = [
-        lease if _sound(lease) else _lease(f"{field}[{i}]", lease)
-        for i, lease in enumerate(values)
+        lease if _sound(lease) else _lease(f"{field}[{i}]", lease) for i, lease in enumerate(values)
     ]
     if len(checked) > 1 and len({lease.job_id for lease in checked}) < len(checked):
         first: dict[str, Lease] = {}
