@@ -14,7 +14,16 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["Event", "JsonFormatter", "PlainFormatter", "configure_logging", "log_event", "logger"]
+__all__ = [
+    "Event",
+    "JsonFormatter",
+    "PlainFormatter",
+    "configure_logging",
+    "log_admin",
+    "log_admin_refused",
+    "log_event",
+    "logger",
+]
 
 logger = logging.getLogger("chokaq")
 
@@ -89,6 +98,36 @@ def log_event(event: Event, message: str, *, level: int = logging.INFO, **fields
         level,
         message,
         extra={"chokaq": {"event_id": int(event), "event": event.name.lower(), **fields}},
+    )
+
+
+def log_admin(source: str, action: str, actor: str, target: str, rows: int, **extra: Any) -> None:
+    """The audit line of one operator action (``ADMIN_COMPLETED``), from The Deck or the CLI
+    (``source``): who did what, to what (a queue, an id count, a filter summary) and how many
+    rows it touched. Never a payload."""
+    log_event(
+        Event.ADMIN_COMPLETED,
+        f"{source}: {action}",
+        actor=actor,
+        action=action,
+        target=target,
+        rows=rows,
+        source=source,
+        **extra,
+    )
+
+
+def log_admin_refused(source: str, action: str, actor: str, reason: str, **extra: Any) -> None:
+    """The audit line of a refused operator action (``ADMIN_REJECTED``, at WARNING)."""
+    log_event(
+        Event.ADMIN_REJECTED,
+        f"{source}: {action} refused",
+        level=logging.WARNING,
+        actor=actor,
+        action=action,
+        reason=reason,
+        source=source,
+        **extra,
     )
 
 

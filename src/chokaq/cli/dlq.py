@@ -15,13 +15,12 @@ from rich.table import Table
 
 from ..app import App
 from ..errors import NotFoundError
-from ..logs import Event, log_event
+from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
     actor_name,
     actor_option,
     console,
-    log_admin,
     logged,
     make_app,
     parse_reason,
@@ -210,21 +209,13 @@ def _act(
     out = console()
     if ids:
         done = run_with_app(app, by_ids)
-        log_admin(f"dlq.{verb}", who, f"{len(ids)} id(s)", len(done))
+        log_admin("cli", f"dlq.{verb}", who, f"{len(ids)} id(s)", len(done))
         out.print(f"{verb}d {len(done)} of {len(ids)} job(s)")
         for job_id in sorted(set(ids) - set(done)):
             out.print(f"  not in the DLQ: {job_id}", style="yellow")
         return
     if flt == JobFilter() and not everything:
-        log_event(
-            Event.ADMIN_REJECTED,
-            f"cli: dlq {verb} refused",
-            level=30,
-            actor=who,
-            action=f"dlq.{verb}_by_filter",
-            reason="no ids, no filter and no --all",
-            source="cli",
-        )
+        log_admin_refused("cli", f"dlq.{verb}_by_filter", who, "no ids, no filter and no --all")
         raise click.UsageError(
             f"give job ids, a filter (--queue, --type, --reason, --since, --until, --search) "
             f"or --all to {verb} without one"
@@ -246,7 +237,7 @@ def _act(
     if done is None:
         out.print("nothing done")
         raise SystemExit(1)
-    log_admin(f"dlq.{verb}_by_filter", who, summary, len(done), cap=cap)
+    log_admin("cli", f"dlq.{verb}_by_filter", who, summary, len(done), cap=cap)
     out.print(f"{verb}d {len(done)} job(s)")
 
 

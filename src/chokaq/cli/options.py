@@ -24,14 +24,13 @@ import click
 from rich.console import Console
 
 from ..app import App
-from ..logs import Event, PlainFormatter, log_event, logger
+from ..logs import PlainFormatter, logger
 from ..models import FailureReason
 
 __all__ = [
     "actor_option",
     "console",
     "load_app",
-    "log_admin",
     "logged",
     "make_app",
     "parse_reason",
@@ -135,20 +134,6 @@ def logged(fn: F) -> F:
             logger.setLevel(level)
 
     return command  # type: ignore[return-value]
-
-
-def log_admin(action: str, actor: str, target: str, rows: int, **extra: Any) -> None:
-    """The ``ADMIN_COMPLETED`` line of one operator command: who, what, on what, rows touched."""
-    log_event(
-        Event.ADMIN_COMPLETED,
-        f"cli: {action}",
-        actor=actor,
-        action=action,
-        target=target,
-        rows=rows,
-        source="cli",
-        **extra,
-    )
 
 
 def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:

@@ -23,9 +23,10 @@ from rich.progress import (
 )
 
 from ..app import App
+from ..logs import log_admin
 from ..models import JobFilter, Pillar
 from ..runtime.maintenance import REST_RATIO, purge_pillar
-from .options import actor_name, console, log_admin, logged, make_app, run_with_app, store_options
+from .options import actor_name, console, logged, make_app, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
 
@@ -139,7 +140,7 @@ def purge(
     kept = {"archive": archive_days, "dlq": dlq_days}
     target = " ".join(f"{k}>{v:g}d" for k, v in kept.items() if k in done) or "metric buckets"
     rows = sum(done.values())
-    log_admin("retention.purge", actor_name(None), target, rows, **done)
+    log_admin("cli", "retention.purge", actor_name(None), target, rows, **done)
     parts = [f"{key.replace('_', ' ')}: {value}" for key, value in done.items()]
     out.print("purged - " + ", ".join(parts))
 

@@ -13,13 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..app import App
+from ..logs import log_admin
 from ..models import QueueStats, Summary, Throughput
 from ..storage import UNSET
 from .options import (
     actor_name,
     actor_option,
     console,
-    log_admin,
     logged,
     make_app,
     run_with_app,
@@ -184,7 +184,7 @@ def _pause_command(paused: bool) -> Any:
         info = run_with_app(
             app, lambda a: a.backend.queue_pause(name=name, paused=paused, actor=who)
         )
-        log_admin(f"queues.{verb}", who, name, 1)
+        log_admin("cli", f"queues.{verb}", who, name, 1)
         click.echo(f"queue {info.name} {'paused' if info.paused else 'resumed'}")
 
     effect = "running jobs finish; no new ones start" if paused else "its jobs start again"
@@ -247,7 +247,7 @@ def queue_limit(
     who = actor_name(actor)
     info = run_with_app(app, lambda a: a.backend.queue_configure(name=name, actor=who, **changes))
     given = {k: v for k, v in changes.items() if v is not UNSET}
-    log_admin("queues.limits", who, name, 1, **given)
+    log_admin("cli", "queues.limits", who, name, 1, **given)
     click.echo(
         f"queue {info.name}: max_workers={info.max_workers}, "
         f"zombie_timeout={info.zombie_timeout_seconds}, "

@@ -12,12 +12,11 @@ import enum
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..logs import Event, log_event
+from ..logs import Event, log_admin, log_admin_refused, log_event
 from ..models import JobFilter
 
 __all__ = ["Done", "action_name", "completed", "failed", "filter_summary", "rejected"]
 
-WARNING = 30
 ERROR = 40
 
 
@@ -62,31 +61,13 @@ def filter_summary(job_filter: JobFilter) -> str:
 
 def completed(action: str, actor: str, done: Done) -> Any:
     """Log one ``ADMIN_COMPLETED`` line and return the body to send."""
-    log_event(
-        Event.ADMIN_COMPLETED,
-        f"deck: {done.action or action}",
-        actor=actor,
-        action=done.action or action,
-        target=done.target,
-        rows=done.rows,
-        source="deck",
-        **(done.extra or {}),
-    )
+    log_admin("deck", done.action or action, actor, done.target, done.rows, **(done.extra or {}))
     return done.body
 
 
 def rejected(action: str, actor: str | None, status: int, reason: str) -> None:
     """Log one ``ADMIN_REJECTED`` line (WARNING) for a refused admin request."""
-    log_event(
-        Event.ADMIN_REJECTED,
-        f"deck: {action} refused",
-        level=WARNING,
-        actor=actor or "anonymous",
-        action=action,
-        status=status,
-        reason=reason,
-        source="deck",
-    )
+    log_admin_refused("deck", action, actor or "anonymous", reason, status=status)
 
 
 def failed(method: str, path: str, exc: BaseException) -> None:
