@@ -215,8 +215,10 @@ class Driver(abc.ABC):
 
     # -- retention (retention.py) -------------------------------------------------------------
 
-    @abc.abstractmethod
-    async def jobs_hot_tidy(self) -> bool: ...
+    async def jobs_hot_tidy(self) -> bool:
+        """Reclaim dead row versions of the hot table; called only where
+        ``capabilities.row_versions`` (a database without them needs nothing here)."""
+        return False
 
     @abc.abstractmethod
     async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:

@@ -167,9 +167,6 @@ class SQLiteDriver(Driver):
 
     # -- retention --------------------------------------------------------------------------
 
-    async def jobs_hot_tidy(self) -> bool:
-        return False  # never called: SQLite declares no row versions
-
     async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
         return await self._db.call(
             retention.purge_older, "archive_purge", older_than.timestamp(), batch_size, limit

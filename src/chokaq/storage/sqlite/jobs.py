@@ -146,7 +146,7 @@ def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueRes
         # The due time is always stored (now when not delayed), so the fetch index orders
         # pending rows by (priority, due time) without an expression.
         if job.run_at is not None:
-            scheduled: float = to_ts(job.run_at, "run_at")
+            scheduled: float = to_ts(job.run_at)
         elif job.delay_seconds:
             scheduled = now + job.delay_seconds
         else:
@@ -393,7 +393,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
     try:
         if isinstance(move, RetryMove):
             if move.run_at is not None:
-                scheduled = to_ts(move.run_at, "run_at")
+                scheduled = to_ts(move.run_at)
             else:
                 scheduled = now + max(move.delay_seconds, 0.0)
             row = conn.execute(

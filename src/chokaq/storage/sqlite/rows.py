@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import ValidationError
 from ...models import (
     ClaimedJob,
     FailureReason,
@@ -39,15 +38,12 @@ __all__ = [
 
 
 def ts_now(now: datetime | None) -> float:
-    """``now`` as Unix seconds, or the process clock when None."""
-    if now is None:
-        return time.time()
-    return to_ts(now, "now")
+    """``now`` (aware: the seam checked it) as Unix seconds, or the process clock when None."""
+    return time.time() if now is None else now.timestamp()
 
 
-def to_ts(value: datetime, field: str = "time") -> float:
-    if not isinstance(value, datetime) or value.tzinfo is None:
-        raise ValidationError(field, "must be a timezone-aware datetime")
+def to_ts(value: datetime) -> float:
+    """An aware time (the seam checked it) as Unix seconds."""
     return value.timestamp()
 
 
