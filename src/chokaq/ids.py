@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 
-__all__ = ["is_job_id", "new_job_id", "new_job_ids", "new_lease_token"]
+__all__ = ["CANONICAL_ID", "is_job_id", "new_job_id", "new_job_ids", "new_lease_token"]
 
 _lock = threading.Lock()
 _rng = random.Random(os.urandom(16))
@@ -79,7 +79,8 @@ def new_lease_token() -> str:
 
 
 # The canonical text of a UUID (what ``str(uuid.UUID(...))`` prints): lowercase hex in 8-4-4-4-12.
-_CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").fullmatch
+CANONICAL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CANONICAL = CANONICAL_ID.fullmatch
 
 
 def is_job_id(value: str) -> bool:
