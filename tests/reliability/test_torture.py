@@ -28,6 +28,9 @@ def _show(report: Report) -> None:
 
 
 def _can_restart_postgres() -> bool:
+    # CHOKAQ_TORTURE_NO_RESTART=1 keeps the shared server up, for runs beside other test runs.
+    if os.environ.get("CHOKAQ_TORTURE_NO_RESTART") == "1":
+        return False
     return os.geteuid() == 0 and shutil.which("pg_ctlcluster") is not None
 
 
