@@ -6,8 +6,11 @@ without consuming an attempt) until ``break_seconds`` after the last failure. Ha
 ``half_open_max_calls`` probe jobs run; a success closes, a failure re-opens. A probe that never
 reports within ``probe_timeout_seconds`` frees its slot for another probe.
 
-Fatal errors count like any failure (one poison pill must not stop a whole job type). Owns the
-state machine only; the worker reports outcomes and asks permission.
+Only failures that may be the dependency's count: exceptions (retried or not), throttling and
+timeouts. Failures about the job's own data (``FatalError``, ``Fail``, a configured fatal type,
+a rejected payload), cancels and heartbeat failures do not: poison jobs must not hold back the
+good jobs of their type. Owns the state machine only; the worker reports outcomes (and decides
+which count) and asks permission.
 """
 
 from __future__ import annotations

@@ -58,6 +58,16 @@ ERROR = 40
 
 H = TypeVar("H", bound=Host)
 
+# Dead-letter reasons that do not count against a job type's circuit (see _report_circuit).
+_NOT_A_DEPENDENCY_FAILURE = frozenset(
+    (
+        FailureReason.CANCELLED,
+        FailureReason.FATAL_ERROR,
+        FailureReason.HEARTBEAT_FAILURE,
+        FailureReason.REJECTED,
+    )
+)
+
 
 class Worker(Generic[H]):
     """One worker process's runtime for the app ``H`` (``App.create_worker`` makes a
@@ -375,14 +385,15 @@ class Worker(Generic[H]):
         self.finalizer.submit(move, ex)
 
     def _report_circuit(self, ex: Execution, move: Move | None, permit: int) -> None:
+        # A circuit guards a failing dependency. Outcomes about the job itself (its data was
+        # refused: FatalError, Fail, a configured fatal type, a rejected payload) or about the
+        # operator (cancel) or this worker (heartbeats) say nothing about the dependency, so
+        # they give the permit back instead of counting: poison jobs must not hold back the
+        # good jobs of their type.
         key = ex.job.type
         if type(move) is SucceedMove:
             self.circuits.success(key, permit)
-        elif isinstance(move, FailMove) and move.reason in (
-            FailureReason.CANCELLED,
-            FailureReason.REJECTED,
-            FailureReason.HEARTBEAT_FAILURE,
-        ):
+        elif isinstance(move, FailMove) and move.reason in _NOT_A_DEPENDENCY_FAILURE:
             self.circuits.release(key, permit)
         elif isinstance(move, FailMove) or (isinstance(move, RetryMove) and move.count_retry):
             self.circuits.failure(key, permit)
