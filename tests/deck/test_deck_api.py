@@ -434,6 +434,20 @@ async def test_queue_controls(app: App, client: Client) -> None:
     assert r.json()["max_workers"] is None and r.json()["zombie_timeout_seconds"] == 120
 
 
+async def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(
+    app: App, client: Client
+) -> None:
+    c = await client("alice")
+    h = {"x-csrf-token": csrf(c)}
+    r = await c.post(
+        "/api/queues", json={"queue": "default", "zombie_timeout_seconds": 1}, headers=h
+    )
+    assert r.status_code == 422
+    assert "zombie_timeout_seconds" in r.text and "heartbeat" in r.text
+    [queue] = [q for q in await app.backend.queue_list() if q.name == "default"]
+    assert queue.zombie_timeout_seconds is None
+
+
 async def test_authorizer_may_be_async_and_return_a_role(app: App) -> None:
     async def authorizer(request: Request) -> Role | None:
         return {"a": Role.ADMIN, "r": Role.READONLY}.get(request.headers.get("x-who", ""))

@@ -44,3 +44,13 @@ def test_a_relative_run_at_is_from_now(cli: Cli, store: Any) -> None:
 def test_ages_in_filters_still_mean_ago(cli: Cli) -> None:
     help_text = cli("dlq", "list", "--help", store=False).output
     assert "ago" in help_text
+
+
+def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(cli: Cli, store: Any) -> None:
+    cli("migrate")
+    cli("queue", "limit", "default", "--zombie-timeout", "120")
+    refused = cli("queue", "limit", "default", "--zombie-timeout", "1", expect=1)
+    assert "zombie_timeout_seconds" in refused.output and "heartbeat" in refused.output
+    [queue] = [q for q in read(store, lambda b: b.queue_list()) if q.name == "default"]
+    assert queue.zombie_timeout_seconds == 120
+    assert "at least 15" in cli("queue", "limit", "--help", store=False).output

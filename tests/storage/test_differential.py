@@ -477,6 +477,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("workers 0", lambda b, s: b.queue_configure(name="q", max_workers=0)),
         ("workers huge", lambda b, s: b.queue_configure(name="q", max_workers=10**5)),
         ("zombie short", lambda b, s: b.queue_configure(name="q", zombie_timeout_seconds=0.5)),
+        ("zombie under floor", lambda b, s: b.queue_configure(name="q", zombie_timeout_seconds=5)),
         ("execution 0", lambda b, s: b.queue_configure(name="q", execution_timeout_seconds=0)),
         ("blank", lambda b, s: b.queue_configure(name="", max_workers=1)),
         ("ok", lambda b, s: b.queue_configure(name="q", max_workers=1, zombie_timeout_seconds=30)),

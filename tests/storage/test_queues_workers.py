@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from conformance import T0, at
 
+from chokaq.errors import ValidationError
 from chokaq.models import WorkerInfo
 from chokaq.storage import UNSET
 
@@ -59,10 +61,23 @@ async def test_configure_unset_leaves_and_none_clears(backend):
         name="q", zombie_timeout_seconds=UNSET, execution_timeout_seconds=None
     )
     assert (info.zombie_timeout_seconds, info.execution_timeout_seconds) == (120.0, None)
-    info = await backend.queue_configure(name="q", max_workers=10_000, zombie_timeout_seconds=1)
-    assert (info.max_workers, info.zombie_timeout_seconds) == (10_000, 1.0)
+    info = await backend.queue_configure(name="q", max_workers=10_000, zombie_timeout_seconds=15)
+    assert (info.max_workers, info.zombie_timeout_seconds) == (10_000, 15.0)
     [listed] = [q for q in await backend.queue_list() if q.name == "q"]
     assert listed == info
+
+
+@pytest.mark.parametrize("timeout", [1, 5, 14.9])
+async def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(backend, timeout):
+    # Under three default heartbeat intervals (5 s at most each), a healthy running job could
+    # be dead-lettered as a zombie and run twice once requeued.
+    await backend.queue_configure(name="q", zombie_timeout_seconds=120)
+    with pytest.raises(ValidationError) as caught:
+        await backend.queue_configure(name="q", zombie_timeout_seconds=timeout)
+    assert caught.value.field == "zombie_timeout_seconds"
+    assert "15" in str(caught.value) and "heartbeat" in str(caught.value)
+    [q] = [q for q in await backend.queue_list() if q.name == "q"]
+    assert q.zombie_timeout_seconds == 120
 
 
 async def test_configure_keeps_pause_state(backend):

@@ -213,7 +213,11 @@ def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:
 @queue.command("limit")
 @click.argument("name")
 @click.option("--max-workers", help="Cluster-wide cap on running jobs of this queue, or 'none'.")
-@click.option("--zombie-timeout", help="Seconds without heartbeat before a job is a zombie.")
+@click.option(
+    "--zombie-timeout",
+    help="Seconds without heartbeat before a running job is a zombie, or 'none'; at least 15 "
+    "(three heartbeat intervals of a default worker).",
+)
 @click.option("--execution-timeout", help="Default execution timeout in seconds, or 'none'.")
 @actor_option
 @store_options

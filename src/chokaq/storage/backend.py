@@ -647,7 +647,8 @@ class Backend:
         actor: str | None = None,
     ) -> QueueInfo:
         """Set a queue's limits (``None`` clears one, ``UNSET`` leaves it alone). max_workers is
-        1..10,000; zombie timeout 1..86,400 s; execution timeout 0 < t <= 7 days."""
+        1..10,000; zombie timeout 15..86,400 s (``checks.MIN_ZOMBIE_TIMEOUT_SECONDS``: three
+        default heartbeat intervals); execution timeout 0 < t <= 7 days."""
         check_name("name", name)
         who = check_actor("actor", actor)
         limits = checks.queue_limits(

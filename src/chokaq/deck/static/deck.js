@@ -186,7 +186,8 @@
         el("button", { type: "button", className: "q-hide ghost" }));
       tr.appendChild(ctl);
       var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
-      var zt = el("input", { type: "number", min: 1, max: 86400, className: "q-zombie", placeholder: "default" });
+      var zt = el("input", { type: "number", min: 15, max: 86400, className: "q-zombie", placeholder: "default",
+        title: "at least 15 s: three heartbeat intervals of a default worker" });
       clear(tr.children[7]); tr.children[7].appendChild(mw);
       clear(tr.children[8]); tr.children[8].appendChild(zt);
       ctl.querySelector(".q-pause").addEventListener("click", function () {
