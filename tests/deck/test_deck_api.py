@@ -421,6 +421,11 @@ async def test_queue_controls(app: App, client: Client) -> None:
     c = await client("alice")
     h = {"x-csrf-token": csrf(c)}
     r = await c.post("/api/queues", json={"queue": "mail", "paused": True}, headers=h)
+    assert r.status_code == 404 and "create" in r.json()["error"]  # a typo is not a queue
+    assert "mail" not in [q.name for q in await app.backend.queue_list()]
+    r = await c.post(
+        "/api/queues", json={"queue": "mail", "paused": True, "create": True}, headers=h
+    )
     assert r.json()["paused"] is True
     r = await c.post("/api/queues", json={"queue": "mail", "active": False}, headers=h)
     assert r.json()["active"] is False

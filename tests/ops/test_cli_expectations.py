@@ -54,3 +54,19 @@ def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(cli: Cli, store: 
     [queue] = [q for q in read(store, lambda b: b.queue_list()) if q.name == "default"]
     assert queue.zombie_timeout_seconds == 120
     assert "at least 15" in cli("queue", "limit", "--help", store=False).output
+
+
+def test_an_unknown_queue_is_refused_unless_asked_to_create_it(cli: Cli, store: Any) -> None:
+    cli("migrate")
+    for argv in (
+        ["queue", "pause", "emials"],
+        ["queue", "resume", "emials"],
+        ["queue", "limit", "emials", "--max-workers", "2"],
+    ):
+        refused = cli(*argv, expect=1)
+        assert "emials" in refused.output and "--create" in refused.output
+        assert "emials" not in [q.name for q in read(store, lambda b: b.queue_list())]
+    assert "queue emials paused" in cli("queue", "pause", "emials", "--create").output
+    assert "queue emials resumed" in cli("queue", "resume", "emials").output
+    assert "max_workers=2" in cli("queue", "limit", "emials", "--max-workers", "2").output
+    assert "--create" in cli("queue", "pause", "--help", store=False).output

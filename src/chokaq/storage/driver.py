@@ -300,6 +300,9 @@ class Driver(abc.ABC):
     async def queue_list(self) -> list[QueueInfo]: ...
 
     @abc.abstractmethod
+    async def queue_get(self, name: str) -> QueueInfo | None: ...
+
+    @abc.abstractmethod
     async def queue_ensure(self, name: str) -> QueueInfo: ...
 
     @abc.abstractmethod

@@ -262,6 +262,9 @@ class SQLiteDriver(Driver):
     async def queue_list(self) -> list[QueueInfo]:
         return await self._db.call(queues.queue_list)
 
+    async def queue_get(self, name: str) -> QueueInfo | None:
+        return await self._db.call(queues.queue_get, name)
+
     async def queue_ensure(self, name: str) -> QueueInfo:
         return await self._db.call(queues.queue_ensure, name, ts_now(None))
 
