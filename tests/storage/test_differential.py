@@ -455,6 +455,13 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("archive", lambda b, s: b.job_get(D)),
         ("dlq", lambda b, s: b.job_get(F)),
     ],
+    "jobs_pending_groups": [
+        ("bad queues", lambda b, s: b.jobs_pending_groups(queues="q")),
+        ("blank queue", lambda b, s: b.jobs_pending_groups(queues=[""])),
+        ("all", lambda b, s: b.jobs_pending_groups(now=at(5))),
+        ("one", lambda b, s: b.jobs_pending_groups(queues=["q"], now=at(5))),
+        ("later", lambda b, s: b.jobs_pending_groups(queues=["q", "r"], now=at(-5))),
+    ],
     "queue_list": [("all", lambda b, s: b.queue_list())],
     "queue_get": [
         ("blank", lambda b, s: b.queue_get("")),

@@ -35,6 +35,7 @@ from ..errors import ChokaqError, NotFoundError, ValidationError
 from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
 from ..logs import Event, log_event
 from ..models import (
+    NO_HANDLER_ERROR,
     CancelResult,
     Capabilities,
     ClaimedJob,
@@ -48,6 +49,7 @@ from ..models import (
     Move,
     NewJob,
     Page,
+    PendingGroup,
     Pillar,
     Preview,
     QueueInfo,
@@ -541,6 +543,17 @@ class Backend:
     async def stats_summary(self) -> Summary:
         """Live hot counts plus lifetime counters. Never reads archive or DLQ."""
         return await self.driver.stats_summary()
+
+    @_operation
+    async def jobs_pending_groups(
+        self, *, queues: Sequence[str] | None = None, now: datetime | None = None
+    ) -> list[PendingGroup]:
+        """The Pending jobs of each (queue, type) in ``queues`` (None: every queue), by queue
+        then type: due now, waiting to run again, delayed by design, the next due time, and
+        how many were released for want of a handler (``PendingGroup``). Queue pause states
+        are not applied; a burst worker and The Deck's notices read this."""
+        names = checks.names("queues", queues)
+        return await self.driver.jobs_pending_groups(names, NO_HANDLER_ERROR + "%", checks.now(now))
 
     @_operation
     async def stats_queues(self, *, now: datetime | None = None) -> list[QueueStats]:

@@ -29,6 +29,7 @@ from ...models import (
     Move,
     NewJob,
     Page,
+    PendingGroup,
     Pillar,
     Preview,
     QueueInfo,
@@ -225,6 +226,11 @@ class SQLiteDriver(Driver):
 
     async def stats_summary(self) -> Summary:
         return await self._db.call(reads.stats_summary)
+
+    async def jobs_pending_groups(
+        self, queues: list[str] | None, marker: str, now: datetime | None
+    ) -> list[PendingGroup]:
+        return await self._db.call(reads.jobs_pending_groups, queues, marker, ts_now(now))
 
     async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
         return await self._db.call(reads.stats_queues, ts_now(now))
