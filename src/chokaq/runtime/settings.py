@@ -22,7 +22,13 @@ class WorkerSettings:
         queues: queues to fetch from (``None``: every queue).
         concurrency: jobs run at once (changeable at runtime).
         prefetch: jobs claimed beyond the free slots, waiting as Fetched (0 = none).
-        burst: exit 0 once no eligible job is left.
+        burst: stop once nothing is claimable: at once when no eligible job is left, else
+            after waiting (``burst_horizon_seconds``) for work that falls due.
+        burst_horizon_seconds: in burst mode, how long after the last job it started the
+            worker waits for work that falls due (a retry's backoff, a circuit's re-probe, a
+            delayed job); what is still left then (retries due later, jobs held by an open
+            circuit, due jobs it cannot claim, types it has no handler for) makes it stop with
+            that work left, and ``chokaq worker --burst`` exit 75.
         poll_interval_seconds: how often an idle worker looks for work when no notification
             arrives (``None``: 1 s where the backend notifies across processes, 0.05 s where not).
         heartbeat_min_seconds / heartbeat_max_seconds: each running job heartbeats at a
@@ -57,6 +63,7 @@ class WorkerSettings:
     concurrency: int = 10
     prefetch: int = 0
     burst: bool = False
+    burst_horizon_seconds: float = 60.0
     poll_interval_seconds: float | None = None
     heartbeat_min_seconds: float = 3.0
     heartbeat_max_seconds: float = 5.0
@@ -102,6 +109,7 @@ class WorkerSettings:
             "rescue_interval_seconds",
             "worker_beat_interval_seconds",
             "circuit_delay_seconds",
+            "burst_horizon_seconds",
             "retention_archive_days",
             "retention_dlq_days",
             "retention_interval_seconds",

@@ -36,6 +36,7 @@ from ..models import (
     SucceedMove,
     WorkerInfo,
 )
+from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
 from .events import Events, Listener
@@ -85,6 +86,7 @@ class Worker(Generic[H]):
     heartbeats: Heartbeats
     registry: Registry
     claims: Claims
+    burst: BurstWatch
 
     def __init__(self, app: H, settings: WorkerSettings) -> None:
         self.app = app
@@ -101,6 +103,8 @@ class Worker(Generic[H]):
         self.started_at = datetime.now(UTC)
         self.last_fetch_at: float | None = None
         self.state = "starting"
+        # What a burst run left behind when it stopped (empty: nothing eligible was left).
+        self.burst_left: tuple[Leftover, ...] = ()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
@@ -217,6 +221,7 @@ class Worker(Generic[H]):
             worker_id=self.id,
             launch=self._launch,
         )
+        self.burst = BurstWatch(backend, settings, self.circuits, self.registry, self.executor)
         notifier = backend.notifier()
         listening = False
         try:
@@ -291,10 +296,13 @@ class Worker(Generic[H]):
                 self.outage.recovered()
             if got >= free:
                 continue  # more work is likely waiting
-            if settings.burst and got == 0 and await self._burst_done():
-                log_event(
-                    Event.WORKER_STOPPED, "burst finished: no eligible job left", worker_id=self.id
-                )
+            if settings.burst and got == 0 and await self._burst_idle():
+                verdict = await self.burst.verdict()
+                if verdict.wait_seconds is not None:
+                    await self._wait(self._wake, verdict.wait_seconds)
+                    continue
+                self.burst_left = verdict.left
+                self.burst.report(verdict.left, self.id)
                 self.stop()
                 break
             if got:
@@ -306,7 +314,7 @@ class Worker(Generic[H]):
     async def _release(self, jobs: list[ClaimedJob]) -> None:
         await release(self.app.backend, jobs, worker_id=self.id)
 
-    async def _burst_done(self) -> bool:
+    async def _burst_idle(self) -> bool:
         """In burst mode: nothing running, buffered or waiting to be finalized, and a fresh
         fetch finds nothing."""
         slots = self.slots
@@ -320,6 +328,8 @@ class Worker(Generic[H]):
 
     def _launch(self, job: ClaimedJob) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
+        if ex.handle is not None:
+            self.burst.progressed()
         ex.next_beat = ex.started + self.heartbeats.interval()
         context = ex.context
         context._loop = self._loop
