@@ -23,7 +23,6 @@ from ..models import PendingGroup, QueueInfo
 from ..storage import Backend
 from .circuit import CircuitBreakers, CircuitSnapshot, CircuitState
 from .executor import Executor
-from .registry import Registry
 from .settings import WorkerSettings
 
 __all__ = ["EXIT_WORK_LEFT", "BurstWatch", "Leftover", "Verdict", "assess", "describe"]
@@ -138,13 +137,11 @@ class BurstWatch:
         backend: Backend,
         settings: WorkerSettings,
         circuits: CircuitBreakers,
-        registry: Registry,
         executor: Executor,
     ) -> None:
         self.backend = backend
         self.settings = settings
         self.circuits = circuits
-        self.registry = registry
         self.executor = executor
         self._progress = time.monotonic()
 
@@ -176,7 +173,8 @@ class BurstWatch:
         return await assess(
             self.backend,
             queues=self.settings.queues,
-            queue_info=self.registry.queues,
+            # Read now, not the registry's view: that may predate a pause, or the first beat.
+            queue_info={q.name: q for q in await self.backend.queue_list()},
             circuits=self.circuits.snapshot(),
             handles=self.handles,
             may_wait_seconds=self._progress + horizon - time.monotonic(),

@@ -221,7 +221,7 @@ class Worker(Generic[H]):
             worker_id=self.id,
             launch=self._launch,
         )
-        self.burst = BurstWatch(backend, settings, self.circuits, self.registry, self.executor)
+        self.burst = BurstWatch(backend, settings, self.circuits, self.executor)
         notifier = backend.notifier()
         listening = False
         try:
