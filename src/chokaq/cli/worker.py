@@ -39,7 +39,13 @@ async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
 @click.command()
 @click.option("--app", "app_spec", required=True, help="The App to run, as module:attribute.")
 @click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Override the App's database URL.")
-@click.option("--queues", help="Comma-separated queues to work (default: all).")
+@click.option(
+    "--queues",
+    help="Comma-separated queues to work; '*' for every queue. Default: the queues the app's "
+    "handlers and pipes declare ('default' when a handler uses it). A job of a type with no "
+    "handler here is released and retried for unknown_type_grace_seconds (default 1 h), "
+    "then rejected.",
+)
 @click.option("--concurrency", type=click.IntRange(1, 1000), help="Jobs run at once (default 10).")
 @click.option("--prefetch", type=click.IntRange(0, 1000), help="Extra jobs claimed ahead.")
 @click.option(

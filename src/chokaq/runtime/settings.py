@@ -19,7 +19,9 @@ class WorkerSettings:
     """How a worker runs. Durations are seconds.
 
     Attributes:
-        queues: queues to fetch from (``None``: every queue).
+        queues: queues to fetch from. ``None``: the queues the app's handlers and pipes
+            declare (``"default"`` when a handler uses it); a list holding ``"*"``: every
+            queue, jobs of types this worker has no handler for included.
         concurrency: jobs run at once (changeable at runtime).
         prefetch: jobs claimed beyond the free slots, waiting as Fetched (0 = none).
         burst: stop once nothing is claimable: at once when no eligible job is left, else
@@ -48,6 +50,10 @@ class WorkerSettings:
         retry: the retry policy (attempts, backoff, max job age).
         circuit: the circuit-breaker policy per job type.
         circuit_delay_seconds: how far a job claimed while its circuit is open is deferred.
+        unknown_type_grace_seconds: a job of a type this worker has no handler for (and whose
+            queue has no pipe) is released, without using an attempt and with a growing delay
+            (1 to 60 s), for this long after a worker first found no handler for it, then
+            dead-lettered as REJECTED (0: rejected at once).
         fatal_exceptions: exception types that skip retries (in addition to FatalError).
         sync_threads: threads for sync handlers (``None``: concurrency).
         retention_archive_days: archive rows older than this are deleted by the elected worker.
@@ -79,6 +85,7 @@ class WorkerSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     circuit: CircuitPolicy = field(default_factory=CircuitPolicy)
     circuit_delay_seconds: float = 5.0
+    unknown_type_grace_seconds: float = 3600.0
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     sync_threads: int | None = None
     retention_archive_days: float = 7.0
@@ -121,6 +128,10 @@ class WorkerSettings:
                 raise ConfigurationError(f"{name}: must be greater than 0")
         if self.shutdown_grace_seconds < 0:
             raise ConfigurationError("shutdown_grace_seconds: must not be negative")
+        if not 0 <= self.unknown_type_grace_seconds <= 366 * 86_400:
+            raise ConfigurationError(
+                "unknown_type_grace_seconds: must be between 0 and 31,622,400 (366 days)"
+            )
         if self.poll_interval_seconds is not None and self.poll_interval_seconds <= 0:
             raise ConfigurationError("poll_interval_seconds: must be greater than 0")
         if self.heartbeat_failure_threshold < 1:

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Generic, TypeVar, cast
@@ -29,11 +30,8 @@ from ..errors import StorageError
 from ..logs import Event, log_event, logger
 from ..models import (
     ClaimedJob,
-    FailMove,
-    FailureReason,
     Move,
     RetryMove,
-    SucceedMove,
     WorkerInfo,
 )
 from .burst import BurstWatch, Leftover
@@ -50,6 +48,7 @@ from .registry import Registry
 from .report import report_outcome
 from .settings import WorkerSettings
 from .slots import Slots, release
+from .unhandled import Unhandled, served_queues
 
 __all__ = ["Worker"]
 
@@ -58,16 +57,6 @@ ERROR = 40
 
 
 H = TypeVar("H", bound=Host)
-
-# Dead-letter reasons that do not count against a job type's circuit (see _report_circuit).
-_NOT_A_DEPENDENCY_FAILURE = frozenset(
-    (
-        FailureReason.CANCELLED,
-        FailureReason.FATAL_ERROR,
-        FailureReason.HEARTBEAT_FAILURE,
-        FailureReason.REJECTED,
-    )
-)
 
 
 class Worker(Generic[H]):
@@ -87,6 +76,7 @@ class Worker(Generic[H]):
     registry: Registry
     claims: Claims
     burst: BurstWatch
+    unhandled: Unhandled
 
     def __init__(self, app: H, settings: WorkerSettings) -> None:
         self.app = app
@@ -186,7 +176,11 @@ class Worker(Generic[H]):
         self._loop = asyncio.get_running_loop()
         await self.app.open()
         backend = self.app.backend
-        settings = self.settings
+        # From here on ``settings.queues`` is what this worker fetches from (None: every queue),
+        # resolved now so that handlers registered after create_worker count too.
+        queues = served_queues(self.settings.queues, self.app.handlers, self.app.pipes)
+        self.settings = settings = replace(self.settings, queues=queues)
+        self.unhandled = Unhandled(settings.unknown_type_grace_seconds, self.id)
         verbose = logger.isEnabledFor(10)
         self.finalizer = Finalizer(
             backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
@@ -253,7 +247,7 @@ class Worker(Generic[H]):
             Event.WORKER_STARTED,
             "worker started",
             worker_id=self.id,
-            queues=",".join(settings.queues or ("*",)),
+            queues="*" if settings.queues is None else ",".join(settings.queues),
             concurrency=self.slots.concurrency,
             listening=listening,
             backend=backend.capabilities.name,
@@ -345,8 +339,13 @@ class Worker(Generic[H]):
 
     async def _run_one(self, ex: Execution) -> None:
         job = ex.job
-        permit = self.circuits.acquire(job.type)
         move: Move | None
+        if ex.handle is None:  # no handler for its type, no pipe for its queue: not ours
+            move = self.unhandled.move(job, datetime.now(UTC))
+            self.slots.done(ex)
+            self.finalizer.submit(move, ex)
+            return
+        permit = self.circuits.acquire(job.type)
         if permit is None:
             # The circuit opened after this job was claimed: defer it, attempt refunded.
             log_event(
@@ -378,7 +377,7 @@ class Worker(Generic[H]):
                     error=repr(exc),
                 )
                 move = None
-            self._report_circuit(ex, move, permit)
+            self.circuits.report(job.type, move, permit)
         self.slots.done(ex)
         if ex.abandoned:
             return
@@ -393,22 +392,6 @@ class Worker(Generic[H]):
                 )
             return
         self.finalizer.submit(move, ex)
-
-    def _report_circuit(self, ex: Execution, move: Move | None, permit: int) -> None:
-        # A circuit guards a failing dependency. Outcomes about the job itself (its data was
-        # refused: FatalError, Fail, a configured fatal type, a rejected payload) or about the
-        # operator (cancel) or this worker (heartbeats) say nothing about the dependency, so
-        # they give the permit back instead of counting: poison jobs must not hold back the
-        # good jobs of their type.
-        key = ex.job.type
-        if type(move) is SucceedMove:
-            self.circuits.success(key, permit)
-        elif isinstance(move, FailMove) and move.reason in _NOT_A_DEPENDENCY_FAILURE:
-            self.circuits.release(key, permit)
-        elif isinstance(move, FailMove) or (isinstance(move, RetryMove) and move.count_retry):
-            self.circuits.failure(key, permit)
-        else:
-            self.circuits.release(key, permit)
 
     # -- notifications ----------------------------------------------------------------------
 
