@@ -359,6 +359,43 @@ async def test_overview_series_and_queues(app: App, client: Client) -> None:
     assert (await c.get("/api/series?window=2w")).json()["width_seconds"] == 60
 
 
+async def test_overview_names_jobs_of_a_type_no_worker_has_a_handler_for(
+    app: App, client: Client
+) -> None:
+    # A real worker that serves the queue but has no handler for the type releases the jobs.
+    from chokaq import WorkerSettings
+
+    job_ids = [await app.enqueue_raw("invoice.render", {}, queue="billing") for _ in range(3)]
+    await app.enqueue_raw("other", {}, queue="billing")  # pending, never released: no notice
+    worker_app = App(app.url, worker=WorkerSettings(queues=("*",), poll_interval_seconds=0.02))
+
+    @worker_app.job(queue="billing")
+    async def other() -> None: ...
+
+    worker = worker_app.create_worker()
+    task = asyncio.create_task(worker.run())
+    try:
+        for _ in range(500):
+            views = [await app.backend.job_get(i) for i in job_ids]
+            if all(v is not None and v.last_error for v in views):
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, timeout=30)
+    c = await client("bob")
+    snap = (await c.get("/api/overview")).json()
+    [notice] = snap["notices"]
+    assert (notice["kind"], notice["queue"], notice["type"], notice["count"]) == (
+        "no_handler",
+        "billing",
+        "invoice.render",
+        3,
+    )
+    assert "3 pending jobs of type 'invoice.render'" in notice["message"]
+    assert "no worker that claimed them has a handler" in notice["message"]
+
+
 async def test_circuits_merge_worker_snapshots(app: App, client: Client) -> None:
     from chokaq.models import WorkerInfo
 
