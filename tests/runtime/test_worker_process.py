@@ -235,3 +235,4 @@ def test_worker_help_names_the_burst_exit_codes() -> None:
 
     text = CliRunner().invoke(main, ["worker", "--help"]).output
     assert "75" in text and "burst_horizon_seconds" in text
+    assert "'*' for every queue" in text and "Default: the queues the app's" in text
