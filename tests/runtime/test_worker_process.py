@@ -233,6 +233,6 @@ def test_worker_help_names_the_burst_exit_codes() -> None:
 
     from chokaq.cli import main
 
-    text = CliRunner().invoke(main, ["worker", "--help"]).output
+    text = " ".join(CliRunner().invoke(main, ["worker", "--help"]).output.split())
     assert "75" in text and "burst_horizon_seconds" in text
     assert "'*' for every queue" in text and "Default: the queues the app's" in text
