@@ -66,7 +66,9 @@ class Worker(Generic[H]):
 
     Public views: ``slots`` (running executions, prefetch buffer, concurrency), ``outage``
     (``down_since``: storage unavailable since, monotonic seconds, or None), ``events``,
-    ``circuits``, ``state`` and ``last_fetch_at``.
+    ``circuits``, ``state``, ``last_fetch_at`` and, once a burst run stopped, ``burst_left``
+    (what eligible work it left, and why; empty when none). Once running, ``settings.queues``
+    holds the queues it serves (None: every queue).
     """
 
     # Built by run(), once the app is open and its backend known.
