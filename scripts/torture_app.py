@@ -50,6 +50,8 @@ SETTINGS = WorkerSettings(
     shutdown_grace_seconds=_f("TORTURE_GRACE", 1.0),
     retry=RetryPolicy(max_attempts=3, base_delay_seconds=0.1, jitter_seconds=0.05),
     circuit=CircuitPolicy(threshold=30, window_seconds=5.0, break_seconds=0.5),
+    # The run's no_such_handler jobs must be settled (REJECTED) when the oracle looks: no grace.
+    unknown_type_grace_seconds=0.0,
 )
 
 app = App(URL, schema=SCHEMA, auto_migrate=True, worker=SETTINGS)

@@ -529,7 +529,9 @@ class App:
     # -- worker -------------------------------------------------------------------------
 
     def create_worker(self, **overrides: Any) -> Worker[App]:
-        """A worker for this app; ``overrides`` are ``WorkerSettings`` fields."""
+        """A worker for this app; ``overrides`` are ``WorkerSettings`` fields. Unless
+        ``queues`` is given, it serves the queues this app's handlers and pipes declare
+        (``queues=("*",)``: every queue)."""
         from .runtime.worker import Worker
 
         settings = replace(self.worker_settings, **overrides) if overrides else self.worker_settings

@@ -60,6 +60,9 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
             rescue_interval_seconds=5,
             shutdown_grace_seconds=5,
             worker_beat_interval_seconds=1.0,
+            # legacy_fax jobs are released for a short while, then REJECTED, so the demo shows
+            # both the no-handler notice and the DLQ row.
+            unknown_type_grace_seconds=20.0,
         ),
     )
     flaky_state: dict[str, int] = {}
@@ -143,7 +146,7 @@ async def produce(app: App, *, stop: asyncio.Event, rate_per_second: float = 20.
             jobs.append(h["parse_invoice"].prepare(invoice=f"corrupt-{n}.pdf"))
             jobs.append(h["slow_export"].prepare(export_id=n))
         if n % 40 == 0:
-            # A job type nobody handles (an old deploy's leftovers): DLQ REJECTED.
+            # A job type nobody handles (an old deploy's leftovers): released, then REJECTED.
             jobs.append(app.raw("legacy_fax", {"number": n}, queue="default"))
         ids = await app.enqueue_many(jobs)
         if n % 50 == 0:

@@ -159,6 +159,13 @@ class WorkerMetrics:
             qt,
             registry=r,
         )
+        self.no_handler = Counter(
+            "chokaq_jobs_no_handler_released",
+            "Jobs released because this worker has no handler for their type (no attempt "
+            "used; rejected after unknown_type_grace_seconds).",
+            qt,
+            registry=r,
+        )
         self.requeued = Counter(
             "chokaq_jobs_requeued", "Running jobs put back to pending at shutdown.", qt, registry=r
         )
@@ -288,6 +295,7 @@ _EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
     "retried": WorkerMetrics._retried,
     "deferred": lambda m, f: m.deferred.labels(*m._qt(f)).inc(),
     "requeued": lambda m, f: m.requeued.labels(*m._qt(f)).inc(),
+    "no_handler": lambda m, f: m.no_handler.labels(*m._qt(f)).inc(),
     "heartbeat_failed": lambda m, f: m.heartbeat_failures.labels(*m._qt(f)).inc(),
     "conflict": WorkerMetrics._conflict,
     "circuit": WorkerMetrics._circuit,

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 __all__ = [
+    "NO_HANDLER_ERROR",
     "CancelResult",
     "Capabilities",
     "ClaimedJob",
@@ -30,6 +31,7 @@ __all__ = [
     "NewJob",
     "Outcome",
     "Page",
+    "PendingGroup",
     "Pillar",
     "Preview",
     "QueueInfo",
@@ -366,6 +368,34 @@ class QueueInfo:
     zombie_timeout_seconds: float | None
     execution_timeout_seconds: float | None
     updated_at: datetime
+
+
+# The first word of the last error of a job a worker released because it has no handler for
+# its type (and its queue no pipe): The Deck and ``jobs_pending_groups`` find such jobs by it.
+NO_HANDLER_ERROR = "NoHandler"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingGroup:
+    """The Pending jobs of one (queue, type), as a burst worker and The Deck's notices see them.
+
+    ``due``: due now. ``waiting``: not due yet, and run or released before (a retry, a
+    deferral). ``later``: not due yet and never tried (delayed by design). ``next_due_at``: the
+    earliest due time of the rows not yet due. ``no_handler``: rows a worker released because
+    it had no handler for the type (their last error starts with ``NO_HANDLER_ERROR``).
+    """
+
+    queue: str
+    type: str
+    due: int
+    waiting: int
+    later: int
+    next_due_at: datetime | None
+    no_handler: int
+
+    @property
+    def pending(self) -> int:
+        return self.due + self.waiting + self.later
 
 
 @dataclass(frozen=True, slots=True)

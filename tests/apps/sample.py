@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from chokaq import App, JobContext, RetryPolicy, WorkerSettings
+from chokaq import App, CircuitPolicy, JobContext, RetryPolicy, WorkerSettings
 
 MARKERS = Path(os.environ.get("CHOKAQ_TEST_DIR", "/tmp"))
 
@@ -27,7 +27,17 @@ app = App(
         poll_interval_seconds=0.05,
         worker_beat_interval_seconds=0.3,
         shutdown_grace_seconds=float(os.environ.get("CHOKAQ_GRACE", "5")),
-        retry=RetryPolicy(max_attempts=3, base_delay_seconds=0.1, jitter_seconds=0),
+        retry=RetryPolicy(
+            max_attempts=3,
+            base_delay_seconds=float(os.environ.get("CHOKAQ_RETRY_DELAY", "0.1")),
+            jitter_seconds=0,
+        ),
+        circuit=CircuitPolicy(threshold=int(os.environ.get("CHOKAQ_CIRCUIT_THRESHOLD", "5"))),
+        **(
+            {"burst_horizon_seconds": float(os.environ["CHOKAQ_BURST_HORIZON"])}
+            if "CHOKAQ_BURST_HORIZON" in os.environ
+            else {}
+        ),
     ),
 )
 
@@ -62,3 +72,17 @@ def sync_sleepy(tag: str, seconds: float, ctx: JobContext) -> None:
 @app.job()
 async def quick(tag: str) -> None:
     mark(f"done-{tag}")
+
+
+@app.job()
+async def flaky_once(tag: str, ctx: JobContext) -> None:
+    """Fails its first attempt (a dependency hiccup), then succeeds."""
+    if ctx.attempt == 1:
+        raise ConnectionError(f"{tag}: first attempt fails")
+    mark(f"done-{tag}")
+
+
+@app.job()
+async def down(tag: str) -> None:
+    """Its dependency is down: every attempt fails."""
+    raise ConnectionError(f"{tag}: the dependency is down")

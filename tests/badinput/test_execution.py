@@ -25,7 +25,12 @@ class Custom(BaseException):
 
 @pytest.fixture
 async def app(store: Store) -> AsyncIterator[App]:
-    settings = {**FAST, "retry": RetryPolicy(max_attempts=1, base_delay_seconds=0.05)}
+    # Unknown types are rejected at once here (no grace): this suite is about the rejection.
+    settings = {
+        **FAST,
+        "retry": RetryPolicy(max_attempts=1, base_delay_seconds=0.05),
+        "unknown_type_grace_seconds": 0,
+    }
     chokaq_app = App(
         store.url, schema=store.schema, auto_migrate=True, worker=WorkerSettings(**settings)
     )

@@ -359,6 +359,43 @@ async def test_overview_series_and_queues(app: App, client: Client) -> None:
     assert (await c.get("/api/series?window=2w")).json()["width_seconds"] == 60
 
 
+async def test_overview_names_jobs_of_a_type_no_worker_has_a_handler_for(
+    app: App, client: Client
+) -> None:
+    # A real worker that serves the queue but has no handler for the type releases the jobs.
+    from chokaq import WorkerSettings
+
+    job_ids = [await app.enqueue_raw("invoice.render", {}, queue="billing") for _ in range(3)]
+    await app.enqueue_raw("other", {}, queue="billing")  # pending, never released: no notice
+    worker_app = App(app.url, worker=WorkerSettings(queues=("*",), poll_interval_seconds=0.02))
+
+    @worker_app.job(queue="billing")
+    async def other() -> None: ...
+
+    worker = worker_app.create_worker()
+    task = asyncio.create_task(worker.run())
+    try:
+        for _ in range(500):
+            views = [await app.backend.job_get(i) for i in job_ids]
+            if all(v is not None and v.last_error for v in views):
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, timeout=30)
+    c = await client("bob")
+    snap = (await c.get("/api/overview")).json()
+    [notice] = snap["notices"]
+    assert (notice["kind"], notice["queue"], notice["type"], notice["count"]) == (
+        "no_handler",
+        "billing",
+        "invoice.render",
+        3,
+    )
+    assert "3 pending jobs of type 'invoice.render'" in notice["message"]
+    assert "no worker that claimed them has a handler" in notice["message"]
+
+
 async def test_circuits_merge_worker_snapshots(app: App, client: Client) -> None:
     from chokaq.models import WorkerInfo
 
@@ -421,6 +458,11 @@ async def test_queue_controls(app: App, client: Client) -> None:
     c = await client("alice")
     h = {"x-csrf-token": csrf(c)}
     r = await c.post("/api/queues", json={"queue": "mail", "paused": True}, headers=h)
+    assert r.status_code == 404 and "create" in r.json()["error"]  # a typo is not a queue
+    assert "mail" not in [q.name for q in await app.backend.queue_list()]
+    r = await c.post(
+        "/api/queues", json={"queue": "mail", "paused": True, "create": True}, headers=h
+    )
     assert r.json()["paused"] is True
     r = await c.post("/api/queues", json={"queue": "mail", "active": False}, headers=h)
     assert r.json()["active"] is False
@@ -432,6 +474,20 @@ async def test_queue_controls(app: App, client: Client) -> None:
     assert r.json()["max_workers"] == 3 and r.json()["zombie_timeout_seconds"] == 120
     r = await c.post("/api/queues", json={"queue": "mail", "max_workers": None}, headers=h)
     assert r.json()["max_workers"] is None and r.json()["zombie_timeout_seconds"] == 120
+
+
+async def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(
+    app: App, client: Client
+) -> None:
+    c = await client("alice")
+    h = {"x-csrf-token": csrf(c)}
+    r = await c.post(
+        "/api/queues", json={"queue": "default", "zombie_timeout_seconds": 1}, headers=h
+    )
+    assert r.status_code == 422
+    assert "zombie_timeout_seconds" in r.text and "heartbeat" in r.text
+    [queue] = [q for q in await app.backend.queue_list() if q.name == "default"]
+    assert queue.zombie_timeout_seconds is None
 
 
 async def test_authorizer_may_be_async_and_return_a_role(app: App) -> None:

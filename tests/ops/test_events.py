@@ -313,7 +313,8 @@ async def test_throttled_retry_logs_job_throttled_retry(tmp_path: Path) -> None:
     job_id = str(await partner.enqueue())
     try:
         with captured() as lines:
-            await app.create_worker(burst=True).run()  # not due again for 30 s: burst ends
+            # Not due again for 30 s, past this burst's horizon: it stops with the retry left.
+            await app.create_worker(burst=True, burst_horizon_seconds=1).run()
     finally:
         await app.close()
     line = only(lines, Event.JOB_THROTTLED_RETRY)

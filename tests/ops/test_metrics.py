@@ -70,6 +70,7 @@ def test_events_map_to_the_documented_series() -> None:
     m.on_event("circuit", {"key": "t", "state": "open", "event": "opened"})
     m.on_event("heartbeat_failed", {"queue": "q", "type": "t"})
     m.on_event("deferred", {"queue": "q", "type": "t"})
+    m.on_event("no_handler", {"queue": "q", "type": "new.kind"})
     m.on_event("zombie", {"job_id": "x"})
     m.on_event("something_new", {})  # unknown events are ignored
     text = m.render().decode()
@@ -80,6 +81,7 @@ def test_events_map_to_the_documented_series() -> None:
         'chokaq_circuit_events_total{event="opened",state="open",type="t"} 1.0',
         'chokaq_heartbeat_failures_total{queue="q",type="t"} 1.0',
         'chokaq_jobs_deferred_total{queue="q",type="t"} 1.0',
+        'chokaq_jobs_no_handler_released_total{queue="q",type="new.kind"} 1.0',
         "chokaq_zombies_rescued_total 1.0",
     ):
         assert line in text, line

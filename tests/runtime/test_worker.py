@@ -99,6 +99,7 @@ async def test_each_failure_path_ends_where_documented(make_app: Callable[..., A
         retry=RetryPolicy(max_attempts=2, base_delay_seconds=0.05, jitter_seconds=0),
         fatal_exceptions=(KeyError,),
         circuit=CircuitPolicy(enabled=False),
+        unknown_type_grace_seconds=0.3,  # released, then rejected once the grace is spent
     )
 
     @app.job()

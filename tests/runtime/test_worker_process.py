@@ -32,7 +32,9 @@ def spawn(store: Any, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen
             "CHOKAQ_DATABASE_URL": store.url,
             "CHOKAQ_SCHEMA": store.schema,
             "CHOKAQ_TEST_DIR": str(tmp_path),
-            "PYTHONPATH": str(REPO),
+            # This checkout's sources first: an installed chokaq (say an editable install of
+            # another checkout) must not be what the subprocess runs.
+            "PYTHONPATH": os.pathsep.join((str(REPO / "src"), str(REPO))),
             **env,
         }
         log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115
@@ -178,3 +180,59 @@ async def test_burst_worker_exits_zero_when_the_work_is_done(
     worker = spawn("--burst", "--concurrency", "4")
     assert worker.wait(timeout=60) == 0
     assert (await client.backend.stats_summary()).succeeded_total == 20
+
+
+def _log(tmp_path: Path, n: int = 0) -> str:
+    return (tmp_path / f"worker-{n}.log").read_text(errors="replace")
+
+
+async def test_burst_waits_for_a_retry_that_falls_due_soon(
+    spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path
+) -> None:
+    ids = await client.enqueue_many([sample_job("flaky_once", tag="r")])
+    worker = spawn("--burst", CHOKAQ_RETRY_DELAY="1.5")
+    assert worker.wait(timeout=60) == 0, _log(tmp_path)
+    view = await client.backend.job_get(ids[0])
+    assert view is not None and view.pillar is Pillar.ARCHIVE, _log(tmp_path)
+    assert (await client.backend.stats_summary()).pending == 0
+
+
+async def test_burst_exits_75_naming_a_retry_due_past_the_horizon(
+    spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path
+) -> None:
+    await client.enqueue_many([sample_job("flaky_once", tag="r"), sample_job("quick", tag="q")])
+    worker = spawn("--burst", CHOKAQ_RETRY_DELAY="600", CHOKAQ_BURST_HORIZON="1")
+    assert worker.wait(timeout=60) == 75, _log(tmp_path)
+    log = _log(tmp_path)
+    assert "1 job of flaky_once on default waiting to run again (next due" in log, log
+    assert "[1021 worker_burst_work_left]" in log and "burst: work left" in log, log
+    assert (await client.backend.stats_summary()).pending == 1
+
+
+async def test_burst_exits_75_naming_jobs_held_by_an_open_circuit(
+    spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path
+) -> None:
+    await client.enqueue_many([sample_job("down", tag=f"d{i}") for i in range(6)])
+    worker = spawn(
+        "--burst",
+        "--concurrency",
+        "1",
+        CHOKAQ_CIRCUIT_THRESHOLD="2",
+        CHOKAQ_RETRY_DELAY="0.05",
+        CHOKAQ_BURST_HORIZON="2",
+    )
+    assert worker.wait(timeout=60) == 75, _log(tmp_path)
+    log = _log(tmp_path)
+    assert "of down on default held by an open circuit" in log, log
+    summary = await client.backend.stats_summary()
+    assert summary.pending == 6 and summary.failed_total == 0
+
+
+def test_worker_help_names_the_burst_exit_codes() -> None:
+    from click.testing import CliRunner
+
+    from chokaq.cli import main
+
+    text = " ".join(CliRunner().invoke(main, ["worker", "--help"]).output.split())
+    assert "75" in text and "burst_horizon_seconds" in text
+    assert "'*' for every queue" in text and "Default: the queues the app's" in text

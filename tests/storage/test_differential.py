@@ -455,7 +455,19 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("archive", lambda b, s: b.job_get(D)),
         ("dlq", lambda b, s: b.job_get(F)),
     ],
+    "jobs_pending_groups": [
+        ("bad queues", lambda b, s: b.jobs_pending_groups(queues="q")),
+        ("blank queue", lambda b, s: b.jobs_pending_groups(queues=[""])),
+        ("all", lambda b, s: b.jobs_pending_groups(now=at(5))),
+        ("one", lambda b, s: b.jobs_pending_groups(queues=["q"], now=at(5))),
+        ("later", lambda b, s: b.jobs_pending_groups(queues=["q", "r"], now=at(-5))),
+    ],
     "queue_list": [("all", lambda b, s: b.queue_list())],
+    "queue_get": [
+        ("blank", lambda b, s: b.queue_get("")),
+        ("unknown", lambda b, s: b.queue_get("nope")),
+        ("known", lambda b, s: b.queue_get("q")),
+    ],
     "queue_ensure": [
         ("blank", lambda b, s: b.queue_ensure("")),
         ("long", lambda b, s: b.queue_ensure("x" * 300)),
@@ -465,11 +477,13 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "queue_pause": [
         ("blank", lambda b, s: b.queue_pause(name="", paused=True)),
         ("long actor", lambda b, s: b.queue_pause(name="q", paused=True, actor="x" * 101)),
+        ("unknown", lambda b, s: b.queue_pause(name="nope", paused=True, create=False)),
         ("ok", lambda b, s: b.queue_pause(name="q", paused=True, actor="ops")),
         ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
     ],
     "queue_activate": [
         ("blank", lambda b, s: b.queue_activate(name=" q", active=False)),
+        ("unknown", lambda b, s: b.queue_activate(name="nope", active=False, create=False)),
         ("ok", lambda b, s: b.queue_activate(name="q", active=False)),
         ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
     ],
@@ -477,6 +491,8 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("workers 0", lambda b, s: b.queue_configure(name="q", max_workers=0)),
         ("workers huge", lambda b, s: b.queue_configure(name="q", max_workers=10**5)),
         ("zombie short", lambda b, s: b.queue_configure(name="q", zombie_timeout_seconds=0.5)),
+        ("zombie under floor", lambda b, s: b.queue_configure(name="q", zombie_timeout_seconds=5)),
+        ("unknown", lambda b, s: b.queue_configure(name="nope", max_workers=1, create=False)),
         ("execution 0", lambda b, s: b.queue_configure(name="q", execution_timeout_seconds=0)),
         ("blank", lambda b, s: b.queue_configure(name="", max_workers=1)),
         ("ok", lambda b, s: b.queue_configure(name="q", max_workers=1, zombie_timeout_seconds=30)),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from conformance import T0, at
 
-from chokaq.models import WorkerInfo
+from chokaq.errors import NotFoundError, ValidationError
+from chokaq.models import NewJob, WorkerInfo
 from chokaq.storage import UNSET
 
 
@@ -59,10 +61,51 @@ async def test_configure_unset_leaves_and_none_clears(backend):
         name="q", zombie_timeout_seconds=UNSET, execution_timeout_seconds=None
     )
     assert (info.zombie_timeout_seconds, info.execution_timeout_seconds) == (120.0, None)
-    info = await backend.queue_configure(name="q", max_workers=10_000, zombie_timeout_seconds=1)
-    assert (info.max_workers, info.zombie_timeout_seconds) == (10_000, 1.0)
+    info = await backend.queue_configure(name="q", max_workers=10_000, zombie_timeout_seconds=15)
+    assert (info.max_workers, info.zombie_timeout_seconds) == (10_000, 15.0)
     [listed] = [q for q in await backend.queue_list() if q.name == "q"]
     assert listed == info
+
+
+@pytest.mark.parametrize("timeout", [1, 5, 14.9])
+async def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(backend, timeout):
+    # Under three default heartbeat intervals (5 s at most each), a healthy running job could
+    # be dead-lettered as a zombie and run twice once requeued.
+    await backend.queue_configure(name="q", zombie_timeout_seconds=120)
+    with pytest.raises(ValidationError) as caught:
+        await backend.queue_configure(name="q", zombie_timeout_seconds=timeout)
+    assert caught.value.field == "zombie_timeout_seconds"
+    assert "15" in str(caught.value) and "heartbeat" in str(caught.value)
+    [q] = [q for q in await backend.queue_list() if q.name == "q"]
+    assert q.zombie_timeout_seconds == 120
+
+
+UNKNOWN_QUEUE_CHANGES = {
+    "pause": lambda b, create: b.queue_pause(name="emials", paused=True, create=create),
+    "resume": lambda b, create: b.queue_pause(name="emials", paused=False, create=create),
+    "hide": lambda b, create: b.queue_activate(name="emials", active=False, create=create),
+    "limit": lambda b, create: b.queue_configure(name="emials", max_workers=2, create=create),
+}
+
+
+@pytest.mark.parametrize("change", sorted(UNKNOWN_QUEUE_CHANGES))
+async def test_an_unknown_queue_is_refused_unless_asked_to_create_it(backend, change):
+    act = UNKNOWN_QUEUE_CHANGES[change]
+    with pytest.raises(NotFoundError) as caught:
+        await act(backend, False)
+    assert "emials" in str(caught.value) and "create" in str(caught.value)
+    assert await backend.queue_get("emials") is None
+    assert "emials" not in [q.name for q in await backend.queue_list()]
+    created = await act(backend, True)
+    assert created.name == "emials" and await backend.queue_get("emials") == created
+    # Known now: the same change applies without create.
+    assert (await act(backend, False)).name == "emials"
+
+
+async def test_a_queue_that_has_had_jobs_is_known(backend):
+    await backend.jobs_enqueue([NewJob(queue="reports", type="t", payload="{}")])
+    info = await backend.queue_pause(name="reports", paused=True, create=False)
+    assert info.paused is True
 
 
 async def test_configure_keeps_pause_state(backend):

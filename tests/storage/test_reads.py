@@ -227,3 +227,38 @@ async def test_job_get_finds_each_pillar(backend):
     assert (await backend.job_get(dead)).pillar == Pillar.DLQ
     assert (await backend.job_get(done)).payload == "{}"
     assert await backend.job_get("01900000-0000-7000-8000-000000000000") is None
+
+
+async def test_pending_groups_split_due_waiting_later_and_no_handler(backend):
+    from chokaq.models import NO_HANDLER_ERROR, RetryMove
+
+    await enqueue(backend, 2, queue="mail", type="send", now=T0)  # due
+    await enqueue(backend, 1, queue="mail", type="send", now=T0, delay_seconds=600)  # later
+    await enqueue(backend, 1, queue="mail", type="new.kind", now=T0)
+    await enqueue(backend, 1, queue="other", type="send", now=T0)
+    [retry] = await claim(backend, 1, queues=["mail"], now=at(1))
+    [unknown] = await claim(backend, 5, queues=["mail"], exclude_types=["send"], now=at(1))
+    assert unknown.type == "new.kind"
+    await backend.jobs_finalize(
+        moves=[
+            RetryMove(retry.lease, "boom", run_at=at(100)),
+            RetryMove(
+                unknown.lease,
+                f"{NO_HANDLER_ERROR} since x: no handler",
+                delay_seconds=30,
+                refund_attempt=True,
+                count_retry=False,
+            ),
+        ],
+        now=at(2),
+    )
+    groups = await backend.jobs_pending_groups(queues=["mail"], now=at(3))
+    assert [(g.queue, g.type) for g in groups] == [("mail", "new.kind"), ("mail", "send")]
+    kind, send = groups
+    assert (kind.due, kind.waiting, kind.later, kind.no_handler) == (0, 1, 0, 1)
+    assert kind.next_due_at == at(32)
+    assert (send.due, send.waiting, send.later, send.no_handler) == (1, 1, 1, 0)
+    assert send.next_due_at == at(100) and send.pending == 3
+    every = await backend.jobs_pending_groups(now=at(3))
+    assert ("other", "send") in [(g.queue, g.type) for g in every]
+    assert await backend.jobs_pending_groups(queues=[], now=at(3)) == []

@@ -42,8 +42,12 @@ def filter_options(fn: F) -> F:
             click.option("--queue", help="Only this queue."),
             click.option("--type", "job_type", help="Only this job type."),
             click.option("--reason", help="Only this failure reason (e.g. timeout, fatal_error)."),
-            click.option("--since", help="Failed at or after: ISO time or an age (2h, 7d)."),
-            click.option("--until", help="Failed at or before: ISO time or an age (2h, 7d)."),
+            click.option(
+                "--since", help="Failed at or after: ISO time or an age (2h: 2 hours ago)."
+            ),
+            click.option(
+                "--until", help="Failed at or before: ISO time or an age (7d: 7 days ago)."
+            ),
             click.option("--search", help="Substring of id, type, tags or error text."),
         ]
     ):

@@ -18,7 +18,10 @@ __all__ = ["COMMANDS"]
 @click.option("--queue", default="default", show_default=True, help="Queue to enqueue on.")
 @click.option("--priority", type=int, help="Higher runs first (default 10).")
 @click.option("--delay", type=float, help="Seconds to wait before the job is due.")
-@click.option("--run-at", help="When the job is due: ISO date/time (UTC when naive).")
+@click.option(
+    "--run-at",
+    help="When the job is due: ISO date/time (UTC when naive) or a time from now (2h, 30m).",
+)
 @click.option("--idempotency-key", help="Skip the enqueue while a job with this key is active.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--max-attempts", type=int, help="Executions allowed, the first included.")
@@ -57,7 +60,7 @@ def enqueue(
     options: dict[str, Any] = {
         "queue": queue,
         "delay": delay,
-        "run_at": parse_when(run_at, param="--run-at"),
+        "run_at": parse_when(run_at, param="--run-at", ahead=True),
         "idempotency_key": idempotency_key,
         "tags": tags,
         "created_by": created_by,

@@ -172,26 +172,35 @@ def parse_reason(value: str | None) -> FailureReason | None:
     raise click.BadParameter(f"unknown failure reason {value!r}; one of: {names}")
 
 
-_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_RELATIVE = re.compile(r"^\s*(?:in\s+|\+\s*)?(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_when(
-    value: str | None, *, now: datetime | None = None, param: str | None = None
+    value: str | None,
+    *,
+    now: datetime | None = None,
+    param: str | None = None,
+    ahead: bool = False,
 ) -> datetime | None:
-    """An ISO date/time (UTC when naive) or an age such as ``30m``, ``2h``, ``7d`` (that long
-    ago). ``param`` names the option in the error (``--since``)."""
+    """An ISO date/time (UTC when naive) or a duration such as ``30m``, ``2h``, ``7d``.
+
+    A duration is an age (that long *ago*, as in a filter's ``--since 2h``) unless ``ahead`` is
+    set, when it is that long *from now* (``--run-at 2h``; ``in 2h`` and ``+2h`` are accepted
+    too). ``param`` names the option in the error (``--since``)."""
     if value is None:
         return None
     match = _RELATIVE.match(value)
     now = now or datetime.now(UTC)
     if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        span = timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        return now + span if ahead else now - span
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
+        example = "2h, in 30m, +1d" if ahead else "an age like 30m, 2h, 7d"
         raise click.BadParameter(
-            f"{value!r} is neither an ISO date/time nor an age like 30m, 2h, 7d",
+            f"{value!r} is neither an ISO date/time nor {example}",
             param_hint=param,
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)

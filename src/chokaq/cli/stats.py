@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import click
 from rich.console import Group
@@ -13,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..app import App
+from ..errors import NotFoundError
 from ..logs import log_admin
 from ..models import QueueStats, Summary, Throughput
 from ..storage import UNSET
@@ -27,6 +29,8 @@ from .options import (
 )
 
 __all__ = ["COMMANDS", "queue_table"]
+
+T = TypeVar("T")
 
 
 def _lag(seconds: float) -> Text:
@@ -165,15 +169,38 @@ def queue_list(app_spec: str | None, database: str | None, schema: str | None) -
     console().print(queue_table(stats))
 
 
+def create_option(fn: Any) -> Any:
+    """``--create``: act on a queue that does not exist yet (else a typo is refused)."""
+    return click.option(
+        "--create",
+        is_flag=True,
+        help="Create the queue if it does not exist (without it, an unknown name is refused: "
+        "a queue is known once it has a row, which its first job creates).",
+    )(fn)
+
+
+def on_known_queue(app: App, name: str, fn: Callable[[App], Awaitable[T]]) -> T:
+    """``run_with_app``, turning the seam's unknown-queue refusal into the CLI's wording."""
+    try:
+        return run_with_app(app, fn)
+    except NotFoundError:
+        raise click.ClickException(
+            f"queue {name!r} does not exist; check the name (chokaq queue list), "
+            "or give --create to create it"
+        ) from None
+
+
 def _pause_command(paused: bool) -> Any:
     verb = "pause" if paused else "resume"
 
     @click.argument("name")
+    @create_option
     @actor_option
     @store_options
     @logged
     def command(
         name: str,
+        create: bool,
         actor: str | None,
         app_spec: str | None,
         database: str | None,
@@ -181,8 +208,10 @@ def _pause_command(paused: bool) -> Any:
     ) -> None:
         app = make_app(app_spec, database, schema)
         who = actor_name(actor)
-        info = run_with_app(
-            app, lambda a: a.backend.queue_pause(name=name, paused=paused, actor=who)
+        info = on_known_queue(
+            app,
+            name,
+            lambda a: a.backend.queue_pause(name=name, paused=paused, actor=who, create=create),
         )
         log_admin("cli", f"queues.{verb}", who, name, 1)
         click.echo(f"queue {info.name} {'paused' if info.paused else 'resumed'}")
@@ -213,8 +242,13 @@ def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:
 @queue.command("limit")
 @click.argument("name")
 @click.option("--max-workers", help="Cluster-wide cap on running jobs of this queue, or 'none'.")
-@click.option("--zombie-timeout", help="Seconds without heartbeat before a job is a zombie.")
+@click.option(
+    "--zombie-timeout",
+    help="Seconds without heartbeat before a running job is a zombie, or 'none'; at least 15 "
+    "(three heartbeat intervals of a default worker).",
+)
 @click.option("--execution-timeout", help="Default execution timeout in seconds, or 'none'.")
+@create_option
 @actor_option
 @store_options
 @logged
@@ -223,6 +257,7 @@ def queue_limit(
     max_workers: str | None,
     zombie_timeout: str | None,
     execution_timeout: str | None,
+    create: bool,
     actor: str | None,
     app_spec: str | None,
     database: str | None,
@@ -245,7 +280,11 @@ def queue_limit(
         )
     app = make_app(app_spec, database, schema)
     who = actor_name(actor)
-    info = run_with_app(app, lambda a: a.backend.queue_configure(name=name, actor=who, **changes))
+    info = on_known_queue(
+        app,
+        name,
+        lambda a: a.backend.queue_configure(name=name, actor=who, create=create, **changes),
+    )
     given = {k: v for k, v in changes.items() if v is not UNSET}
     log_admin("cli", "queues.limits", who, name, 1, **given)
     click.echo(

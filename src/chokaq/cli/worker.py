@@ -1,24 +1,28 @@
 """``chokaq worker``: run a worker process until SIGTERM/SIGINT (or, with --burst, until no
-eligible job is left)."""
+eligible job is left; exit 75 when it had to stop with eligible work left)."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from typing import Any
 
 import click
 
 from ..http import worker_ops
 from ..logs import configure_logging
+from ..runtime.burst import EXIT_WORK_LEFT, describe
+from ..runtime.worker import Worker
 from .options import load_app
 
 __all__ = ["COMMANDS", "run_worker_process"]
 
 
-async def run_worker_process(app: Any, **overrides: Any) -> None:
-    """Run a worker with SIGTERM/SIGINT wired to a graceful stop (a second signal hurries)."""
-    worker = app.create_worker(**overrides)
+async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
+    """Run a worker with SIGTERM/SIGINT wired to a graceful stop (a second signal hurries);
+    returns it, stopped (``burst_left`` says what a burst run left)."""
+    worker: Worker[Any] = app.create_worker(**overrides)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)
@@ -29,15 +33,28 @@ async def run_worker_process(app: Any, **overrides: Any) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await app.close()
+    return worker
 
 
 @click.command()
 @click.option("--app", "app_spec", required=True, help="The App to run, as module:attribute.")
 @click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Override the App's database URL.")
-@click.option("--queues", help="Comma-separated queues to work (default: all).")
+@click.option(
+    "--queues",
+    help="Comma-separated queues to work; '*' for every queue. Default: the queues the app's "
+    "handlers and pipes declare ('default' when a handler uses it). A job of a type with no "
+    "handler here is released and retried for unknown_type_grace_seconds (default 1 h), "
+    "then rejected.",
+)
 @click.option("--concurrency", type=click.IntRange(1, 1000), help="Jobs run at once (default 10).")
 @click.option("--prefetch", type=click.IntRange(0, 1000), help="Extra jobs claimed ahead.")
-@click.option("--burst", is_flag=True, help="Exit 0 once no eligible job is left.")
+@click.option(
+    "--burst",
+    is_flag=True,
+    help="Run what is eligible, then exit: 0 once no eligible job is left; 75 (with a line "
+    "naming counts and reasons) when work is still left after waiting burst_horizon_seconds "
+    "(default 60) for retries, circuit re-probes and delayed jobs that fall due.",
+)
 @click.option("--migrate", "do_migrate", is_flag=True, help="Apply migrations before starting.")
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of plain text.")
 @click.option(
@@ -79,7 +96,10 @@ def worker(
         overrides["metrics_port"] = metrics_port
     if metrics_host is not None:
         overrides["metrics_host"] = metrics_host
-    asyncio.run(run_worker_process(app, **overrides))
+    ran = asyncio.run(run_worker_process(app, **overrides))
+    if ran.burst_left:
+        click.echo(f"burst: work left: {describe(ran.burst_left)}", err=True)
+        sys.exit(EXIT_WORK_LEFT)
 
 
 COMMANDS = [worker]

@@ -364,19 +364,21 @@ def _optional_number(data: dict[str, Any], name: str) -> Any:
 
 
 async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
-    """Pause/resume (``paused``), hide/unhide (``active``) or set limits of one queue."""
+    """Pause/resume (``paused``), hide/unhide (``active``) or set limits of one queue; an
+    unknown queue is refused (404) unless ``create`` is true."""
     data = await _body(request)
     name = check_name("queue", data.get("queue"))
+    create = _flag(data, "create") if "create" in data else False
     backend = state.app.backend
     info = None
     done: list[str] = []
     if "paused" in data:
         paused = _flag(data, "paused")
-        info = await backend.queue_pause(name=name, paused=paused, actor=who.name)
+        info = await backend.queue_pause(name=name, paused=paused, actor=who.name, create=create)
         done.append("pause" if paused else "resume")
     if "active" in data:
         active = _flag(data, "active")
-        info = await backend.queue_activate(name=name, active=active, actor=who.name)
+        info = await backend.queue_activate(name=name, active=active, actor=who.name, create=create)
         done.append("unhide" if active else "hide")
     max_workers = _optional_number(data, "max_workers")
     zombie = _optional_number(data, "zombie_timeout_seconds")
@@ -384,7 +386,11 @@ async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
         if max_workers not in (UNSET, None) and not isinstance(max_workers, int):
             raise ValidationError("max_workers", "must be an integer")
         info = await backend.queue_configure(
-            name=name, max_workers=max_workers, zombie_timeout_seconds=zombie, actor=who.name
+            name=name,
+            max_workers=max_workers,
+            zombie_timeout_seconds=zombie,
+            actor=who.name,
+            create=create,
         )
         done.append("limits")
     if info is None:
@@ -501,10 +507,12 @@ ROUTES: tuple[ApiRoute, ...] = (
         "POST",
         "/api/queues",
         post_queue,
-        "Pause/resume, hide/unhide or set max_workers / zombie timeout of a queue",
+        "Pause/resume, hide/unhide or set max_workers / zombie timeout of a queue (an unknown "
+        "queue is 404 unless create is true)",
         admin=True,
         body={
             "queue": "string",
+            "create": "boolean",
             "paused": "boolean",
             "active": "boolean",
             "max_workers": "integer",

@@ -18,6 +18,7 @@ from typing import Any
 from starlette.requests import Request
 
 from ..app import App
+from ..models import PendingGroup
 from .auth import Authorizer, Credentials, Principal, SessionSigner, resolve
 from .views import circuits_of, dump, queue_json, throughput_json
 
@@ -44,6 +45,8 @@ class DeckState:
     _snapshot_at: float = field(default=0.0, init=False, repr=False)
     _errors: list[Any] | None = field(default=None, init=False, repr=False)
     _errors_at: float = field(default=0.0, init=False, repr=False)
+    _notices: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
+    _notices_at: float = field(default=0.0, init=False, repr=False)
     _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
 
     async def principal(self, request: Request) -> Principal | None:
@@ -66,10 +69,20 @@ class DeckState:
             self._errors_at = time.monotonic()
         return self._errors
 
+    async def notices(self) -> list[dict[str, Any]]:
+        """Lines an operator should see, refreshed like the top errors: pending jobs that
+        workers released because none of them has a handler for their type."""
+        if self._notices is None or time.monotonic() - self._notices_at >= TOP_ERRORS_SECONDS:
+            groups = await self.app.backend.jobs_pending_groups()
+            self._notices = [no_handler_notice(g) for g in groups if g.no_handler]
+            self._notices_at = time.monotonic()
+        return self._notices
+
     def invalidate(self) -> None:
         """Forget cached reads after a mutation, so the next snapshot shows its effect."""
         self._snapshot = None
         self._errors = None
+        self._notices = None
 
     async def ensure_open(self) -> None:
         await self.app.open()
@@ -94,4 +107,22 @@ async def snapshot(state: DeckState) -> dict[str, Any]:
         "circuits": circuits_of([(w.id, w.circuits) for w in workers]),
         "series_tail": dump(series),
         "top_errors": dump(errors),
+        "notices": await state.notices(),
+    }
+
+
+def no_handler_notice(group: PendingGroup) -> dict[str, Any]:
+    """The notice of pending jobs of one (queue, type) released for want of a handler."""
+    n = group.no_handler
+    jobs = "1 pending job" if n == 1 else f"{n} pending jobs"
+    return {
+        "kind": "no_handler",
+        "queue": group.queue,
+        "type": group.type,
+        "count": n,
+        "message": (
+            f"{jobs} of type {group.type!r} on queue {group.queue!r}: no worker that claimed "
+            f"{'it' if n == 1 else 'them'} has a handler for the type. Released and retried; "
+            "rejected after unknown_type_grace_seconds unless a worker with the handler starts."
+        ),
     }

@@ -6,8 +6,11 @@ without consuming an attempt) until ``break_seconds`` after the last failure. Ha
 ``half_open_max_calls`` probe jobs run; a success closes, a failure re-opens. A probe that never
 reports within ``probe_timeout_seconds`` frees its slot for another probe.
 
-Fatal errors count like any failure (one poison pill must not stop a whole job type). Owns the
-state machine only; the worker reports outcomes and asks permission.
+Only failures that may be the dependency's count: exceptions (retried or not), throttling and
+timeouts. Failures about the job's own data (``FatalError``, ``Fail``, a configured fatal type,
+a rejected payload), cancels and heartbeat failures do not: poison jobs must not hold back the
+good jobs of their type. Owns the state machine and which outcomes count (``report``); the
+worker reports outcomes and asks permission.
 """
 
 from __future__ import annotations
@@ -18,8 +21,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import ConfigurationError
+from ..models import FailMove, FailureReason, Move, RetryMove, SucceedMove
 
 __all__ = ["CircuitBreakers", "CircuitPolicy", "CircuitSnapshot", "CircuitState"]
+
+# Dead-letter reasons that say nothing about the dependency: the job's own data was refused
+# (FatalError, Fail, a configured fatal type, a rejected payload), an operator cancelled it, or
+# this worker's heartbeats failed. They give the permit back instead of counting.
+_NOT_A_DEPENDENCY_FAILURE = frozenset(
+    (
+        FailureReason.CANCELLED,
+        FailureReason.FATAL_ERROR,
+        FailureReason.HEARTBEAT_FAILURE,
+        FailureReason.REJECTED,
+    )
+)
 
 
 class CircuitState(enum.StrEnum):
@@ -195,6 +211,20 @@ class CircuitBreakers:
         if circuit.failures >= policy.threshold:
             circuit.state = CircuitState.OPEN
             self._emit(key, circuit, "opened")
+
+    def report(self, key: str, move: Move | None, permit: int) -> None:
+        """Count the outcome of a job of ``key`` that ran under ``permit``: a success, a
+        dependency failure (an exception retried or exhausted, throttling, a timeout), or
+        neither (the permit goes back: see ``_NOT_A_DEPENDENCY_FAILURE``, shutdown requeues
+        and lost leases)."""
+        if type(move) is SucceedMove:
+            self.success(key, permit)
+        elif isinstance(move, FailMove) and move.reason in _NOT_A_DEPENDENCY_FAILURE:
+            self.release(key, permit)
+        elif isinstance(move, FailMove) or (isinstance(move, RetryMove) and move.count_retry):
+            self.failure(key, permit)
+        else:
+            self.release(key, permit)
 
     def force_close(self, key: str) -> bool:
         """Close a circuit by operator request; False when it was not open or half-open."""

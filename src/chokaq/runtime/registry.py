@@ -3,10 +3,11 @@
 Every few seconds the worker refreshes its row in the workers table (queues, concurrency,
 running jobs, circuit snapshot), applies what operators asked (a new concurrency, circuits to
 force-close), refreshes its view of the queues' settings (``queues``), and releases prefetched
-jobs of queues that were paused or deactivated. It reports storage trouble and recovery to the
-outage state. It is given the backend, the settings, the slots, the outage state, the circuit
-breakers and two callables of the worker (its row, and how to change its concurrency), never
-the worker itself. Owns that loop and the queue view only.
+jobs of queues that were paused or deactivated, and warns (once per queue and value) of a stored
+zombie timeout that this worker's heartbeat interval makes unsafe. It reports storage trouble
+and recovery to the outage state. It is given the backend, the settings, the slots, the outage
+state, the circuit breakers and two callables of the worker (its row, and how to change its
+concurrency), never the worker itself. Owns that loop and the queue view only.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ import asyncio
 from collections.abc import Callable
 
 from ..errors import StorageError
+from ..logs import Event, log_event
 from ..models import ClaimedJob, QueueInfo, WorkerInfo
 from ..storage import Backend
+from ..storage.checks import ZOMBIE_HEARTBEAT_MARGIN
 from .circuit import CircuitBreakers
 from .outage import Outage
 from .settings import WorkerSettings
 from .slots import Slots, release
 
 __all__ = ["Registry"]
+
+WARNING = 30
 
 
 class Registry:
@@ -51,6 +56,7 @@ class Registry:
         self.row = row
         self.resize = resize
         self.queues: dict[str, QueueInfo] = {}
+        self._warned: dict[str, float] = {}  # queue -> the unsafe timeout already warned of
 
     async def run(self) -> None:
         backend = self.backend
@@ -63,6 +69,7 @@ class Registry:
                 for key in control.close_circuits:
                     self.circuits.force_close(key)
                 self.queues = {q.name: q for q in await backend.queue_list()}
+                self._check_zombie_timeouts()
                 if slots.buffer:
                     await self._release_paused()
                 # This loop reports storage trouble too, so it must also report the recovery:
@@ -72,6 +79,34 @@ class Registry:
             except StorageError as exc:
                 self.outage.trouble(exc)
             await asyncio.sleep(self.settings.worker_beat_interval_seconds)
+
+    def _check_zombie_timeouts(self) -> None:
+        """The seam refuses a stored zombie timeout under three *default* heartbeat intervals;
+        a worker configured to beat less often can still find one too short for itself, and
+        its healthy jobs would be dead-lettered as zombies. Say so, once per queue and value."""
+        safe = ZOMBIE_HEARTBEAT_MARGIN * self.settings.heartbeat_max_seconds
+        served = self.settings.queues
+        for name, queue in self.queues.items():
+            timeout = queue.zombie_timeout_seconds
+            if timeout is None or timeout >= safe or (served is not None and name not in served):
+                self._warned.pop(name, None)
+                continue
+            if self._warned.get(name) == timeout:
+                continue
+            self._warned[name] = timeout
+            log_event(
+                Event.WORKER_QUEUE_TIMEOUT_UNSAFE,
+                f"queue {name!r} has a zombie timeout of {timeout:g} s, under "
+                f"{ZOMBIE_HEARTBEAT_MARGIN} of this worker's heartbeat intervals "
+                f"({self.settings.heartbeat_max_seconds:g} s at most): its healthy running jobs "
+                "may be dead-lettered as zombies; raise the queue's timeout "
+                "(chokaq queue limit) or the heartbeat rate",
+                level=WARNING,
+                worker_id=self.worker_id,
+                queue=name,
+                zombie_timeout_seconds=timeout,
+                heartbeat_max_seconds=self.settings.heartbeat_max_seconds,
+            )
 
     async def _release_paused(self) -> None:
         queues = self.queues

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..logs import Event, log_event
-from ..models import ClaimedJob, FailMove, Move, RetryMove, SucceedMove
+from ..models import NO_HANDLER_ERROR, ClaimedJob, FailMove, Move, RetryMove, SucceedMove
 from .events import Events
 
 __all__ = ["report_outcome"]
@@ -65,6 +65,8 @@ def report_outcome(events: Events, verbose: bool, move: Move, ex: Any, applied: 
                 **fields,
             )
             events.emit("retried", **fields)
+        elif move.refund_attempt and (move.error or "").startswith(NO_HANDLER_ERROR):
+            events.emit("no_handler", **fields)  # released: no handler for its type here
         elif move.refund_attempt:
             events.emit("deferred", **fields)
         else:

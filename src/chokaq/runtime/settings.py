@@ -19,10 +19,18 @@ class WorkerSettings:
     """How a worker runs. Durations are seconds.
 
     Attributes:
-        queues: queues to fetch from (``None``: every queue).
+        queues: queues to fetch from. ``None``: the queues the app's handlers and pipes
+            declare (``"default"`` when a handler uses it); a list holding ``"*"``: every
+            queue, jobs of types this worker has no handler for included.
         concurrency: jobs run at once (changeable at runtime).
         prefetch: jobs claimed beyond the free slots, waiting as Fetched (0 = none).
-        burst: exit 0 once no eligible job is left.
+        burst: stop once nothing is claimable: at once when no eligible job is left, else
+            after waiting (``burst_horizon_seconds``) for work that falls due.
+        burst_horizon_seconds: in burst mode, how long after the last job it started the
+            worker waits for work that falls due (a retry's backoff, a circuit's re-probe, a
+            delayed job); what is still left then (retries due later, jobs held by an open
+            circuit, due jobs it cannot claim, types it has no handler for) makes it stop with
+            that work left, and ``chokaq worker --burst`` exit 75.
         poll_interval_seconds: how often an idle worker looks for work when no notification
             arrives (``None``: 1 s where the backend notifies across processes, 0.05 s where not).
         heartbeat_min_seconds / heartbeat_max_seconds: each running job heartbeats at a
@@ -42,6 +50,10 @@ class WorkerSettings:
         retry: the retry policy (attempts, backoff, max job age).
         circuit: the circuit-breaker policy per job type.
         circuit_delay_seconds: how far a job claimed while its circuit is open is deferred.
+        unknown_type_grace_seconds: a job of a type this worker has no handler for (and whose
+            queue has no pipe) is released, without using an attempt and with a growing delay
+            (1 to 60 s), for this long after a worker first found no handler for it, then
+            dead-lettered as REJECTED (0: rejected at once).
         fatal_exceptions: exception types that skip retries (in addition to FatalError).
         sync_threads: threads for sync handlers (``None``: concurrency).
         retention_archive_days: archive rows older than this are deleted by the elected worker.
@@ -57,6 +69,7 @@ class WorkerSettings:
     concurrency: int = 10
     prefetch: int = 0
     burst: bool = False
+    burst_horizon_seconds: float = 60.0
     poll_interval_seconds: float | None = None
     heartbeat_min_seconds: float = 3.0
     heartbeat_max_seconds: float = 5.0
@@ -72,6 +85,7 @@ class WorkerSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     circuit: CircuitPolicy = field(default_factory=CircuitPolicy)
     circuit_delay_seconds: float = 5.0
+    unknown_type_grace_seconds: float = 3600.0
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     sync_threads: int | None = None
     retention_archive_days: float = 7.0
@@ -102,6 +116,7 @@ class WorkerSettings:
             "rescue_interval_seconds",
             "worker_beat_interval_seconds",
             "circuit_delay_seconds",
+            "burst_horizon_seconds",
             "retention_archive_days",
             "retention_dlq_days",
             "retention_interval_seconds",
@@ -113,6 +128,10 @@ class WorkerSettings:
                 raise ConfigurationError(f"{name}: must be greater than 0")
         if self.shutdown_grace_seconds < 0:
             raise ConfigurationError("shutdown_grace_seconds: must not be negative")
+        if not 0 <= self.unknown_type_grace_seconds <= 366 * 86_400:
+            raise ConfigurationError(
+                "unknown_type_grace_seconds: must be between 0 and 31,622,400 (366 days)"
+            )
         if self.poll_interval_seconds is not None and self.poll_interval_seconds <= 0:
             raise ConfigurationError("poll_interval_seconds: must be greater than 0")
         if self.heartbeat_failure_threshold < 1:

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Generic, TypeVar, cast
@@ -29,13 +30,11 @@ from ..errors import StorageError
 from ..logs import Event, log_event, logger
 from ..models import (
     ClaimedJob,
-    FailMove,
-    FailureReason,
     Move,
     RetryMove,
-    SucceedMove,
     WorkerInfo,
 )
+from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
 from .events import Events, Listener
@@ -49,6 +48,7 @@ from .registry import Registry
 from .report import report_outcome
 from .settings import WorkerSettings
 from .slots import Slots, release
+from .unhandled import Unhandled, served_queues
 
 __all__ = ["Worker"]
 
@@ -66,7 +66,9 @@ class Worker(Generic[H]):
 
     Public views: ``slots`` (running executions, prefetch buffer, concurrency), ``outage``
     (``down_since``: storage unavailable since, monotonic seconds, or None), ``events``,
-    ``circuits``, ``state`` and ``last_fetch_at``.
+    ``circuits``, ``state``, ``last_fetch_at`` and, once a burst run stopped, ``burst_left``
+    (what eligible work it left, and why; empty when none). Once running, ``settings.queues``
+    holds the queues it serves (None: every queue).
     """
 
     # Built by run(), once the app is open and its backend known.
@@ -75,6 +77,8 @@ class Worker(Generic[H]):
     heartbeats: Heartbeats
     registry: Registry
     claims: Claims
+    burst: BurstWatch
+    unhandled: Unhandled
 
     def __init__(self, app: H, settings: WorkerSettings) -> None:
         self.app = app
@@ -91,6 +95,8 @@ class Worker(Generic[H]):
         self.started_at = datetime.now(UTC)
         self.last_fetch_at: float | None = None
         self.state = "starting"
+        # What a burst run left behind when it stopped (empty: nothing eligible was left).
+        self.burst_left: tuple[Leftover, ...] = ()
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
@@ -172,7 +178,11 @@ class Worker(Generic[H]):
         self._loop = asyncio.get_running_loop()
         await self.app.open()
         backend = self.app.backend
-        settings = self.settings
+        # From here on ``settings.queues`` is what this worker fetches from (None: every queue),
+        # resolved now so that handlers registered after create_worker count too.
+        queues = served_queues(self.settings.queues, self.app.handlers, self.app.pipes)
+        self.settings = settings = replace(self.settings, queues=queues)
+        self.unhandled = Unhandled(settings.unknown_type_grace_seconds, self.id)
         verbose = logger.isEnabledFor(10)
         self.finalizer = Finalizer(
             backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
@@ -207,6 +217,7 @@ class Worker(Generic[H]):
             worker_id=self.id,
             launch=self._launch,
         )
+        self.burst = BurstWatch(backend, settings, self.circuits, self.executor)
         notifier = backend.notifier()
         listening = False
         try:
@@ -238,7 +249,7 @@ class Worker(Generic[H]):
             Event.WORKER_STARTED,
             "worker started",
             worker_id=self.id,
-            queues=",".join(settings.queues or ("*",)),
+            queues="*" if settings.queues is None else ",".join(settings.queues),
             concurrency=self.slots.concurrency,
             listening=listening,
             backend=backend.capabilities.name,
@@ -281,10 +292,13 @@ class Worker(Generic[H]):
                 self.outage.recovered()
             if got >= free:
                 continue  # more work is likely waiting
-            if settings.burst and got == 0 and await self._burst_done():
-                log_event(
-                    Event.WORKER_STOPPED, "burst finished: no eligible job left", worker_id=self.id
-                )
+            if settings.burst and got == 0 and await self._burst_idle():
+                verdict = await self.burst.verdict()
+                if verdict.wait_seconds is not None:
+                    await self._wait(self._wake, verdict.wait_seconds)
+                    continue
+                self.burst_left = verdict.left
+                self.burst.report(verdict.left, self.id)
                 self.stop()
                 break
             if got:
@@ -296,7 +310,7 @@ class Worker(Generic[H]):
     async def _release(self, jobs: list[ClaimedJob]) -> None:
         await release(self.app.backend, jobs, worker_id=self.id)
 
-    async def _burst_done(self) -> bool:
+    async def _burst_idle(self) -> bool:
         """In burst mode: nothing running, buffered or waiting to be finalized, and a fresh
         fetch finds nothing."""
         slots = self.slots
@@ -310,6 +324,8 @@ class Worker(Generic[H]):
 
     def _launch(self, job: ClaimedJob) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
+        if ex.handle is not None:
+            self.burst.progressed()
         ex.next_beat = ex.started + self.heartbeats.interval()
         context = ex.context
         context._loop = self._loop
@@ -325,8 +341,13 @@ class Worker(Generic[H]):
 
     async def _run_one(self, ex: Execution) -> None:
         job = ex.job
-        permit = self.circuits.acquire(job.type)
         move: Move | None
+        if ex.handle is None:  # no handler for its type, no pipe for its queue: not ours
+            move = self.unhandled.move(job, datetime.now(UTC))
+            self.slots.done(ex)
+            self.finalizer.submit(move, ex)
+            return
+        permit = self.circuits.acquire(job.type)
         if permit is None:
             # The circuit opened after this job was claimed: defer it, attempt refunded.
             log_event(
@@ -358,7 +379,7 @@ class Worker(Generic[H]):
                     error=repr(exc),
                 )
                 move = None
-            self._report_circuit(ex, move, permit)
+            self.circuits.report(job.type, move, permit)
         self.slots.done(ex)
         if ex.abandoned:
             return
@@ -373,21 +394,6 @@ class Worker(Generic[H]):
                 )
             return
         self.finalizer.submit(move, ex)
-
-    def _report_circuit(self, ex: Execution, move: Move | None, permit: int) -> None:
-        key = ex.job.type
-        if type(move) is SucceedMove:
-            self.circuits.success(key, permit)
-        elif isinstance(move, FailMove) and move.reason in (
-            FailureReason.CANCELLED,
-            FailureReason.REJECTED,
-            FailureReason.HEARTBEAT_FAILURE,
-        ):
-            self.circuits.release(key, permit)
-        elif isinstance(move, FailMove) or (isinstance(move, RetryMove) and move.count_retry):
-            self.circuits.failure(key, permit)
-        else:
-            self.circuits.release(key, permit)
 
     # -- notifications ----------------------------------------------------------------------
 

@@ -31,10 +31,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..errors import ChokaqError, ValidationError
+from ..errors import ChokaqError, NotFoundError, ValidationError
 from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
 from ..logs import Event, log_event
 from ..models import (
+    NO_HANDLER_ERROR,
     CancelResult,
     Capabilities,
     ClaimedJob,
@@ -48,6 +49,7 @@ from ..models import (
     Move,
     NewJob,
     Page,
+    PendingGroup,
     Pillar,
     Preview,
     QueueInfo,
@@ -543,6 +545,17 @@ class Backend:
         return await self.driver.stats_summary()
 
     @_operation
+    async def jobs_pending_groups(
+        self, *, queues: Sequence[str] | None = None, now: datetime | None = None
+    ) -> list[PendingGroup]:
+        """The Pending jobs of each (queue, type) in ``queues`` (None: every queue), by queue
+        then type: due now, waiting to run again, delayed by design, the next due time, and
+        how many were released for want of a handler (``PendingGroup``). Queue pause states
+        are not applied; a burst worker and The Deck's notices read this."""
+        names = checks.names("queues", queues)
+        return await self.driver.jobs_pending_groups(names, NO_HANDLER_ERROR + "%", checks.now(now))
+
+    @_operation
     async def stats_queues(self, *, now: datetime | None = None) -> list[QueueStats]:
         """Per queue (every row of ``queues``): control plane, hot counts, lifetime counters and
         eligible-pending lag (count, average and max seconds since due)."""
@@ -616,24 +629,47 @@ class Backend:
         return await self.driver.queue_list()
 
     @_operation
+    async def queue_get(self, name: str) -> QueueInfo | None:
+        """One queue's row, or None when there is none. A queue is *known* once it has a row:
+        every enqueue creates its queue's row, and rows are never deleted, so a queue that ever
+        held a job is known."""
+        return await self.driver.queue_get(check_name("name", name))
+
+    async def _known(self, name: str, create: bool) -> None:
+        # Rows are never deleted, so a row seen here still exists when the change is applied;
+        # a queue created meanwhile by another caller is simply known by then.
+        if not create and await self.driver.queue_get(name) is None:
+            raise NotFoundError(
+                f"queue {name!r} does not exist (no queue row, and no job has used it); "
+                "check the name, or ask to create it (create=True)"
+            )
+
+    @_operation
     async def queue_ensure(self, name: str) -> QueueInfo:
         """Create the queue row if missing (race-safe) and return it."""
         return await self.driver.queue_ensure(check_name("name", name))
 
     @_operation
-    async def queue_pause(self, *, name: str, paused: bool, actor: str | None = None) -> QueueInfo:
-        """Pause or resume a queue (created if missing). Running jobs continue."""
+    async def queue_pause(
+        self, *, name: str, paused: bool, actor: str | None = None, create: bool = True
+    ) -> QueueInfo:
+        """Pause or resume a queue. Running jobs continue. A missing queue is created, or with
+        ``create=False`` refused with ``NotFoundError`` (what operators' tools ask, so that a
+        typo is not reported as a success)."""
         check_name("name", name)
         who = check_actor("actor", actor)
+        await self._known(name, create)
         return await self.driver.queue_pause(name, bool(paused), who)
 
     @_operation
     async def queue_activate(
-        self, *, name: str, active: bool, actor: str | None = None
+        self, *, name: str, active: bool, actor: str | None = None, create: bool = True
     ) -> QueueInfo:
-        """Activate or deactivate (hide) a queue, independently of pause."""
+        """Activate or deactivate (hide) a queue, independently of pause; ``create`` as for
+        ``queue_pause``."""
         check_name("name", name)
         who = check_actor("actor", actor)
+        await self._known(name, create)
         return await self.driver.queue_activate(name, bool(active), who)
 
     @_operation
@@ -645,9 +681,12 @@ class Backend:
         zombie_timeout_seconds: float | None = UNSET,
         execution_timeout_seconds: float | None = UNSET,
         actor: str | None = None,
+        create: bool = True,
     ) -> QueueInfo:
         """Set a queue's limits (``None`` clears one, ``UNSET`` leaves it alone). max_workers is
-        1..10,000; zombie timeout 1..86,400 s; execution timeout 0 < t <= 7 days."""
+        1..10,000; zombie timeout 15..86,400 s (``checks.MIN_ZOMBIE_TIMEOUT_SECONDS``: three
+        default heartbeat intervals); execution timeout 0 < t <= 7 days. ``create`` as for
+        ``queue_pause``."""
         check_name("name", name)
         who = check_actor("actor", actor)
         limits = checks.queue_limits(
@@ -655,6 +694,7 @@ class Backend:
             zombie_timeout_seconds=zombie_timeout_seconds,
             execution_timeout_seconds=execution_timeout_seconds,
         )
+        await self._known(name, create)
         return await self.driver.queue_configure(name, limits, who)
 
     # -- workers ----------------------------------------------------------------------------

@@ -55,9 +55,11 @@ __all__ = [
     "MAX_TOP_ERRORS",
     "MAX_TOP_ERRORS_SCAN",
     "MAX_WIDTH_SECONDS",
+    "MIN_ZOMBIE_TIMEOUT_SECONDS",
     "NULLABLE_SORTS",
     "SORT_COLUMNS",
     "UNSET",
+    "ZOMBIE_HEARTBEAT_MARGIN",
     "Edits",
     "QueueLimits",
     "actor",
@@ -107,6 +109,13 @@ E = TypeVar("E", bound=IntEnum)
 
 MAX_WORKERS = 10_000
 MAX_ZOMBIE_TIMEOUT_SECONDS = 86_400.0
+# A running job heartbeats every 3-5 s by default (WorkerSettings.heartbeat_max_seconds = 5).
+# A zombie timeout shorter than a few heartbeat intervals dead-letters healthy jobs that merely
+# had one slow beat, and a requeued "zombie" runs twice. So a stored per-queue timeout must
+# cover ZOMBIE_HEARTBEAT_MARGIN default intervals; a worker with a slower heartbeat warns at
+# start about stored timeouts its own interval makes unsafe (runtime/registry.py).
+ZOMBIE_HEARTBEAT_MARGIN = 3
+MIN_ZOMBIE_TIMEOUT_SECONDS = ZOMBIE_HEARTBEAT_MARGIN * 5.0
 MAX_EXECUTION_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 MAX_RESCUE_TIMEOUT_SECONDS = 366 * 86_400.0
 MAX_PAGE_SIZE = 1000
@@ -432,17 +441,27 @@ class QueueLimits:
 def queue_limits(
     *, max_workers: object, zombie_timeout_seconds: object, execution_timeout_seconds: object
 ) -> QueueLimits:
-    """max_workers 1..10,000; zombie timeout 1..86,400 s; execution timeout 0 < t <= 7 days."""
+    """max_workers 1..10,000; zombie timeout 15..86,400 s (three default heartbeat intervals
+    at least); execution timeout 0 < t <= 7 days."""
     if max_workers is not UNSET and max_workers is not None:
         max_workers = positive_int("max_workers", max_workers, MAX_WORKERS)
     if zombie_timeout_seconds is not UNSET and zombie_timeout_seconds is not None:
         zombie_timeout_seconds = seconds(
             "zombie_timeout_seconds",
             zombie_timeout_seconds,
-            low=1,
+            low=0,
             high=MAX_ZOMBIE_TIMEOUT_SECONDS,
-            exclusive=False,
+            exclusive=True,
         )
+        if zombie_timeout_seconds < MIN_ZOMBIE_TIMEOUT_SECONDS:
+            raise ValidationError(
+                "zombie_timeout_seconds",
+                f"must be at least {MIN_ZOMBIE_TIMEOUT_SECONDS:g} seconds "
+                f"({ZOMBIE_HEARTBEAT_MARGIN} heartbeat intervals of a default worker, 5 s "
+                "each): a shorter timeout dead-letters healthy running jobs as zombies, "
+                "and they run twice when requeued",
+                value=zombie_timeout_seconds,
+            )
     if execution_timeout_seconds is not UNSET and execution_timeout_seconds is not None:
         execution_timeout_seconds = seconds(
             "execution_timeout_seconds",

@@ -34,6 +34,7 @@ from ..models import (
     Move,
     NewJob,
     Page,
+    PendingGroup,
     Pillar,
     Preview,
     QueueInfo,
@@ -268,6 +269,12 @@ class Driver(abc.ABC):
     async def stats_queues(self, now: datetime | None) -> list[QueueStats]: ...
 
     @abc.abstractmethod
+    async def jobs_pending_groups(
+        self, queues: list[str] | None, marker: str, now: datetime | None
+    ) -> list[PendingGroup]:
+        """``marker`` is a LIKE pattern (``NO_HANDLER_ERROR%``) for ``no_handler``."""
+
+    @abc.abstractmethod
     async def stats_throughput(self, now: datetime | None) -> Throughput: ...
 
     @abc.abstractmethod
@@ -298,6 +305,9 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def queue_list(self) -> list[QueueInfo]: ...
+
+    @abc.abstractmethod
+    async def queue_get(self, name: str) -> QueueInfo | None: ...
 
     @abc.abstractmethod
     async def queue_ensure(self, name: str) -> QueueInfo: ...

@@ -152,6 +152,7 @@
     $("c-tput5").textContent = "5 min: " + t.jobs_per_second_5m.toFixed(2) + "/s";
     $("c-frate").textContent = t.failure_rate_1m.toFixed(1) + "%";
     $("c-frate5").textContent = "5 min: " + t.failure_rate_5m.toFixed(1) + "%";
+    renderNotices(snap.notices || []);
     renderQueues(snap.queues);
     renderErrors(snap.top_errors);
     renderCircuits(snap.circuits);
@@ -167,6 +168,15 @@
     state.ticks++;
     if (state.source === "active" || changed || state.ticks % 10 === 0) { loadJobs(); }
     if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
+  }
+
+  function renderNotices(notices) {
+    var list = $("notices");
+    clear(list);
+    list.hidden = notices.length === 0;
+    notices.forEach(function (n) {
+      list.appendChild(el("li", { className: "notice notice-" + n.kind }, n.message));
+    });
   }
 
   function renderQueues(queues) {
@@ -186,7 +196,8 @@
         el("button", { type: "button", className: "q-hide ghost" }));
       tr.appendChild(ctl);
       var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
-      var zt = el("input", { type: "number", min: 1, max: 86400, className: "q-zombie", placeholder: "default" });
+      var zt = el("input", { type: "number", min: 15, max: 86400, className: "q-zombie", placeholder: "default",
+        title: "at least 15 s: three heartbeat intervals of a default worker" });
       clear(tr.children[7]); tr.children[7].appendChild(mw);
       clear(tr.children[8]); tr.children[8].appendChild(zt);
       ctl.querySelector(".q-pause").addEventListener("click", function () {

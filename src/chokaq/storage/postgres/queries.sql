@@ -804,6 +804,26 @@ LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
 LEFT JOIN hot h ON h.queue = q.name
 ORDER BY q.name
 
+-- name: jobs_pending_groups
+-- Pending rows by (queue, type): due now, waiting to run again, delayed by design, the next
+-- due time, and how many a worker released for want of a handler (last_error LIKE marker).
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+)
+SELECT h.queue, h.type,
+       count(*) FILTER (WHERE h.scheduled_at <= k.now),
+       count(*) FILTER (WHERE h.scheduled_at > k.now
+                          AND (h.attempt_count > 0 OR h.last_error IS NOT NULL)),
+       count(*) FILTER (WHERE h.scheduled_at > k.now
+                          AND h.attempt_count = 0 AND h.last_error IS NULL),
+       min(h.scheduled_at) FILTER (WHERE h.scheduled_at > k.now),
+       count(*) FILTER (WHERE h.last_error LIKE %(marker)s::text)
+FROM {schema}.jobs_hot h CROSS JOIN clock k
+WHERE h.status = 0
+  AND (%(queues)b::text[] IS NULL OR h.queue = ANY(%(queues)b::text[]))
+GROUP BY h.queue, h.type
+ORDER BY h.queue, h.type
+
 -- name: stats_throughput
 WITH clock AS MATERIALIZED (
     SELECT date_trunc('second', coalesce(%(now)s::timestamptz, now())) AS now

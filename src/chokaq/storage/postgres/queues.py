@@ -26,6 +26,10 @@ class PostgresQueues(PostgresCore):
     async def queue_list(self) -> list[QueueInfo]:
         return [queue_info(row) for row in await self._rows("queue_list")]
 
+    async def queue_get(self, name: str) -> QueueInfo | None:
+        row = await self._one("queue_get", {"name": name})
+        return None if row is None else queue_info(row)
+
     async def queue_ensure(self, name: str) -> QueueInfo:
         async with self.pool.connection() as conn:
             cur = await conn.execute(self._q["queue_ensure"], {"name": name})

@@ -18,6 +18,7 @@ from ...models import (
     JobFilter,
     JobView,
     Page,
+    PendingGroup,
     Pillar,
     QueueStats,
     SeriesPoint,
@@ -76,6 +77,14 @@ class PostgresReads(PostgresCore):
             retried_total=row[5],
             last_activity_at=row[6],
         )
+
+    async def jobs_pending_groups(
+        self, queues: list[str] | None, marker: str, now: datetime | None
+    ) -> list[PendingGroup]:
+        rows = await self._rows(
+            "jobs_pending_groups", {"queues": queues, "marker": marker, "now": now}
+        )
+        return [PendingGroup(*row) for row in rows]
 
     async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
         rows = await self._rows("stats_queues", {"now": now})

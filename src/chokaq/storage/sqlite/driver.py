@@ -29,6 +29,7 @@ from ...models import (
     Move,
     NewJob,
     Page,
+    PendingGroup,
     Pillar,
     Preview,
     QueueInfo,
@@ -226,6 +227,11 @@ class SQLiteDriver(Driver):
     async def stats_summary(self) -> Summary:
         return await self._db.call(reads.stats_summary)
 
+    async def jobs_pending_groups(
+        self, queues: list[str] | None, marker: str, now: datetime | None
+    ) -> list[PendingGroup]:
+        return await self._db.call(reads.jobs_pending_groups, queues, marker, ts_now(now))
+
     async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
         return await self._db.call(reads.stats_queues, ts_now(now))
 
@@ -261,6 +267,9 @@ class SQLiteDriver(Driver):
 
     async def queue_list(self) -> list[QueueInfo]:
         return await self._db.call(queues.queue_list)
+
+    async def queue_get(self, name: str) -> QueueInfo | None:
+        return await self._db.call(queues.queue_get, name)
 
     async def queue_ensure(self, name: str) -> QueueInfo:
         return await self._db.call(queues.queue_ensure, name, ts_now(None))

@@ -323,6 +323,22 @@ LEFT JOIN (SELECT queue, count(*) AS n,
            GROUP BY queue) AS l ON l.queue = q.name
 ORDER BY q.name
 
+-- name: jobs_pending_groups
+-- Pending rows by (queue, type): due now, waiting to run again, delayed by design, the next
+-- due time, and how many a worker released for want of a handler (last_error LIKE marker).
+-- :queues is a JSON list, or NULL for every queue.
+SELECT queue, type,
+       sum(scheduled_at IS NULL OR scheduled_at <= :now),
+       sum(scheduled_at > :now AND (attempt_count > 0 OR last_error IS NOT NULL)),
+       sum(scheduled_at > :now AND attempt_count = 0 AND last_error IS NULL),
+       min(CASE WHEN scheduled_at > :now THEN scheduled_at END),
+       sum(coalesce(last_error LIKE :marker, 0))
+FROM {p}jobs_hot
+WHERE status = 0
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+GROUP BY queue, type
+ORDER BY queue, type
+
 -- name: stats_throughput
 SELECT coalesce(sum(CASE WHEN bucket_start >= :since_1m THEN completed_count END), 0),
        coalesce(sum(CASE WHEN bucket_start >= :since_1m AND outcome = 1

@@ -16,6 +16,7 @@ from .rows import queue_info, worker_info
 __all__ = [
     "queue_configure",
     "queue_ensure",
+    "queue_get",
     "queue_list",
     "queue_set",
     "worker_beat",
@@ -27,6 +28,11 @@ __all__ = [
 
 def _get(db: Database, name: str) -> QueueInfo:
     return queue_info(db.conn.execute(db.q["queue_get"], {"name": name}).fetchone())
+
+
+def queue_get(db: Database, name: str) -> QueueInfo | None:
+    row = db.conn.execute(db.q["queue_get"], {"name": name}).fetchone()
+    return None if row is None else queue_info(row)
 
 
 def queue_list(db: Database) -> list[QueueInfo]:

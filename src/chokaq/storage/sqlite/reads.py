@@ -16,6 +16,7 @@ from ...models import (
     JobFilter,
     JobView,
     Page,
+    PendingGroup,
     Pillar,
     QueueStats,
     SeriesPoint,
@@ -30,6 +31,7 @@ __all__ = [
     "filter_params",
     "job_get",
     "jobs_page",
+    "jobs_pending_groups",
     "order_by",
     "stats_queues",
     "stats_series",
@@ -84,6 +86,20 @@ def stats_summary(db: Database) -> Summary:
         )
 
     return db.read(run)
+
+
+def jobs_pending_groups(
+    db: Database, queues: list[str] | None, marker: str, now: float
+) -> list[PendingGroup]:
+    params = {
+        "queues": None if queues is None else json.dumps(queues),
+        "marker": marker,
+        "now": now,
+    }
+    return [
+        PendingGroup(r[0], r[1], r[2], r[3], r[4], from_ts(r[5]), r[6])
+        for r in db.conn.execute(db.q["jobs_pending_groups"], params).fetchall()
+    ]
 
 
 def stats_queues(db: Database, now: float) -> list[QueueStats]:
