@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..errors import ChokaqError, ValidationError
+from ..errors import ChokaqError
 from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
 from ..logs import Event, log_event
 from ..models import (
@@ -218,17 +218,12 @@ class Backend:
         ``capabilities.caller_transactions``, is the caller's open connection: the insert joins
         their transaction and the wake-up is sent only when it commits.
         """
-        if connection is not None and not self.capabilities.caller_transactions:
-            raise ValidationError(
-                "connection",
-                f"is not supported on {self.capabilities.name} (caller transactions need "
-                "a database that shares the caller's connection: PostgreSQL)",
-            )
+        caller = checks.caller_connection(connection, self.capabilities)
         checked = validate_new_jobs(jobs, self._limits)
         clock = checks.now(now)
         if not checked:
             return []
-        return await self.driver.jobs_enqueue(checked, clock, connection)
+        return await self.driver.jobs_enqueue(checked, clock, caller)
 
     # -- worker path ------------------------------------------------------------------------
 

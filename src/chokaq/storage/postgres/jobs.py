@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, LiteralString
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from ...encoding import dump_json
 from ...errors import StorageError, ValidationError
@@ -106,19 +107,29 @@ class PostgresJobs(PostgresCore):
         elif isinstance(connection, psycopg.AsyncConnection):
             # The caller's transaction holds the statements together; only a connection that
             # would commit each one on its own (autocommit, outside a block) gets one here.
+            # Each statement goes through a cursor of our own row factory: the rows read back
+            # are ours to decode, whatever row factory the caller opened the connection with.
+            async_conn: psycopg.AsyncConnection[Any] = connection
+
+            async def run_async(query: LiteralString, params: Params) -> Any:
+                cur = async_conn.cursor(row_factory=tuple_row)
+                return await cur.execute(query, params)
+
             idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             async with _holding(connection, chunked and connection.autocommit and idle):
-                await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
-        elif isinstance(connection, psycopg.Connection):
+                await self._enqueue_rounds(run_async, checked, ids, todo, results, now)
+        else:
+            # The seam let only psycopg connections through (checks.caller_connection).
             sync_conn: psycopg.Connection[Any] = connection
 
+            def run_sync(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
+                return sync_conn.cursor(row_factory=tuple_row).execute(query, params)
+
             async def run(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
-                return await asyncio.to_thread(sync_conn.execute, query, params)
+                return await asyncio.to_thread(run_sync, query, params)
 
             # One statement for the whole batch: no transaction is opened on a thread's behalf.
             await self._enqueue_rounds(run, checked, ids, todo, results, now, chunk=None)
-        else:
-            raise ValidationError("connection", "must be a psycopg Connection or AsyncConnection")
 
         for i, first in later.items():
             winner = results[first]
