@@ -57,7 +57,7 @@ stats_rows AS (
 -- Wake the workers of every queue that got a job in ``inserted`` (delivered at commit), and
 -- return the ids inserted.
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
+    SELECT pg_notify(%(channel)s, 'j:' || d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
 )
 SELECT id::text FROM inserted
 UNION ALL
@@ -120,7 +120,7 @@ plain AS (
     RETURNING queue
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, d.queue)
+    SELECT pg_notify(%(channel)s, 'j:' || d.queue)
     FROM (SELECT queue FROM keyed UNION SELECT queue FROM plain) d
 )
 SELECT id::text, NULL::bigint FROM keyed
@@ -166,7 +166,7 @@ plain AS (
     RETURNING 1
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, q) FROM unnest(%(wake)b::text[]) AS q
+    SELECT pg_notify(%(channel)s, 'j:' || q) FROM unnest(%(wake)b::text[]) AS q
 )
 SELECT NULL::text, count(*) FROM plain
 UNION ALL
@@ -632,7 +632,7 @@ requested AS (
     RETURNING h.id
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, 'cancel:' || r.id::text) FROM requested r
+    SELECT pg_notify(%(channel)s, 'c:' || r.id::text) FROM requested r
 )
 SELECT id::text, true FROM done
 UNION ALL
