@@ -431,7 +431,22 @@ class PostgresJobs(PostgresCore):
     ) -> CancelResult:
         wanted = list(ids)
         params = {"actor": actor, "now": now, "channel": self.channel}
-        rows = await self._rows_each("jobs_cancel", params, wanted)
+        try:
+            rows = await self._cancel_locked(params, wanted)
+        except psycopg.IntegrityError:
+            # One id collides with a row already in the DLQ: cancel each in a savepoint of one
+            # transaction, so that one cannot block the others.
+            rows = []
+            async with self.pool.connection() as conn, conn.transaction():
+                for job_id in wanted:
+                    try:
+                        async with conn.transaction():
+                            await conn.execute(self._q["jobs_cancel_lock"], {"ids": [job_id]})
+                            rows += await self._run(
+                                conn, "jobs_cancel", {**params, "ids": [job_id]}
+                            )
+                    except psycopg.IntegrityError:
+                        continue
         cancelled = {row[0] for row in rows if row[1] is True}
         requested = {row[0] for row in rows if row[1] is False}
         return CancelResult(
@@ -439,6 +454,21 @@ class PostgresJobs(PostgresCore):
             requested=tuple(i for i in wanted if i in requested),
             not_found=tuple(i for i in wanted if i not in cancelled and i not in requested),
         )
+
+    async def _cancel_locked(self, params: Params, ids: list[str]) -> list[tuple[Any, ...]]:
+        """Lock the hot rows first, then cancel, in one transaction (pipelined: one round trip).
+
+        The cancel statement alone reads each row as its snapshot saw it: a row a claim or a
+        start held (and changed to Processing) when it began was then neither deleted (no
+        longer Pending or Fetched) nor marked (not yet Processing in the snapshot), and the
+        answer was ``not_found``. The lock waits for such a transaction to end, and the cancel
+        statement, which runs after it with a snapshot of its own, sees the row as committed.
+        """
+        async with self.pool.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute(self._q["jobs_cancel_lock"], {"ids": ids})
+                cur = await conn.execute(self._q["jobs_cancel"], {**params, "ids": ids})
+            return await cur.fetchall()
 
     async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
         params = {**edit_params(edits), "id": id, "actor": actor, "now": now}

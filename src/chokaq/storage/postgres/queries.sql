@@ -601,6 +601,15 @@ SELECT count(*) FROM gone
 -- Operators
 -- ---------------------------------------------------------------------------------------------
 
+-- name: jobs_cancel_lock
+-- Run before jobs_cancel in its transaction: waits for a claim, start or finalize holding one
+-- of the rows, so that jobs_cancel sees each row as committed. In id order: two cancels of
+-- overlapping sets cannot deadlock.
+SELECT h.id FROM {schema}.jobs_hot h
+WHERE h.id = ANY(%(ids)b::uuid[])
+ORDER BY h.id
+FOR UPDATE
+
 -- name: jobs_cancel
 -- Pending and Fetched rows go to the DLQ as CANCELLED at once (with counters and buckets);
 -- Processing rows get a durable cancel request that the owning worker hears.
