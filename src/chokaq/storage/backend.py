@@ -29,6 +29,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from logging import WARNING
 from typing import Any, TypeVar
 
 from ..errors import ChokaqError
@@ -40,6 +41,8 @@ from ..models import (
     ClaimedJob,
     EnqueueResult,
     ErrorGroup,
+    FailMove,
+    FailureReason,
     Heartbeat,
     HeartbeatAck,
     JobFilter,
@@ -62,7 +65,7 @@ from ..models import (
 )
 from . import checks
 from .checks import UNSET
-from .driver import Driver, Leadership, Notifier, StorageSettings
+from .driver import Driver, Leadership, Notifier, StorageSettings, UndecodableRow
 
 __all__ = ["Backend", "Observer"]
 
@@ -256,7 +259,46 @@ class Backend:
         clock = checks.now(now)
         if limit == 0 or names == []:
             return []
-        return await self.driver.jobs_fetch(worker_id, limit, names, excluded, bool(start), clock)
+        rows = await self.driver.jobs_fetch(worker_id, limit, names, excluded, bool(start), clock)
+        jobs = [row for row in rows if not isinstance(row, UndecodableRow)]
+        if len(jobs) < len(rows):
+            await self._reject_undecodable(
+                [row for row in rows if isinstance(row, UndecodableRow)], clock
+            )
+        return jobs
+
+    async def _reject_undecodable(self, rows: list[UndecodableRow], now: datetime | None) -> None:
+        """Bury claimed rows that cannot be decoded as REJECTED, under the leases just minted
+        (a fail move: counters and buckets as for any failure). If that fails too, the rows
+        stay claimed and rescue puts them back, to be rejected by the next claim; the healthy
+        jobs of the batch are returned either way."""
+        moves: list[Move] = [
+            FailMove(
+                lease=row.lease,
+                reason=FailureReason.REJECTED,
+                error=f"Rejected: undecodable row ({row.error})",
+            )
+            for row in rows
+        ]
+        moves = checks.moves(moves, len(moves))  # the error text made storable
+        for row in rows:
+            log_event(
+                Event.JOB_ROW_UNDECODABLE,
+                "claimed a row that cannot be decoded; rejecting it",
+                level=WARNING,
+                job_id=row.lease.job_id,
+                error=row.error,
+            )
+        try:
+            await self.driver.jobs_finalize(moves, now)
+        except Exception as exc:  # the healthy jobs are claimed: hand them out regardless
+            log_event(
+                Event.JOB_ROW_UNDECODABLE,
+                "could not reject the undecodable rows; rescue will retry",
+                level=WARNING,
+                job_ids=",".join(row.lease.job_id for row in rows),
+                error=str(self.driver.translate(exc)),
+            )
 
     @_operation
     async def jobs_start(self, *, lease: Lease, now: datetime | None = None) -> Started | None:

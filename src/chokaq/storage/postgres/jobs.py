@@ -38,8 +38,9 @@ from ...models import (
     SucceedMove,
 )
 from ..checks import Edits
+from ..driver import UndecodableRow
 from .connection import Params, PostgresCore
-from .rows import claimed_job, join_tags
+from .rows import claimed_rows, join_tags
 
 __all__ = ["PostgresJobs", "edit_params"]
 
@@ -254,7 +255,7 @@ class PostgresJobs(PostgresCore):
         exclude_types: list[str],
         start: bool,
         now: datetime | None,
-    ) -> list[ClaimedJob]:
+    ) -> list[ClaimedJob | UndecodableRow]:
         params = {
             "worker_id": worker_id,
             "limit": limit,
@@ -271,14 +272,16 @@ class PostgresJobs(PostgresCore):
                 async with conn.pipeline(), conn.transaction():
                     await conn.execute(self._q["jobs_fetch_lock"], lock)
                     cur = await conn.execute(self._q["jobs_fetch"], params)
-                rows = await cur.fetchall()
+                jobs = await claimed_rows(cur)
         else:
             # No bulkhead involved: the claim is one statement, atomic on its own.
-            rows = await self._rows("jobs_fetch", params, lane="claim")
-        if not rows:
+            async with self._connection("claim") as conn:
+                cur = await conn.execute(self._q["jobs_fetch"], params)
+                jobs = await claimed_rows(cur)
+        if not jobs:
             # Nothing claimed: refresh here rather than on the claim that picks up the next job.
             await self._bulkhead_queues(BULKHEAD_CACHE_SECONDS)
-        return [claimed_job(row) for row in rows]
+        return jobs
 
     async def _bulkhead_queues(self, max_age: float) -> frozenset[str]:
         """Queues with max_workers, re-read when older than ``max_age`` seconds (and at once

@@ -33,8 +33,9 @@ from ...models import (
     Started,
     SucceedMove,
 )
+from ..driver import UndecodableRow
 from .connection import Database
-from .rows import claimed_job, from_ts, tags_in, to_ts
+from .rows import claimed_or_undecodable, from_ts, order_key, tags_in, to_ts
 
 __all__ = [
     "Counters",
@@ -211,7 +212,7 @@ def fetch(
     exclude_types: Sequence[str],
     start: bool,
     now: float,
-) -> list[ClaimedJob]:
+) -> list[ClaimedJob | UndecodableRow]:
     return db.write(_fetch, db, worker_id, limit, queues, exclude_types, start, now)
 
 
@@ -223,7 +224,7 @@ def _fetch(
     exclude_types: Sequence[str],
     start: bool,
     now: float,
-) -> list[ClaimedJob]:
+) -> list[ClaimedJob | UndecodableRow]:
     """Pick candidates, then claim them with one UPDATE ... FROM ... RETURNING.
 
     Queues with a ``max_workers`` bulkhead are picked one by one, each capped at its free slots;
@@ -248,7 +249,7 @@ def _fetch(
         ).fetchall()
     if not picked:
         return []
-    picked.sort(key=lambda r: (-r["priority"], r["sort_at"], r["created_at"]))
+    picked.sort(key=order_key)
     order = [row["id"] for row in picked[:limit]]
     claims = json.dumps([[job_id, new_lease_token()] for job_id in order])
     status = JobStatus.PROCESSING if start else JobStatus.FETCHED
@@ -264,7 +265,7 @@ def _fetch(
     ).fetchall()
     position = {job_id: i for i, job_id in enumerate(order)}
     rows.sort(key=lambda r: position[r["id"]])
-    return [claimed_job(row) for row in rows]
+    return [claimed_or_undecodable(row) for row in rows]
 
 
 # -- lease-guarded transitions ----------------------------------------------------------------
