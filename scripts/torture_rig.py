@@ -212,7 +212,9 @@ def worker_env(config: Config, url: str | None = None) -> dict[str, str]:
         **os.environ,
         "CHOKAQ_DATABASE_URL": url or config.url,
         "CHOKAQ_SCHEMA": config.schema,
-        "PYTHONPATH": str(REPO),
+        # The caller's path too: a worker runs the chokaq this script runs (a checkout's src
+        # put first on PYTHONPATH), not whichever one the interpreter has installed.
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
         "TORTURE_CONCURRENCY": str(config.concurrency),
         "TORTURE_ZOMBIE_TIMEOUT": str(config.zombie_timeout_seconds),
         "TORTURE_FETCHED_TIMEOUT": str(config.fetched_timeout_seconds),
