@@ -11,12 +11,16 @@ the DLQ (its unreadable values shown as the nearest readable ones).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from conformance import T0, at, claim, enqueue
+from conformance import T0, at, claim, enqueue, succeed
 
 from chokaq.ids import new_job_ids
+from chokaq.logs import Event, logger
 from chokaq.models import FailureReason, JobFilter, Pillar
 
 # (label, dialect, the column the decoder refuses, {column: raw SQL value}). Every row is due
@@ -67,12 +71,15 @@ def poison(request: pytest.FixtureRequest, store: Any) -> tuple[str, dict[str, s
     return column, values
 
 
+@pytest.mark.parametrize("bulkhead", [False, True], ids=["", "bulkhead"])
 @pytest.mark.parametrize("start", [True, False], ids=["start", "fetched"])
 async def test_an_undecodable_row_goes_to_the_dlq_and_its_batch_mates_are_claimed(
-    backend: Any, raw: Any, poison: tuple[str, dict[str, str]], start: bool
+    backend: Any, raw: Any, poison: tuple[str, dict[str, str]], start: bool, bulkhead: bool
 ) -> None:
     column, values = poison
     healthy = await enqueue(backend, 9, now=at(-60))
+    if bulkhead:  # the claim then runs in a transaction with the bulkhead lock (PostgreSQL)
+        await backend.queue_configure(name="default", max_workers=50)
     bad = _plant(raw, values)
     got = await claim(backend, 20, start=start, now=T0)
     assert sorted(job.id for job in got) == sorted(healthy)
@@ -104,8 +111,6 @@ async def test_an_undecodable_row_in_the_archive_does_not_break_the_reads(
     # A finished row with an unreadable time (planted): the detail and the listing still answer.
     (job_id,) = await enqueue(backend, now=at(-60))
     (job,) = await claim(backend, now=T0)
-    from conformance import succeed
-
     assert await succeed(backend, [job], now=at(1)) == [True]
     if store.dialect == "postgres":
         raw.rows("UPDATE {jobs_archive} SET created_at = '0001-01-01 00:00+00 BC'")
@@ -115,3 +120,49 @@ async def test_an_undecodable_row_in_the_archive_does_not_break_the_reads(
     assert view is not None and view.pillar is Pillar.ARCHIVE
     page = await backend.jobs_page(pillar=Pillar.ARCHIVE)
     assert [item.id for item in page.items] == [job_id]
+
+
+async def test_an_undecodable_row_that_cannot_be_buried_stays_claimed_and_is_logged(
+    backend: Any, raw: Any, store: Any
+) -> None:
+    # Its id is already in the DLQ (a row in two pillars): the reject move does not apply, so
+    # the row stays claimed (rescue's business), the healthy jobs are still handed out, and
+    # the worker's log says so.
+    healthy = await enqueue(backend, 3, now=at(-60))
+    bad_time = POISON[0][3] if store.dialect == "postgres" else POISON[3][3]
+    bad = _plant(raw, bad_time)
+    raw.rows(
+        "INSERT INTO {jobs_dlq} (id, queue, type, payload, priority, failure_reason, error,"
+        " attempt_count, created_at, failed_at) SELECT id, queue, type, payload, priority, 4,"
+        " 'planted', 0, updated_at, updated_at FROM {jobs_hot} WHERE id = ?",
+        (bad,),
+    )
+    with _events() as lines:
+        got = await claim(backend, 20, now=T0)
+    assert sorted(job.id for job in got) == sorted(healthy)
+    logged = [line for line in lines if line["event_id"] == Event.JOB_ROW_UNDECODABLE]
+    assert [line.get("job_id") for line in logged] == [bad, None]
+    assert logged[1]["job_ids"] == bad and "not applied" in logged[1]["error"]
+    view = await backend.job_get(bad)
+    assert view is not None and view.pillar is Pillar.HOT
+    assert (await backend.stats_summary()).failed_total == 0
+
+
+@contextmanager
+def _events() -> Iterator[list[dict[str, Any]]]:
+    """The chokaq log fields emitted inside the block."""
+    lines: list[dict[str, Any]] = []
+
+    class Keep(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            data = getattr(record, "chokaq", None)
+            if isinstance(data, dict):
+                lines.append(data)
+            return True
+
+    keep = Keep()
+    logger.addFilter(keep)
+    try:
+        yield lines
+    finally:
+        logger.removeFilter(keep)

@@ -290,14 +290,19 @@ class Backend:
                 error=row.error,
             )
         try:
-            await self.driver.jobs_finalize(moves, now)
+            applied = await self.driver.jobs_finalize(moves, now)
         except Exception as exc:  # the healthy jobs are claimed: hand them out regardless
+            stuck, error = rows, str(self.driver.translate(exc))
+        else:
+            stuck = [row for row, done in zip(rows, applied, strict=True) if not done]
+            error = "the move to the DLQ was not applied (is the id there already?)"
+        if stuck:
             log_event(
                 Event.JOB_ROW_UNDECODABLE,
-                "could not reject the undecodable rows; rescue will retry",
+                "could not reject undecodable rows; they stay claimed for rescue",
                 level=WARNING,
-                job_ids=",".join(row.lease.job_id for row in rows),
-                error=str(self.driver.translate(exc)),
+                job_ids=",".join(row.lease.job_id for row in stuck),
+                error=error,
             )
 
     @_operation
