@@ -81,6 +81,10 @@ async def test_an_undecodable_row_goes_to_the_dlq_and_its_batch_mates_are_claime
     if bulkhead:  # the claim then runs in a transaction with the bulkhead lock (PostgreSQL)
         await backend.queue_configure(name="default", max_workers=50)
     bad = _plant(raw, values)
+    # Before any claim, the reads show it in hot.
+    assert bad in [item.id for item in (await backend.jobs_page(pillar=Pillar.HOT)).items]
+    shown = await backend.job_get(bad)
+    assert shown is not None and shown.pillar is Pillar.HOT
     got = await claim(backend, 20, start=start, now=T0)
     assert sorted(job.id for job in got) == sorted(healthy)
     # Nothing is left to claim, and the poison row is not in hot any more.
