@@ -36,6 +36,8 @@ POISON = [
     ("text in timeout_seconds", "sqlite", "timeout_seconds", {"timeout_seconds": "'soon'"}),
     ("blob payload", "sqlite", "payload", {"payload": "x'00ff'"}),
     ("blob tags", "sqlite", "tags", {"tags": "x'00ff'"}),
+    ("text not utf-8", "sqlite", "payload", {"payload": "CAST(x'7bff7d' AS TEXT)"}),
+    ("tags not utf-8", "sqlite", "tags", {"tags": "CAST(x'61ff' AS TEXT)"}),
 ]
 
 
@@ -119,9 +121,14 @@ async def test_an_undecodable_row_in_the_archive_does_not_break_the_reads(
     if store.dialect == "postgres":
         raw.rows("UPDATE {jobs_archive} SET created_at = '0001-01-01 00:00+00 BC'")
     else:
-        raw.rows("UPDATE {jobs_archive} SET created_at = 'garbage', priority = 'high'")
+        raw.rows(
+            "UPDATE {jobs_archive} SET created_at = 'garbage', priority = 'high',"
+            " payload = CAST(x'7bff7d' AS TEXT)"
+        )
     view = await backend.job_get(job_id)
     assert view is not None and view.pillar is Pillar.ARCHIVE
+    if store.dialect == "sqlite":
+        assert view.payload == "{\ufffd}"  # bytes that are not UTF-8, shown replaced
     page = await backend.jobs_page(pillar=Pillar.ARCHIVE)
     assert [item.id for item in page.items] == [job_id]
 

@@ -39,6 +39,7 @@ __all__ = [
     "tags_in",
     "tags_out",
     "to_ts",
+    "tolerant_text",
     "ts_now",
     "worker_info",
 ]
@@ -126,9 +127,32 @@ def claimed_job(row: sqlite3.Row) -> ClaimedJob:
     )
 
 
-def claimed_or_undecodable(row: sqlite3.Row) -> ClaimedJob | UndecodableRow:
-    """The claimed job, or its lease and why it cannot be decoded."""
+def tolerant_text(raw: bytes) -> str:
+    """A ``text_factory`` for the slow paths: bytes that are not UTF-8 become lone surrogates
+    (``surrogateescape``) instead of an error, so a row holding them can be found out."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _not_utf8(row: sqlite3.Row) -> str | None:
+    """The first column of ``row`` read by ``tolerant_text`` that was not UTF-8, as an error."""
+    for name, value in zip(row.keys(), tuple(row), strict=True):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{name}: not valid UTF-8 text"
+    return None
+
+
+def claimed_or_undecodable(
+    row: sqlite3.Row, *, check_text: bool = False
+) -> ClaimedJob | UndecodableRow:
+    """The claimed job, or its lease and why it cannot be decoded. ``check_text``: the row was
+    read with ``tolerant_text``, so its text is checked for bytes that were not UTF-8."""
     try:
+        bad = _not_utf8(row) if check_text else None
+        if bad is not None:
+            raise _Bad(bad)
         return claimed_job(row)
     except _Bad as exc:
         lease = Lease(job_id=str(row["id"]), worker_id=row["worker_id"], token=row["lease_token"])
