@@ -2,10 +2,11 @@
 
 Owns the checks of the operation arguments that are not job fields (those are in
 ``chokaq.limits``): times, id lists, leases and moves, edits, fetch arguments, caps, batch sizes,
-pages and the sort whitelist, queue limits, rescue timeouts and worker requests. Each rule
-raises ``ValidationError`` naming the field and the limit, and returns the value normalised
-(times in UTC, ids de-duplicated, progress clamped), so that every backend receives the same
-arguments and refuses the same input with the same message. It must not do I/O.
+pages and the sort whitelist, queue limits, rescue timeouts, worker requests and the caller's
+own connection of an enqueue. Each rule raises ``ValidationError`` naming the field and the
+limit, and returns the value normalised (times in UTC, ids de-duplicated, progress clamped), so
+that every backend receives the same arguments and refuses the same input with the same
+message. It must not do I/O.
 """
 
 from __future__ import annotations
