@@ -7,8 +7,10 @@ and pauses and resumes queues. Then it lets everything drain and checks that eve
 is in exactly one pillar, that no execution ran twice under one claim, that every final row was
 written by the owner of the last claim, that the lifetime counters and metric buckets equal the
 moves that happened, that no row stayed Fetched or Processing past its timeouts, and that the
-workers rode out the restart. The partition scenario (PostgreSQL, root, ``ip netns``) cuts one
-worker off the database while it runs jobs and checks that it never records their outcomes.
+workers rode out the restart. ``torture_faults.py`` adds poison rows (both backends) and a
+killed LISTEN backend (PostgreSQL) mid-run. The partition scenario (PostgreSQL, root,
+``ip netns``) cuts one worker off the database while it runs jobs and checks that it never
+records their outcomes.
 
     python scripts/torture.py                       # short form on PostgreSQL, then SQLite
     python scripts/torture.py --long                # the long form (minutes; rare)
@@ -45,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from scripts.torture_faults import StorageFaults  # noqa: E402
 from scripts.torture_rig import (  # noqa: E402
     FINALIZE_RETRYING,
     LEASE_LOST,
@@ -208,10 +211,12 @@ async def torture(config: Config) -> Report:
         pause_plan = [(t0 + f * config.seconds, q, d) for f, q, d in pauses]
         resume_plan: list[tuple[float, str]] = []
         tick = 0
+        faults = StorageFaults.plan(config.backend, config.schema)
         while time.monotonic() < deadline:
             now = time.monotonic()
             await produce(client, rng, tick, book, report)
             tick += 1
+            await faults.tick((now - t0) / config.seconds, store, book.accepted)
             await sample_stuck(store, samples)
             # Worker 0 is the witness: never signalled, it lives across the restart.
             alive = [w for w in workers if w.fate == "running" and w.index != 0]
@@ -301,6 +306,7 @@ async def torture(config: Config) -> Report:
         await asyncio.to_thread(
             verify, config, store, book, workers, samples, restart_window, report
         )
+        await asyncio.to_thread(faults.verify, store, workers, report)
     finally:
         kill_all(workers)
         if restart_task is not None and not restart_task.done():
@@ -425,6 +431,8 @@ def verify(
         # Rejected at once, but a worker killed between the claim and the batched finalize
         # leaves it to the rescue, like every other type.
         "no_such_handler": {"REJECTED", "ZOMBIE"},
+        # Undecodable rows planted by torture_faults (which checks them closely).
+        "poison": {"REJECTED", "ZOMBIE"},
     }
     for job_id, row in dlq.items():
         job_type = known.get(job_id, "?")
@@ -433,7 +441,7 @@ def verify(
     for job_id in archive:
         job_type = known.get(job_id, "?")
         report.check(
-            job_type not in {"fatal", "overrun", "no_such_handler"},
+            job_type not in {"fatal", "overrun", "no_such_handler", "poison"},
             f"{job_type} job {job_id} succeeded",
         )
 

@@ -1,6 +1,7 @@
 """The short torture runs (``scripts/torture.py``): worker processes under SIGKILL, SIGTERM, a
-PostgreSQL restart and queue pauses, then an account of every job; a network partition that cuts
-one worker off mid-job; and the same workload on one shared SQLite file.
+PostgreSQL restart, queue pauses, poison rows and a killed LISTEN backend, then an account of
+every job; a network partition that cuts one worker off mid-job; and the same workload (with
+poison rows) on one shared SQLite file.
 
 Each run returns a report whose ``violations`` list says exactly which guarantee broke; the
 figures are printed so ``pytest -s`` shows them. The long form is ``python scripts/torture.py
@@ -53,6 +54,11 @@ async def test_postgres_torture_loses_nothing_and_finalizes_each_job_once(tmp_pa
     assert figures["in_two_places"] == 0 and figures["finalized_by_stale_owner"] == 0
     assert figures["sigkills"] >= 3 and figures["sigterms"] >= 1
     assert figures["jobs"] > 500
+    # torture_faults: the poison rows ended in the DLQ, and every LISTEN came back.
+    assert figures["poison_rows"] == 2
+    assert figures["poison_rejected"] + figures["poison_zombies_of_killed_workers"] == 2
+    assert figures["listen_backends_killed"] >= 1
+    assert figures["relisten_seconds_worst"] is not None
     if config.restart_postgres:
         assert figures["postgres_restarts"] == 1
         assert figures["log_events"]["1014"] > 0  # a finalize failed during the outage...
@@ -65,6 +71,10 @@ async def test_sqlite_torture_with_worker_processes_sharing_one_file(tmp_path: P
     assert report.violations == []
     assert report.figures["lost"] == 0 and report.figures["duplicate_executions"] == 0
     assert report.figures["sigkills"] >= 2 and report.figures["jobs"] > 200
+    assert report.figures["poison_rows"] == 2
+    assert (
+        report.figures["poison_rejected"] + report.figures["poison_zombies_of_killed_workers"] == 2
+    )
 
 
 @pytest.mark.postgres

@@ -170,6 +170,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("naive now", lambda b, s: b.jobs_enqueue([NewJob(type="t")], now=NAIVE)),
         ("tags as text", lambda b, s: b.jobs_enqueue([NewJob(type="t", tags="abc")])),  # type: ignore[arg-type]
         ("too many", lambda b, s: b.jobs_enqueue([NewJob(type="t")] * 100_001)),
+        ("connection not psycopg", lambda b, s: b.jobs_enqueue([NewJob(type="t")], connection="x")),
     ],
     "jobs_fetch": [
         ("limit 0", lambda b, s: b.jobs_fetch(worker_id="w2", limit=0, now=at(10))),

@@ -29,9 +29,10 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from logging import WARNING
 from typing import Any, TypeVar
 
-from ..errors import ChokaqError, NotFoundError, ValidationError
+from ..errors import ChokaqError, NotFoundError
 from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
 from ..logs import Event, log_event
 from ..models import (
@@ -41,6 +42,8 @@ from ..models import (
     ClaimedJob,
     EnqueueResult,
     ErrorGroup,
+    FailMove,
+    FailureReason,
     Heartbeat,
     HeartbeatAck,
     JobFilter,
@@ -64,7 +67,7 @@ from ..models import (
 )
 from . import checks
 from .checks import UNSET
-from .driver import Driver, Leadership, Notifier, StorageSettings
+from .driver import Driver, Leadership, Notifier, StorageSettings, UndecodableRow
 
 __all__ = ["Backend", "Observer"]
 
@@ -220,17 +223,12 @@ class Backend:
         ``capabilities.caller_transactions``, is the caller's open connection: the insert joins
         their transaction and the wake-up is sent only when it commits.
         """
-        if connection is not None and not self.capabilities.caller_transactions:
-            raise ValidationError(
-                "connection",
-                f"is not supported on {self.capabilities.name} (caller transactions need "
-                "a database that shares the caller's connection: PostgreSQL)",
-            )
+        caller = checks.caller_connection(connection, self.capabilities)
         checked = validate_new_jobs(jobs, self._limits)
         clock = checks.now(now)
         if not checked:
             return []
-        return await self.driver.jobs_enqueue(checked, clock, connection)
+        return await self.driver.jobs_enqueue(checked, clock, caller)
 
     # -- worker path ------------------------------------------------------------------------
 
@@ -263,7 +261,51 @@ class Backend:
         clock = checks.now(now)
         if limit == 0 or names == []:
             return []
-        return await self.driver.jobs_fetch(worker_id, limit, names, excluded, bool(start), clock)
+        rows = await self.driver.jobs_fetch(worker_id, limit, names, excluded, bool(start), clock)
+        jobs = [row for row in rows if not isinstance(row, UndecodableRow)]
+        if len(jobs) < len(rows):
+            await self._reject_undecodable(
+                [row for row in rows if isinstance(row, UndecodableRow)], clock
+            )
+        return jobs
+
+    async def _reject_undecodable(self, rows: list[UndecodableRow], now: datetime | None) -> None:
+        """Bury claimed rows that cannot be decoded as REJECTED, under the leases just minted
+        (a fail move: counters and buckets as for any failure). If that fails too, the rows
+        stay claimed and rescue puts them back, to be rejected by the next claim; the healthy
+        jobs of the batch are returned either way."""
+        moves: list[Move] = [
+            FailMove(
+                lease=row.lease,
+                reason=FailureReason.REJECTED,
+                error=f"Rejected: undecodable row ({row.error})",
+            )
+            for row in rows
+        ]
+        moves = checks.moves(moves, len(moves))  # the error text made storable
+        for row in rows:
+            log_event(
+                Event.JOB_ROW_UNDECODABLE,
+                "claimed a row that cannot be decoded; rejecting it",
+                level=WARNING,
+                job_id=row.lease.job_id,
+                error=row.error,
+            )
+        try:
+            applied = await self.driver.jobs_finalize(moves, now)
+        except Exception as exc:  # the healthy jobs are claimed: hand them out regardless
+            stuck, error = rows, str(self.driver.translate(exc))
+        else:
+            stuck = [row for row, done in zip(rows, applied, strict=True) if not done]
+            error = "the move to the DLQ was not applied (is the id there already?)"
+        if stuck:
+            log_event(
+                Event.JOB_ROW_UNDECODABLE,
+                "could not reject undecodable rows; they stay claimed for rescue",
+                level=WARNING,
+                job_ids=",".join(row.lease.job_id for row in stuck),
+                error=error,
+            )
 
     @_operation
     async def jobs_start(self, *, lease: Lease, now: datetime | None = None) -> Started | None:

@@ -2,10 +2,11 @@
 
 Owns the checks of the operation arguments that are not job fields (those are in
 ``chokaq.limits``): times, id lists, leases and moves, edits, fetch arguments, caps, batch sizes,
-pages and the sort whitelist, queue limits, rescue timeouts and worker requests. Each rule
-raises ``ValidationError`` naming the field and the limit, and returns the value normalised
-(times in UTC, ids de-duplicated, progress clamped), so that every backend receives the same
-arguments and refuses the same input with the same message. It must not do I/O.
+pages and the sort whitelist, queue limits, rescue timeouts, worker requests and the caller's
+own connection of an enqueue. Each rule raises ``ValidationError`` naming the field and the
+limit, and returns the value normalised (times in UTC, ids de-duplicated, progress clamped), so
+that every backend receives the same arguments and refuses the same input with the same
+message. It must not do I/O.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import IntEnum
 from typing import Any, ClassVar, TypeVar
+
+import psycopg
 
 from ..errors import ValidationError
 from ..ids import CANONICAL_ID
@@ -33,6 +36,7 @@ from ..limits import (
     storable,
 )
 from ..models import (
+    Capabilities,
     FailMove,
     FailureReason,
     Heartbeat,
@@ -64,6 +68,7 @@ __all__ = [
     "QueueLimits",
     "actor",
     "bounded_int",
+    "caller_connection",
     "edits",
     "heartbeats",
     "job_filter",
@@ -531,3 +536,33 @@ def actor(value: object) -> str:
     if who is None:
         raise ValidationError("actor", "is required")
     return who
+
+
+def caller_connection(value: object, capabilities: Capabilities) -> Any:
+    """The caller's own connection for an enqueue in their transaction, or None.
+
+    Only an open psycopg ``Connection`` or ``AsyncConnection`` whose transaction has not
+    failed, and only on a backend with ``caller_transactions``: anything else would fail (or,
+    worse, half-apply) inside the driver. The type is checked first, so a value that is no
+    connection at all gets the same error on every backend. Its row factory does not matter.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, psycopg.AsyncConnection | psycopg.Connection):
+        raise ValidationError(
+            "connection",
+            f"must be a psycopg Connection or AsyncConnection (got {type(value).__name__})",
+        )
+    if not capabilities.caller_transactions:
+        raise ValidationError(
+            "connection",
+            f"is not supported on {capabilities.name} (caller transactions need "
+            "a database that shares the caller's connection: PostgreSQL)",
+        )
+    if value.closed:
+        raise ValidationError("connection", "is closed")
+    if value.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        raise ValidationError(
+            "connection", "is in a failed transaction (roll it back before enqueueing)"
+        )
+    return value

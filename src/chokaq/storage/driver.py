@@ -49,7 +49,19 @@ from ..models import (
 )
 from .checks import Edits, QueueLimits
 
-__all__ = ["Driver", "Leadership", "Notifier", "StorageSettings"]
+__all__ = ["Driver", "Leadership", "Notifier", "StorageSettings", "UndecodableRow"]
+
+
+@dataclass(frozen=True, slots=True)
+class UndecodableRow:
+    """A row a claim took that cannot be turned into a ``ClaimedJob`` (a value the database
+    holds but Python cannot represent, or of the wrong type): its lease, so that the seam can
+    bury it as REJECTED, and ``error``, which column and why ("scheduled_at: year 0 is out of
+    range"). A driver returns one in place of the job, never raises for it: one bad row must
+    not take its batch-mates down."""
+
+    lease: Lease
+    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +185,9 @@ class Driver(abc.ABC):
         exclude_types: list[str],
         start: bool,
         now: datetime | None,
-    ) -> list[ClaimedJob]: ...
+    ) -> list[ClaimedJob | UndecodableRow]:
+        """Claim as ``Backend.jobs_fetch`` says; a claimed row that cannot be decoded comes back
+        as an ``UndecodableRow`` (still claimed under its lease), in its place."""
 
     @abc.abstractmethod
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, LiteralString
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from ...encoding import dump_json
 from ...errors import StorageError, ValidationError
@@ -37,8 +38,9 @@ from ...models import (
     SucceedMove,
 )
 from ..checks import Edits
+from ..driver import UndecodableRow
 from .connection import Params, PostgresCore
-from .rows import claimed_job, join_tags
+from .rows import claimed_rows, join_tags
 
 __all__ = ["PostgresJobs", "edit_params"]
 
@@ -106,19 +108,29 @@ class PostgresJobs(PostgresCore):
         elif isinstance(connection, psycopg.AsyncConnection):
             # The caller's transaction holds the statements together; only a connection that
             # would commit each one on its own (autocommit, outside a block) gets one here.
+            # Each statement goes through a cursor of our own row factory: the rows read back
+            # are ours to decode, whatever row factory the caller opened the connection with.
+            async_conn: psycopg.AsyncConnection[Any] = connection
+
+            async def run_async(query: LiteralString, params: Params) -> Any:
+                cur = async_conn.cursor(row_factory=tuple_row)
+                return await cur.execute(query, params)
+
             idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             async with _holding(connection, chunked and connection.autocommit and idle):
-                await self._enqueue_rounds(connection.execute, checked, ids, todo, results, now)
-        elif isinstance(connection, psycopg.Connection):
+                await self._enqueue_rounds(run_async, checked, ids, todo, results, now)
+        else:
+            # The seam let only psycopg connections through (checks.caller_connection).
             sync_conn: psycopg.Connection[Any] = connection
 
+            def run_sync(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
+                return sync_conn.cursor(row_factory=tuple_row).execute(query, params)
+
             async def run(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
-                return await asyncio.to_thread(sync_conn.execute, query, params)
+                return await asyncio.to_thread(run_sync, query, params)
 
             # One statement for the whole batch: no transaction is opened on a thread's behalf.
             await self._enqueue_rounds(run, checked, ids, todo, results, now, chunk=None)
-        else:
-            raise ValidationError("connection", "must be a psycopg Connection or AsyncConnection")
 
         for i, first in later.items():
             winner = results[first]
@@ -243,7 +255,7 @@ class PostgresJobs(PostgresCore):
         exclude_types: list[str],
         start: bool,
         now: datetime | None,
-    ) -> list[ClaimedJob]:
+    ) -> list[ClaimedJob | UndecodableRow]:
         params = {
             "worker_id": worker_id,
             "limit": limit,
@@ -260,14 +272,16 @@ class PostgresJobs(PostgresCore):
                 async with conn.pipeline(), conn.transaction():
                     await conn.execute(self._q["jobs_fetch_lock"], lock)
                     cur = await conn.execute(self._q["jobs_fetch"], params)
-                rows = await cur.fetchall()
+                jobs = await claimed_rows(cur)
         else:
             # No bulkhead involved: the claim is one statement, atomic on its own.
-            rows = await self._rows("jobs_fetch", params, lane="claim")
-        if not rows:
+            async with self._connection("claim") as conn:
+                cur = await conn.execute(self._q["jobs_fetch"], params)
+                jobs = await claimed_rows(cur)
+        if not jobs:
             # Nothing claimed: refresh here rather than on the claim that picks up the next job.
             await self._bulkhead_queues(BULKHEAD_CACHE_SECONDS)
-        return [claimed_job(row) for row in rows]
+        return jobs
 
     async def _bulkhead_queues(self, max_age: float) -> frozenset[str]:
         """Queues with max_workers, re-read when older than ``max_age`` seconds (and at once
@@ -420,7 +434,22 @@ class PostgresJobs(PostgresCore):
     ) -> CancelResult:
         wanted = list(ids)
         params = {"actor": actor, "now": now, "channel": self.channel}
-        rows = await self._rows_each("jobs_cancel", params, wanted)
+        try:
+            rows = await self._cancel_locked(params, wanted)
+        except psycopg.IntegrityError:
+            # One id collides with a row already in the DLQ: cancel each in a savepoint of one
+            # transaction, so that one cannot block the others.
+            rows = []
+            async with self.pool.connection() as conn, conn.transaction():
+                for job_id in wanted:
+                    try:
+                        async with conn.transaction():
+                            await conn.execute(self._q["jobs_cancel_lock"], {"ids": [job_id]})
+                            rows += await self._run(
+                                conn, "jobs_cancel", {**params, "ids": [job_id]}
+                            )
+                    except psycopg.IntegrityError:
+                        continue
         cancelled = {row[0] for row in rows if row[1] is True}
         requested = {row[0] for row in rows if row[1] is False}
         return CancelResult(
@@ -428,6 +457,21 @@ class PostgresJobs(PostgresCore):
             requested=tuple(i for i in wanted if i in requested),
             not_found=tuple(i for i in wanted if i not in cancelled and i not in requested),
         )
+
+    async def _cancel_locked(self, params: Params, ids: list[str]) -> list[tuple[Any, ...]]:
+        """Lock the hot rows first, then cancel, in one transaction (pipelined: one round trip).
+
+        The cancel statement alone reads each row as its snapshot saw it: a row a claim or a
+        start held (and changed to Processing) when it began was then neither deleted (no
+        longer Pending or Fetched) nor marked (not yet Processing in the snapshot), and the
+        answer was ``not_found``. The lock waits for such a transaction to end, and the cancel
+        statement, which runs after it with a snapshot of its own, sees the row as committed.
+        """
+        async with self.pool.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute(self._q["jobs_cancel_lock"], {"ids": ids})
+                cur = await conn.execute(self._q["jobs_cancel"], {**params, "ids": ids})
+            return await cur.fetchall()
 
     async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
         params = {**edit_params(edits), "id": id, "actor": actor, "now": now}

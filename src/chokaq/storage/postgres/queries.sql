@@ -57,7 +57,7 @@ stats_rows AS (
 -- Wake the workers of every queue that got a job in ``inserted`` (delivered at commit), and
 -- return the ids inserted.
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
+    SELECT pg_notify(%(channel)s, 'j:' || d.queue) FROM (SELECT DISTINCT queue FROM inserted) d
 )
 SELECT id::text FROM inserted
 UNION ALL
@@ -120,7 +120,7 @@ plain AS (
     RETURNING queue
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, d.queue)
+    SELECT pg_notify(%(channel)s, 'j:' || d.queue)
     FROM (SELECT queue FROM keyed UNION SELECT queue FROM plain) d
 )
 SELECT id::text, NULL::bigint FROM keyed
@@ -166,7 +166,7 @@ plain AS (
     RETURNING 1
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, q) FROM unnest(%(wake)b::text[]) AS q
+    SELECT pg_notify(%(channel)s, 'j:' || q) FROM unnest(%(wake)b::text[]) AS q
 )
 SELECT NULL::text, count(*) FROM plain
 UNION ALL
@@ -601,6 +601,15 @@ SELECT count(*) FROM gone
 -- Operators
 -- ---------------------------------------------------------------------------------------------
 
+-- name: jobs_cancel_lock
+-- Run before jobs_cancel in its transaction: waits for a claim, start or finalize holding one
+-- of the rows, so that jobs_cancel sees each row as committed. In id order: two cancels of
+-- overlapping sets cannot deadlock.
+SELECT h.id FROM {schema}.jobs_hot h
+WHERE h.id = ANY(%(ids)b::uuid[])
+ORDER BY h.id
+FOR UPDATE
+
 -- name: jobs_cancel
 -- Pending and Fetched rows go to the DLQ as CANCELLED at once (with counters and buckets);
 -- Processing rows get a durable cancel request that the owning worker hears.
@@ -632,7 +641,7 @@ requested AS (
     RETURNING h.id
 ),
 woken AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, 'cancel:' || r.id::text) FROM requested r
+    SELECT pg_notify(%(channel)s, 'c:' || r.id::text) FROM requested r
 )
 SELECT id::text, true FROM done
 UNION ALL

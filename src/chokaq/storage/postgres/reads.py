@@ -27,7 +27,7 @@ from ...models import (
 )
 from ..checks import NULLABLE_SORTS
 from .connection import PostgresCore
-from .rows import job_view, queue_info
+from .rows import job_view, lenient_rows, queue_info
 
 __all__ = ["PostgresReads", "filter_params"]
 
@@ -162,7 +162,7 @@ class PostgresReads(PostgresCore):
             cur = await conn.execute(
                 listing, {**params, "limit": page_size, "offset": (page - 1) * page_size}
             )
-            rows = await cur.fetchall()
+            rows = await lenient_rows(cur)
         return Page(
             items=tuple(job_view(pillar, row) for row in rows),
             total=total,
@@ -174,7 +174,7 @@ class PostgresReads(PostgresCore):
         async with self.pool.connection() as conn:
             for pillar in (Pillar.HOT, Pillar.ARCHIVE, Pillar.DLQ):
                 cur = await conn.execute(self._q[f"{pillar.value}_get"], {"id": id})
-                row = await cur.fetchone()
-                if row is not None:
-                    return job_view(pillar, row)
+                found = await lenient_rows(cur, one=True)
+                if found:
+                    return job_view(pillar, found[0])
         return None

@@ -43,7 +43,7 @@ from ...models import (
     WorkerInfo,
 )
 from ..checks import UNSET, Edits, QueueLimits
-from ..driver import Driver, Leadership, Notifier, StorageSettings
+from ..driver import Driver, Leadership, Notifier, StorageSettings, UndecodableRow
 from . import dlq, jobs, queues, reads, retention
 from .connection import Database, database_path
 from .notify import FileLeadership, FileNotifier, broadcast_cancel, broadcast_jobs
@@ -122,7 +122,7 @@ class SQLiteDriver(Driver):
         exclude_types: list[str],
         start: bool,
         now: datetime | None,
-    ) -> list[ClaimedJob]:
+    ) -> list[ClaimedJob | UndecodableRow]:
         return await self._db.call(
             jobs.fetch, worker_id, limit, queues_, exclude_types, start, ts_now(now)
         )

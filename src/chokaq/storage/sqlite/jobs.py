@@ -33,8 +33,9 @@ from ...models import (
     Started,
     SucceedMove,
 )
+from ..driver import UndecodableRow
 from .connection import Database
-from .rows import claimed_job, from_ts, tags_in, to_ts
+from .rows import claimed_or_undecodable, from_ts, order_key, tags_in, to_ts, tolerant_text
 
 __all__ = [
     "Counters",
@@ -211,7 +212,7 @@ def fetch(
     exclude_types: Sequence[str],
     start: bool,
     now: float,
-) -> list[ClaimedJob]:
+) -> list[ClaimedJob | UndecodableRow]:
     return db.write(_fetch, db, worker_id, limit, queues, exclude_types, start, now)
 
 
@@ -223,7 +224,7 @@ def _fetch(
     exclude_types: Sequence[str],
     start: bool,
     now: float,
-) -> list[ClaimedJob]:
+) -> list[ClaimedJob | UndecodableRow]:
     """Pick candidates, then claim them with one UPDATE ... FROM ... RETURNING.
 
     Queues with a ``max_workers`` bulkhead are picked one by one, each capped at its free slots;
@@ -248,23 +249,42 @@ def _fetch(
         ).fetchall()
     if not picked:
         return []
-    picked.sort(key=lambda r: (-r["priority"], r["sort_at"], r["created_at"]))
+    picked.sort(key=order_key)
     order = [row["id"] for row in picked[:limit]]
     claims = json.dumps([[job_id, new_lease_token()] for job_id in order])
     status = JobStatus.PROCESSING if start else JobStatus.FETCHED
-    rows = conn.execute(
-        q["jobs_fetch"],
-        {
-            "status": int(status),
-            "worker_id": worker_id,
-            "now": now,
-            "started": 1 if start else 0,
-            "claims": claims,
-        },
-    ).fetchall()
+    params = {
+        "status": int(status),
+        "worker_id": worker_id,
+        "now": now,
+        "started": 1 if start else 0,
+        "claims": claims,
+    }
     position = {job_id: i for i, job_id in enumerate(order)}
+    try:
+        rows = conn.execute(q["jobs_fetch"], params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+        # A claimed row holds text that is not UTF-8. The claim itself has applied (SQLite
+        # makes every change before the first RETURNING row is read): read the rows again with
+        # such bytes let through, so that row alone is found out.
+        rows = _read_tolerant(db, q["jobs_fetch_claimed"], params)
+        rows.sort(key=lambda r: position[r["id"]])
+        return [claimed_or_undecodable(row, check_text=True) for row in rows]
     rows.sort(key=lambda r: position[r["id"]])
-    return [claimed_job(row) for row in rows]
+    return [claimed_or_undecodable(row) for row in rows]
+
+
+def _read_tolerant(db: Database, query: str, params: dict[str, object]) -> list[sqlite3.Row]:
+    """Rows of ``query`` where text that is not UTF-8 comes back with its bytes escaped
+    (lone surrogates) instead of raising; the connection's own text reading is restored."""
+    conn = db.conn
+    conn.text_factory = tolerant_text
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.text_factory = str
 
 
 # -- lease-guarded transitions ----------------------------------------------------------------

@@ -9,6 +9,9 @@ parameters and a whitelisted sort column into an ORDER BY; it writes and checks 
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Callable
+from typing import TypeVar
 
 from ...models import (
     ErrorGroup,
@@ -201,7 +204,7 @@ def jobs_page(
         items = tuple(job_view(pillar, row) for row in rows)
         return Page(items=items, total=total, page=page, page_size=page_size)
 
-    return db.read(run)
+    return db.read(lambda: _displayable(db, run))
 
 
 def job_get(db: Database, id: str) -> JobView | None:
@@ -216,4 +219,26 @@ def job_get(db: Database, id: str) -> JobView | None:
                 return job_view(pillar, row)
         return None
 
-    return db.read(run)
+    return db.read(lambda: _displayable(db, run))
+
+
+T = TypeVar("T")
+
+
+def _displayable(db: Database, run: Callable[[], T]) -> T:
+    """``run()``; if a row holds text that is not UTF-8 (written outside chokaq), ``run()``
+    again with such bytes shown as U+FFFD, so the listing or detail still answers."""
+    try:
+        return run()
+    except sqlite3.OperationalError as exc:
+        if "decode" not in str(exc):
+            raise
+    db.conn.text_factory = _replaced
+    try:
+        return run()
+    finally:
+        db.conn.text_factory = str
+
+
+def _replaced(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")

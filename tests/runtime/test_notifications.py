@@ -1,0 +1,192 @@
+"""Wake-ups and cancel notifications under faults: any queue name, and a lost LISTEN connection.
+
+A queue named like a cancel request (``cancel:x``) must wake its idle workers on both backends.
+On PostgreSQL, a LISTEN connection killed with ``pg_terminate_backend`` is replaced within
+seconds (a new backend listens), after which a NOTIFY wakes an idle worker again and a cancel
+request from another backend reaches the running job through the notification (heartbeats are
+made too slow here to carry it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from chokaq import JobContext
+from chokaq.logs import Event, logger
+from chokaq.models import Pillar
+
+from .conftest import running, until
+
+
+@contextmanager
+def events() -> Iterator[list[dict[str, Any]]]:
+    """The chokaq log fields emitted inside the block."""
+    lines: list[dict[str, Any]] = []
+
+    class Keep(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            data = getattr(record, "chokaq", None)
+            if isinstance(data, dict):
+                lines.append(data)
+            return True
+
+    keep = Keep()
+    logger.addFilter(keep)
+    try:
+        yield lines
+    finally:
+        logger.removeFilter(keep)
+
+
+async def test_a_queue_named_like_a_cancel_request_wakes_its_idle_worker(make_app: Any) -> None:
+    app = make_app(poll_interval_seconds=30)  # only a wake-up can start the job in time
+    ran = asyncio.Event()
+
+    @app.job(queue="cancel:x")
+    async def ping() -> None:
+        ran.set()
+
+    await app.open()
+    async with running(app, queues=["cancel:x"]) as worker:
+        await until(lambda: _listening(worker))
+        await until(lambda: _idle(worker))
+        await ping.enqueue()
+        await asyncio.wait_for(ran.wait(), timeout=5)
+
+
+async def _listening(worker: Any) -> bool:
+    return worker.state == "running"
+
+
+async def _idle(worker: Any) -> bool:
+    # The fetch loop has made its first claim and is waiting for a wake-up.
+    return worker.last_fetch_at is not None and not worker._wake.is_set()
+
+
+def _listen_backends(url: str, schema: str) -> list[int]:
+    channel = f"chokaq_{schema.lower()}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %%' "
+            "AND query LIKE %s AND pid <> pg_backend_pid()",
+            (f"%{channel}%",),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+@pytest.mark.postgres
+async def test_listen_is_re_established_after_its_backend_is_terminated(
+    pg_store: Any, make_pg_app: Any
+) -> None:
+    # Heartbeats far apart: only the notification can deliver the cancel request in time.
+    app = make_pg_app(
+        poll_interval_seconds=30,
+        heartbeat_min_seconds=20,
+        heartbeat_max_seconds=25,
+        zombie_timeout_seconds=60,
+    )
+    started: list[float] = []
+    cancelled = asyncio.Event()
+
+    @app.job()
+    async def ping() -> None:
+        started.append(time.monotonic())
+
+    @app.job()
+    async def long(ctx: JobContext) -> None:
+        started.append(time.monotonic())
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            if ctx.cancel_requested:
+                cancelled.set()
+            raise
+
+    await app.open()
+    other = pg_store.backend()
+    await other.open()
+    try:
+        with events() as lines:
+            async with running(app) as worker:
+                await until(lambda: _idle(worker))
+                (old,) = _listen_backends(pg_store.url, pg_store.schema)
+                with psycopg.connect(pg_store.url, autocommit=True) as conn:
+                    conn.execute("SELECT pg_terminate_backend(%s)", (old,))
+
+                async def relistened() -> bool:
+                    return bool(set(_listen_backends(pg_store.url, pg_store.schema)) - {old})
+
+                await until(relistened, timeout=10)
+                await until(lambda: _idle(worker))
+                # A NOTIFY wakes the idle worker again, long before its 30 s poll.
+                sent = time.monotonic()
+                await ping.enqueue()
+                await until(lambda: _started(started, 1), timeout=5)
+                assert started[0] - sent < 2.0
+                # A cancel request from another backend reaches the running job.
+                job_id = await long.enqueue()
+                await until(lambda: _started(started, 2), timeout=5)
+                result = await other.jobs_cancel(ids=[job_id], actor="ops")
+                assert result.requested == (job_id,)
+                await asyncio.wait_for(cancelled.wait(), timeout=5)
+
+                async def buried() -> bool:
+                    view = await app.backend.job_get(job_id)
+                    return view is not None and view.pillar is Pillar.DLQ
+
+                await until(buried, timeout=10)
+        lost = [line for line in lines if line["event_id"] == Event.NOTIFY_LISTEN_LOST]
+        back = [line for line in lines if line["event_id"] == Event.NOTIFY_LISTEN_RESTORED]
+        assert len(lost) == 1 and "terminat" in lost[0]["error"]
+        assert len(back) == 1 and back[0]["attempts"] >= 1 and back[0]["down_seconds"] < 10
+    finally:
+        await other.close()
+
+
+async def _started(started: list[float], count: int) -> bool:
+    return len(started) >= count
+
+
+@pytest.fixture
+async def make_pg_app(pg_store: Any) -> Any:
+    from chokaq import App, WorkerSettings
+
+    from .conftest import FAST
+
+    apps: list[App] = []
+
+    def factory(**settings: Any) -> App:
+        app = App(
+            pg_store.url,
+            schema=pg_store.schema,
+            auto_migrate=True,
+            worker=WorkerSettings(**{**FAST, **settings}),
+        )
+        apps.append(app)
+        return app
+
+    yield factory
+    for app in apps:
+        await app.close()
+
+
+def test_payloads_are_tagged_so_no_queue_name_reads_as_a_cancel() -> None:
+    from chokaq.storage.postgres.notify import parse_payload
+
+    assert parse_payload("j:cancel:x") == ("jobs", "cancel:x")
+    assert parse_payload("j:") == ("jobs", "")
+    assert parse_payload("c:0190a1b2-0000-7000-8000-000000000000") == (
+        "cancel",
+        "0190a1b2-0000-7000-8000-000000000000",
+    )
+    # A payload of another version (untagged) wakes the fetchers for "some queue".
+    assert parse_payload("cancel:x") == ("jobs", "")
+    assert parse_payload("emails") == ("jobs", "")
