@@ -32,7 +32,8 @@ def spawn(store: Any, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen
             "CHOKAQ_DATABASE_URL": store.url,
             "CHOKAQ_SCHEMA": store.schema,
             "CHOKAQ_TEST_DIR": str(tmp_path),
-            "PYTHONPATH": str(REPO),
+            # This checkout's sources first: the venv's editable install may be another's.
+            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
             **env,
         }
         log = open(tmp_path / f"worker-{len(procs)}.log", "wb")  # noqa: SIM115

@@ -25,6 +25,7 @@ from ...models import (
     Heartbeat,
     HeartbeatAck,
     JobStatus,
+    LeaderTerm,
     Lease,
     Move,
     NewJob,
@@ -34,6 +35,7 @@ from ...models import (
     SucceedMove,
 )
 from .connection import Database
+from .leadership import check_fence
 from .rows import claimed_job, from_ts, tags_in, to_ts
 
 __all__ = [
@@ -447,10 +449,15 @@ def _move_out(db: Database, insert: str, params: dict[str, object]) -> str | Non
 
 
 def rescue(
-    db: Database, fetched_timeout: float, processing_timeout: float, now: float
+    db: Database,
+    fetched_timeout: float,
+    processing_timeout: float,
+    now: float,
+    fence: LeaderTerm | None,
 ) -> tuple[list[str], list[str]]:
     def run() -> tuple[list[str], list[str]]:
         conn, q = db.conn, db.q
+        check_fence(db, fence)
         requeued = [
             row[0]
             for row in conn.execute(
