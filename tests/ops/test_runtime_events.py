@@ -430,3 +430,23 @@ async def test_a_leader_whose_lease_is_taken_logs_leadership_lost(
     assert lost["leading"] is False and lost["level"] == 20
     # Whichever comes first: the next renewal is refused, or the next pass's write is fenced.
     assert lost["reason"] in {"renewal refused", "write fenced"}
+
+
+async def test_a_leader_that_stops_cleanly_releases_its_lease_at_once(
+    store: Store, apps: list[App]
+) -> None:
+    # A lease far longer than the test: only the release can free the role this soon.
+    settings = WorkerSettings(**{**FAST, "leadership_lease_seconds": 600.0})
+    app = await open_app(
+        apps, App(store.url, schema=store.schema, auto_migrate=True, worker=settings)
+    )
+    with captured() as lines:
+        async with running(app) as worker:
+            await logged(lines, Event.LEADERSHIP_ACQUIRED, worker_id=worker.id)
+            term = await app.backend.leadership_get(name="maintenance")
+            assert term is not None and term.holder == worker.id
+    assert await app.backend.leadership_get(name="maintenance") is None
+    successor = await app.backend.leadership_claim(
+        name="maintenance", holder="successor", lease_seconds=60
+    )
+    assert successor is not None and successor.epoch == term.epoch + 1
