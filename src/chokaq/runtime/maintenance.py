@@ -81,13 +81,15 @@ class Maintenance:
 
     async def renew(self) -> None:
         """Take or renew the lease; a failure is logged and leaves the term to run out."""
+        reason = "renewal refused"
         try:
             await self.leadership.claim()
         except StorageError as exc:
+            reason = "renewal failed"
             log_event(
                 Event.MAINTENANCE_FAILED, "leadership renewal failed", level=30, error=str(exc)
             )
-        self._sync("renewal refused")
+        self._sync(reason)
 
     async def work(self) -> None:
         """One pass under the current term: rescue, hot tidy, and retention when it is due."""
