@@ -35,7 +35,7 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path, P
         proc = subprocess.Popen(
             [sys.executable, "-m", "chokaq", "demo", "--database", str(db), "--port", str(port)],
             cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])},
             stdout=log,
             stderr=subprocess.STDOUT,
         )

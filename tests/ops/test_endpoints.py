@@ -47,7 +47,7 @@ def worker_process(
         **os.environ,
         "CHOKAQ_DATABASE_URL": store.url,
         "CHOKAQ_SCHEMA": store.schema,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
     }
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(

@@ -14,18 +14,25 @@ maintenance renews it), and it never reads the worker's wall clock.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..models import LeaderTerm
 
-if TYPE_CHECKING:
-    from .backend import Backend
-
-__all__ = ["DEFAULT_LEASE_SECONDS", "Leadership"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "Leadership", "Leases"]
 
 # How long a term lasts unless renewed: rescue resumes at most this long (plus one renewal
 # interval of the next holder) after a leader stops.
 DEFAULT_LEASE_SECONDS = 10.0
+
+
+class Leases(Protocol):
+    """The two operations of the storage seam (``Backend``) a handle uses."""
+
+    async def leadership_claim(
+        self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
+    ) -> LeaderTerm | None: ...
+
+    async def leadership_release(self, *, term: LeaderTerm) -> bool: ...
 
 
 class Leadership:
@@ -37,7 +44,7 @@ class Leadership:
     to expire. Storage errors from ``claim`` and ``release`` propagate (``StorageError``).
     """
 
-    def __init__(self, backend: Backend, *, name: str, holder: str, lease_seconds: float) -> None:
+    def __init__(self, backend: Leases, *, name: str, holder: str, lease_seconds: float) -> None:
         self.backend = backend
         self.name = name
         self.holder = holder
