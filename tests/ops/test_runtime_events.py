@@ -413,7 +413,10 @@ def take_over(store: Store, holder: str) -> None:
 async def test_a_leader_whose_lease_is_taken_logs_leadership_lost(
     store: Store, apps: list[App]
 ) -> None:
-    settings = WorkerSettings(**{**FAST, "leadership_lease_seconds": 2.0})
+    # A long lease (no stall of the loaded machine can lose it), renewed often (the loss is
+    # heard within half a second).
+    lease = {"leadership_lease_seconds": 30.0, "leadership_renew_seconds": 0.5}
+    settings = WorkerSettings(**{**FAST, **lease})
     app = await open_app(
         apps, App(store.url, schema=store.schema, auto_migrate=True, worker=settings)
     )

@@ -63,15 +63,17 @@ async def test_renewal_keeps_the_epoch_and_extends_the_lease(backend: Backend) -
 
 
 async def test_second_holder_cannot_claim_while_the_first_renews(backend: Backend) -> None:
-    term = await backend.leadership_claim(name="maintenance", holder="a", lease_seconds=1.0)
+    lease = 3.0
+    term = await backend.leadership_claim(name="maintenance", holder="a", lease_seconds=lease)
     assert term is not None
-    # Renewed well inside the lease for three lease lengths: the rival never gets in.
-    until = time.monotonic() + 3.0
+    # Renewed every ~0.1 s for well over two lease lengths: the rival never gets in. (A lease
+    # of seconds leaves room for a stall of the loaded test machine between renewals.)
+    until = time.monotonic() + 2.3 * lease
     while time.monotonic() < until:
         rival = await backend.leadership_claim(name="maintenance", holder="b", lease_seconds=LONG)
         assert rival is None
         renewed = await backend.leadership_claim(
-            name="maintenance", holder="a", lease_seconds=1.0, term=term
+            name="maintenance", holder="a", lease_seconds=lease, term=term
         )
         assert renewed is not None and renewed.epoch == term.epoch
         term = renewed
