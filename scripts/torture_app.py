@@ -45,6 +45,7 @@ SETTINGS = WorkerSettings(
     zombie_timeout_seconds=_f("TORTURE_ZOMBIE_TIMEOUT", 3.0),
     fetched_timeout_seconds=_f("TORTURE_FETCHED_TIMEOUT", 3.0),
     rescue_interval_seconds=_f("TORTURE_RESCUE_INTERVAL", 0.5),
+    leadership_lease_seconds=_f("TORTURE_LEASE", 2.0),
     poll_interval_seconds=0.1,
     worker_beat_interval_seconds=0.5,
     shutdown_grace_seconds=_f("TORTURE_GRACE", 1.0),

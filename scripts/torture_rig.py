@@ -56,6 +56,8 @@ class Config:
     zombie_timeout_seconds: float = 3.0
     fetched_timeout_seconds: float = 3.0
     rescue_interval_seconds: float = 0.5
+    leadership_lease_seconds: float = 2.0
+    stop_leader: bool = True
     seed: int = 0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="torture-")))
     keep_schema: bool = False
@@ -217,6 +219,7 @@ def worker_env(config: Config, url: str | None = None) -> dict[str, str]:
         "TORTURE_ZOMBIE_TIMEOUT": str(config.zombie_timeout_seconds),
         "TORTURE_FETCHED_TIMEOUT": str(config.fetched_timeout_seconds),
         "TORTURE_RESCUE_INTERVAL": str(config.rescue_interval_seconds),
+        "TORTURE_LEASE": str(config.leadership_lease_seconds),
     }
 
 

@@ -6,6 +6,7 @@
     ├── ConfigurationError        bad settings, detected at start-up
     ├── ValidationError           bad input, detected before anything is written (also a ValueError)
     ├── NotFoundError             no such job, queue or worker where it was looked for
+    ├── LeadershipLostError       a write made under leadership was fenced: its term is over
     ├── StorageError              the database failed us; the driver's error is the __cause__
     │   ├── StorageUnavailableError   the database is out of reach (retry)
     │   └── SchemaError               the schema is missing, too old or too new for this code
@@ -18,11 +19,14 @@ This module must not import anything from the rest of the package.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ChokaqError",
     "ConfigurationError",
     "FatalError",
     "JobSignal",
+    "LeadershipLostError",
     "NotFoundError",
     "SchemaError",
     "StorageError",
@@ -60,6 +64,16 @@ class ValidationError(ChokaqError, ValueError):
 
 class NotFoundError(ChokaqError, LookupError):
     """The named job, queue or worker does not exist where it was looked for."""
+
+
+class LeadershipLostError(ChokaqError):
+    """A write made under leadership was refused, and nothing of it applied: the term it named
+    (``term``, a ``LeaderTerm``) has lapsed or passed to another holder. The holder stops
+    leading; it may be elected again, with a new term."""
+
+    def __init__(self, term: Any) -> None:
+        self.term = term
+        super().__init__(f"leadership lost: {term!r} is no longer the current term")
 
 
 class StorageError(ChokaqError):

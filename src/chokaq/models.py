@@ -26,6 +26,7 @@ __all__ = [
     "JobFilter",
     "JobStatus",
     "JobView",
+    "LeaderTerm",
     "Lease",
     "Move",
     "NewJob",
@@ -251,6 +252,21 @@ class RescueResult:
 
     requeued: tuple[str, ...]
     zombies: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderTerm:
+    """One holder's term of a leadership role, as the database granted it.
+
+    ``epoch`` is the fencing token: it grows by one each time the role changes hands or lapses,
+    so a write that names a term applies only while that very term is current. ``expires_at``
+    is the database's clock at which the term lapses unless renewed.
+    """
+
+    name: str
+    holder: str
+    epoch: int
+    expires_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

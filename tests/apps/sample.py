@@ -24,6 +24,8 @@ app = App(
         zombie_timeout_seconds=float(os.environ.get("CHOKAQ_ZOMBIE_TIMEOUT", "2")),
         fetched_timeout_seconds=float(os.environ.get("CHOKAQ_FETCHED_TIMEOUT", "2")),
         rescue_interval_seconds=0.3,
+        leadership_lease_seconds=float(os.environ.get("CHOKAQ_LEASE", "2")),
+        leadership_renew_seconds=float(os.environ.get("CHOKAQ_LEASE_RENEW", "0.5")),
         poll_interval_seconds=0.05,
         worker_beat_interval_seconds=0.3,
         shutdown_grace_seconds=float(os.environ.get("CHOKAQ_GRACE", "5")),
@@ -66,6 +68,14 @@ def sync_sleepy(tag: str, seconds: float, ctx: JobContext) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not ctx.cancel_requested:
         time.sleep(0.01)
+    mark(f"done-{tag}")
+
+
+@app.job()
+async def blocking(tag: str, seconds: float) -> None:
+    """An async handler that blocks its worker's event loop (a bug in user code, on purpose)."""
+    mark(f"started-{tag}")
+    time.sleep(seconds)  # noqa: ASYNC251
     mark(f"done-{tag}")
 
 

@@ -335,7 +335,7 @@ async def test_maintenance_logs_rescue_started_and_metrics_rolled_up(tmp_path: P
         await app.create_worker(burst=True).run()
         worker = app.create_worker()
         backend = app.backend
-        leadership = backend.leadership("maintenance")
+        leadership = backend.leadership("maintenance", holder=worker.id)
         maintenance = Maintenance(
             backend, worker.settings, leadership, Events(), worker_id=worker.id
         )

@@ -21,6 +21,7 @@ from chokaq.outcomes import Retry
 from chokaq.runtime.circuit import CircuitBreakers, CircuitPolicy, CircuitState
 from chokaq.runtime.executor import Result, StopReason, decide
 from chokaq.runtime.retry import RetryPolicy
+from chokaq.runtime.settings import WorkerSettings
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -216,3 +217,27 @@ def test_a_probe_that_never_reports_frees_its_slot() -> None:
     assert breakers.acquire("t") is None
     clock.t += 11
     assert breakers.acquire("t")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"leadership_lease_seconds": 0.5}, "leadership_lease_seconds"),
+        ({"leadership_lease_seconds": 3601}, "leadership_lease_seconds"),
+        ({"leadership_renew_seconds": 0}, "leadership_renew_seconds"),
+        ({"leadership_renew_seconds": 6}, "leadership_renew_seconds"),  # over half of 10 s
+        (
+            {"leadership_lease_seconds": 2, "leadership_renew_seconds": 1.5},
+            "leadership_renew_seconds",
+        ),
+    ],
+)
+def test_bad_leadership_settings_name_the_field(kwargs: dict[str, float], field: str) -> None:
+    with pytest.raises(ConfigurationError, match=field):
+        WorkerSettings(**kwargs)  # type: ignore[arg-type]
+
+
+def test_leadership_renews_every_third_of_the_lease_by_default() -> None:
+    assert WorkerSettings().leadership_lease_seconds == 10.0
+    assert WorkerSettings().leadership_renew_interval == pytest.approx(10 / 3)
+    assert WorkerSettings(leadership_renew_seconds=1).leadership_renew_interval == 1

@@ -33,6 +33,7 @@ from chokaq.models import (
     Heartbeat,
     JobFilter,
     JobStatus,
+    LeaderTerm,
     Lease,
     NewJob,
     Pillar,
@@ -136,6 +137,17 @@ def _every_sort() -> list[tuple[str, Call]]:
 
 def _f(**fields: Any) -> JobFilter:
     return JobFilter(**fields)
+
+
+def _term(holder: str = "a", epoch: int = 1, name: str = "maintenance") -> LeaderTerm:
+    """A term as a caller names it (only name, holder and epoch are compared by a store)."""
+    return LeaderTerm(name, holder, epoch, T0)
+
+
+def _claim(b: Backend, holder: str = "a", term: LeaderTerm | None = None, **kw: Any) -> Any:
+    kw.setdefault("lease_seconds", 60)
+    kw.setdefault("name", "maintenance")
+    return b.leadership_claim(holder=holder, term=term, **kw)
 
 
 # For every storage operation: (label, call) run in order against both stores.
@@ -290,6 +302,31 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             ),
         ),
         (
+            "fence not a term",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=60,
+                processing_timeout_seconds=60,
+                fence="x",  # type: ignore[arg-type]
+            ),
+        ),
+        (
+            "fence never granted",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=60,
+                processing_timeout_seconds=60,
+                fence=_term(),
+                now=at(1000),
+            ),
+        ),
+        ("still there", lambda b, s: b.job_get(C)),
+        ("granted", lambda b, s: _claim(b)),
+        (
+            "fenced, current",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=60, processing_timeout_seconds=60, fence=_term(), now=at(10)
+            ),
+        ),
+        (
             "both",
             lambda b, s: b.jobs_rescue(
                 fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(1000)
@@ -308,11 +345,16 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("one", lambda b, s: b.archive_purge(older_than=at(100), batch_size=1, limit=1)),
         ("rest", lambda b, s: b.archive_purge(older_than=at(100), batch_size=1)),
         ("year 1", lambda b, s: b.archive_purge(older_than=datetime(1, 1, 1, tzinfo=PLUS_14))),
+        ("bad fence", lambda b, s: b.archive_purge(older_than=at(100), fence=_term(epoch=0))),
+        ("stale fence", lambda b, s: b.archive_purge(older_than=at(100), fence=_term())),
     ],
     "dlq_purge_older": [
         ("naive", lambda b, s: b.dlq_purge_older(older_than=NAIVE)),
         ("batch 0", lambda b, s: b.dlq_purge_older(older_than=at(100), batch_size=0)),
         ("limit -1", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=-1)),
+        ("stale fence", lambda b, s: b.dlq_purge_older(older_than=at(100), fence=_term())),
+        ("granted", lambda b, s: _claim(b)),
+        ("fenced", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=1, fence=_term())),
         ("one", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=1)),
         ("rest", lambda b, s: b.dlq_purge_older(older_than=at(100))),
     ],
@@ -320,13 +362,51 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("width 0", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=0)),
         ("width huge", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=86_401)),
         ("naive", lambda b, s: b.metrics_prune(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.metrics_prune(older_than=at(100), fence=_term())),
         ("ok", lambda b, s: b.metrics_prune(older_than=at(100))),
         ("throughput", lambda b, s: b.stats_throughput(now=at(10))),
     ],
     "metrics_rollup": [
         ("naive", lambda b, s: b.metrics_rollup(older_than=NAIVE)),
+        ("bad fence", lambda b, s: b.metrics_rollup(older_than=at(1000), fence=_term(holder=""))),
+        ("stale fence", lambda b, s: b.metrics_rollup(older_than=at(1000), fence=_term())),
         ("ok", lambda b, s: b.metrics_rollup(older_than=at(1000))),
         ("series", lambda b, s: b.stats_series(since=T0, width_seconds=60)),
+    ],
+    "leadership_claim": [
+        ("lease 0", lambda b, s: _claim(b, lease_seconds=0)),
+        ("lease nan", lambda b, s: _claim(b, lease_seconds=math.nan)),
+        ("lease huge", lambda b, s: _claim(b, lease_seconds=3601)),
+        ("lease text", lambda b, s: _claim(b, lease_seconds="10")),
+        ("blank name", lambda b, s: _claim(b, name="")),
+        ("blank holder", lambda b, s: _claim(b, holder="")),
+        ("not a term", lambda b, s: _claim(b, term="x")),  # type: ignore[arg-type]
+        ("another's term", lambda b, s: _claim(b, "b", _term("a"))),
+        ("first", lambda b, s: _claim(b)),
+        ("rival", lambda b, s: _claim(b, "b")),
+        ("forgot its term", lambda b, s: _claim(b)),
+        ("stale epoch", lambda b, s: _claim(b, term=_term(epoch=5))),
+        ("renew", lambda b, s: _claim(b, term=_term())),
+        ("other role", lambda b, s: _claim(b, "b", name="schedules")),
+        ("get", lambda b, s: b.leadership_get(name="maintenance")),
+    ],
+    "leadership_release": [
+        ("not a term", lambda b, s: b.leadership_release(term="x")),  # type: ignore[arg-type]
+        ("epoch 0", lambda b, s: b.leadership_release(term=_term(epoch=0))),
+        ("none held", lambda b, s: b.leadership_release(term=_term())),
+        ("first", lambda b, s: _claim(b)),
+        ("wrong epoch", lambda b, s: b.leadership_release(term=_term(epoch=2))),
+        ("wrong holder", lambda b, s: b.leadership_release(term=_term("b"))),
+        ("ok", lambda b, s: b.leadership_release(term=_term())),
+        ("again", lambda b, s: b.leadership_release(term=_term())),
+        ("get", lambda b, s: b.leadership_get(name="maintenance")),
+        ("successor", lambda b, s: _claim(b, "b")),
+        ("fenced", lambda b, s: b.metrics_rollup(older_than=at(1000), fence=_term())),
+    ],
+    "leadership_get": [
+        ("blank", lambda b, s: b.leadership_get(name="")),
+        ("long", lambda b, s: b.leadership_get(name="x" * 300)),
+        ("none", lambda b, s: b.leadership_get(name="maintenance")),
     ],
     "jobs_cancel": [
         ("text ids", lambda b, s: b.jobs_cancel(ids="abc", actor="ops")),  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import pytest
 from conformance import claim, enqueue, succeed
 
 import chokaq.storage.postgres.retention as pg_retention
+from chokaq.errors import LeadershipLostError
 
 
 async def hot_stats(store, schema: str) -> tuple[int, int]:
@@ -43,6 +44,12 @@ async def test_the_hot_table_is_vacuumed_when_dead_rows_pile_up(
         await backend.stats_summary()  # a statement on the backend's sessions flushes stats
         await asyncio.sleep(0.1)
     vacuums = (await hot_stats(store, store.schema))[1]
+    # An ex-leader's tidy (its term released, so over) is fenced: no vacuum runs.
+    over = await backend.leadership_claim(name="maintenance", holder="a", lease_seconds=60)
+    assert over is not None and await backend.leadership_release(term=over)
+    with pytest.raises(LeadershipLostError):
+        await backend.jobs_hot_tidy(fence=over)
+    assert (await hot_stats(store, store.schema))[1] == vacuums
     assert await backend.jobs_hot_tidy() is True
     # VACUUM reports itself at once. The dead-row count is not compared: a session that had
     # not flushed its share of the dead rows yet adds it after the vacuum's report.

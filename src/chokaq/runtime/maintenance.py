@@ -1,10 +1,12 @@
 """Maintenance run by the elected worker: rescue of abandoned and zombie jobs, retention of
 archive and DLQ rows, and the roll-up and pruning of metric buckets.
 
-Leadership comes from the backend (an advisory lock on PostgreSQL) as a handle the worker
-passes in, with the backend, the settings and the event emitter; never the worker. Every
-statement is guarded, so a second leader would do no harm, only double work. Owns the schedule;
-the SQL is in the backends.
+Leadership is a lease on the database's clock (``chokaq.storage.Leadership``), passed in with
+the backend, the settings and the event emitter; never the worker. It is renewed on its own
+timer, beside the passes, so a long pass cannot let it lapse; every write of a pass names the
+term (``fence=``), so a worker that was frozen or blocked past its lease writes nothing when it
+wakes, and a worker whose own renewal is late stops writing before the lease could have gone.
+Owns the schedule and the leadership log events; the SQL is in the backends.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from ..errors import StorageError
+from ..errors import LeadershipLostError, StorageError
 from ..logs import Event, log_event
-from ..models import Pillar
+from ..models import LeaderTerm, Pillar
 from ..storage import Backend, Leadership
 from .events import Events
 from .settings import WorkerSettings
@@ -27,7 +29,7 @@ __all__ = ["REST_RATIO", "STEP", "Maintenance", "purge_pillar", "run_retention"]
 
 class Maintenance:
     """The elected worker's periodic chores; ``leadership`` is the backend's
-    ``leadership("maintenance")`` handle."""
+    ``leadership("maintenance", holder=worker_id)`` handle."""
 
     def __init__(
         self,
@@ -44,45 +46,103 @@ class Maintenance:
         self.events = events
         self.worker_id = worker_id
         self.leading = False
+        self._announced: LeaderTerm | None = None
+        self._acquired = asyncio.Event()
         self._last_retention = 0.0
 
     async def run(self) -> None:
-        settings = self.settings
+        """Renew leadership every ``leadership_renew_seconds`` and run a pass every
+        ``rescue_interval_seconds`` (at once when leadership is newly won)."""
+        holding = asyncio.create_task(self._hold(), name="chokaq-leadership")
+        try:
+            while True:
+                if holding.done():
+                    holding.result()  # the renewal died: say so, through the supervisor
+                await self.work()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._acquired.wait(), self.settings.rescue_interval_seconds
+                    )
+                self._acquired.clear()
+        finally:
+            holding.cancel()
+            with contextlib.suppress(BaseException):
+                await holding
+
+    async def _hold(self) -> None:
         while True:
-            try:
-                await self.tick()
-            except StorageError as exc:
-                log_event(
-                    Event.MAINTENANCE_FAILED, "maintenance pass failed", level=30, error=str(exc)
-                )
-                self.leading = False
-            await asyncio.sleep(settings.rescue_interval_seconds)
+            await self.renew()
+            await asyncio.sleep(self.settings.leadership_renew_interval)
 
     async def tick(self) -> None:
-        """One pass: stay or become leader, then rescue (and retention when it is due)."""
-        leading = await self.leadership.try_acquire()
-        if leading != self.leading:
-            self.leading = leading
-            event = Event.LEADERSHIP_ACQUIRED if leading else Event.LEADERSHIP_LOST
-            log_event(
-                event, "maintenance leadership changed", worker_id=self.worker_id, leading=leading
-            )
-        if not leading:
-            return
-        await self.rescue()
-        await self.backend.jobs_hot_tidy()
-        settings = self.settings
-        if time.monotonic() - self._last_retention >= settings.retention_interval_seconds:
-            self._last_retention = time.monotonic()
-            await run_retention(self.backend, settings)
+        """One renewal and one pass (what ``run`` does on its two timers)."""
+        await self.renew()
+        await self.work()
 
-    async def rescue(self) -> None:
+    async def renew(self) -> None:
+        """Take or renew the lease; a failure is logged and leaves the term to run out."""
+        reason = "renewal refused"
+        try:
+            await self.leadership.claim()
+        except StorageError as exc:
+            reason = "renewal failed"
+            log_event(
+                Event.MAINTENANCE_FAILED, "leadership renewal failed", level=30, error=str(exc)
+            )
+        self._sync(reason)
+
+    async def work(self) -> None:
+        """One pass under the current term: rescue, hot tidy, and retention when it is due."""
+        self._sync("renewal late")
+        term = self.leadership.term
+        if term is None:
+            return
+        try:
+            await self.rescue(term)
+            await self.backend.jobs_hot_tidy(fence=term)
+            settings = self.settings
+            if time.monotonic() - self._last_retention >= settings.retention_interval_seconds:
+                self._last_retention = time.monotonic()
+                await run_retention(self.backend, settings, fence=term)
+        except LeadershipLostError as exc:
+            self.leadership.lost(exc.term)
+            self._sync("write fenced")
+        except StorageError as exc:
+            log_event(Event.MAINTENANCE_FAILED, "maintenance pass failed", level=30, error=str(exc))
+
+    def _sync(self, reason: str) -> None:
+        """Log the change between the term last announced and the handle's: lost (with why)
+        and acquired; a lapsed term retaken by this worker is both, with a new epoch."""
+        term, announced = self.leadership.term, self._announced
+        if announced is not None and (term is None or term.epoch != announced.epoch):
+            log_event(
+                Event.LEADERSHIP_LOST,
+                "maintenance leadership lost",
+                worker_id=self.worker_id,
+                leading=False,
+                epoch=announced.epoch,
+                reason=reason,
+            )
+        if term is not None and (announced is None or term.epoch != announced.epoch):
+            log_event(
+                Event.LEADERSHIP_ACQUIRED,
+                "maintenance leadership acquired",
+                worker_id=self.worker_id,
+                leading=True,
+                epoch=term.epoch,
+            )
+            self._acquired.set()
+        self._announced = term
+        self.leading = term is not None
+
+    async def rescue(self, term: LeaderTerm | None = None) -> None:
         settings = self.settings
         # Every pass (seconds apart) would be noise at INFO; its results are logged below.
         log_event(Event.RESCUE_STARTED, "rescue pass", level=10, worker_id=self.worker_id)
         result = await self.backend.jobs_rescue(
             fetched_timeout_seconds=settings.fetched_timeout_seconds,
             processing_timeout_seconds=settings.zombie_timeout_seconds,
+            fence=term,
         )
         if result.requeued:
             log_event(
@@ -102,16 +162,24 @@ class Maintenance:
                 self.events.emit("zombie", job_id=job_id)
 
     async def close(self) -> None:
+        """Release the term at once (clean shutdown), so a successor need not wait it out."""
         with contextlib.suppress(Exception):
             await self.leadership.release()
+        self.leading = False
+        self._announced = None
 
 
 async def run_retention(
-    backend: Backend, settings: WorkerSettings, *, now: datetime | None = None
+    backend: Backend,
+    settings: WorkerSettings,
+    *,
+    now: datetime | None = None,
+    fence: LeaderTerm | None = None,
 ) -> dict[str, int]:
     """Delete old archive and DLQ rows in small batches; roll second buckets into minutes and
-    prune old minute buckets, by ``settings``' retention periods. Lifetime counters are never
-    touched. Returns how many rows each step touched."""
+    prune old minute buckets, by ``settings``' retention periods, each write fenced by the
+    leadership term ``fence`` when given. Lifetime counters are never touched. Returns how many
+    rows each step touched."""
     now = now or datetime.now(UTC)
     done = {
         "archive": await purge_pillar(
@@ -119,19 +187,23 @@ async def run_retention(
             Pillar.ARCHIVE,
             now - timedelta(days=settings.retention_archive_days),
             rest_ratio=settings.retention_rest_ratio,
+            fence=fence,
         ),
         "dlq": await purge_pillar(
             backend,
             Pillar.DLQ,
             now - timedelta(days=settings.retention_dlq_days),
             rest_ratio=settings.retention_rest_ratio,
+            fence=fence,
         ),
         "rolled_up": await backend.metrics_rollup(
-            older_than=now - timedelta(seconds=settings.metrics_second_buckets_seconds)
+            older_than=now - timedelta(seconds=settings.metrics_second_buckets_seconds),
+            fence=fence,
         ),
         "minute_buckets": await backend.metrics_prune(
             older_than=now - timedelta(days=settings.metrics_minute_buckets_days),
             width_seconds=60,
+            fence=fence,
         ),
     }
     if done["rolled_up"]:
@@ -156,16 +228,17 @@ async def purge_pillar(
     on_progress: Callable[[int], None] | None = None,
     step: int = STEP,
     rest_ratio: float = REST_RATIO,
+    fence: LeaderTerm | None = None,
 ) -> int:
     """Delete every ``pillar`` row older than ``older_than``, ``step`` rows per call, resting
-    ``rest_ratio`` times each call's duration between calls."""
+    ``rest_ratio`` times each call's duration between calls (each call fenced by ``fence``)."""
     purge: Callable[..., Awaitable[int]] = (
         backend.archive_purge if pillar is Pillar.ARCHIVE else backend.dlq_purge_older
     )
     total = 0
     while True:
         started = time.perf_counter()
-        deleted = await purge(older_than=older_than, limit=step)
+        deleted = await purge(older_than=older_than, limit=step, fence=fence)
         total += deleted
         if on_progress is not None:
             on_progress(deleted)

@@ -42,6 +42,12 @@ class WorkerSettings:
         zombie_timeout_seconds: a Processing row without heartbeat this long is a Zombie
             (per-queue override in the queues table).
         rescue_interval_seconds: how often the elected worker runs rescue.
+        leadership_lease_seconds: how long the elected worker's lease on maintenance lasts
+            unless renewed, on the database's clock (1 to 3600). A stopped, partitioned or
+            blocked leader loses it this long after its last renewal and another worker takes
+            over; its later writes are fenced out.
+        leadership_renew_seconds: how often the lease is renewed (and how often the other
+            workers try to take it); ``None``: a third of the lease. At most half the lease.
         shutdown_grace_seconds: how long running jobs may finish after SIGTERM before they are
             cancelled and put back to Pending.
         worker_beat_interval_seconds: how often the worker refreshes its registry row and reads
@@ -79,6 +85,8 @@ class WorkerSettings:
     fetched_timeout_seconds: float = 120.0
     zombie_timeout_seconds: float = 60.0
     rescue_interval_seconds: float = 15.0
+    leadership_lease_seconds: float = 10.0
+    leadership_renew_seconds: float | None = None
     shutdown_grace_seconds: float = 30.0
     worker_beat_interval_seconds: float = 2.0
     finalize_batch_max: int = 500
@@ -138,10 +146,27 @@ class WorkerSettings:
             raise ConfigurationError("heartbeat_failure_threshold: must be at least 1")
         if self.finalize_batch_max < 1:
             raise ConfigurationError("finalize_batch_max: must be at least 1")
+        if not 1.0 <= self.leadership_lease_seconds <= 3600.0:
+            raise ConfigurationError(
+                "leadership_lease_seconds: must be between 1 and 3600 (a shorter lease is "
+                "lost to one slow database round trip)"
+            )
+        renew = self.leadership_renew_seconds
+        if renew is not None and not 0 < renew <= self.leadership_lease_seconds / 2:
+            raise ConfigurationError(
+                "leadership_renew_seconds: must be greater than 0 and at most half of "
+                "leadership_lease_seconds (so one late renewal does not lose the lease)"
+            )
         if self.zombie_timeout_seconds <= self.heartbeat_max_seconds:
             raise ConfigurationError(
                 "zombie_timeout_seconds: must be longer than heartbeat_max_seconds"
             )
+
+    @property
+    def leadership_renew_interval(self) -> float:
+        """Seconds between lease renewals: the setting, or a third of the lease."""
+        renew = self.leadership_renew_seconds
+        return self.leadership_lease_seconds / 3 if renew is None else renew
 
     @classmethod
     def documented(cls) -> list[tuple[str, str, str]]:

@@ -230,9 +230,10 @@ class Worker(Generic[H]):
                 level=WARNING,
                 error=str(exc),
             )
-        maintenance = Maintenance(
-            backend, settings, backend.leadership("maintenance"), self.events, worker_id=self.id
+        leadership = backend.leadership(
+            "maintenance", holder=self.id, lease_seconds=settings.leadership_lease_seconds
         )
+        maintenance = Maintenance(backend, settings, leadership, self.events, worker_id=self.id)
         supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("finalizer", self.finalizer.run),
             ("heartbeat", self.heartbeats.run),

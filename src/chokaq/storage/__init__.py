@@ -3,9 +3,10 @@
 ``create_backend("sqlite:///jobs.db")`` or ``create_backend("postgresql://user@host/db")`` returns
 an unopened ``Backend``; call ``await backend.open()``. The map: ``backend.py`` is the seam (each
 operation checked by ``checks.py`` and observed once), ``driver.py`` the contract a database
-implements, and ``postgres/`` and ``sqlite/`` the two drivers, laid out alike: ``driver.py``
-(the adapter class), ``connection.py``, ``jobs.py``, ``dlq.py``, ``retention.py``, ``queues.py``,
-``reads.py``, ``rows.py``, ``notify.py``, ``queries.sql`` and ``migrations/``.
+implements, ``leadership.py`` the handle on a leased role, and ``postgres/`` and ``sqlite/`` the
+two drivers, laid out alike: ``driver.py`` (the adapter class), ``connection.py``, ``jobs.py``,
+``dlq.py``, ``retention.py``, ``queues.py``, ``reads.py``, ``rows.py``, ``notify.py``,
+``leadership.py``, ``queries.sql`` and ``migrations/``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ..errors import ConfigurationError
 from ..limits import DEFAULT_LIMITS, Limits
 from .backend import Backend, Observer
 from .checks import UNSET
-from .driver import Driver, Leadership, Notifier, StorageSettings
+from .driver import Driver, Notifier, StorageSettings
+from .leadership import Leadership
 
 __all__ = [
     "UNSET",

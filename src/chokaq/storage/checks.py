@@ -2,11 +2,11 @@
 
 Owns the checks of the operation arguments that are not job fields (those are in
 ``chokaq.limits``): times, id lists, leases and moves, edits, fetch arguments, caps, batch sizes,
-pages and the sort whitelist, queue limits, rescue timeouts, worker requests and the caller's
-own connection of an enqueue. Each rule raises ``ValidationError`` naming the field and the
-limit, and returns the value normalised (times in UTC, ids de-duplicated, progress clamped), so
-that every backend receives the same arguments and refuses the same input with the same
-message. It must not do I/O.
+pages and the sort whitelist, queue limits, rescue timeouts, worker requests, leadership terms
+and the caller's own connection of an enqueue. Each rule raises ``ValidationError`` naming the
+field and the limit, and returns the value normalised (times in UTC, ids de-duplicated,
+progress clamped), so that every backend receives the same arguments and refuses the same
+input with the same message. It must not do I/O.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ..models import (
     Heartbeat,
     JobFilter,
     JobStatus,
+    LeaderTerm,
     Lease,
     Move,
     Pillar,
@@ -53,6 +54,7 @@ from ..models import (
 
 __all__ = [
     "MAX_FETCH",
+    "MAX_LEASE_SECONDS",
     "MAX_PAGE",
     "MAX_RESCUE_TIMEOUT_SECONDS",
     "MAX_SAMPLE",
@@ -73,6 +75,7 @@ __all__ = [
     "heartbeats",
     "job_filter",
     "job_ids",
+    "lease_seconds",
     "leases",
     "moves",
     "names",
@@ -87,6 +90,7 @@ __all__ = [
     "rescue_timeouts",
     "seconds",
     "sort_column",
+    "term",
     "worker_info",
     "worker_request",
 ]
@@ -133,6 +137,7 @@ MAX_SAMPLE = 1000
 MAX_TOP_ERRORS = 1000
 MAX_TOP_ERRORS_SCAN = 1_000_000
 MAX_WIDTH_SECONDS = 86_400
+MAX_LEASE_SECONDS = 3600.0
 
 # The sortable columns of each pillar (the `sort` names of jobs_page); others are refused.
 _EVERY_PILLAR = {
@@ -565,4 +570,19 @@ def caller_connection(value: object, capabilities: Capabilities) -> Any:
         raise ValidationError(
             "connection", "is in a failed transaction (roll it back before enqueueing)"
         )
+
+
+def lease_seconds(value: object) -> float:
+    """A leadership lease: 0 < t <= 1 hour (longer would stall maintenance for that long after
+    its holder stops)."""
+    return seconds("lease_seconds", value, low=0, high=MAX_LEASE_SECONDS, exclusive=True)
+
+
+def term(field: str, value: object) -> LeaderTerm:
+    """A term the database granted: a role name, a holder name and an epoch of at least 1."""
+    if not isinstance(value, LeaderTerm):
+        raise ValidationError(field, "must be a LeaderTerm")
+    check_name(f"{field}.name", value.name)
+    check_name(f"{field}.holder", value.holder)
+    bounded_int(f"{field}.epoch", value.epoch, 1, 2**63 - 1)
     return value

@@ -6,8 +6,8 @@ its driver errors map onto our tree (``translate``). It checks no argument, obse
 never calls the seam back: ``chokaq.storage.backend.Backend`` does the checking (once, in one
 place, the same for every database) and the observing. Times it receives are aware UTC or None
 (None: the database's clock on PostgreSQL, the process clock on SQLite). This module also holds
-the two small seams a worker uses beside storage (``Notifier``, ``Leadership``) and the settings
-every driver is built from. It must not import a database driver.
+the small seam a worker uses beside storage (``Notifier``) and the settings every driver is
+built from. It must not import a database driver.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ..models import (
     HeartbeatAck,
     JobFilter,
     JobView,
+    LeaderTerm,
     Lease,
     Move,
     NewJob,
@@ -49,7 +50,7 @@ from ..models import (
 )
 from .checks import Edits, QueueLimits
 
-__all__ = ["Driver", "Leadership", "Notifier", "StorageSettings", "UndecodableRow"]
+__all__ = ["Driver", "Notifier", "StorageSettings", "UndecodableRow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,22 +118,6 @@ class Notifier(abc.ABC):
         return True
 
 
-class Leadership(abc.ABC):
-    """Who runs maintenance (rescue, retention): one elected process at a time.
-
-    PostgreSQL: a session advisory lock held on a dedicated connection. SQLite: always granted
-    (every maintenance statement is guarded, so concurrent runs on one file are harmless).
-    """
-
-    @abc.abstractmethod
-    async def try_acquire(self) -> bool:
-        """Become (or stay) leader; returns whether this process now leads."""
-
-    @abc.abstractmethod
-    async def release(self) -> None:
-        """Stop leading and release the lock."""
-
-
 class Driver(abc.ABC):
     """One database's adapter. Every method's arguments were checked by the seam: a driver
     trusts them (``Backend`` documents each operation's semantics and limits)."""
@@ -165,9 +150,6 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def notifier(self) -> Notifier: ...
-
-    @abc.abstractmethod
-    def leadership(self, name: str) -> Leadership: ...
 
     # -- jobs (jobs.py) -----------------------------------------------------------------------
 
@@ -218,6 +200,7 @@ class Driver(abc.ABC):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None,
+        fence: LeaderTerm | None,
     ) -> RescueResult: ...
 
     @abc.abstractmethod
@@ -230,25 +213,46 @@ class Driver(abc.ABC):
 
     # -- retention (retention.py) -------------------------------------------------------------
 
-    async def jobs_hot_tidy(self) -> bool:
+    async def jobs_hot_tidy(self, fence: LeaderTerm | None) -> bool:
         """Reclaim dead row versions of the hot table; called only where
         ``capabilities.row_versions`` (a database without them needs nothing here)."""
         return False
 
     @abc.abstractmethod
-    async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
+    async def archive_purge(
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
+    ) -> int:
         """Batches of ``batch_size`` (each its own transaction), ``limit`` in all (None: all)."""
 
     @abc.abstractmethod
     async def dlq_purge_older(
-        self, older_than: datetime, batch_size: int, limit: int | None
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
     ) -> int: ...
 
     @abc.abstractmethod
-    async def metrics_prune(self, older_than: datetime, width_seconds: int) -> int: ...
+    async def metrics_prune(
+        self, older_than: datetime, width_seconds: int, fence: LeaderTerm | None
+    ) -> int: ...
 
     @abc.abstractmethod
-    async def metrics_rollup(self, older_than: datetime) -> int: ...
+    async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int: ...
+
+    # -- leadership (leadership.py) -----------------------------------------------------------
+    # A write given a ``fence`` (above) first checks, in its own transaction and on the
+    # database's clock, that the term is current, holding it there until the write commits;
+    # when it is not, it raises ``LeadershipLostError`` and writes nothing.
+
+    @abc.abstractmethod
+    async def leadership_claim(
+        self, name: str, holder: str, lease_seconds: float, epoch: int | None
+    ) -> LeaderTerm | None:
+        """Take or renew the role by compare-and-set on the database's clock."""
+
+    @abc.abstractmethod
+    async def leadership_release(self, term: LeaderTerm) -> bool: ...
+
+    @abc.abstractmethod
+    async def leadership_get(self, name: str) -> LeaderTerm | None: ...
 
     # -- the dead-letter queue (dlq.py) -------------------------------------------------------
 

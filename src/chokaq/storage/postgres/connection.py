@@ -19,7 +19,14 @@ from psycopg import pq, sql
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from ...errors import ChokaqError, SchemaError, StorageError, StorageUnavailableError
+from ...errors import (
+    ChokaqError,
+    LeadershipLostError,
+    SchemaError,
+    StorageError,
+    StorageUnavailableError,
+)
+from ...models import LeaderTerm
 from ..driver import Driver, StorageSettings
 from ..sqlfile import Migration, load_migrations, load_queries
 
@@ -158,8 +165,32 @@ class PostgresCore(Driver):
             cur = await conn.execute(self._q[name], params)
             return max(cur.rowcount, 0)
 
+    async def _fence(self, conn: psycopg.AsyncConnection[Any], fence: LeaderTerm | None) -> None:
+        """Open a write made under leadership (inside its transaction): raise
+        ``LeadershipLostError`` unless ``fence`` is the current term, and hold the term's row
+        (FOR SHARE) until the transaction ends, so no rival takes over mid-write."""
+        if fence is None:
+            return
+        params = {"name": fence.name, "holder": fence.holder, "epoch": fence.epoch}
+        if not await self._run(conn, "leadership_fence", params):
+            raise LeadershipLostError(fence)
+
+    @contextlib.asynccontextmanager
+    async def _fenced(
+        self, fence: LeaderTerm | None
+    ) -> AsyncIterator[psycopg.AsyncConnection[TupleRow]]:
+        """A pooled connection in a transaction opened by ``_fence`` (no transaction at all
+        when there is no fence: the statement commits on its own, as before)."""
+        async with self.pool.connection() as conn:
+            if fence is None:
+                yield conn
+                return
+            async with conn.transaction():
+                await self._fence(conn, fence)
+                yield conn
+
     async def _connect(self) -> psycopg.AsyncConnection[TupleRow]:
-        """A dedicated (non-pool) autocommit connection, for listening and leadership."""
+        """A dedicated (non-pool) autocommit connection, for listening."""
         conn = await psycopg.AsyncConnection.connect(
             self.settings.url, autocommit=True, options=SESSION_OPTIONS
         )

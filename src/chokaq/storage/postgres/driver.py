@@ -1,9 +1,9 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
 Owns assembling the operation modules (``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``,
-all on the pool and queries of ``connection``) into one ``Driver``, declaring what PostgreSQL
-can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY) and leadership (advisory
-locks). It must not check arguments or hold SQL text.
+``leadership``, all on the pool and queries of ``connection``) into one ``Driver``, declaring
+what PostgreSQL can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must
+not check arguments or hold SQL text.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ...models import Capabilities
-from ..driver import Leadership, Notifier
+from ..driver import Notifier
 from .dlq import PostgresDlq
 from .jobs import PostgresJobs
-from .notify import PgLeadership, PgNotifier
+from .leadership import PostgresLeadership
+from .notify import PgNotifier
 from .queues import PostgresQueues
 from .reads import PostgresReads
 from .retention import PostgresRetention
@@ -22,7 +23,14 @@ from .retention import PostgresRetention
 __all__ = ["PostgresDriver"]
 
 
-class PostgresDriver(PostgresJobs, PostgresDlq, PostgresRetention, PostgresQueues, PostgresReads):
+class PostgresDriver(
+    PostgresJobs,
+    PostgresDlq,
+    PostgresRetention,
+    PostgresQueues,
+    PostgresReads,
+    PostgresLeadership,
+):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 
     capabilities: ClassVar[Capabilities] = Capabilities(
@@ -34,12 +42,3 @@ class PostgresDriver(PostgresJobs, PostgresDlq, PostgresRetention, PostgresQueue
 
     def notifier(self) -> Notifier:
         return PgNotifier(self._connect, self._q["listen"])
-
-    def leadership(self, name: str) -> Leadership:
-        return PgLeadership(
-            self._connect,
-            key=f"chokaq-leader:{self.schema}:{name}",
-            try_lock=self._q["leader_try"],
-            unlock=self._q["leader_release"],
-            ping=self._q["ping"],
-        )

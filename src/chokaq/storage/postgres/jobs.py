@@ -29,6 +29,7 @@ from ...models import (
     FailMove,
     Heartbeat,
     HeartbeatAck,
+    LeaderTerm,
     Lease,
     Move,
     NewJob,
@@ -394,11 +395,13 @@ class PostgresJobs(PostgresCore):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None,
+        fence: LeaderTerm | None,
     ) -> RescueResult:
         params = {"timeout": float(processing_timeout_seconds), "now": now, "ids": None}
         zombies: tuple[str, ...] | None = None
         async with self.pool.connection() as conn:
             async with conn.transaction():
+                await self._fence(conn, fence)
                 cur = await conn.execute(
                     self._q["jobs_rescue_fetched"],
                     {"timeout": float(fetched_timeout_seconds), "now": now},
@@ -418,6 +421,7 @@ class PostgresJobs(PostgresCore):
                 for (job_id,) in await cur.fetchall():
                     try:
                         async with conn.transaction():
+                            await self._fence(conn, fence)
                             cur = await conn.execute(
                                 self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
                             )

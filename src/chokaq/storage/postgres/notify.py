@@ -1,9 +1,9 @@
-"""Notification and leadership on PostgreSQL: LISTEN/NOTIFY and session advisory locks.
+"""Notification on PostgreSQL: LISTEN/NOTIFY.
 
-Owns the two dedicated (non-pool) connections a worker keeps: one that LISTENs on the schema's
-channel and dispatches wake-ups and cancel requests (re-established with backoff when it is
-lost), and one that holds the leadership lock; and the format of the channel's payloads. It
-must not run job transitions; the statements it sends are passed in by the driver.
+Owns the dedicated (non-pool) connection a worker keeps that LISTENs on the schema's channel
+and dispatches wake-ups and cancel requests (re-established with backoff when it is lost), and
+the format of the channel's payloads (leadership is a lease in a table: ``leadership``). It must
+not run job transitions; the statements it sends are passed in by the driver.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from typing import Any, LiteralString
 
 import psycopg
 
-from ...errors import StorageUnavailableError
 from ...logs import Event, log_event
-from ..driver import Leadership, Notifier
+from ..driver import Notifier
 
-__all__ = ["CANCEL_TAG", "QUEUE_TAG", "PgLeadership", "PgNotifier", "parse_payload"]
+__all__ = ["CANCEL_TAG", "QUEUE_TAG", "PgNotifier", "parse_payload"]
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
 
@@ -162,64 +161,6 @@ class PgNotifier(Notifier):
             with contextlib.suppress(BaseException):
                 await task
         conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close()
-
-
-class PgLeadership(Leadership):
-    """A session advisory lock on a dedicated connection; re-acquired after a lost connection."""
-
-    def __init__(
-        self,
-        connect: Connect,
-        *,
-        key: str,
-        try_lock: LiteralString,
-        unlock: LiteralString,
-        ping: LiteralString,
-    ) -> None:
-        self._connect = connect
-        self._key = key
-        self._try_lock = try_lock
-        self._unlock = unlock
-        self._ping = ping
-        self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._held = False
-
-    async def try_acquire(self) -> bool:
-        if self._held and self._conn is not None:
-            try:
-                await self._conn.execute(self._ping)
-                return True
-            except psycopg.Error:
-                # The session (and with it the lock) is gone: start over on a new connection.
-                await self._drop()
-        if self._conn is None or self._conn.closed:
-            try:
-                self._conn = await self._connect()
-            except psycopg.Error as exc:
-                # Translated like every backend error, so maintenance logs a failed pass and
-                # tries again instead of its side task dying while the database is away.
-                raise StorageUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
-        try:
-            cur = await self._conn.execute(self._try_lock, {"key": self._key})
-            row = await cur.fetchone()
-        except psycopg.Error:
-            await self._drop()
-            return False
-        self._held = bool(row and row[0])
-        return self._held
-
-    async def release(self) -> None:
-        if self._conn is not None and self._held:
-            with contextlib.suppress(psycopg.Error):
-                await self._conn.execute(self._unlock, {"key": self._key})
-        await self._drop()
-
-    async def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        self._held = False
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.close()

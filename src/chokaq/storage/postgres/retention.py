@@ -9,8 +9,10 @@ module holds no SQL text.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from .connection import PostgresCore
+from ...models import LeaderTerm
+from .connection import Params, PostgresCore
 
 __all__ = ["HOT_DEAD_ROWS_LIMIT", "PostgresRetention"]
 
@@ -21,40 +23,67 @@ HOT_DEAD_ROWS_LIMIT = 20_000
 class PostgresRetention(PostgresCore):
     """What the elected worker runs to keep the tables small."""
 
-    async def jobs_hot_tidy(self) -> bool:
+    async def jobs_hot_tidy(self, fence: LeaderTerm | None) -> bool:
         row = await self._one("jobs_hot_tidy_dead_rows", {"schema": self.schema})
         dead, live = (row[0], row[1]) if row is not None else (0, 0)
         # Autovacuum would have acted long before this; it is off or far behind.
         if dead < HOT_DEAD_ROWS_LIMIT and dead <= live:
             return False
         async with self.pool.connection() as conn:
-            # Autocommit, and never prepared: VACUUM runs outside a transaction block only.
+            # VACUUM runs outside a transaction block only, so the fence is checked just before
+            # (without holding the term): a vacuum run by an ex-leader in that gap changes no
+            # row, it only reclaims space.
+            if fence is not None:
+                async with conn.transaction():
+                    await self._fence(conn, fence)
+            # Autocommit, and never prepared.
             await conn.execute(self._q["jobs_hot_tidy"], prepare=False)
         return True
 
-    async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
-        return await self._purge("archive_purge", older_than, batch_size, limit)
+    async def archive_purge(
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
+    ) -> int:
+        return await self._purge("archive_purge", older_than, batch_size, limit, fence)
 
     async def dlq_purge_older(
-        self, older_than: datetime, batch_size: int, limit: int | None
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
     ) -> int:
-        return await self._purge("dlq_purge_older", older_than, batch_size, limit)
+        return await self._purge("dlq_purge_older", older_than, batch_size, limit, fence)
 
-    async def _purge(self, name: str, older_than: datetime, batch: int, limit: int | None) -> int:
+    async def _purge(
+        self,
+        name: str,
+        older_than: datetime,
+        batch: int,
+        limit: int | None,
+        fence: LeaderTerm | None,
+    ) -> int:
+        """Each batch its own transaction, each fenced: a purge that outlives its term stops
+        at the next batch (raising ``LeadershipLostError``; the batches before stand)."""
         total = 0
         while limit is None or total < limit:
             size = batch if limit is None else min(batch, limit - total)
-            deleted = await self._count(name, {"older_than": older_than, "batch": size})
+            params = {"older_than": older_than, "batch": size}
+            deleted = await self._fenced_count(name, params, fence)
             total += deleted
             if deleted < size:
                 break
         return total
 
-    async def metrics_prune(self, older_than: datetime, width_seconds: int) -> int:
-        return await self._count(
-            "metrics_prune", {"older_than": older_than, "width": width_seconds}
-        )
+    async def metrics_prune(
+        self, older_than: datetime, width_seconds: int, fence: LeaderTerm | None
+    ) -> int:
+        params = {"older_than": older_than, "width": width_seconds}
+        return await self._fenced_count("metrics_prune", params, fence)
 
-    async def metrics_rollup(self, older_than: datetime) -> int:
-        row = await self._one("metrics_rollup", {"older_than": older_than})
-        return int(row[0]) if row is not None else 0
+    async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        async with self._fenced(fence) as conn:
+            rows: list[tuple[Any, ...]] = await self._run(
+                conn, "metrics_rollup", {"older_than": older_than}
+            )
+        return int(rows[0][0]) if rows else 0
+
+    async def _fenced_count(self, name: str, params: Params, fence: LeaderTerm | None) -> int:
+        async with self._fenced(fence) as conn:
+            cur = await conn.execute(self._q[name], params)
+            return max(cur.rowcount, 0)

@@ -3,9 +3,9 @@
 Owns the hop onto the connection's thread for every operation (``connection.Database.call``),
 converting times to the stored Unix seconds, the in-process wake-ups after a commit
 (``notify``), translating ``sqlite3`` errors into our tree and declaring what SQLite can do
-(``Capabilities``). The work is in ``jobs``, ``dlq``, ``retention``, ``queues`` and ``reads``;
-the statements in ``queries.sql``. It must not check arguments (the seam did) or hold SQL. It is
-imported only when the URL is ``sqlite:``.
+(``Capabilities``). The work is in ``jobs``, ``dlq``, ``retention``, ``queues``, ``reads`` and
+``leadership``; the statements in ``queries.sql``. It must not check arguments (the seam did)
+or hold SQL. It is imported only when the URL is ``sqlite:``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ...models import (
     HeartbeatAck,
     JobFilter,
     JobView,
+    LeaderTerm,
     Lease,
     Move,
     NewJob,
@@ -43,10 +44,10 @@ from ...models import (
     WorkerInfo,
 )
 from ..checks import UNSET, Edits, QueueLimits
-from ..driver import Driver, Leadership, Notifier, StorageSettings, UndecodableRow
-from . import dlq, jobs, queues, reads, retention
+from ..driver import Driver, Notifier, StorageSettings, UndecodableRow
+from . import dlq, jobs, leadership, queues, reads, retention
 from .connection import Database, database_path
-from .notify import FileLeadership, FileNotifier, broadcast_cancel, broadcast_jobs
+from .notify import FileNotifier, broadcast_cancel, broadcast_jobs
 from .rows import tags_in, ts_now
 
 __all__ = ["SQLiteDriver"]
@@ -102,9 +103,6 @@ class SQLiteDriver(Driver):
     def notifier(self) -> Notifier:
         return FileNotifier(self._db.key)
 
-    def leadership(self, name: str) -> Leadership:
-        return FileLeadership(name)
-
     # -- jobs -------------------------------------------------------------------------------
 
     async def jobs_enqueue(
@@ -149,9 +147,10 @@ class SQLiteDriver(Driver):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None,
+        fence: LeaderTerm | None,
     ) -> RescueResult:
         requeued, zombies = await self._db.call(
-            jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now)
+            jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now), fence
         )
         return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
 
@@ -168,23 +167,44 @@ class SQLiteDriver(Driver):
 
     # -- retention --------------------------------------------------------------------------
 
-    async def archive_purge(self, older_than: datetime, batch_size: int, limit: int | None) -> int:
+    async def archive_purge(
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
+    ) -> int:
+        cutoff = older_than.timestamp()
         return await self._db.call(
-            retention.purge_older, "archive_purge", older_than.timestamp(), batch_size, limit
+            retention.purge_older, "archive_purge", cutoff, batch_size, limit, fence
         )
 
     async def dlq_purge_older(
-        self, older_than: datetime, batch_size: int, limit: int | None
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
     ) -> int:
+        cutoff = older_than.timestamp()
         return await self._db.call(
-            retention.purge_older, "dlq_purge_older", older_than.timestamp(), batch_size, limit
+            retention.purge_older, "dlq_purge_older", cutoff, batch_size, limit, fence
         )
 
-    async def metrics_prune(self, older_than: datetime, width_seconds: int) -> int:
-        return await self._db.call(retention.metrics_prune, older_than.timestamp(), width_seconds)
+    async def metrics_prune(
+        self, older_than: datetime, width_seconds: int, fence: LeaderTerm | None
+    ) -> int:
+        cutoff = older_than.timestamp()
+        return await self._db.call(retention.metrics_prune, cutoff, width_seconds, fence)
 
-    async def metrics_rollup(self, older_than: datetime) -> int:
-        return await self._db.call(retention.metrics_rollup, older_than.timestamp(), ts_now(None))
+    async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        cutoff = older_than.timestamp()
+        return await self._db.call(retention.metrics_rollup, cutoff, ts_now(None), fence)
+
+    # -- leadership -------------------------------------------------------------------------
+
+    async def leadership_claim(
+        self, name: str, holder: str, lease_seconds: float, epoch: int | None
+    ) -> LeaderTerm | None:
+        return await self._db.call(leadership.claim, name, holder, lease_seconds, epoch)
+
+    async def leadership_release(self, term: LeaderTerm) -> bool:
+        return await self._db.call(leadership.release, term)
+
+    async def leadership_get(self, name: str) -> LeaderTerm | None:
+        return await self._db.call(leadership.get, name)
 
     # -- the dead-letter queue --------------------------------------------------------------
 

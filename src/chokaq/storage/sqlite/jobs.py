@@ -25,6 +25,7 @@ from ...models import (
     Heartbeat,
     HeartbeatAck,
     JobStatus,
+    LeaderTerm,
     Lease,
     Move,
     NewJob,
@@ -35,6 +36,7 @@ from ...models import (
 )
 from ..driver import UndecodableRow
 from .connection import Database
+from .leadership import check_fence
 from .rows import claimed_or_undecodable, from_ts, order_key, tags_in, to_ts, tolerant_text
 
 __all__ = [
@@ -467,10 +469,15 @@ def _move_out(db: Database, insert: str, params: dict[str, object]) -> str | Non
 
 
 def rescue(
-    db: Database, fetched_timeout: float, processing_timeout: float, now: float
+    db: Database,
+    fetched_timeout: float,
+    processing_timeout: float,
+    now: float,
+    fence: LeaderTerm | None,
 ) -> tuple[list[str], list[str]]:
     def run() -> tuple[list[str], list[str]]:
         conn, q = db.conn, db.q
+        check_fence(db, fence)
         requeued = [
             row[0]
             for row in conn.execute(

@@ -1,12 +1,12 @@
-"""Wake-ups and leadership on SQLite: an in-process broadcast plus a signal file per database.
+"""Wake-ups on SQLite: an in-process broadcast plus a signal file per database.
 
 SQLite has no LISTEN/NOTIFY. An enqueue (or a cancel request) that commits in this process
 wakes every listener registered for the same file in this process, through
 ``loop.call_soon_threadsafe``; and it touches a small signal file beside the database
 (``jobs.db-wake``, ``jobs.db-cancel``) whose modification time listeners in other processes
 watch every few milliseconds (a stat, not a query, so idle workers cost the database nothing).
-Leadership is always granted. Owns the listener registry and the signal files; it must not
-touch the database.
+(Leadership is a lease in the file itself: ``leadership``.) Owns the listener registry and the
+signal files; it must not touch the database.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..driver import Leadership, Notifier
+from ..driver import Notifier
 
-__all__ = ["FileLeadership", "FileNotifier", "broadcast_cancel", "broadcast_jobs"]
+__all__ = ["FileNotifier", "broadcast_cancel", "broadcast_jobs"]
 
 # How often a listener looks at the signal files of other processes.
 SIGNAL_POLL_SECONDS = 0.002
@@ -143,21 +143,6 @@ class FileNotifier(Notifier):
     @property
     def cross_process(self) -> bool:
         return self._key != ":memory:"
-
-
-class FileLeadership(Leadership):
-    """Always the leader. Every maintenance statement (rescue, purge, roll-up) is guarded and
-    idempotent and runs in its own short write transaction, so two processes running it on one
-    file at once only repeat each other's no-op; electing one would buy nothing."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    async def try_acquire(self) -> bool:
-        return True
-
-    async def release(self) -> None:
-        return None
 
 
 def _mtime(path: str | None) -> int:

@@ -8,33 +8,48 @@ touched here. Arguments arrive checked; it owns these statements' use only.
 
 from __future__ import annotations
 
+from ...models import LeaderTerm
 from .connection import Database
+from .leadership import check_fence
 
 __all__ = ["metrics_prune", "metrics_rollup", "purge_older"]
 
 
-def purge_older(db: Database, query: str, cutoff: float, batch_size: int, limit: int | None) -> int:
-    """Delete in batches of ``batch_size``, each its own transaction, oldest first."""
+def purge_older(
+    db: Database,
+    query: str,
+    cutoff: float,
+    batch_size: int,
+    limit: int | None,
+    fence: LeaderTerm | None,
+) -> int:
+    """Delete in batches of ``batch_size``, each its own (fenced) transaction, oldest first."""
+
+    def batch(size: int) -> int:
+        check_fence(db, fence)
+        return db.conn.execute(db.q[query], {"cutoff": cutoff, "limit": size}).rowcount
+
     total = 0
     while limit is None or total < limit:
         size = batch_size if limit is None else min(batch_size, limit - total)
-        deleted = db.write(
-            lambda n=size: db.conn.execute(db.q[query], {"cutoff": cutoff, "limit": n}).rowcount
-        )
+        deleted = db.write(batch, size)
         total += deleted
         if deleted < size:
             break
     return total
 
 
-def metrics_prune(db: Database, cutoff: float, width: int) -> int:
-    return db.write(
-        lambda: db.conn.execute(db.q["metrics_prune"], {"cutoff": cutoff, "width": width}).rowcount
-    )
-
-
-def metrics_rollup(db: Database, cutoff: float, now: float) -> int:
+def metrics_prune(db: Database, cutoff: float, width: int, fence: LeaderTerm | None) -> int:
     def run() -> int:
+        check_fence(db, fence)
+        return db.conn.execute(db.q["metrics_prune"], {"cutoff": cutoff, "width": width}).rowcount
+
+    return db.write(run)
+
+
+def metrics_rollup(db: Database, cutoff: float, now: float, fence: LeaderTerm | None) -> int:
+    def run() -> int:
+        check_fence(db, fence)
         params = {"cutoff": cutoff, "now": now}
         db.conn.execute(db.q["metrics_rollup"], params)
         return db.conn.execute(db.q["metrics_rollup_delete"], params).rowcount

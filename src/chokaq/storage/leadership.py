@@ -1,0 +1,89 @@
+"""Leadership: who runs maintenance (and, later, periodic schedules), one holder per role.
+
+A role is one row of the ``leadership`` table: a lease with its holder, an epoch (the fencing
+token) and an expiry on the database's clock, taken and renewed by compare-and-set through the
+storage seam (``Backend.leadership_claim``). Every write made under leadership names the term
+(``fence=``) and the database refuses it once that term is over, so a holder that was frozen,
+partitioned or blocked past its lease writes nothing when it wakes. The handle also keeps a
+local deadline on the monotonic clock, started before the claim was sent and so never later
+than the database's expiry: a holder whose loop stalled past it stops writing at once instead
+of waiting to be fenced. Owns the handle's state only; no SQL, no schedule (the worker's
+maintenance renews it), and it never reads the worker's wall clock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from ..models import LeaderTerm
+
+__all__ = ["DEFAULT_LEASE_SECONDS", "Leadership", "Leases"]
+
+# How long a term lasts unless renewed: rescue resumes at most this long (plus one renewal
+# interval of the next holder) after a leader stops.
+DEFAULT_LEASE_SECONDS = 10.0
+
+
+class Leases(Protocol):
+    """The two operations of the storage seam (``Backend``) a handle uses."""
+
+    async def leadership_claim(
+        self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
+    ) -> LeaderTerm | None: ...
+
+    async def leadership_release(self, *, term: LeaderTerm) -> bool: ...
+
+
+class Leadership:
+    """One holder's handle on one role; made by ``Backend.leadership(name, holder=...)``.
+
+    ``claim()`` takes or renews the lease (call it more often than ``lease_seconds``, say every
+    third of it); ``term`` is what to pass as ``fence=`` to each write made under leadership;
+    ``release()`` ends the term at once on clean shutdown so a successor need not wait for it
+    to expire. Storage errors from ``claim`` and ``release`` propagate (``StorageError``).
+    """
+
+    def __init__(self, backend: Leases, *, name: str, holder: str, lease_seconds: float) -> None:
+        self.backend = backend
+        self.name = name
+        self.holder = holder
+        self.lease_seconds = lease_seconds
+        self._term: LeaderTerm | None = None
+        self._deadline = 0.0
+
+    @property
+    def term(self) -> LeaderTerm | None:
+        """The term this holder may write under, or None: not granted, lost, or past the local
+        deadline (the renewal is late, so the database's lease may be over too)."""
+        if self._term is None or time.monotonic() >= self._deadline:
+            return None
+        return self._term
+
+    @property
+    def leading(self) -> bool:
+        return self.term is not None
+
+    async def claim(self) -> LeaderTerm | None:
+        """Take the role, or renew the term held; the term granted, or None while another
+        holder's term runs. A term past its local deadline is still offered for renewal: the
+        database alone says whether it is over (and then grants a new epoch when free)."""
+        sent = time.monotonic()
+        term = await self.backend.leadership_claim(
+            name=self.name, holder=self.holder, lease_seconds=self.lease_seconds, term=self._term
+        )
+        self._term = term
+        self._deadline = sent + self.lease_seconds
+        return term
+
+    def lost(self, term: LeaderTerm) -> None:
+        """Forget ``term`` (a fenced write said it is over) unless a claim has since been
+        granted a newer epoch; the next claim then starts afresh."""
+        if self._term is not None and self._term.epoch == term.epoch:
+            self._term = None
+
+    async def release(self) -> None:
+        """End the term held, if any (a term already over is left alone)."""
+        term, self._term = self._term, None
+        if term is not None:
+            await self.backend.leadership_release(term=term)

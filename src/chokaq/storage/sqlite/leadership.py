@@ -1,0 +1,52 @@
+"""Leadership on SQLite: leases in the ``leadership`` table of the shared file.
+
+Every worker process on the host shares the file, so the lease is what elects one of them,
+exactly as on PostgreSQL: taken and renewed by compare-and-set on SQLite's own clock, inside a
+write transaction (``BEGIN IMMEDIATE``, so claims are serialized). Owns these operations and
+the fence (``check_fence``) that rescue and retention call first inside their own write
+transactions. Runs on the connection's thread; arguments arrive checked; no SQL text here.
+"""
+
+from __future__ import annotations
+
+from ...errors import LeadershipLostError
+from ...models import LeaderTerm
+from .connection import Database
+from .rows import from_ts
+
+__all__ = ["check_fence", "claim", "get", "release"]
+
+
+def _term(row: tuple[object, ...] | None) -> LeaderTerm | None:
+    if row is None:
+        return None
+    name, holder, epoch, expires_at = row
+    expires = from_ts(float(expires_at))  # type: ignore[arg-type]
+    assert expires is not None
+    return LeaderTerm(str(name), str(holder), int(epoch), expires)  # type: ignore[call-overload]
+
+
+def claim(
+    db: Database, name: str, holder: str, lease_seconds: float, epoch: int | None
+) -> LeaderTerm | None:
+    params = {"name": name, "holder": holder, "lease": lease_seconds, "epoch": epoch}
+    return db.write(lambda: _term(db.conn.execute(db.q["leadership_claim"], params).fetchone()))
+
+
+def release(db: Database, term: LeaderTerm) -> bool:
+    params = {"name": term.name, "holder": term.holder, "epoch": term.epoch}
+    return db.write(lambda: db.conn.execute(db.q["leadership_release"], params).rowcount > 0)
+
+
+def get(db: Database, name: str) -> LeaderTerm | None:
+    return _term(db.conn.execute(db.q["leadership_get"], {"name": name}).fetchone())
+
+
+def check_fence(db: Database, fence: LeaderTerm | None) -> None:
+    """Inside a write transaction: raise ``LeadershipLostError`` unless ``fence`` (when given)
+    is the current term."""
+    if fence is None:
+        return
+    params = {"name": fence.name, "holder": fence.holder, "epoch": fence.epoch}
+    if db.conn.execute(db.q["leadership_fence"], params).fetchone() is None:
+        raise LeadershipLostError(fence)
