@@ -262,29 +262,35 @@ async def test_a_locked_file_logs_finalize_retrying_and_maintenance_failed(
 async def test_an_executor_failure_logs_worker_loop_crashed_and_rescue_recovers_the_job(
     tmp_path: Path, apps: list[App]
 ) -> None:
-    # A retry delay the retry policy lets through but no date can hold (about 31,700 years):
-    # deciding the outcome raises OverflowError inside the executor. The worker must say so
-    # and not lose the job: it stays Processing without heartbeats and rescue moves it to the
-    # DLQ as a zombie.
-    huge = 1e12
-    app = await open_app(
-        apps,
-        sqlite_app(
-            tmp_path / "jobs.db",
-            retry=RetryPolicy(max_attempts=3, max_delay_seconds=huge, max_job_age_seconds=None),
-        ),
-    )
+    # The application's own throttling error reads its retry-after lazily from the response
+    # header, and cannot parse the HTTP-date form: the executor raises while deciding the
+    # outcome, outside the handler. The worker must say so and not lose the job: it stays
+    # Processing without heartbeats and rescue moves it to the DLQ as a zombie.
+    class QuotaExceeded(ThrottledError):
+        def __init__(self, header: str) -> None:
+            self.header = header
+            super().__init__("429")
+
+        @property  # type: ignore[override]
+        def retry_after_seconds(self) -> float | None:
+            return float(self.header)
+
+        @retry_after_seconds.setter
+        def retry_after_seconds(self, value: float | None) -> None:
+            pass
+
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db"))
 
     @app.job()
     async def partner() -> None:
-        raise ThrottledError("429", retry_after_seconds=huge)
+        raise QuotaExceeded("Wed, 21 Oct 2026 07:28:00 GMT")
 
     job_id = str(await partner.enqueue())
     with captured() as lines:
         async with running(app):
             crashed = await logged(lines, Event.WORKER_LOOP_CRASHED, job_id=job_id)
             zombies = await logged(lines, Event.ZOMBIES_DEAD_LETTERED, ids=job_id)
-    assert crashed["error"].startswith("OverflowError(") and crashed["level"] == 40
+    assert crashed["error"].startswith("ValueError(") and crashed["level"] == 40
     assert zombies["count"] == 1
     view = await app.backend.job_get(job_id)
     assert view is not None and view.pillar is Pillar.DLQ

@@ -391,6 +391,32 @@ async def test_enqueue_checks_arguments_and_options_before_writing(
     assert page.total == 0
 
 
+async def test_max_attempts_is_limited_at_decoration_and_at_enqueue(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    limit = "max_attempts: must be an integer between 1 and 1000"
+    for bad in (10**9, 1001, 0, True, 2.5):
+        with pytest.raises(ValidationError, match=limit) as info:
+
+            @app.job(max_attempts=bad)  # type: ignore[arg-type]
+            async def greedy() -> None: ...
+
+        assert info.value.field == "max_attempts"
+        with pytest.raises(ValidationError, match=limit):
+            app.pipe("raw", max_attempts=bad)  # type: ignore[arg-type]
+    assert "greedy" not in app.handlers and "raw" not in app.pipes
+
+    @app.job(max_attempts=1000)
+    async def patient() -> None: ...
+
+    await app.open()
+    with pytest.raises(ValidationError, match=limit):
+        await patient.enqueue(max_attempts=10**9)
+    assert (await app.backend.jobs_page(pillar=Pillar.HOT)).total == 0
+    assert not (await patient.enqueue(max_attempts=1000)).duplicate
+
+
 async def test_enqueue_options_and_duplicates(make_app: Callable[..., App]) -> None:
     app = make_app()
 
