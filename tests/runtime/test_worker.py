@@ -165,6 +165,41 @@ async def test_each_failure_path_ends_where_documented(make_app: Callable[..., A
     assert throughput.failed_1m == len(expected)
 
 
+async def test_a_handler_that_raises_cancelled_error_itself_is_an_ordinary_failure(
+    make_app: Callable[..., App],
+) -> None:
+    # The handler awaits a sub-task that was cancelled (a timeout inside a library, a sibling
+    # cancelled by a TaskGroup): CancelledError comes out of the handler although the worker
+    # never cancelled it. It used to record nothing: heartbeats stopped and the job became a
+    # zombie. It is a failure like any other, retried by the policy.
+    app = make_app()
+    runs: list[int] = []
+
+    @app.job()
+    async def awaits_cancelled(ctx: JobContext) -> None:
+        runs.append(ctx.attempt)
+        sub = asyncio.ensure_future(asyncio.sleep(30))
+        sub.cancel()
+        await sub
+
+    @app.job()
+    def sync_cancelled() -> None:
+        raise asyncio.CancelledError("cancelled inside a sync library")
+
+    await app.open()
+    async_id = await awaits_cancelled.enqueue()
+    sync_id = await sync_cancelled.enqueue()
+    async with running(app):
+        await until(lambda: _in(app, async_id, Pillar.DLQ))
+        await until(lambda: _in(app, sync_id, Pillar.DLQ))
+    for job_id in (async_id, sync_id):
+        view = await app.backend.job_get(job_id)
+        assert view is not None and view.failure_reason is FailureReason.TRANSIENT
+        assert view.attempt_count == 3
+        assert "CancelledError" in (view.error or "")
+    assert runs == [1, 2, 3]
+
+
 async def test_fatal_error_keeps_its_stack_trace(make_app: Callable[..., App]) -> None:
     app = make_app()
 

@@ -336,14 +336,21 @@ class Executor:
         ex.in_handler = True
         try:
             value = await call()
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             ex.in_handler = False
-            if ex.stop_reason is None:
-                raise
             task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            return self._stopped(ex, time.perf_counter() - started)
+            cancelled = task is not None and task.cancelling() > 0
+            if ex.stop_reason is not None:
+                if cancelled:
+                    task.uncancel()  # type: ignore[union-attr]
+                return self._stopped(ex, time.perf_counter() - started)
+            if cancelled:
+                raise  # the task itself was cancelled (the loop is closing): not the job's end
+            # Nobody cancelled this task: the handler raised CancelledError itself (it awaited
+            # a cancelled sub-task). That is an ordinary failure, retried by the policy.
+            return self._finish(
+                ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
+            )
         except BaseException as exc:  # handlers may raise anything, SystemExit included
             ex.in_handler = False
             if ex.stop_reason is not None:
