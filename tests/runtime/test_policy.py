@@ -173,6 +173,9 @@ def test_stops_map_to_their_outcomes() -> None:
     assert decide_for(Result.STOPPED, stop_reason=StopReason.LEASE_LOST) is None
     shutdown = decide_for(Result.STOPPED, stop_reason=StopReason.SHUTDOWN)
     assert isinstance(shutdown, RetryMove) and not shutdown.refund_attempt
+    last = decide_for(Result.STOPPED, attempt=3, stop_reason=StopReason.SHUTDOWN)
+    assert isinstance(last, FailMove) and last.reason is FailureReason.MAX_RETRIES_EXCEEDED
+    assert last.error.startswith("Attempts exhausted (3 of 3): Shutdown")
     beat = decide_for(Result.STOPPED, stop_reason=StopReason.HEARTBEAT_FAILURE)
     assert isinstance(beat, FailMove) and beat.reason is FailureReason.HEARTBEAT_FAILURE
     timeout = decide_for(Result.TIMED_OUT)

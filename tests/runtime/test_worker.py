@@ -576,6 +576,42 @@ async def test_shutdown_interrupts_after_the_grace_period_and_requeues(
     assert view.last_error is not None and "Shutdown" in view.last_error
 
 
+async def test_a_job_that_always_outlives_the_grace_period_runs_only_max_attempts_times(
+    make_app: Callable[..., App],
+) -> None:
+    # Each shutdown interrupts it and counts the execution; once it has used its last
+    # attempt, the interruption dead-letters it instead of giving it back (it used to be
+    # requeued for ever: attempt 5 of max 2, still pending).
+    app = make_app(shutdown_grace_seconds=0.1)
+    attempts: list[int] = []
+    started = asyncio.Event()
+
+    @app.job(max_attempts=2)
+    async def endless(ctx: JobContext) -> None:
+        attempts.append(ctx.attempt)
+        started.set()
+        await asyncio.sleep(60)
+
+    await app.open()
+    job_id = await endless.enqueue()
+    for expected in (1, 2):
+        started.clear()
+        worker = app.create_worker()
+        task = asyncio.create_task(worker.run())
+        await asyncio.wait_for(started.wait(), 10)
+        worker.stop()
+        await asyncio.wait_for(task, 10)
+        view = await app.backend.job_get(job_id)
+        assert view is not None and view.attempt_count == expected
+    assert view.pillar is Pillar.DLQ
+    assert view.failure_reason is FailureReason.MAX_RETRIES_EXCEEDED
+    assert view.error is not None and view.error.startswith("Attempts exhausted (2 of 2): Shutdown")
+    await asyncio.wait_for(app.create_worker(burst=True).run(), 30)  # nothing left to run
+    assert attempts == [1, 2]
+    summary = await app.backend.stats_summary()
+    assert (summary.failed_total, summary.retried_total) == (1, 0)
+
+
 async def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(
     make_app: Callable[..., App],
 ) -> None:

@@ -139,7 +139,8 @@ def decide(
     * dispatch failure -> DLQ REJECTED;
     * timeout -> DLQ TIMEOUT; operator cancel -> DLQ CANCELLED (actor);
       heartbeat failure -> DLQ HEARTBEAT_FAILURE; shutdown -> back to pending now (the
-      interrupted execution counts as an attempt); lost lease -> nothing (not ours);
+      interrupted execution counts as an attempt), or DLQ MAX_RETRIES_EXCEEDED when it was
+      the last attempt; lost lease -> nothing (not ours);
     * ``Retry``, ``ThrottledError`` and other exceptions -> retry while attempts remain
       (``job.attempt_count`` executions so far), else DLQ MAX_RETRIES_EXCEEDED, THROTTLED or
       TRANSIENT; a retry that would land past ``created_at`` + max job age -> DLQ
@@ -172,9 +173,17 @@ def decide(
                 "HeartbeatFailure: heartbeats kept failing; the job was cancelled",
                 duration_seconds=duration,
             )
-        return RetryMove(
-            lease, "Shutdown: the worker stopped before the job finished", count_retry=False
-        )
+        text = "Shutdown: the worker stopped before the job finished"
+        if job.attempt_count >= max_attempts:
+            # The interrupted execution was its last: giving it back would run it past
+            # max_attempts, and a job that always outlives the grace period for ever.
+            return FailMove(
+                lease,
+                FailureReason.MAX_RETRIES_EXCEEDED,
+                f"Attempts exhausted ({job.attempt_count} of {max_attempts}): {text}",
+                duration_seconds=duration,
+            )
+        return RetryMove(lease, text, count_retry=False)
     if result is Result.RETURNED_FAIL:
         return FailMove(
             lease, FailureReason.FATAL_ERROR, f"Fail: {message}", duration_seconds=duration
