@@ -47,9 +47,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Execution",
     "Executor",
+    "Prove",
     "Result",
     "StopReason",
     "decide",
+    "lease_window",
 ]
 
 MAX_ERROR_CHARS = 16_000
@@ -63,6 +65,7 @@ class StopReason(enum.Enum):
     LEASE_LOST = "lease_lost"  # a heartbeat found the job is no longer ours
     SHUTDOWN = "shutdown"  # the grace period ran out
     HEARTBEAT_FAILURE = "heartbeat_failure"  # heartbeats kept failing
+    UNPROVEN = "unproven"  # its claim could not be proven held before the handler started
 
 
 class Result(enum.Enum):
@@ -85,6 +88,11 @@ class Execution:
     handle: JobHandler | PipeHandler | None = None
     is_pipe: bool = False
     started: float = field(default_factory=time.monotonic)
+    # The claim is proven held until this monotonic time: the start of the last statement that
+    # showed it held (the claim, a heartbeat) plus ``lease_seconds``, the queue's zombie timeout
+    # less a safety margin (``lease_window``). A handler never starts after it unverified.
+    proof_until: float = 0.0
+    lease_seconds: float = 0.0
     next_beat: float = 0.0
     beat_now: bool = False
     beat_failures: int = 0
@@ -103,6 +111,21 @@ class Execution:
         _request_stop(self.context, reason.value)
         if self.in_handler and self.task is not None and not self.task.done():
             self.task.cancel()
+
+
+def lease_window(zombie_timeout_seconds: float) -> float:
+    """How long after a statement that showed a claim held the claim is still proven: the
+    zombie timeout less a margin (a quarter of it, at most 5 s) for clock rates and the time a
+    row's ``heartbeat_at`` is set after our clock was read."""
+    return zombie_timeout_seconds - min(0.25 * zombie_timeout_seconds, 5.0)
+
+
+class _NotStarted(BaseException):
+    """Raised where a handler would start when its claim is not proven: the handler is not
+    called. A BaseException so that middleware catching ``Exception`` lets it through."""
+
+
+Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
 
 
 def _error_text(exc: BaseException) -> str:
@@ -166,6 +189,10 @@ def decide(
                 actor=actor,
                 duration_seconds=duration,
             )
+        if stop_reason is StopReason.UNPROVEN:
+            # Never started: give it back at once, the attempt refunded (the fence refuses
+            # this too if the claim was in fact lost).
+            return RetryMove(lease, None, refund_attempt=True, count_retry=False)
         if stop_reason is StopReason.HEARTBEAT_FAILURE:
             return FailMove(
                 lease,
@@ -239,7 +266,7 @@ class Executor:
     the app's middleware list (read at each job, so later registrations apply) and the thread
     pool for sync handlers."""
 
-    __slots__ = ("handlers", "middlewares", "pipes", "settings", "threads", "worker_id")
+    __slots__ = ("handlers", "middlewares", "pipes", "prove", "settings", "threads", "worker_id")
 
     def __init__(
         self,
@@ -250,6 +277,7 @@ class Executor:
         threads: ThreadPool,
         *,
         worker_id: str,
+        prove: Prove,
     ) -> None:
         self.settings = settings
         self.handlers = handlers
@@ -257,6 +285,9 @@ class Executor:
         self.middlewares = middlewares
         self.threads = threads
         self.worker_id = worker_id
+        # ``prove(ex)``: check with storage that ``ex``'s claim is still held (None) or say
+        # why it is not to be started (the heartbeats' batched check).
+        self.prove = prove
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -290,6 +321,9 @@ class Executor:
             worker_id=self.worker_id,
             trace_context=job.trace_context,
         )
+        zombie = (
+            queue.zombie_timeout_seconds if queue is not None else None
+        ) or settings.zombie_timeout_seconds
         return Execution(
             job=job,
             context=context,
@@ -297,15 +331,16 @@ class Executor:
             handle=handle,
             is_pipe=is_pipe,
             started=time.monotonic(),
+            lease_seconds=lease_window(zombie),
         )
 
     async def execute(self, ex: Execution) -> Move | None:
         """Run ``ex`` to its end and return the move that records the outcome.
 
-        This runs for every job, so the success path is kept short: no clock read, no closures
-        beyond the handler call itself. The execution timeout is enforced by the worker's
-        watchdog, which stops the job with ``StopReason.TIMEOUT`` (one timer for all jobs
-        instead of one each).
+        This runs for every job, so the success path is kept short: one monotonic clock read
+        (the claim's proof), no closures beyond the handler call itself. The execution timeout
+        is enforced by the worker's watchdog, which stops the job with ``StopReason.TIMEOUT``
+        (one timer for all jobs instead of one each).
         """
         job = ex.job
         handle = ex.handle
@@ -322,7 +357,7 @@ class Executor:
             pargs: dict[str, Any] = {}
             if handle.context_param is not None:
                 pargs[handle.context_param] = context
-            call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, context)
+            call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, ex)
         else:
             try:
                 arguments = json.loads(job.payload)
@@ -337,7 +372,7 @@ class Executor:
                 message = f"Rejected: the payload does not fit {job.type}: {exc}"
                 log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
                 return self._finish(ex, Result.REJECTED, duration=None, message=message)
-            call = self._caller(handle.fn, (), arguments, handle.is_async, context)
+            call = self._caller(handle.fn, (), arguments, handle.is_async, ex)
 
         if self.middlewares:
             call = _chain(self.middlewares, context, call)
@@ -345,6 +380,9 @@ class Executor:
         ex.in_handler = True
         try:
             value = await call()
+        except _NotStarted:
+            ex.in_handler = False
+            return self._stopped(ex, 0.0)
         except asyncio.CancelledError as exc:
             ex.in_handler = False
             task = asyncio.current_task()
@@ -416,17 +454,31 @@ class Executor:
             )
         return move
 
+    async def _proven(self, ex: Execution) -> None:
+        """Return when ``ex``'s claim is proven held; else stop it and raise ``_NotStarted``."""
+        refused = await self.prove(ex)
+        if refused is None:
+            return
+        ex.in_handler = False  # stop() must not cancel this task: it is the one asking
+        ex.stop(*refused)
+        raise _NotStarted
+
     def _caller(
         self,
         fn: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         is_async: bool,
-        context: JobContext,
+        ex: Execution,
     ) -> Callable[[], Awaitable[Any]]:
+        context = ex.context
         if is_async:
 
             async def call_async() -> Any:
+                # The handler starts on this very step, so the proof is checked here, after
+                # any middleware (which may have waited), not when the job was claimed.
+                if time.monotonic() >= ex.proof_until:
+                    await self._proven(ex)
                 token = _bind(context)
                 try:
                     return await fn(*args, **kwargs)
@@ -445,6 +497,10 @@ class Executor:
             ctx.run(_bind, context)
 
             def in_thread() -> tuple[Any, BaseException | None]:
+                # The handler starts in this thread, maybe later than it was handed over:
+                # past the claim's proof it does not start, and the loop checks the claim.
+                if time.monotonic() >= ex.proof_until:
+                    return _UNPROVEN, None
                 # Whatever the handler raises comes back as a value and is re-raised below. A
                 # GeneratorExit delivered through the future would be thrown into this task's
                 # coroutine chain, where CPython closes the inner frames instead of letting the
@@ -455,12 +511,20 @@ class Executor:
                     return None, exc
 
             loop = asyncio.get_running_loop()
-            value, error = await loop.run_in_executor(threads, in_thread)
+            while True:
+                if time.monotonic() >= ex.proof_until:
+                    await self._proven(ex)
+                value, error = await loop.run_in_executor(threads, in_thread)
+                if value is not _UNPROVEN:
+                    break
             if error is not None:
                 raise error
             return value
 
         return call_sync
+
+
+_UNPROVEN = object()  # what a sync handler's thread returns when it did not start it
 
 
 def _timeout_message(ex: Execution) -> str:

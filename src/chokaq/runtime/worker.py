@@ -177,6 +177,9 @@ class Worker(Generic[H]):
         self.finalizer = Finalizer(
             backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
         )
+        self.heartbeats = Heartbeats(
+            backend, settings, self.slots, self.events, self.finalizer.submit
+        )
         self.executor = Executor(
             settings,
             self.app.handlers,
@@ -184,9 +187,7 @@ class Worker(Generic[H]):
             self.app.middlewares,
             self.threads,
             worker_id=self.id,
-        )
-        self.heartbeats = Heartbeats(
-            backend, settings, self.slots, self.events, self.finalizer.submit
+            prove=self.heartbeats.prove,
         )
         self.registry = Registry(
             backend,
@@ -308,8 +309,9 @@ class Worker(Generic[H]):
         await self.finalizer.drain()
         return await self.claims.claim(slots.concurrency) == 0
 
-    def _launch(self, job: ClaimedJob) -> None:
+    def _launch(self, job: ClaimedJob, sent: float) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
+        ex.proof_until = sent + ex.lease_seconds
         ex.next_beat = ex.started + self.heartbeats.interval()
         context = ex.context
         context._loop = self._loop
