@@ -60,7 +60,7 @@ class Claims:
         started = 0
         if slots.buffer:
             started += await self._start_buffered(free)
-            free = slots.concurrency - len(slots.running)
+            free = slots.free
             if started:
                 await asyncio.sleep(0)  # let them begin first: see below
         got = 0

@@ -19,10 +19,10 @@ import random
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import Executor as ThreadPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..context import JobContext, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError
@@ -42,6 +42,8 @@ from .host import JobHandler, Middleware, PipeHandler
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .settings import WorkerSettings
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "Prove",
     "Result",
     "StopReason",
+    "SyncRunner",
     "decide",
     "lease_window",
 ]
@@ -88,6 +91,10 @@ class Execution:
     handle: JobHandler | PipeHandler | None = None
     is_pipe: bool = False
     started: float = field(default_factory=time.monotonic)
+    # When the execution timeout started counting (monotonic): as the middleware and handler
+    # are called; None while nothing counts (before that, and while a sync handler waits for
+    # a thread: the time it had used is kept and its thread restarts the clock less that).
+    clock: float | None = None
     # The claim is proven held until this monotonic time: the start of the last statement that
     # showed it held (the claim, a heartbeat) plus ``lease_seconds``, the queue's zombie timeout
     # less a safety margin (``lease_window``). A handler never starts after it unverified.
@@ -126,6 +133,14 @@ class _NotStarted(BaseException):
 
 
 Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
+
+
+class SyncRunner(Protocol):
+    """Where sync handlers run (``threads.SyncThreads``)."""
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]: ...
+
+    def overran(self, future: Future[Any], *, job_id: str) -> None: ...
 
 
 def _error_text(exc: BaseException) -> str:
@@ -274,7 +289,7 @@ class Executor:
         handlers: Mapping[str, JobHandler],
         pipes: Mapping[str, PipeHandler],
         middlewares: Sequence[Middleware],
-        threads: ThreadPool,
+        threads: SyncRunner,
         *,
         worker_id: str,
         prove: Prove,
@@ -378,6 +393,7 @@ class Executor:
             call = _chain(self.middlewares, context, call)
         started = time.perf_counter()
         ex.in_handler = True
+        ex.clock = time.monotonic()
         try:
             value = await call()
         except _NotStarted:
@@ -492,15 +508,17 @@ class Executor:
         async def call_sync() -> Any:
             # A sync handler runs in a thread with the job's context bound. If it overruns its
             # timeout or is cancelled, the worker stops waiting and records the outcome; the
-            # thread cannot be interrupted and its eventual result is ignored.
+            # thread cannot be interrupted and its eventual result is ignored (``SyncThreads``
+            # keeps such overrun threads from starving later sync jobs).
             ctx = contextvars.copy_context()
             ctx.run(_bind, context)
 
-            def in_thread() -> tuple[Any, BaseException | None]:
+            def in_thread(used: float) -> tuple[Any, BaseException | None]:
                 # The handler starts in this thread, maybe later than it was handed over:
                 # past the claim's proof it does not start, and the loop checks the claim.
                 if time.monotonic() >= ex.proof_until:
                     return _UNPROVEN, None
+                ex.clock = time.monotonic() - used  # the timeout counts from here on
                 # Whatever the handler raises comes back as a value and is re-raised below. A
                 # GeneratorExit delivered through the future would be thrown into this task's
                 # coroutine chain, where CPython closes the inner frames instead of letting the
@@ -510,13 +528,25 @@ class Executor:
                 except BaseException as exc:
                     return None, exc
 
-            loop = asyncio.get_running_loop()
             while True:
                 if time.monotonic() >= ex.proof_until:
                     await self._proven(ex)
-                value, error = await loop.run_in_executor(threads, in_thread)
+                # Waiting for a thread does not count against the timeout.
+                clock = ex.clock
+                used = 0.0 if clock is None else time.monotonic() - clock
+                ex.clock = None
+                future = threads.submit(partial(in_thread, used))
+                try:
+                    value, error = await asyncio.wrap_future(future)
+                except asyncio.CancelledError:
+                    # Stopped: a handler not yet started never will be; a running one cannot
+                    # be interrupted, so its thread runs on and the pool makes room for it.
+                    if not future.cancel() and not future.done():
+                        threads.overran(future, job_id=ex.job.id)
+                    raise
                 if value is not _UNPROVEN:
                     break
+                ex.clock = time.monotonic() - used
             if error is not None:
                 raise error
             return value

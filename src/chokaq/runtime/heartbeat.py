@@ -193,8 +193,11 @@ class Heartbeats:
         """Stop jobs past their timeout; abandon one that outlived it by 10 s without
         returning (it ignored cancellation): record its timeout and free the slot."""
         for ex in list(self.slots.running.values()):
-            overrun = now - ex.started - ex.timeout_seconds
-            if overrun < 0 or ex.abandoned:
+            clock = ex.clock
+            if clock is None or ex.abandoned:
+                continue  # not counting yet (or waiting for a thread)
+            overrun = now - clock - ex.timeout_seconds
+            if overrun < 0:
                 continue
             if ex.stop_reason is None:
                 ex.stop(StopReason.TIMEOUT)

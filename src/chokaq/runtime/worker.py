@@ -20,7 +20,6 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Generic, TypeVar, cast
@@ -49,6 +48,7 @@ from .registry import Registry
 from .report import report_outcome
 from .settings import WorkerSettings
 from .slots import Slots, release
+from .threads import SyncThreads
 
 __all__ = ["Worker"]
 
@@ -84,9 +84,12 @@ class Worker(Generic[H]):
         self.outage = Outage()
         self.events = Events()
         self.circuits = CircuitBreakers(settings.circuit, on_event=self._circuit_event)
-        self.threads = ThreadPoolExecutor(
-            max_workers=settings.sync_threads or settings.concurrency,
-            thread_name_prefix="chokaq-job",
+        self.threads = SyncThreads(
+            settings.sync_threads or settings.concurrency,
+            settings.concurrency
+            if settings.sync_overrun_threads is None
+            else settings.sync_overrun_threads,
+            self.slots,
         )
         self.started_at = datetime.now(UTC)
         self.last_fetch_at: float | None = None
@@ -136,7 +139,7 @@ class Worker(Generic[H]):
                 new=n,
             )
             self.slots.resize(n)
-            self.threads._max_workers = max(self.threads._max_workers, n)
+            self.threads.resize(n)
         self._poke()
 
     def add_listener(self, listener: Listener) -> None:
@@ -261,7 +264,7 @@ class Worker(Generic[H]):
         slots = self.slots
         failures = 0
         while not self._stopping.is_set():
-            free = slots.concurrency - len(slots.running)
+            free = slots.free
             if free <= 0:
                 slots.freed.clear()
                 await self._wait(slots.freed, None)
@@ -304,7 +307,7 @@ class Worker(Generic[H]):
         while slots.running or slots.buffer:
             slots.freed.clear()
             await self._wait(slots.freed, 0.05)
-            if slots.buffer and len(slots.running) < slots.concurrency:
+            if slots.buffer and slots.free > 0:
                 return False
         await self.finalizer.drain()
         return await self.claims.claim(slots.concurrency) == 0
@@ -484,6 +487,6 @@ class Worker(Generic[H]):
             await notifier.stop()
         with contextlib.suppress(StorageError):
             await self.app.backend.worker_remove(worker_id=self.id)
-        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.threads.shutdown()
         self.state = "stopped"
         log_event(Event.WORKER_STOPPED, "worker stopped", worker_id=self.id)
