@@ -279,6 +279,12 @@ async def torture(config: Config) -> Report:
         report.figures["drain_seconds"] = round(time.monotonic() - drain_started, 1)
         for w in workers:
             if w.fate == "running":
+                # A replacement spawned just now may still be starting (slow on a busy
+                # machine): a SIGTERM before its handler is installed kills it outright, which
+                # says nothing about shutdown. Wait for it to be ready first.
+                ready_by = time.monotonic() + 30.0
+                while not w.ready() and w.proc.poll() is None and time.monotonic() < ready_by:
+                    await asyncio.sleep(0.1)
                 stop_worker(w, signal.SIGTERM, "stopped")
         for w in workers:
             reap(w)

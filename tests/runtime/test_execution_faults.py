@@ -16,7 +16,7 @@ from tests.ops.test_events import captured, only
 from chokaq import App, FailureReason, JobContext, Pillar
 from chokaq.logs import Event
 
-from .conftest import running, until
+from .conftest import knows_queue, running, until
 
 
 async def _in(app: App, job_id: str, pillar: Pillar) -> bool:
@@ -76,9 +76,14 @@ async def test_a_buffered_job_whose_claim_proof_expired_is_not_started_once_resc
 
     await app.open()
     await app.backend.queue_configure(name="default", zombie_timeout_seconds=1.0)
-    first_id = str(await first.enqueue())
-    second_id = str(await second.enqueue())
     async with running(app) as worker:
+        # The worker reads the queue's settings on its first registry beat.
+        await until(lambda: condition(lambda: knows_queue(worker, "default")))
+        # In one enqueue, so that one claim takes the first (higher priority) into the slot
+        # and the second into the buffer.
+        first_id, second_id = (
+            str(i) for i in await app.enqueue_many([first.prepare(priority=20), second.prepare()])
+        )
         await until(lambda: condition(lambda: any(j.id == second_id for j in worker.slots.buffer)))
         gate.set()
         await asyncio.wait_for(held.wait(), 15)
