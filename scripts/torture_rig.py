@@ -212,7 +212,7 @@ def worker_env(config: Config, url: str | None = None) -> dict[str, str]:
         **os.environ,
         "CHOKAQ_DATABASE_URL": url or config.url,
         "CHOKAQ_SCHEMA": config.schema,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": os.pathsep.join((str(REPO / "src"), str(REPO))),
         "TORTURE_CONCURRENCY": str(config.concurrency),
         "TORTURE_ZOMBIE_TIMEOUT": str(config.zombie_timeout_seconds),
         "TORTURE_FETCHED_TIMEOUT": str(config.fetched_timeout_seconds),
