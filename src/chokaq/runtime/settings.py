@@ -47,7 +47,7 @@ class WorkerSettings:
         sync_overrun_threads: how many threads of sync handlers that ran past their job's end
             (timed out, cancelled: a thread cannot be interrupted) may run on without holding
             a job slot (``None``: concurrency); each one past that keeps its slot taken until
-            its handler returns (event 2031).
+            its handler returns (event 2032).
         retention_archive_days: archive rows older than this are deleted by the elected worker.
         retention_dlq_days: DLQ rows older than this are deleted by the elected worker.
         retention_interval_seconds: how often the elected worker runs retention.

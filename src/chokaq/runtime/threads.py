@@ -6,7 +6,7 @@ thread runs on until the handler returns: an *overrun* thread. The pool has room
 ``size`` running handlers plus ``overrun_limit`` overrun threads, so overrun threads never
 starve later sync jobs of a thread. Past that bound each further overrun thread keeps its job
 slot taken (``Slots.held``) until it returns, which bounds the threads at ``size`` +
-``overrun_limit`` + the slots they hold, and says so loudly (event 2031). Owns the pool and the
+``overrun_limit`` + the slots they hold, and says so loudly (event 2032). Owns the pool and the
 overrun count; it neither runs nor finalizes jobs.
 """
 
