@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS {schema}.torture_ledger (
     worker_id   text NOT NULL,
     pid         integer NOT NULL,
     lease_token uuid,
+    started     double precision,
     at          timestamptz NOT NULL DEFAULT clock_timestamp()
 )"""
 
@@ -78,6 +79,7 @@ CREATE TABLE IF NOT EXISTS torture_ledger (
     worker_id   TEXT NOT NULL,
     pid         INTEGER NOT NULL,
     lease_token TEXT,
+    started     REAL,
     at          REAL NOT NULL
 )"""
 
@@ -93,14 +95,17 @@ class Ledger:
         self._pool: Any = None
 
     async def append(self, ctx: JobContext) -> None:
+        # Each handler awaits this first, so this line runs as the handler starts (no await
+        # before it): the time the oracle compares with the rescue of a row that lost its lease.
+        started = time.time()
         deadline = time.monotonic() + LEDGER_RETRY_SECONDS
         delay = 0.05
         while True:
             try:
                 if URL.startswith("sqlite"):
-                    await asyncio.to_thread(self._append_sqlite, ctx)
+                    await asyncio.to_thread(self._append_sqlite, ctx, started)
                 else:
-                    await self._append_pg(ctx)
+                    await self._append_pg(ctx, started)
                 return
             except (sqlite3.OperationalError, OSError, psycopg.OperationalError):
                 # The database is restarting or out of reach: try again for a while.
@@ -109,7 +114,7 @@ class Ledger:
                 await asyncio.sleep(delay)
                 delay = min(1.0, delay * 2)
 
-    async def _append_pg(self, ctx: JobContext) -> None:
+    async def _append_pg(self, ctx: JobContext, started: float) -> None:
         from psycopg import sql
         from psycopg_pool import AsyncConnectionPool
 
@@ -120,21 +125,22 @@ class Ledger:
             await pool.open(wait=False)
             self._pool = pool
         query = sql.SQL(
-            "INSERT INTO {s}.torture_ledger (job_id, type, attempt, worker_id, pid, lease_token)"
+            "INSERT INTO {s}.torture_ledger"
+            " (job_id, type, attempt, worker_id, pid, lease_token, started)"
             " SELECT %(id)s::uuid, %(type)s, %(attempt)s, %(worker)s, %(pid)s,"
-            " (SELECT lease_token FROM {s}.jobs_hot WHERE id = %(id)s::uuid)"
+            " (SELECT lease_token FROM {s}.jobs_hot WHERE id = %(id)s::uuid), %(started)s"
         ).format(s=sql.Identifier(SCHEMA))
         async with self._pool.connection() as conn:
-            await conn.execute(query, _params(ctx))
+            await conn.execute(query, {**_params(ctx), "started": started})
 
-    def _append_sqlite(self, ctx: JobContext) -> None:
+    def _append_sqlite(self, ctx: JobContext, started: float) -> None:
         conn = sqlite3.connect(sqlite_path(), timeout=30, isolation_level=None)
         try:
             conn.execute(
                 "INSERT INTO torture_ledger (job_id, type, attempt, worker_id, pid, lease_token,"
-                " at) SELECT :id, :type, :attempt, :worker, :pid,"
-                f" (SELECT lease_token FROM {SCHEMA}_jobs_hot WHERE id = :id), :at",
-                {**_params(ctx), "at": time.time()},
+                " started, at) SELECT :id, :type, :attempt, :worker, :pid,"
+                f" (SELECT lease_token FROM {SCHEMA}_jobs_hot WHERE id = :id), :started, :at",
+                {**_params(ctx), "started": started, "at": time.time()},
             )
         finally:
             conn.close()

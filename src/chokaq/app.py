@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 from .context import JobContext
 from .encoding import dump_json
 from .errors import ConfigurationError, ValidationError
-from .limits import DEFAULT_LIMITS, JsonText, Limits, check_name
+from .limits import DEFAULT_LIMITS, JsonText, Limits, check_max_attempts, check_name
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
 from .runtime.host import Middleware
@@ -300,8 +300,10 @@ class App:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
         ``name`` is the persisted type key (default: the function's name); ``timeout`` is the
-        execution timeout in seconds (default: the worker's); ``max_attempts`` counts executions.
+        execution timeout in seconds (default: the worker's); ``max_attempts`` counts executions
+        (1 to 1000, else ``ValidationError``).
         """
+        check_max_attempts("max_attempts", max_attempts)
 
         def register(fn: Callable[P, R]) -> JobHandle[P, R]:
             key = name or fn.__name__
@@ -345,6 +347,7 @@ class App:
         """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
         job of ``queue`` whose type has no typed handler (the reference's Pipe mode)."""
         check_name("queue", queue)
+        check_max_attempts("max_attempts", max_attempts)
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if queue in self.pipes:

@@ -24,6 +24,7 @@ __all__ = [
     "Limits",
     "check_actor",
     "check_job_id",
+    "check_max_attempts",
     "check_name",
     "check_payload",
     "check_priority",
@@ -302,12 +303,7 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         run_at = check_time("run_at", run_at)
         if run_at - datetime.now(UTC) > timedelta(seconds=MAX_DELAY_SECONDS):
             raise ValidationError("run_at", "must be at most 366 days in the future")
-    if job.max_attempts is not None and (
-        isinstance(job.max_attempts, bool)
-        or not isinstance(job.max_attempts, int)
-        or not 1 <= job.max_attempts <= MAX_ATTEMPTS
-    ):
-        raise ValidationError("max_attempts", f"must be an integer between 1 and {MAX_ATTEMPTS}")
+    check_max_attempts("max_attempts", job.max_attempts)
     _check_seconds(
         "timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True
     )
@@ -317,6 +313,17 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     if key != job.idempotency_key or tags != job.tags or run_at is not job.run_at:
         job = replace(job, idempotency_key=key, tags=tags, run_at=run_at)
     return job
+
+
+def check_max_attempts(field: str, value: object) -> None:
+    """``value`` is None or an integer from 1 to ``MAX_ATTEMPTS`` (1000), else ValidationError.
+
+    The same limit holds wherever attempts are set: per job at enqueue, per handler at
+    ``@app.job`` / ``@app.pipe``, and for the worker's retry policy."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPTS
+    ):
+        raise ValidationError(field, f"must be an integer between 1 and {MAX_ATTEMPTS}")
 
 
 def validate_new_jobs(jobs: Sequence[NewJob], limits: Limits = DEFAULT_LIMITS) -> list[NewJob]:

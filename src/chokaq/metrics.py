@@ -319,17 +319,24 @@ class _ActiveCollector(Collector):
             labels=["queue"],
         )
         slots = GaugeMetricFamily("chokaq_worker_concurrency", "Job slots of this process.")
+        overrun = GaugeMetricFamily(
+            "chokaq_worker_sync_overrun_threads",
+            "Threads of sync handlers still running after their job was stopped.",
+        )
         running: dict[str, int] = {}
         capacity = 0
+        threads = 0
         for worker in self.metrics._workers:
             capacity += worker.concurrency
+            threads += worker.threads.overrun
             for ex in list(worker.running.values()):
                 queue = self.metrics.label("queue", ex.job.queue)
                 running[queue] = running.get(queue, 0) + 1
         for queue, count in sorted(running.items()):
             active.add_metric([queue], count)
         slots.add_metric([], capacity)
-        return [active, slots]
+        overrun.add_metric([], threads)
+        return [active, slots, overrun]
 
 
 class StoreMetrics:

@@ -22,12 +22,13 @@ from typing import Any
 import psycopg
 import pytest
 from tests.conftest import PG_URL, Store
-from tests.runtime.conftest import FAST, running, until
+from tests.runtime.conftest import FAST, knows_queue, running, until
 
 from chokaq import (
     App,
     CircuitPolicy,
     FailureReason,
+    JobContext,
     JobStatus,
     Pillar,
     RetryPolicy,
@@ -156,6 +157,58 @@ async def test_a_job_rescued_under_its_worker_logs_job_lease_lost(
     assert not [x for x in lines if x["event_id"] == Event.TRANSITION_NOT_APPLIED]
 
 
+async def test_a_claim_storage_cannot_confirm_is_given_back_and_not_started(
+    tmp_path: Path, apps: list[App]
+) -> None:
+    # Heartbeats every 30 s and a one-second zombie timeout on the queue: the claim is proven
+    # for 0.75 s. A middleware holds the job past that, and when it lets go the file is
+    # locked by another process: the worker cannot confirm the claim, so it does not start
+    # the handler (2030, reason unproven) and gives the job back with its attempt refunded,
+    # once storage answers again. The next claim runs it as attempt 1.
+    path = tmp_path / "jobs.db"
+    slow_beats = dict(heartbeat_min_seconds=30, heartbeat_max_seconds=31, zombie_timeout_seconds=60)
+    app = await open_app(apps, sqlite_app(path, **slow_beats))
+    held = asyncio.Event()
+    release = asyncio.Event()
+    ran: list[int] = []
+
+    @app.job()
+    async def task(ctx: JobContext) -> None:
+        ran.append(ctx.attempt)
+
+    @app.middleware
+    async def hold(ctx: JobContext, call_next: Any) -> Any:
+        if not held.is_set():
+            held.set()
+            await release.wait()
+        return await call_next()
+
+    await app.backend.queue_configure(name="default", zombie_timeout_seconds=1.0)
+    with captured() as lines:
+        async with running(app) as worker:
+            # The worker reads the queue's settings on its first registry beat.
+            await until(lambda: _true(knows_queue(worker, "default")), timeout=DEADLINE)
+            job_id = str(await task.enqueue())
+            await asyncio.wait_for(held.wait(), DEADLINE)
+            proof_ends = time.monotonic() + 0.75
+            deadline = time.monotonic() + DEADLINE
+            while time.monotonic() <= proof_ends:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            with write_locked(path):
+                release.set()
+                refused = await logged(lines, Event.JOB_NOT_STARTED, job_id=job_id)
+            await until(lambda: _archived(app, job_id), timeout=DEADLINE)
+    assert refused["reason"] == "unproven" and refused["level"] == 30
+    assert ran == [1]
+    view = await app.backend.job_get(job_id)
+    assert view is not None and view.attempt_count == 1
+
+
+async def _archived(app: App, job_id: str) -> bool:
+    return await pillar_of(app, job_id) is Pillar.ARCHIVE
+
+
 async def test_a_prefetched_job_cancelled_before_it_starts_logs_job_lease_rejected(
     tmp_path: Path, apps: list[App]
 ) -> None:
@@ -262,29 +315,35 @@ async def test_a_locked_file_logs_finalize_retrying_and_maintenance_failed(
 async def test_an_executor_failure_logs_worker_loop_crashed_and_rescue_recovers_the_job(
     tmp_path: Path, apps: list[App]
 ) -> None:
-    # A retry delay the retry policy lets through but no date can hold (about 31,700 years):
-    # deciding the outcome raises OverflowError inside the executor. The worker must say so
-    # and not lose the job: it stays Processing without heartbeats and rescue moves it to the
-    # DLQ as a zombie.
-    huge = 1e12
-    app = await open_app(
-        apps,
-        sqlite_app(
-            tmp_path / "jobs.db",
-            retry=RetryPolicy(max_attempts=3, max_delay_seconds=huge, max_job_age_seconds=None),
-        ),
-    )
+    # The application's own throttling error reads its retry-after lazily from the response
+    # header, and cannot parse the HTTP-date form: the executor raises while deciding the
+    # outcome, outside the handler. The worker must say so and not lose the job: it stays
+    # Processing without heartbeats and rescue moves it to the DLQ as a zombie.
+    class QuotaExceeded(ThrottledError):
+        def __init__(self, header: str) -> None:
+            self.header = header
+            super().__init__("429")
+
+        @property  # type: ignore[override]
+        def retry_after_seconds(self) -> float | None:
+            return float(self.header)
+
+        @retry_after_seconds.setter
+        def retry_after_seconds(self, value: float | None) -> None:
+            pass
+
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db"))
 
     @app.job()
     async def partner() -> None:
-        raise ThrottledError("429", retry_after_seconds=huge)
+        raise QuotaExceeded("Wed, 21 Oct 2026 07:28:00 GMT")
 
     job_id = str(await partner.enqueue())
     with captured() as lines:
         async with running(app):
             crashed = await logged(lines, Event.WORKER_LOOP_CRASHED, job_id=job_id)
             zombies = await logged(lines, Event.ZOMBIES_DEAD_LETTERED, ids=job_id)
-    assert crashed["error"].startswith("OverflowError(") and crashed["level"] == 40
+    assert crashed["error"].startswith("ValueError(") and crashed["level"] == 40
     assert zombies["count"] == 1
     view = await app.backend.job_get(job_id)
     assert view is not None and view.pillar is Pillar.DLQ

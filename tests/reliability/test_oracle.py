@@ -50,6 +50,28 @@ async def test_the_checks_catch_lost_doubled_stale_and_miscounted_jobs(tmp_path:
         " SELECT job_id, type, attempt, worker_id, pid, lease_token, at FROM torture_ledger"
         " ORDER BY seq LIMIT 1"
     )
+    # Two executions whose row had lost its lease by the time they wrote their ledger row,
+    # each on a job rescued as a zombie: one started before the rescue (a starved worker whose
+    # heartbeats came too late: fine), one started after it (a handler that started without a
+    # lease: a violation).
+    rescued_late, started_late = (
+        r[0]
+        for r in db.execute(
+            "SELECT d.id FROM chokaq_jobs_dlq AS d WHERE d.failure_reason IN (6, 7, 8)"
+            " AND d.id != ? AND EXISTS (SELECT 1 FROM torture_ledger AS l"
+            " WHERE l.job_id = d.id AND l.attempt = d.attempt_count) ORDER BY d.id LIMIT 2",
+            (dead,),
+        )
+    )
+    for job_id, offset in ((rescued_late, -0.5), (started_late, 0.5)):
+        db.execute("UPDATE chokaq_jobs_dlq SET failure_reason = 2 WHERE id = ?", (job_id,))
+        db.execute(
+            "UPDATE torture_ledger SET lease_token = NULL,"
+            " started = (SELECT failed_at FROM chokaq_jobs_dlq WHERE id = :id) + :offset"
+            " WHERE job_id = :id"
+            " AND attempt = (SELECT attempt_count FROM chokaq_jobs_dlq WHERE id = :id)",
+            {"id": job_id, "offset": offset},
+        )
     db.close()
 
     damaged = Report("damaged")
@@ -70,5 +92,7 @@ async def test_the_checks_catch_lost_doubled_stale_and_miscounted_jobs(tmp_path:
         "a claim (job, attempt) executed twice",
         "a lease token executed twice",
         "succeeded_total",
+        f"an execution started without a lease on its row: ['{started_late}']",
     ):
         assert expected in text, (expected, text)
+    assert rescued_late not in text

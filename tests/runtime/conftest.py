@@ -66,3 +66,9 @@ async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 15.0)
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         await asyncio.sleep(0.02)
+
+
+def knows_queue(worker: Worker, name: str) -> bool:
+    """Whether ``worker`` has read queue ``name``'s settings (its first registry beat)."""
+    registry = getattr(worker, "registry", None)  # set once run() has opened the app
+    return registry is not None and name in registry.queues

@@ -79,11 +79,39 @@ def test_throttled_delay_is_exact_but_capped() -> None:
         ({"max_delay_seconds": 1, "base_delay_seconds": 2}, "max_delay_seconds"),
         ({"jitter_seconds": -1}, "jitter_seconds"),
         ({"max_job_age_seconds": 0}, "max_job_age_seconds"),
+        ({"max_attempts": 1001}, "max_attempts: must be an integer between 1 and 1000"),
+        ({"max_attempts": 10**9}, "max_attempts: must be an integer between 1 and 1000"),
+        ({"max_delay_seconds": 1e12}, "max_delay_seconds: must be at most 3.16224e[+]07"),
+        ({"max_job_age_seconds": 1e12}, "max_job_age_seconds: must be greater than 0 and at"),
+        ({"multiplier": float("nan")}, "multiplier: must be a finite number"),
+        ({"jitter_seconds": float("inf")}, "jitter_seconds: must be a finite number"),
     ],
 )
 def test_bad_retry_settings_name_the_field(kwargs: dict[str, float], field: str) -> None:
     with pytest.raises(ConfigurationError, match=field):
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("multiplier", [1.0, 1.5, 2.0, 3.0, 1000.0, 1e300])
+def test_backoff_is_capped_before_it_is_computed_for_any_attempt(multiplier: float) -> None:
+    # multiplier=3 and retry 700 used to raise OverflowError (3.0 ** 699), which the worker
+    # did not survive: the job was left a zombie.
+    policy = RetryPolicy(multiplier=multiplier, jitter_seconds=0)
+    cap = 3.0 if multiplier == 1 else policy.max_delay_seconds
+    for n in (700, 1000, 10**6, 10**400):
+        assert policy.backoff(n) == cap
+    assert policy.backoff(1) == 3.0
+    steps = [policy.backoff(n) for n in range(1, 2000)]
+    assert steps == sorted(steps) and max(steps) <= policy.max_delay_seconds
+
+
+def test_a_late_attempt_retries_at_the_cap_instead_of_crashing() -> None:
+    policy = RetryPolicy(multiplier=3, jitter_seconds=0)
+    move = decide_for(
+        Result.RAISED, attempt=700, max_attempts=1000, error=ValueError("x"), policy=policy
+    )
+    assert isinstance(move, RetryMove)
+    assert move.run_at == NOW + timedelta(seconds=policy.max_delay_seconds)
 
 
 def decide_for(result: Result, *, attempt: int = 1, max_attempts: int = 3, **kw: object):
@@ -146,6 +174,9 @@ def test_stops_map_to_their_outcomes() -> None:
     assert decide_for(Result.STOPPED, stop_reason=StopReason.LEASE_LOST) is None
     shutdown = decide_for(Result.STOPPED, stop_reason=StopReason.SHUTDOWN)
     assert isinstance(shutdown, RetryMove) and not shutdown.refund_attempt
+    last = decide_for(Result.STOPPED, attempt=3, stop_reason=StopReason.SHUTDOWN)
+    assert isinstance(last, FailMove) and last.reason is FailureReason.MAX_RETRIES_EXCEEDED
+    assert last.error.startswith("Attempts exhausted (3 of 3): Shutdown")
     beat = decide_for(Result.STOPPED, stop_reason=StopReason.HEARTBEAT_FAILURE)
     assert isinstance(beat, FailMove) and beat.reason is FailureReason.HEARTBEAT_FAILURE
     timeout = decide_for(Result.TIMED_OUT)

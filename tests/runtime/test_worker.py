@@ -166,6 +166,41 @@ async def test_each_failure_path_ends_where_documented(make_app: Callable[..., A
     assert throughput.failed_1m == len(expected)
 
 
+async def test_a_handler_that_raises_cancelled_error_itself_is_an_ordinary_failure(
+    make_app: Callable[..., App],
+) -> None:
+    # The handler awaits a sub-task that was cancelled (a timeout inside a library, a sibling
+    # cancelled by a TaskGroup): CancelledError comes out of the handler although the worker
+    # never cancelled it. It used to record nothing: heartbeats stopped and the job became a
+    # zombie. It is a failure like any other, retried by the policy.
+    app = make_app()
+    runs: list[int] = []
+
+    @app.job()
+    async def awaits_cancelled(ctx: JobContext) -> None:
+        runs.append(ctx.attempt)
+        sub = asyncio.ensure_future(asyncio.sleep(30))
+        sub.cancel()
+        await sub
+
+    @app.job()
+    def sync_cancelled() -> None:
+        raise asyncio.CancelledError("cancelled inside a sync library")
+
+    await app.open()
+    async_id = await awaits_cancelled.enqueue()
+    sync_id = await sync_cancelled.enqueue()
+    async with running(app):
+        await until(lambda: _in(app, async_id, Pillar.DLQ))
+        await until(lambda: _in(app, sync_id, Pillar.DLQ))
+    for job_id in (async_id, sync_id):
+        view = await app.backend.job_get(job_id)
+        assert view is not None and view.failure_reason is FailureReason.TRANSIENT
+        assert view.attempt_count == 3
+        assert "CancelledError" in (view.error or "")
+    assert runs == [1, 2, 3]
+
+
 async def test_fatal_error_keeps_its_stack_trace(make_app: Callable[..., App]) -> None:
     app = make_app()
 
@@ -392,6 +427,32 @@ async def test_enqueue_checks_arguments_and_options_before_writing(
     assert page.total == 0
 
 
+async def test_max_attempts_is_limited_at_decoration_and_at_enqueue(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    limit = "max_attempts: must be an integer between 1 and 1000"
+    for bad in (10**9, 1001, 0, True, 2.5):
+        with pytest.raises(ValidationError, match=limit) as info:
+
+            @app.job(max_attempts=bad)  # type: ignore[arg-type]
+            async def greedy() -> None: ...
+
+        assert info.value.field == "max_attempts"
+        with pytest.raises(ValidationError, match=limit):
+            app.pipe("raw", max_attempts=bad)  # type: ignore[arg-type]
+    assert "greedy" not in app.handlers and "raw" not in app.pipes
+
+    @app.job(max_attempts=1000)
+    async def patient() -> None: ...
+
+    await app.open()
+    with pytest.raises(ValidationError, match=limit):
+        await patient.enqueue(max_attempts=10**9)
+    assert (await app.backend.jobs_page(pillar=Pillar.HOT)).total == 0
+    assert not (await patient.enqueue(max_attempts=1000)).duplicate
+
+
 async def test_enqueue_options_and_duplicates(make_app: Callable[..., App]) -> None:
     app = make_app()
 
@@ -514,6 +575,42 @@ async def test_shutdown_interrupts_after_the_grace_period_and_requeues(
     assert view is not None and view.pillar is Pillar.HOT and view.status is JobStatus.PENDING
     assert view.attempt_count == 1  # the interrupted execution counts as an attempt
     assert view.last_error is not None and "Shutdown" in view.last_error
+
+
+async def test_a_job_that_always_outlives_the_grace_period_runs_only_max_attempts_times(
+    make_app: Callable[..., App],
+) -> None:
+    # Each shutdown interrupts it and counts the execution; once it has used its last
+    # attempt, the interruption dead-letters it instead of giving it back (it used to be
+    # requeued for ever: attempt 5 of max 2, still pending).
+    app = make_app(shutdown_grace_seconds=0.1)
+    attempts: list[int] = []
+    started = asyncio.Event()
+
+    @app.job(max_attempts=2)
+    async def endless(ctx: JobContext) -> None:
+        attempts.append(ctx.attempt)
+        started.set()
+        await asyncio.sleep(60)
+
+    await app.open()
+    job_id = await endless.enqueue()
+    for expected in (1, 2):
+        started.clear()
+        worker = app.create_worker()
+        task = asyncio.create_task(worker.run())
+        await asyncio.wait_for(started.wait(), 10)
+        worker.stop()
+        await asyncio.wait_for(task, 10)
+        view = await app.backend.job_get(job_id)
+        assert view is not None and view.attempt_count == expected
+    assert view.pillar is Pillar.DLQ
+    assert view.failure_reason is FailureReason.MAX_RETRIES_EXCEEDED
+    assert view.error is not None and view.error.startswith("Attempts exhausted (2 of 2): Shutdown")
+    await asyncio.wait_for(app.create_worker(burst=True).run(), 30)  # nothing left to run
+    assert attempts == [1, 2]
+    summary = await app.backend.stats_summary()
+    assert (summary.failed_total, summary.retried_total) == (1, 0)
 
 
 async def test_a_worker_that_lost_its_lease_cannot_record_an_outcome(

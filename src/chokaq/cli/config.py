@@ -41,13 +41,15 @@ FALLBACK: dict[str, dict[str, str]] = {
         "retention.",
     },
     "RetryPolicy": {
-        "max_attempts": "executions a job gets, the first included.",
+        "max_attempts": "executions a job gets, the first included (1 to 1000; the same limit "
+        "holds for @app.job, @app.pipe and enqueue).",
         "base_delay_seconds": "wait before the first retry.",
         "multiplier": "each further retry waits this many times longer.",
-        "max_delay_seconds": "cap on any single wait (jitter included).",
+        "max_delay_seconds": "cap on any single wait (jitter included), applied before the "
+        "power is computed; at most 366 days.",
         "jitter_seconds": "up to this much random delay is added to each backoff.",
         "max_job_age_seconds": "a retry that would land past created_at + this age goes to the "
-        "DLQ as RETRY_LIFETIME_EXPIRED (None disables).",
+        "DLQ as RETRY_LIFETIME_EXPIRED (None disables); at most ten years.",
     },
     "CircuitPolicy": {
         "threshold": "failures inside the window that open the circuit.",

@@ -11,6 +11,7 @@ runs jobs nor decides their outcome.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -29,7 +30,8 @@ WARNING = 30
 
 
 class Claims:
-    """The claim step of one worker's fetch loop; ``launch(job)`` starts a claimed job."""
+    """The claim step of one worker's fetch loop; ``launch(job, sent)`` starts a claimed job
+    (``sent``: the monotonic time just before the statement that claimed or started it)."""
 
     def __init__(
         self,
@@ -40,7 +42,7 @@ class Claims:
         registry: Registry,
         *,
         worker_id: str,
-        launch: Callable[[ClaimedJob], None],
+        launch: Callable[[ClaimedJob, float], None],
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -58,11 +60,12 @@ class Claims:
         started = 0
         if slots.buffer:
             started += await self._start_buffered(free)
-            free = slots.concurrency - len(slots.running)
+            free = slots.free
             if started:
                 await asyncio.sleep(0)  # let them begin first: see below
         got = 0
         if free > 0:
+            sent = time.monotonic()  # before the statement: each claim is proven from here
             jobs = await backend.jobs_fetch(
                 worker_id=self.worker_id,
                 limit=free,
@@ -71,7 +74,7 @@ class Claims:
                 start=True,
             )
             for job in jobs:
-                self.launch(job)
+                self.launch(job, sent)
             got = len(jobs)
             if got:
                 # The jobs just launched take their first step before the next statement is
@@ -108,6 +111,9 @@ class Claims:
             await release(backend, put_back, worker_id=self.worker_id)
         if not take:
             return 0
+        # Starting is guarded by the lease (a buffered row rescued meanwhile is not started)
+        # and sets the heartbeat: it proves each claim it starts, from before it was sent.
+        sent = time.monotonic()
         started = await backend.jobs_start_many(leases=[j.lease for j in take])
         for job in take:
             info = started.get(job.id)
@@ -119,7 +125,7 @@ class Claims:
                     job_id=job.id,
                 )
                 continue
-            self.launch(_as_started(job, info.attempt_count, info.started_at))
+            self.launch(_as_started(job, info.attempt_count, info.started_at), sent)
         return len(started)
 
 

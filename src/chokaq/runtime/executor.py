@@ -19,10 +19,10 @@ import random
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import Executor as ThreadPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..context import JobContext, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError
@@ -42,14 +42,19 @@ from .host import JobHandler, Middleware, PipeHandler
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .settings import WorkerSettings
 
 __all__ = [
     "Execution",
     "Executor",
+    "Prove",
     "Result",
     "StopReason",
+    "SyncRunner",
     "decide",
+    "lease_window",
 ]
 
 MAX_ERROR_CHARS = 16_000
@@ -63,6 +68,7 @@ class StopReason(enum.Enum):
     LEASE_LOST = "lease_lost"  # a heartbeat found the job is no longer ours
     SHUTDOWN = "shutdown"  # the grace period ran out
     HEARTBEAT_FAILURE = "heartbeat_failure"  # heartbeats kept failing
+    UNPROVEN = "unproven"  # its claim could not be proven held before the handler started
 
 
 class Result(enum.Enum):
@@ -85,6 +91,15 @@ class Execution:
     handle: JobHandler | PipeHandler | None = None
     is_pipe: bool = False
     started: float = field(default_factory=time.monotonic)
+    # When the execution timeout started counting (monotonic): as the middleware and handler
+    # are called; None while nothing counts (before that, and while a sync handler waits for
+    # a thread: the time it had used is kept and its thread restarts the clock less that).
+    clock: float | None = None
+    # The claim is proven held until this monotonic time: the start of the last statement that
+    # showed it held (the claim, a heartbeat) plus ``lease_seconds``, the queue's zombie timeout
+    # less a safety margin (``lease_window``). A handler never starts after it unverified.
+    proof_until: float = 0.0
+    lease_seconds: float = 0.0
     next_beat: float = 0.0
     beat_now: bool = False
     beat_failures: int = 0
@@ -103,6 +118,29 @@ class Execution:
         _request_stop(self.context, reason.value)
         if self.in_handler and self.task is not None and not self.task.done():
             self.task.cancel()
+
+
+def lease_window(zombie_timeout_seconds: float) -> float:
+    """How long after a statement that showed a claim held the claim is still proven: the
+    zombie timeout less a margin (a quarter of it, at most 5 s) for clock rates and the time a
+    row's ``heartbeat_at`` is set after our clock was read."""
+    return zombie_timeout_seconds - min(0.25 * zombie_timeout_seconds, 5.0)
+
+
+class _NotStarted(BaseException):
+    """Raised where a handler would start when its claim is not proven: the handler is not
+    called. A BaseException so that middleware catching ``Exception`` lets it through."""
+
+
+Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
+
+
+class SyncRunner(Protocol):
+    """Where sync handlers run (``threads.SyncThreads``)."""
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]: ...
+
+    def overran(self, future: Future[Any], *, job_id: str) -> None: ...
 
 
 def _error_text(exc: BaseException) -> str:
@@ -139,7 +177,8 @@ def decide(
     * dispatch failure -> DLQ REJECTED;
     * timeout -> DLQ TIMEOUT; operator cancel -> DLQ CANCELLED (actor);
       heartbeat failure -> DLQ HEARTBEAT_FAILURE; shutdown -> back to pending now (the
-      interrupted execution counts as an attempt); lost lease -> nothing (not ours);
+      interrupted execution counts as an attempt), or DLQ MAX_RETRIES_EXCEEDED when it was
+      the last attempt; lost lease -> nothing (not ours);
     * ``Retry``, ``ThrottledError`` and other exceptions -> retry while attempts remain
       (``job.attempt_count`` executions so far), else DLQ MAX_RETRIES_EXCEEDED, THROTTLED or
       TRANSIENT; a retry that would land past ``created_at`` + max job age -> DLQ
@@ -165,6 +204,10 @@ def decide(
                 actor=actor,
                 duration_seconds=duration,
             )
+        if stop_reason is StopReason.UNPROVEN:
+            # Never started: give it back at once, the attempt refunded (the fence refuses
+            # this too if the claim was in fact lost).
+            return RetryMove(lease, None, refund_attempt=True, count_retry=False)
         if stop_reason is StopReason.HEARTBEAT_FAILURE:
             return FailMove(
                 lease,
@@ -172,9 +215,17 @@ def decide(
                 "HeartbeatFailure: heartbeats kept failing; the job was cancelled",
                 duration_seconds=duration,
             )
-        return RetryMove(
-            lease, "Shutdown: the worker stopped before the job finished", count_retry=False
-        )
+        text = "Shutdown: the worker stopped before the job finished"
+        if job.attempt_count >= max_attempts:
+            # The interrupted execution was its last: giving it back would run it past
+            # max_attempts, and a job that always outlives the grace period for ever.
+            return FailMove(
+                lease,
+                FailureReason.MAX_RETRIES_EXCEEDED,
+                f"Attempts exhausted ({job.attempt_count} of {max_attempts}): {text}",
+                duration_seconds=duration,
+            )
+        return RetryMove(lease, text, count_retry=False)
     if result is Result.RETURNED_FAIL:
         return FailMove(
             lease, FailureReason.FATAL_ERROR, f"Fail: {message}", duration_seconds=duration
@@ -230,7 +281,7 @@ class Executor:
     the app's middleware list (read at each job, so later registrations apply) and the thread
     pool for sync handlers."""
 
-    __slots__ = ("handlers", "middlewares", "pipes", "settings", "threads", "worker_id")
+    __slots__ = ("handlers", "middlewares", "pipes", "prove", "settings", "threads", "worker_id")
 
     def __init__(
         self,
@@ -238,9 +289,10 @@ class Executor:
         handlers: Mapping[str, JobHandler],
         pipes: Mapping[str, PipeHandler],
         middlewares: Sequence[Middleware],
-        threads: ThreadPool,
+        threads: SyncRunner,
         *,
         worker_id: str,
+        prove: Prove,
     ) -> None:
         self.settings = settings
         self.handlers = handlers
@@ -248,6 +300,9 @@ class Executor:
         self.middlewares = middlewares
         self.threads = threads
         self.worker_id = worker_id
+        # ``prove(ex)``: check with storage that ``ex``'s claim is still held (None) or say
+        # why it is not to be started (the heartbeats' batched check).
+        self.prove = prove
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -281,6 +336,9 @@ class Executor:
             worker_id=self.worker_id,
             trace_context=job.trace_context,
         )
+        zombie = (
+            queue.zombie_timeout_seconds if queue is not None else None
+        ) or settings.zombie_timeout_seconds
         return Execution(
             job=job,
             context=context,
@@ -288,15 +346,16 @@ class Executor:
             handle=handle,
             is_pipe=is_pipe,
             started=time.monotonic(),
+            lease_seconds=lease_window(zombie),
         )
 
     async def execute(self, ex: Execution) -> Move | None:
         """Run ``ex`` to its end and return the move that records the outcome.
 
-        This runs for every job, so the success path is kept short: no clock read, no closures
-        beyond the handler call itself. The execution timeout is enforced by the worker's
-        watchdog, which stops the job with ``StopReason.TIMEOUT`` (one timer for all jobs
-        instead of one each).
+        This runs for every job, so the success path is kept short: one monotonic clock read
+        (the claim's proof), no closures beyond the handler call itself. The execution timeout
+        is enforced by the worker's watchdog, which stops the job with ``StopReason.TIMEOUT``
+        (one timer for all jobs instead of one each).
         """
         job = ex.job
         handle = ex.handle
@@ -313,7 +372,7 @@ class Executor:
             pargs: dict[str, Any] = {}
             if handle.context_param is not None:
                 pargs[handle.context_param] = context
-            call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, context)
+            call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, ex)
         else:
             try:
                 arguments = json.loads(job.payload)
@@ -328,22 +387,33 @@ class Executor:
                 message = f"Rejected: the payload does not fit {job.type}: {exc}"
                 log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
                 return self._finish(ex, Result.REJECTED, duration=None, message=message)
-            call = self._caller(handle.fn, (), arguments, handle.is_async, context)
+            call = self._caller(handle.fn, (), arguments, handle.is_async, ex)
 
         if self.middlewares:
             call = _chain(self.middlewares, context, call)
         started = time.perf_counter()
         ex.in_handler = True
+        ex.clock = time.monotonic()
         try:
             value = await call()
-        except asyncio.CancelledError:
+        except _NotStarted:
             ex.in_handler = False
-            if ex.stop_reason is None:
-                raise
+            return self._stopped(ex, 0.0)
+        except asyncio.CancelledError as exc:
+            ex.in_handler = False
             task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            return self._stopped(ex, time.perf_counter() - started)
+            cancelled = task is not None and task.cancelling() > 0
+            if ex.stop_reason is not None:
+                if cancelled:
+                    task.uncancel()  # type: ignore[union-attr]
+                return self._stopped(ex, time.perf_counter() - started)
+            if cancelled:
+                raise  # the task itself was cancelled (the loop is closing): not the job's end
+            # Nobody cancelled this task: the handler raised CancelledError itself (it awaited
+            # a cancelled sub-task). That is an ordinary failure, retried by the policy.
+            return self._finish(
+                ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
+            )
         except BaseException as exc:  # handlers may raise anything, SystemExit included
             ex.in_handler = False
             if ex.stop_reason is not None:
@@ -400,17 +470,31 @@ class Executor:
             )
         return move
 
+    async def _proven(self, ex: Execution) -> None:
+        """Return when ``ex``'s claim is proven held; else stop it and raise ``_NotStarted``."""
+        refused = await self.prove(ex)
+        if refused is None:
+            return
+        ex.in_handler = False  # stop() must not cancel this task: it is the one asking
+        ex.stop(*refused)
+        raise _NotStarted
+
     def _caller(
         self,
         fn: Callable[..., Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         is_async: bool,
-        context: JobContext,
+        ex: Execution,
     ) -> Callable[[], Awaitable[Any]]:
+        context = ex.context
         if is_async:
 
             async def call_async() -> Any:
+                # The handler starts on this very step, so the proof is checked here, after
+                # any middleware (which may have waited), not when the job was claimed.
+                if time.monotonic() >= ex.proof_until:
+                    await self._proven(ex)
                 token = _bind(context)
                 try:
                     return await fn(*args, **kwargs)
@@ -424,11 +508,17 @@ class Executor:
         async def call_sync() -> Any:
             # A sync handler runs in a thread with the job's context bound. If it overruns its
             # timeout or is cancelled, the worker stops waiting and records the outcome; the
-            # thread cannot be interrupted and its eventual result is ignored.
+            # thread cannot be interrupted and its eventual result is ignored (``SyncThreads``
+            # keeps such overrun threads from starving later sync jobs).
             ctx = contextvars.copy_context()
             ctx.run(_bind, context)
 
-            def in_thread() -> tuple[Any, BaseException | None]:
+            def in_thread(used: float) -> tuple[Any, BaseException | None]:
+                # The handler starts in this thread, maybe later than it was handed over:
+                # past the claim's proof it does not start, and the loop checks the claim.
+                if time.monotonic() >= ex.proof_until:
+                    return _UNPROVEN, None
+                ex.clock = time.monotonic() - used  # the timeout counts from here on
                 # Whatever the handler raises comes back as a value and is re-raised below. A
                 # GeneratorExit delivered through the future would be thrown into this task's
                 # coroutine chain, where CPython closes the inner frames instead of letting the
@@ -438,13 +528,33 @@ class Executor:
                 except BaseException as exc:
                     return None, exc
 
-            loop = asyncio.get_running_loop()
-            value, error = await loop.run_in_executor(threads, in_thread)
+            while True:
+                if time.monotonic() >= ex.proof_until:
+                    await self._proven(ex)
+                # Waiting for a thread does not count against the timeout.
+                clock = ex.clock
+                used = 0.0 if clock is None else time.monotonic() - clock
+                ex.clock = None
+                future = threads.submit(partial(in_thread, used))
+                try:
+                    value, error = await asyncio.wrap_future(future)
+                except asyncio.CancelledError:
+                    # Stopped: a handler not yet started never will be; a running one cannot
+                    # be interrupted, so its thread runs on and the pool makes room for it.
+                    if not future.cancel() and not future.done():
+                        threads.overran(future, job_id=ex.job.id)
+                    raise
+                if value is not _UNPROVEN:
+                    break
+                ex.clock = time.monotonic() - used
             if error is not None:
                 raise error
             return value
 
         return call_sync
+
+
+_UNPROVEN = object()  # what a sync handler's thread returns when it did not start it
 
 
 def _timeout_message(ex: Execution) -> str:

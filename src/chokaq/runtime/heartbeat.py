@@ -52,6 +52,8 @@ class Heartbeats:
         self.events = events
         self.submit = submit
         self.now_event = asyncio.Event()
+        self._proving: list[tuple[Execution, asyncio.Future[tuple[StopReason, str | None] | None]]]
+        self._proving = []
 
     def request(self, ex: Execution) -> None:
         """Heartbeat ``ex`` at once (progress moved, a long step starts, a cancel was heard)."""
@@ -61,6 +63,62 @@ class Heartbeats:
     def interval(self) -> float:
         settings = self.settings
         return random.uniform(settings.heartbeat_min_seconds, settings.heartbeat_max_seconds)
+
+    async def prove(self, ex: Execution) -> tuple[StopReason, str | None] | None:
+        """Check that ``ex``'s claim is still held, just before its handler starts: None when
+        it is (its proof is renewed), else why it must not start (LEASE_LOST; CANCELLED and
+        who asked; UNPROVEN when storage could not answer). Executions that ask in the same
+        loop step share one heartbeat statement."""
+        future: asyncio.Future[tuple[StopReason, str | None] | None]
+        future = asyncio.get_running_loop().create_future()
+        self._proving.append((ex, future))
+        if len(self._proving) == 1:
+            asyncio.get_running_loop().call_soon(self._prove_batch)
+        return await future
+
+    def _prove_batch(self) -> None:
+        batch, self._proving = self._proving, []
+        task = asyncio.get_running_loop().create_task(self._prove_all(batch))
+        task.add_done_callback(_proved)
+
+    async def _prove_all(
+        self,
+        batch: list[tuple[Execution, asyncio.Future[tuple[StopReason, str | None] | None]]],
+    ) -> None:
+        sent = time.monotonic()
+        answers: list[tuple[StopReason, str | None] | None]
+        try:
+            acks = await self.backend.jobs_heartbeat(
+                beats=[Heartbeat(ex.job.lease, ex.context.progress) for ex, _ in batch]
+            )
+        except BaseException as exc:
+            if not isinstance(exc, StorageError):
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
+            answers = [(StopReason.UNPROVEN, None)] * len(batch)
+        else:
+            answers = []
+            for (ex, _), ack in zip(batch, acks, strict=True):
+                if not ack.owned:
+                    answers.append((StopReason.LEASE_LOST, None))
+                elif ack.cancel_requested:
+                    answers.append((StopReason.CANCELLED, ack.cancel_requested_by))
+                else:
+                    ex.proof_until = sent + ex.lease_seconds
+                    answers.append(None)
+        for (ex, future), answer in zip(batch, answers, strict=True):
+            if answer is not None:
+                log_event(
+                    Event.JOB_NOT_STARTED,
+                    "claim not proven held when the handler was to start; not started",
+                    level=WARNING,
+                    job_id=ex.job.id,
+                    reason=answer[0].value,
+                )
+            if not future.done():
+                future.set_result(answer)
 
     async def run(self) -> None:
         backend = self.backend
@@ -78,6 +136,7 @@ class Heartbeats:
                     ex.beat_now = False
                     ex.next_beat = now + self.interval()
                 beats = [Heartbeat(ex.job.lease, ex.context.progress) for ex in due]
+                sent = time.monotonic()
                 try:
                     acks = await backend.jobs_heartbeat(beats=beats)
                 except StorageError as exc:
@@ -89,6 +148,8 @@ class Heartbeats:
                             ex.stop(StopReason.LEASE_LOST)
                         elif ack.cancel_requested:
                             ex.stop(StopReason.CANCELLED, ack.cancel_requested_by)
+                        else:
+                            ex.proof_until = sent + ex.lease_seconds
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.now_event.wait(), timeout=0.5)
 
@@ -132,8 +193,11 @@ class Heartbeats:
         """Stop jobs past their timeout; abandon one that outlived it by 10 s without
         returning (it ignored cancellation): record its timeout and free the slot."""
         for ex in list(self.slots.running.values()):
-            overrun = now - ex.started - ex.timeout_seconds
-            if overrun < 0 or ex.abandoned:
+            clock = ex.clock
+            if clock is None or ex.abandoned:
+                continue  # not counting yet (or waiting for a thread)
+            overrun = now - clock - ex.timeout_seconds
+            if overrun < 0:
                 continue
             if ex.stop_reason is None:
                 ex.stop(StopReason.TIMEOUT)
@@ -158,3 +222,10 @@ class Heartbeats:
                 ),
                 ex,
             )
+
+
+def _proved(task: asyncio.Task[None]) -> None:
+    # A failure other than storage's was handed to every waiting execution already; this
+    # only keeps asyncio from reporting it a second time as never retrieved.
+    if not task.cancelled():
+        task.exception()

@@ -9,17 +9,23 @@ The formula (seconds), for the n-th retry (n = 1 after the first failed executio
 
 so the first retry waits the base delay (plus jitter), the next twice that, and so on; jitter
 never pushes a delay past ``max_delay``. A throttled error's retry-after is honoured exactly,
-capped at ``max_delay``, without jitter.
+capped at ``max_delay``, without jitter. The cap is applied before the power is computed, so no
+retry number can overflow a float.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError
+from ..limits import MAX_ATTEMPTS, MAX_DELAY_SECONDS
 
-__all__ = ["RetryPolicy"]
+__all__ = ["MAX_JOB_AGE_SECONDS", "RetryPolicy"]
+
+# Ten years: far past any retry, and a deadline every stored time can still hold.
+MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +44,48 @@ class RetryPolicy:
     max_job_age_seconds: float | None = 86400.0
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigurationError("retry.max_attempts: must be at least 1")
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or not 1 <= self.max_attempts <= MAX_ATTEMPTS
+        ):
+            raise ConfigurationError(
+                f"retry.max_attempts: must be an integer between 1 and {MAX_ATTEMPTS}"
+            )
+        for name in ("base_delay_seconds", "multiplier", "max_delay_seconds", "jitter_seconds"):
+            if not math.isfinite(getattr(self, name)):
+                raise ConfigurationError(f"retry.{name}: must be a finite number")
         if self.base_delay_seconds <= 0:
             raise ConfigurationError("retry.base_delay_seconds: must be greater than 0")
         if self.multiplier < 1:
             raise ConfigurationError("retry.multiplier: must be at least 1")
         if self.max_delay_seconds < self.base_delay_seconds:
             raise ConfigurationError("retry.max_delay_seconds: must be >= base_delay_seconds")
+        if self.max_delay_seconds > MAX_DELAY_SECONDS:
+            # The same bound as an enqueue's delay: a retry is a delayed job.
+            raise ConfigurationError(
+                f"retry.max_delay_seconds: must be at most {MAX_DELAY_SECONDS:g} (366 days)"
+            )
         if self.jitter_seconds < 0:
             raise ConfigurationError("retry.jitter_seconds: must not be negative")
-        if self.max_job_age_seconds is not None and self.max_job_age_seconds <= 0:
-            raise ConfigurationError("retry.max_job_age_seconds: must be greater than 0 or None")
+        age = self.max_job_age_seconds
+        if age is not None and not (0 < age <= MAX_JOB_AGE_SECONDS):
+            raise ConfigurationError(
+                "retry.max_job_age_seconds: must be greater than 0 and at most "
+                f"{MAX_JOB_AGE_SECONDS:g} (ten years), or None"
+            )
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
-        """Seconds to wait before the ``retry_number``-th retry (1-based)."""
+        """Seconds to wait before the ``retry_number``-th retry (1-based); any retry number,
+        however large, gives at most ``max_delay_seconds``."""
         n = max(1, retry_number)
-        capped = min(self.base_delay_seconds * self.multiplier ** (n - 1), self.max_delay_seconds)
+        base, cap = self.base_delay_seconds, self.max_delay_seconds
+        capped = cap
+        if self.multiplier == 1:
+            capped = base
+        elif n - 1 < math.log(cap / base) / math.log(self.multiplier):
+            # Below the exponent where the cap is reached, so the power stays under cap / base.
+            capped = min(base * self.multiplier ** (n - 1), cap)
         room = min(self.jitter_seconds, self.max_delay_seconds - capped)
         jitter = (rng or random).uniform(0.0, room) if room > 0 else 0.0
         return capped + jitter

@@ -62,6 +62,10 @@ class WorkerSettings:
             dead-lettered as REJECTED (0: rejected at once).
         fatal_exceptions: exception types that skip retries (in addition to FatalError).
         sync_threads: threads for sync handlers (``None``: concurrency).
+        sync_overrun_threads: how many threads of sync handlers that ran past their job's end
+            (timed out, cancelled: a thread cannot be interrupted) may run on without holding
+            a job slot (``None``: concurrency); each one past that keeps its slot taken until
+            its handler returns (event 2032).
         retention_archive_days: archive rows older than this are deleted by the elected worker.
         retention_dlq_days: DLQ rows older than this are deleted by the elected worker.
         retention_interval_seconds: how often the elected worker runs retention.
@@ -96,6 +100,7 @@ class WorkerSettings:
     unknown_type_grace_seconds: float = 3600.0
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     sync_threads: int | None = None
+    sync_overrun_threads: int | None = None
     retention_archive_days: float = 7.0
     retention_dlq_days: float = 30.0
     retention_interval_seconds: float = 300.0
@@ -144,6 +149,10 @@ class WorkerSettings:
             raise ConfigurationError("poll_interval_seconds: must be greater than 0")
         if self.heartbeat_failure_threshold < 1:
             raise ConfigurationError("heartbeat_failure_threshold: must be at least 1")
+        if self.sync_threads is not None and not 1 <= self.sync_threads <= 1000:
+            raise ConfigurationError("sync_threads: must be between 1 and 1000 or None")
+        if self.sync_overrun_threads is not None and not 0 <= self.sync_overrun_threads <= 1000:
+            raise ConfigurationError("sync_overrun_threads: must be between 0 and 1000 or None")
         if self.finalize_batch_max < 1:
             raise ConfigurationError("finalize_batch_max: must be at least 1")
         if not 1.0 <= self.leadership_lease_seconds <= 3600.0:

@@ -26,22 +26,25 @@ WARNING = 30
 
 class Slots:
     """Running executions by job id (``running``), the prefetch ``buffer``, and
-    ``concurrency``. ``on_free`` is called whenever a slot comes free (after ``freed`` is set),
-    so that a waiting fetch loop wakes."""
+    ``concurrency``. ``held`` slots are taken by sync handlers' threads that ran on past their
+    job's end beyond the overrun bound (``threads.SyncThreads``). ``on_free`` is called whenever
+    a slot comes free (after ``freed`` is set), so that a waiting fetch loop wakes."""
 
-    __slots__ = ("buffer", "concurrency", "freed", "on_free", "running")
+    __slots__ = ("buffer", "concurrency", "freed", "held", "on_free", "running")
 
     def __init__(self, concurrency: int, on_free: Callable[[], None]) -> None:
         self.running: dict[str, Execution] = {}
         self.buffer: deque[ClaimedJob] = deque()
         self.concurrency = concurrency
+        self.held = 0
         self.freed = asyncio.Event()
         self.on_free = on_free
 
     @property
     def free(self) -> int:
-        """Slots not taken by a running execution (negative after a scale-down)."""
-        return self.concurrency - len(self.running)
+        """Slots not taken by a running execution or a held overrun thread (negative after a
+        scale-down)."""
+        return self.concurrency - len(self.running) - self.held
 
     def add(self, ex: Execution) -> None:
         """``ex`` takes a slot."""

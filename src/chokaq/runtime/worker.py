@@ -20,7 +20,6 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -48,6 +47,7 @@ from .registry import Registry
 from .report import report_outcome
 from .settings import WorkerSettings
 from .slots import Slots, release
+from .threads import SyncThreads
 from .unhandled import Unhandled, served_queues
 
 __all__ = ["Worker"]
@@ -88,9 +88,12 @@ class Worker(Generic[H]):
         self.outage = Outage()
         self.events = Events()
         self.circuits = CircuitBreakers(settings.circuit, on_event=self._circuit_event)
-        self.threads = ThreadPoolExecutor(
-            max_workers=settings.sync_threads or settings.concurrency,
-            thread_name_prefix="chokaq-job",
+        self.threads = SyncThreads(
+            settings.sync_threads or settings.concurrency,
+            settings.concurrency
+            if settings.sync_overrun_threads is None
+            else settings.sync_overrun_threads,
+            self.slots,
         )
         self.started_at = datetime.now(UTC)
         self.last_fetch_at: float | None = None
@@ -142,7 +145,7 @@ class Worker(Generic[H]):
                 new=n,
             )
             self.slots.resize(n)
-            self.threads._max_workers = max(self.threads._max_workers, n)
+            self.threads.resize(n)
         self._poke()
 
     def add_listener(self, listener: Listener) -> None:
@@ -187,6 +190,9 @@ class Worker(Generic[H]):
         self.finalizer = Finalizer(
             backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
         )
+        self.heartbeats = Heartbeats(
+            backend, settings, self.slots, self.events, self.finalizer.submit
+        )
         self.executor = Executor(
             settings,
             self.app.handlers,
@@ -194,9 +200,7 @@ class Worker(Generic[H]):
             self.app.middlewares,
             self.threads,
             worker_id=self.id,
-        )
-        self.heartbeats = Heartbeats(
-            backend, settings, self.slots, self.events, self.finalizer.submit
+            prove=self.heartbeats.prove,
         )
         self.registry = Registry(
             backend,
@@ -272,7 +276,7 @@ class Worker(Generic[H]):
         slots = self.slots
         failures = 0
         while not self._stopping.is_set():
-            free = slots.concurrency - len(slots.running)
+            free = slots.free
             if free <= 0:
                 slots.freed.clear()
                 await self._wait(slots.freed, None)
@@ -318,15 +322,16 @@ class Worker(Generic[H]):
         while slots.running or slots.buffer:
             slots.freed.clear()
             await self._wait(slots.freed, 0.05)
-            if slots.buffer and len(slots.running) < slots.concurrency:
+            if slots.buffer and slots.free > 0:
                 return False
         await self.finalizer.drain()
         return await self.claims.claim(slots.concurrency) == 0
 
-    def _launch(self, job: ClaimedJob) -> None:
+    def _launch(self, job: ClaimedJob, sent: float) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
         if ex.handle is not None:
             self.burst.progressed()
+        ex.proof_until = sent + ex.lease_seconds
         ex.next_beat = ex.started + self.heartbeats.interval()
         context = ex.context
         context._loop = self._loop
@@ -489,6 +494,6 @@ class Worker(Generic[H]):
             await notifier.stop()
         with contextlib.suppress(StorageError):
             await self.app.backend.worker_remove(worker_id=self.id)
-        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.threads.shutdown()
         self.state = "stopped"
         log_event(Event.WORKER_STOPPED, "worker stopped", worker_id=self.id)
