@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,3 +191,55 @@ def pg_store() -> Iterator[Store]:
         yield Store("postgres", PG_URL, schema)
     finally:
         drop_schema(schema)
+
+
+class Raw:
+    """Plain SQL on the store, outside any backend. ``table("jobs_dlq")`` names a table."""
+
+    def __init__(self, url: str, schema: str) -> None:
+        self.dialect = "sqlite" if url.startswith("sqlite:") else "postgres"
+        self.schema = schema
+        if self.dialect == "sqlite":
+            path = url.removeprefix("sqlite:///")
+            self._conn: Any = sqlite3.connect(path, isolation_level=None, timeout=30)
+        else:
+            import psycopg
+
+            self._conn = psycopg.connect(url, autocommit=True)
+
+    def table(self, name: str) -> str:
+        if self.dialect == "sqlite":
+            return f"{self.schema}_{name}"
+        return f'"{self.schema}".{name}'
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql`` (``{jobs_hot}`` and friends are replaced by table names)."""
+        names = {
+            n: self.table(n)
+            for n in (
+                "jobs_hot",
+                "jobs_archive",
+                "jobs_dlq",
+                "stats_summary",
+                "metric_buckets",
+                "queues",
+                "workers",
+            )
+        }
+        text = sql.format(**names)
+        if self.dialect == "postgres":
+            text = text.replace("?", "%s")
+        cursor = self._conn.execute(text, params)
+        return list(cursor.fetchall()) if cursor.description else []
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@pytest.fixture
+def raw(store: Store) -> Iterator[Raw]:
+    """A plain driver connection (sqlite3 or psycopg) on the test's store, for the few tests
+    that must plant a row the seam would refuse, or read a catalog."""
+    conn = Raw(store.url, store.schema)
+    yield conn
+    conn.close()
