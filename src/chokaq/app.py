@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -22,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 from .context import JobContext
 from .encoding import dump_json
 from .errors import ConfigurationError, ValidationError
-from .limits import DEFAULT_LIMITS, JsonText, Limits, check_name
+from .limits import (
+    DEFAULT_LIMITS,
+    MAX_PAYLOAD_DEPTH,
+    JsonText,
+    Limits,
+    check_name,
+    json_too_deep,
+)
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
 from .runtime.host import Middleware
@@ -99,16 +105,62 @@ def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any
     return _Options(**options), connection, kwargs
 
 
-def _encode_payload(arguments: dict[str, Any]) -> JsonText:
-    """Handler arguments as the JSON object text stored as the payload."""
+def _tags(tags: Sequence[str] | None) -> tuple[str, ...]:
+    """The ``tags=`` option as a tuple; a lone string is refused (``tuple("abc")`` would make
+    three one-letter tags of it, silently)."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str):
+        raise ValidationError("tags", "must be a list of strings, not a string")
     try:
-        return JsonText(dump_json(arguments))
+        return tuple(tags)
+    except TypeError:
+        raise ValidationError(
+            "tags", f"must be a list of strings, not {type(tags).__name__}"
+        ) from None
+
+
+def _string_keys(value: Any, path: str) -> None:
+    """Refuse an object key that is not a string: JSON would turn ``1`` into ``"1"``, so the
+    handler would get other keys than were sent, and ``{1: "a", "1": "b"}`` would collapse."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(
+                    "payload",
+                    f"object keys must be strings: {path} has the key {key!r} "
+                    f"({type(key).__name__})",
+                )
+            if isinstance(item, dict | list | tuple):
+                _string_keys(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if isinstance(item, dict | list | tuple):
+                _string_keys(item, f"{path}[{i}]")
+
+
+def _encode_payload(arguments: Any, path: str = "arguments") -> JsonText:
+    """Handler arguments (or a raw payload's object or array) as the JSON text stored as the
+    payload: nesting at most ``MAX_PAYLOAD_DEPTH`` deep, object keys strings, no NaN."""
+    try:
+        text = dump_json(arguments)
     except RecursionError:
         raise ValidationError(
-            "payload", "must be JSON-serializable: it refers to itself or nests too deep"
+            "payload",
+            f"must be JSON-serializable: it refers to itself or nests more than "
+            f"{MAX_PAYLOAD_DEPTH} deep",
         ) from None
     except (TypeError, ValueError) as exc:
         raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
+    if json_too_deep(text):
+        raise ValidationError(
+            "payload", f"must not nest arrays and objects more than {MAX_PAYLOAD_DEPTH} deep"
+        )
+    # The top level of handler arguments has keyword names: only a nested object can hold a
+    # key that is not a string, and its text has a second "{".
+    if text.count("{") > (1 if isinstance(arguments, dict) else 0):
+        _string_keys(arguments, path)
+    return JsonText(text)
 
 
 @dataclass
@@ -189,7 +241,7 @@ class JobHandle(Generic[P, R]):
             delay_seconds=options.delay,
             run_at=options.run_at,
             idempotency_key=options.idempotency_key,
-            tags=tuple(options.tags) if options.tags is not None else (),
+            tags=_tags(options.tags),
             created_by=options.created_by,
             # Left None unless given per job: the handler's and the queue's settings are applied
             # at execution time, so that changing them applies to jobs already enqueued.
@@ -500,8 +552,30 @@ class App:
         queue: str = "default",
         **options: Any,
     ) -> NewJob:
-        """A job for a pipe handler or another service: type key plus raw JSON payload text."""
-        text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+        """A job for a pipe handler or another service: type key plus raw payload.
+
+        ``payload`` is JSON text (``str``; checked as strict JSON) or a mapping or list that is
+        serialized here; anything else (``bytes`` included: decode it first) raises
+        ``ValidationError`` naming ``payload``, as do the enqueue options' limits."""
+        text: str
+        if isinstance(payload, str):
+            text = payload
+        elif isinstance(payload, Mapping | list | tuple):
+            value = dict(payload) if isinstance(payload, Mapping) else payload
+            text = _encode_payload(value, "payload")
+        else:
+            raise ValidationError(
+                "payload",
+                "must be JSON text (str), a mapping or a list, not "
+                f"{payload.__class__.__name__}"
+                + (" (decode it first)" if isinstance(payload, bytes | bytearray) else ""),
+            )
+        if "connection" in options:
+            raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
+        unknown = options.keys() - OPTION_NAMES
+        if unknown:
+            names = ", ".join(sorted(OPTION_NAMES - {"connection"}))
+            raise ValidationError(sorted(unknown)[0], f"is not an enqueue option (one of {names})")
         opts = _Options(queue=queue, **options)
         return NewJob(
             type=type,
@@ -511,7 +585,7 @@ class App:
             delay_seconds=opts.delay,
             run_at=opts.run_at,
             idempotency_key=opts.idempotency_key,
-            tags=tuple(opts.tags or ()),
+            tags=_tags(opts.tags),
             created_by=opts.created_by,
             max_attempts=opts.max_attempts,
             timeout_seconds=opts.timeout,

@@ -24,6 +24,7 @@ import click
 from rich.console import Console
 
 from ..app import App
+from ..limits import MIN_TIME
 from ..logs import PlainFormatter, logger
 from ..models import FailureReason
 
@@ -186,7 +187,15 @@ def parse_when(
     match = _RELATIVE.match(value)
     now = now or datetime.now(UTC)
     if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+        oldest = (now - MIN_TIME).total_seconds()
+        if seconds > oldest:
+            raise click.BadParameter(
+                f"{value!r}: an age reaches back to 1970-01-01 at most "
+                f"({int(oldest // 86400)}d today)",
+                param_hint=param,
+            )
+        return now - timedelta(seconds=seconds)
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
