@@ -8,10 +8,12 @@ the jobs. It reaches storage only through ``chokaq.storage.Backend``.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import inspect
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -321,6 +323,7 @@ class App:
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
         self._portal: _Portal | None = None
+        self._opened_pid: int | None = None  # the process whose connections the backend holds
 
     # -- registration -------------------------------------------------------------------
 
@@ -485,6 +488,7 @@ class App:
             if self._opened:
                 return self
             backend = self.backend
+            self._opened_pid = os.getpid()
             await backend.open()
             migrate = self.auto_migrate
             if migrate is None:
@@ -496,13 +500,31 @@ class App:
 
     async def close(self) -> None:
         """Close the backend (and the background loop of the sync client, if started)."""
+        portal, self._portal = self._portal, None
+        if portal is not None and portal.pid != os.getpid():
+            _abandon(portal)  # a forked child's copy of the parent's: not ours to close
+            portal = None
+        if portal is not None and portal.shared and portal.on_loop_thread():
+            portal = None  # the portal's own close of this very App: the portal ends itself
         if self._backend is not None:
             await self._backend.close()  # also after a failed open: no connection left behind
         self._opened = False
+        self._opened_pid = None
         self._backend = None
-        if self._portal is not None:
-            self._portal.stop()
-            self._portal = None
+        if portal is not None:
+            await asyncio.to_thread(portal.stop)
+
+    def close_sync(self) -> None:
+        """Close the sync client (``enqueue_sync``'s loop, thread and connections) now, rather
+        than at interpreter exit; the next ``enqueue_sync`` starts a new one. On an in-memory
+        SQLite app the sync client shares the App's backend, so this closes the App too."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        if portal.pid != os.getpid():
+            _abandon(portal)
+            return
+        portal.stop()
 
     async def __aenter__(self) -> App:
         return await self.open()
@@ -539,10 +561,28 @@ class App:
         return ids
 
     def enqueue_many_sync(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
-        """``enqueue_many`` for code that cannot await."""
-        if self._portal is None:
-            self._portal = _Portal(self)
-        return self._portal.call(lambda app: app.enqueue_many(jobs, connection=connection))
+        """``enqueue_many`` for code that cannot await (on the sync client: a private loop on a
+        daemon thread with its own connections, closed by ``close_sync()`` or at exit).
+
+        Fork-safe: in a child process (gunicorn ``--preload``, multiprocessing) the client the
+        parent started is left alone and a fresh one is made. Raises ``ConfigurationError`` for
+        an in-memory SQLite app in a forked child (its database is the parent's memory)."""
+        return self._sync_client().call(lambda app: app.enqueue_many(jobs, connection=connection))
+
+    def _sync_client(self) -> _Portal:
+        portal = self._portal
+        if portal is not None and portal.pid != os.getpid():
+            _abandon(portal)  # forked: the parent's thread is not here, its connections are
+            self._portal = portal = None
+        if portal is None:
+            shared = self.backend.capabilities.in_process
+            if shared and self._opened_pid not in (None, os.getpid()):
+                raise ConfigurationError(
+                    f"{self.url}: an in-memory database lives in the process that opened it, "
+                    "not in a forked child; use a file (sqlite:///jobs.db) or PostgreSQL"
+                )
+            portal = self._portal = _Portal(self, shared=shared)
+        return portal
 
     def raw(
         self,
@@ -618,33 +658,53 @@ class App:
 class _Portal:
     """A private event loop on a daemon thread, so sync code can call the async API.
 
-    It opens its own App copy (its own connections): async resources are bound to one loop.
+    It opens its own App copy (its own connections), since async resources are bound to one
+    loop; except for a store that lives in this process's memory only (``in_process``: SQLite
+    ``:memory:``), where a copy would open another, empty database: there it drives the App
+    itself (that driver runs every statement on its own thread, from any loop).
+
+    A portal belongs to the process that made it (``pid``): after a fork the child sees the
+    parent's loop object but not its thread, and the parent's sockets and file handles;
+    ``App`` then leaves it untouched (``_abandon``) and makes a fresh one.
     """
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, shared: bool) -> None:
+        self.pid = os.getpid()
+        self.shared = shared
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="chokaq-sync", daemon=True
         )
         self._thread.start()
-        self._app = App(
-            app.url,
-            schema=app.schema,
-            limits=app.limits,
-            auto_migrate=app.auto_migrate,
-            worker=app.worker_settings,
-            **app.storage_options,
-        )
-        self._app.handlers = app.handlers
-        self._app.pipes = app.pipes
-        self._app.before_enqueue = app.before_enqueue
-        self._app.after_enqueue = app.after_enqueue
+        if shared:
+            self._app = app
+        else:
+            self._app = App(
+                app.url,
+                schema=app.schema,
+                limits=app.limits,
+                auto_migrate=app.auto_migrate,
+                worker=app.worker_settings,
+                **app.storage_options,
+            )
+            self._app.handlers = app.handlers
+            self._app.pipes = app.pipes
+            self._app.before_enqueue = app.before_enqueue
+            self._app.after_enqueue = app.after_enqueue
+        _LIVE.add(self)
+
+    def on_loop_thread(self) -> bool:
+        return threading.current_thread() is self._thread
 
     def call(self, fn: Callable[[App], Awaitable[R]]) -> R:
         future: Future[R] = asyncio.run_coroutine_threadsafe(_call(fn, self._app), self._loop)
         return future.result()
 
     def stop(self) -> None:
+        """Close the portal's connections and end its thread (never from the thread itself)."""
+        _LIVE.discard(self)
+        if not self._thread.is_alive():
+            return
         try:
             asyncio.run_coroutine_threadsafe(self._app.close(), self._loop).result(timeout=10)
         finally:
@@ -656,3 +716,24 @@ class _Portal:
 
 async def _call(fn: Callable[[App], Awaitable[R]], app: App) -> R:
     return await fn(app)
+
+
+# Portals of this process, closed at interpreter exit: a PostgreSQL pool left open on a daemon
+# loop dies with "Task was destroyed but it is pending" lines when the interpreter stops it.
+_LIVE: weakref.WeakSet[_Portal] = weakref.WeakSet()
+# Portals a forked child inherited: kept referenced for the rest of the child's life, so that
+# no finalizer ever closes the parent's connections or files from the child.
+_ABANDONED: list[_Portal] = []
+
+
+def _abandon(portal: _Portal) -> None:
+    _LIVE.discard(portal)
+    _ABANDONED.append(portal)
+
+
+@atexit.register
+def _close_portals() -> None:
+    for portal in list(_LIVE):
+        if portal.pid == os.getpid():
+            with contextlib.suppress(Exception):  # exiting: nothing left to tell
+                portal.stop()

@@ -16,7 +16,7 @@ import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from ..errors import ChokaqError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -124,7 +124,7 @@ class Driver(abc.ABC):
     """One database's adapter. Every method's arguments were checked by the seam: a driver
     trusts them (``Backend`` documents each operation's semantics and limits)."""
 
-    capabilities: ClassVar[Capabilities]
+    capabilities: Capabilities  # a class attribute; an instance may narrow it (SQLite :memory:)
 
     def __init__(self, settings: StorageSettings) -> None:
         self.settings = settings

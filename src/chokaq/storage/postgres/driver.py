@@ -8,8 +8,6 @@ locks). It must not check arguments or hold SQL text.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from ...models import Capabilities
 from ..driver import Leadership, Notifier
 from .dlq import PostgresDlq
@@ -25,7 +23,7 @@ __all__ = ["PostgresDriver"]
 class PostgresDriver(PostgresJobs, PostgresDlq, PostgresRetention, PostgresQueues, PostgresReads):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 
-    capabilities: ClassVar[Capabilities] = Capabilities(
+    capabilities = Capabilities(
         name="postgresql",
         caller_transactions=True,
         migrates_on_open=False,

@@ -11,6 +11,7 @@ imported only when the URL is ``sqlite:``.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -68,6 +69,8 @@ class SQLiteDriver(Driver):
             prefix=f"{settings.schema}_",
             busy_timeout_seconds=settings.busy_timeout_seconds,
         )
+        if self._db.key == ":memory:":
+            self.capabilities = replace(type(self).capabilities, in_process=True)
 
     def translate(self, exc: Exception) -> ChokaqError:
         message = f"{type(exc).__name__}: {exc}"
