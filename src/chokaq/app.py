@@ -465,9 +465,12 @@ class App:
         """Whether ``open()`` has completed and ``close()`` has not been called since."""
         return self._opened
 
-    def configure(self, *, url: str | None = None, schema: str | None = None) -> None:
+    def configure(
+        self, *, url: str | None = None, schema: str | None = None, **storage_options: Any
+    ) -> None:
         """Point this app at another database ``url`` and/or ``schema`` (what the CLI's
-        ``--database`` and ``--schema`` do); the backend is created afresh on next use.
+        ``--database`` and ``--schema`` do), or change ``storage_options`` (further
+        ``StorageSettings`` fields); the backend is created afresh on next use.
 
         Raises ``ConfigurationError`` while the app is open (close it first)."""
         if self._opened:
@@ -476,6 +479,8 @@ class App:
             self.url = url
         if schema is not None:
             self.schema = schema
+        if storage_options:
+            self.storage_options = {**self.storage_options, **storage_options}
         self._backend = None
 
     async def open(self) -> App:

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..errors import ValidationError
 from ..limits import check_payload
 from .options import make_app, parse_when, run_with_app, store_options
 
@@ -48,7 +49,10 @@ def enqueue(
       chokaq enqueue send_receipt '{"order_id": 42}' --queue emails --delay 60 \\
           --database postgresql://app@db/app
     """
-    check_payload("payload", payload)  # strict JSON, before the database is opened
+    try:
+        check_payload("payload", payload)  # strict JSON, before the database is opened
+    except ValidationError as exc:
+        raise click.BadParameter(exc.limit, param_hint="PAYLOAD") from None
     if delay is not None and run_at is not None:
         raise click.UsageError("give --delay or --run-at, not both")
     options: dict[str, Any] = {

@@ -137,10 +137,16 @@ def logged(fn: F) -> F:
     return command  # type: ignore[return-value]
 
 
-def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:
+def make_app(
+    app_spec: str | None, database: str | None, schema: str | None, *, read_only: bool = False
+) -> App:
+    """The App a command works on; ``read_only`` commands (stats, lists) refuse a SQLite file
+    that does not exist, naming it, instead of creating an empty ``./chokaq.db``."""
     app = load_app(app_spec, database)
     if schema:
         app.configure(schema=schema)
+    if read_only:
+        app.configure(create_missing=False)
     return app
 
 

@@ -58,6 +58,10 @@ class StorageSettings:
     ``schema`` is the PostgreSQL schema, or the table-name prefix on SQLite (``chokaq_jobs_hot``);
     it must match ``^[A-Za-z_][A-Za-z0-9_]{0,39}$``. ``pool_max_size`` bounds PostgreSQL
     connections per process. ``busy_timeout_seconds`` is how long SQLite waits on a locked file.
+    ``connect_timeout_seconds`` bounds the first PostgreSQL connection ``open`` makes before it
+    starts the pool, so a wrong host, port, database or password fails at once with its cause.
+    ``create_missing=False`` makes SQLite refuse to open a file that does not exist (naming it)
+    instead of creating it: what read-only commands want.
     """
 
     url: str
@@ -67,6 +71,8 @@ class StorageSettings:
     pool_max_size: int = 10
     busy_timeout_seconds: float = 10.0
     cleanup_batch_size: int = 1000
+    connect_timeout_seconds: float = 10.0
+    create_missing: bool = True
 
 
 class Notifier(abc.ABC):

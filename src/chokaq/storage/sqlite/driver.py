@@ -68,6 +68,7 @@ class SQLiteDriver(Driver):
             path=database_path(settings.url),
             prefix=f"{settings.schema}_",
             busy_timeout_seconds=settings.busy_timeout_seconds,
+            create_missing=settings.create_missing,
         )
         if self._db.key == ":memory:":
             self.capabilities = replace(type(self).capabilities, in_process=True)
