@@ -31,9 +31,11 @@ def _pg_url(*, port: int | None = None, database: str | None = None) -> str:
 async def _open_fails(url: str, caplog: pytest.LogCaptureFixture) -> tuple[str, float]:
     app = App(url, auto_migrate=False)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="psycopg"):
-        with pytest.raises(StorageUnavailableError) as info:
-            await app.open()
+    with (
+        caplog.at_level(logging.WARNING, logger="psycopg"),
+        pytest.raises(StorageUnavailableError) as info,
+    ):
+        await app.open()
     elapsed = time.monotonic() - started
     await app.close()
     pool_lines = [r for r in caplog.records if r.name.startswith("psycopg")]
