@@ -94,6 +94,7 @@ class Worker(Generic[H]):
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
+        self._stop_reason = "stopped"  # said once, on the WORKER_STOPPED line
         self._side_tasks: list[asyncio.Task[None]] = []
         self._waiter: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop = cast(
@@ -282,9 +283,7 @@ class Worker(Generic[H]):
             if got >= free:
                 continue  # more work is likely waiting
             if settings.burst and got == 0 and await self._burst_done():
-                log_event(
-                    Event.WORKER_STOPPED, "burst finished: no eligible job left", worker_id=self.id
-                )
+                self._stop_reason = "burst finished: no eligible job left"
                 self.stop()
                 break
             if got:
@@ -484,4 +483,9 @@ class Worker(Generic[H]):
             await self.app.backend.worker_remove(worker_id=self.id)
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.state = "stopped"
-        log_event(Event.WORKER_STOPPED, "worker stopped", worker_id=self.id)
+        log_event(
+            Event.WORKER_STOPPED,
+            f"worker stopped ({self._stop_reason})",
+            worker_id=self.id,
+            reason=self._stop_reason,
+        )
