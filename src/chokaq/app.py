@@ -736,6 +736,19 @@ def _abandon(portal: _Portal) -> None:
     _ABANDONED.append(portal)
 
 
+def _after_fork_in_child() -> None:
+    """Every portal is the parent's now: keep it referenced and quiet. Its loop's tasks never
+    run again here, and without this the child's exit prints "Task was destroyed but it is
+    pending!" for each of them (the pool's workers)."""
+    for portal in list(_LIVE):
+        _abandon(portal)
+        for task in asyncio.all_tasks(portal._loop):
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 @atexit.register
 def _close_portals() -> None:
     for portal in list(_LIVE):

@@ -164,3 +164,43 @@ def test_a_sync_producer_exits_without_pending_task_noise(store: Store) -> None:
     assert "Task was destroyed" not in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     assert _hot_count(store) == 1
+
+
+def test_a_forked_child_that_exits_normally_leaves_the_parent_alone_and_quiet(
+    store: Store,
+) -> None:
+    # A plain fork and a normal exit (atexit and interpreter finalization run in the child,
+    # unlike multiprocessing's os._exit): the child must neither close the parent's
+    # connections nor print the pending-task noise of the parent's loop.
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from chokaq import App
+        app = App({store.url!r}, schema={store.schema!r}, auto_migrate=True, pool_max_size=1)
+
+        @app.job()
+        def note(n: int) -> None:
+            return None
+
+        note.enqueue_sync(n=1)
+        pid = os.fork()
+        if pid == 0:
+            note.enqueue_sync(n=2)
+            sys.exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        note.enqueue_sync(n=3)
+        print("done")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    assert result.returncode == 0 and result.stdout.split() == ["done"], result.stderr
+    assert "Task was destroyed" not in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert _hot_count(store) == 3
