@@ -8,14 +8,10 @@ the jobs. It reaches storage only through ``chokaq.storage.Backend``.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import inspect
 import os
-import threading
-import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
@@ -33,6 +29,7 @@ from .limits import (
 )
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
+from .portal import Portal, abandon
 from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
@@ -322,7 +319,7 @@ class App:
         self._backend: Backend | None = None
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
-        self._portal: _Portal | None = None
+        self._portal: Portal[App] | None = None
         self._opened_pid: int | None = None  # the process whose connections the backend holds
 
     # -- registration -------------------------------------------------------------------
@@ -507,7 +504,7 @@ class App:
         """Close the backend (and the background loop of the sync client, if started)."""
         portal, self._portal = self._portal, None
         if portal is not None and portal.pid != os.getpid():
-            _abandon(portal)  # a forked child's copy of the parent's: not ours to close
+            abandon(portal)  # a forked child's copy of the parent's: not ours to close
             portal = None
         if portal is not None and portal.shared and portal.on_loop_thread():
             portal = None  # the portal's own close of this very App: the portal ends itself
@@ -527,7 +524,7 @@ class App:
         if portal is None:
             return
         if portal.pid != os.getpid():
-            _abandon(portal)
+            abandon(portal)
             return
         portal.stop()
 
@@ -574,10 +571,10 @@ class App:
         an in-memory SQLite app in a forked child (its database is the parent's memory)."""
         return self._sync_client().call(lambda app: app.enqueue_many(jobs, connection=connection))
 
-    def _sync_client(self) -> _Portal:
+    def _sync_client(self) -> Portal[App]:
         portal = self._portal
         if portal is not None and portal.pid != os.getpid():
-            _abandon(portal)  # forked: the parent's thread is not here, its connections are
+            abandon(portal)  # forked: the parent's thread is not here, its connections are
             self._portal = portal = None
         if portal is None:
             shared = self.backend.capabilities.in_process
@@ -586,8 +583,25 @@ class App:
                     f"{self.url}: an in-memory database lives in the process that opened it, "
                     "not in a forked child; use a file (sqlite:///jobs.db) or PostgreSQL"
                 )
-            portal = self._portal = _Portal(self, shared=shared)
+            portal = self._portal = Portal(self if shared else self._sync_copy(), shared=shared)
         return portal
+
+    def _sync_copy(self) -> App:
+        """An App on the same store and registry with its own connections (async resources are
+        bound to one loop: the sync client's cannot be the caller's)."""
+        copy = App(
+            self.url,
+            schema=self.schema,
+            limits=self.limits,
+            auto_migrate=self.auto_migrate,
+            worker=self.worker_settings,
+            **self.storage_options,
+        )
+        copy.handlers = self.handlers
+        copy.pipes = self.pipes
+        copy.before_enqueue = self.before_enqueue
+        copy.after_enqueue = self.after_enqueue
+        return copy
 
     def raw(
         self,
@@ -658,100 +672,3 @@ class App:
         """Run a worker until it is stopped (SIGTERM/SIGINT when installed by the CLI, or
         ``worker.stop()``), or, with ``burst=True``, until no eligible job is left."""
         await self.create_worker(**overrides).run()
-
-
-class _Portal:
-    """A private event loop on a daemon thread, so sync code can call the async API.
-
-    It opens its own App copy (its own connections), since async resources are bound to one
-    loop; except for a store that lives in this process's memory only (``in_process``: SQLite
-    ``:memory:``), where a copy would open another, empty database: there it drives the App
-    itself (that driver runs every statement on its own thread, from any loop).
-
-    A portal belongs to the process that made it (``pid``): after a fork the child sees the
-    parent's loop object but not its thread, and the parent's sockets and file handles;
-    ``App`` then leaves it untouched (``_abandon``) and makes a fresh one.
-    """
-
-    def __init__(self, app: App, *, shared: bool) -> None:
-        self.pid = os.getpid()
-        self.shared = shared
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="chokaq-sync", daemon=True
-        )
-        self._thread.start()
-        if shared:
-            self._app = app
-        else:
-            self._app = App(
-                app.url,
-                schema=app.schema,
-                limits=app.limits,
-                auto_migrate=app.auto_migrate,
-                worker=app.worker_settings,
-                **app.storage_options,
-            )
-            self._app.handlers = app.handlers
-            self._app.pipes = app.pipes
-            self._app.before_enqueue = app.before_enqueue
-            self._app.after_enqueue = app.after_enqueue
-        _LIVE.add(self)
-
-    def on_loop_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
-    def call(self, fn: Callable[[App], Awaitable[R]]) -> R:
-        future: Future[R] = asyncio.run_coroutine_threadsafe(_call(fn, self._app), self._loop)
-        return future.result()
-
-    def stop(self) -> None:
-        """Close the portal's connections and end its thread (never from the thread itself)."""
-        _LIVE.discard(self)
-        if not self._thread.is_alive():
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._app.close(), self._loop).result(timeout=10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            if not self._thread.is_alive():
-                self._loop.close()
-
-
-async def _call(fn: Callable[[App], Awaitable[R]], app: App) -> R:
-    return await fn(app)
-
-
-# Portals of this process, closed at interpreter exit: a PostgreSQL pool left open on a daemon
-# loop dies with "Task was destroyed but it is pending" lines when the interpreter stops it.
-_LIVE: weakref.WeakSet[_Portal] = weakref.WeakSet()
-# Portals a forked child inherited: kept referenced for the rest of the child's life, so that
-# no finalizer ever closes the parent's connections or files from the child.
-_ABANDONED: list[_Portal] = []
-
-
-def _abandon(portal: _Portal) -> None:
-    _LIVE.discard(portal)
-    _ABANDONED.append(portal)
-
-
-def _after_fork_in_child() -> None:
-    """Every portal is the parent's now: keep it referenced and quiet. Its loop's tasks never
-    run again here, and without this the child's exit prints "Task was destroyed but it is
-    pending!" for each of them (the pool's workers)."""
-    for portal in list(_LIVE):
-        _abandon(portal)
-        for task in asyncio.all_tasks(portal._loop):
-            task._log_destroy_pending = False  # type: ignore[attr-defined]
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-@atexit.register
-def _close_portals() -> None:
-    for portal in list(_LIVE):
-        if portal.pid == os.getpid():
-            with contextlib.suppress(Exception):  # exiting: nothing left to tell
-                portal.stop()
