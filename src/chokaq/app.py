@@ -17,18 +17,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .context import JobContext
-from .encoding import dump_json
 from .errors import ConfigurationError, ValidationError
 from .limits import (
     DEFAULT_LIMITS,
-    MAX_PAYLOAD_DEPTH,
-    JsonText,
     Limits,
     check_name,
-    json_too_deep,
 )
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
+from .payloads import encode_payload, tags_option
 from .portal import Portal, abandon
 from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
@@ -102,64 +99,6 @@ def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any
     options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
     connection = options.pop("connection", None)
     return _Options(**options), connection, kwargs
-
-
-def _tags(tags: Sequence[str] | None) -> tuple[str, ...]:
-    """The ``tags=`` option as a tuple; a lone string is refused (``tuple("abc")`` would make
-    three one-letter tags of it, silently)."""
-    if tags is None:
-        return ()
-    if isinstance(tags, str):
-        raise ValidationError("tags", "must be a list of strings, not a string")
-    try:
-        return tuple(tags)
-    except TypeError:
-        raise ValidationError(
-            "tags", f"must be a list of strings, not {type(tags).__name__}"
-        ) from None
-
-
-def _string_keys(value: Any, path: str) -> None:
-    """Refuse an object key that is not a string: JSON would turn ``1`` into ``"1"``, so the
-    handler would get other keys than were sent, and ``{1: "a", "1": "b"}`` would collapse."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ValidationError(
-                    "payload",
-                    f"object keys must be strings: {path} has the key {key!r} "
-                    f"({type(key).__name__})",
-                )
-            if isinstance(item, dict | list | tuple):
-                _string_keys(item, f"{path}.{key}")
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            if isinstance(item, dict | list | tuple):
-                _string_keys(item, f"{path}[{i}]")
-
-
-def _encode_payload(arguments: Any, path: str = "arguments") -> JsonText:
-    """Handler arguments (or a raw payload's object or array) as the JSON text stored as the
-    payload: nesting at most ``MAX_PAYLOAD_DEPTH`` deep, object keys strings, no NaN."""
-    try:
-        text = dump_json(arguments)
-    except RecursionError:
-        raise ValidationError(
-            "payload",
-            f"must be JSON-serializable: it refers to itself or nests more than "
-            f"{MAX_PAYLOAD_DEPTH} deep",
-        ) from None
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
-    if json_too_deep(text):
-        raise ValidationError(
-            "payload", f"must not nest arrays and objects more than {MAX_PAYLOAD_DEPTH} deep"
-        )
-    # The top level of handler arguments has keyword names: only a nested object can hold a
-    # key that is not a string, and its text has a second "{".
-    if text.count("{") > (1 if isinstance(arguments, dict) else 0):
-        _string_keys(arguments, path)
-    return JsonText(text)
 
 
 @dataclass
@@ -240,7 +179,7 @@ class JobHandle(Generic[P, R]):
             delay_seconds=options.delay,
             run_at=options.run_at,
             idempotency_key=options.idempotency_key,
-            tags=_tags(options.tags),
+            tags=tags_option(options.tags),
             created_by=options.created_by,
             # Left None unless given per job: the handler's and the queue's settings are applied
             # at execution time, so that changing them applies to jobs already enqueued.
@@ -429,7 +368,7 @@ class App:
     ) -> str:
         """Bind arguments to the handler's signature and serialize them as a JSON object."""
         if not args and handle._keywords_bind and handle.misfit(kwargs) is None:
-            return _encode_payload(kwargs)  # binding would return them unchanged
+            return encode_payload(kwargs)  # binding would return them unchanged
         params = handle.signature.parameters
         if handle.context_param is not None:
             params = {k: v for k, v in params.items() if k != handle.context_param}  # type: ignore[assignment]
@@ -444,7 +383,7 @@ class App:
         for pname, param in params.items():
             if param.kind is param.VAR_KEYWORD and pname in arguments:
                 arguments.update(arguments.pop(pname))
-        return _encode_payload(arguments)
+        return encode_payload(arguments)
 
     # -- storage ------------------------------------------------------------------------
 
@@ -621,7 +560,7 @@ class App:
             text = payload
         elif isinstance(payload, Mapping | list | tuple):
             value = dict(payload) if isinstance(payload, Mapping) else payload
-            text = _encode_payload(value, "payload")
+            text = encode_payload(value, "payload")
         else:
             raise ValidationError(
                 "payload",
@@ -644,7 +583,7 @@ class App:
             delay_seconds=opts.delay,
             run_at=opts.run_at,
             idempotency_key=opts.idempotency_key,
-            tags=_tags(opts.tags),
+            tags=tags_option(opts.tags),
             created_by=opts.created_by,
             max_attempts=opts.max_attempts,
             timeout_seconds=opts.timeout,
