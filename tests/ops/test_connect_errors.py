@@ -79,10 +79,13 @@ async def test_a_missing_sqlite_directory_is_named(tmp_path: Path) -> None:
         ["queue", "list"],
         ["dlq", "list"],
         ["dlq", "show", "0" * 8 + "-0000-0000-0000-" + "0" * 12],
+        ["dlq", "requeue", "--reason", "timeout", "--yes"],
+        ["dlq", "purge", "--all", "--yes"],
+        ["purge"],
     ],
-    ids=["stats", "queue-list", "dlq-list", "dlq-show"],
+    ids=["stats", "queue-list", "dlq-list", "dlq-show", "dlq-requeue", "dlq-purge", "purge"],
 )
-def test_read_only_commands_refuse_a_missing_database_file(
+def test_commands_on_what_a_store_holds_refuse_a_missing_database_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)

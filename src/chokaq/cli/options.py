@@ -138,14 +138,15 @@ def logged(fn: F) -> F:
 
 
 def make_app(
-    app_spec: str | None, database: str | None, schema: str | None, *, read_only: bool = False
+    app_spec: str | None, database: str | None, schema: str | None, *, existing: bool = False
 ) -> App:
-    """The App a command works on; ``read_only`` commands (stats, lists) refuse a SQLite file
-    that does not exist, naming it, instead of creating an empty ``./chokaq.db``."""
+    """The App a command works on. Commands that read or act on what a store holds (stats,
+    lists, DLQ actions, retention purges) pass ``existing``: a SQLite file that does not exist
+    is refused, naming it, instead of an empty ``./chokaq.db`` being created to read."""
     app = load_app(app_spec, database)
     if schema:
         app.configure(schema=schema)
-    if read_only:
+    if existing:
         app.configure(create_missing=False)
     return app
 
