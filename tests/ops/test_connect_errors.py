@@ -107,3 +107,23 @@ def test_read_only_commands_still_read_an_existing_file(tmp_path: Path) -> None:
     assert runner.invoke(main, ["migrate", "--database", url]).exit_code == 0
     result = runner.invoke(main, ["stats", "--database", url])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("port", "database", "cause"),
+    [(1, None, "Connection refused"), (None, "chokaq_no_such_db", "does not exist")],
+    ids=["refused-port", "missing-database"],
+)
+def test_the_cli_prints_the_cause_in_one_line(
+    port: int | None, database: str | None, cause: str
+) -> None:
+    require_postgres()
+    url = _pg_url(port=port, database=database)
+    runner = CliRunner(env={"COLUMNS": "250", "NO_COLOR": "1"})
+    started = time.monotonic()
+    result = runner.invoke(main, ["stats", "--database", url])
+    assert time.monotonic() - started < FAST_SECONDS
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and cause in lines[0], lines
+    assert "pool initialization incomplete" not in result.output
