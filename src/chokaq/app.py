@@ -10,21 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import os
-import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .context import JobContext
-from .encoding import dump_json
 from .errors import ConfigurationError, ValidationError
-from .limits import DEFAULT_LIMITS, JsonText, Limits, check_max_attempts, check_name
+from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
 from .logs import Event, log_event
 from .models import EnqueueResult, NewJob
+from .payloads import encode_payload, tags_option
+from .portal import Portal, abandon
 from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
@@ -97,18 +95,6 @@ def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any
     options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
     connection = options.pop("connection", None)
     return _Options(**options), connection, kwargs
-
-
-def _encode_payload(arguments: dict[str, Any]) -> JsonText:
-    """Handler arguments as the JSON object text stored as the payload."""
-    try:
-        return JsonText(dump_json(arguments))
-    except RecursionError:
-        raise ValidationError(
-            "payload", "must be JSON-serializable: it refers to itself or nests too deep"
-        ) from None
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("payload", f"must be JSON-serializable: {exc}") from None
 
 
 @dataclass
@@ -189,7 +175,7 @@ class JobHandle(Generic[P, R]):
             delay_seconds=options.delay,
             run_at=options.run_at,
             idempotency_key=options.idempotency_key,
-            tags=tuple(options.tags) if options.tags is not None else (),
+            tags=tags_option(options.tags),
             created_by=options.created_by,
             # Left None unless given per job: the handler's and the queue's settings are applied
             # at execution time, so that changing them applies to jobs already enqueued.
@@ -268,7 +254,8 @@ class App:
         self._backend: Backend | None = None
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
-        self._portal: _Portal | None = None
+        self._portal: Portal[App] | None = None
+        self._opened_pid: int | None = None  # the process whose connections the backend holds
 
     # -- registration -------------------------------------------------------------------
 
@@ -380,7 +367,7 @@ class App:
     ) -> str:
         """Bind arguments to the handler's signature and serialize them as a JSON object."""
         if not args and handle._keywords_bind and handle.misfit(kwargs) is None:
-            return _encode_payload(kwargs)  # binding would return them unchanged
+            return encode_payload(kwargs)  # binding would return them unchanged
         params = handle.signature.parameters
         if handle.context_param is not None:
             params = {k: v for k, v in params.items() if k != handle.context_param}  # type: ignore[assignment]
@@ -395,7 +382,7 @@ class App:
         for pname, param in params.items():
             if param.kind is param.VAR_KEYWORD and pname in arguments:
                 arguments.update(arguments.pop(pname))
-        return _encode_payload(arguments)
+        return encode_payload(arguments)
 
     # -- storage ------------------------------------------------------------------------
 
@@ -413,9 +400,12 @@ class App:
         """Whether ``open()`` has completed and ``close()`` has not been called since."""
         return self._opened
 
-    def configure(self, *, url: str | None = None, schema: str | None = None) -> None:
+    def configure(
+        self, *, url: str | None = None, schema: str | None = None, **storage_options: Any
+    ) -> None:
         """Point this app at another database ``url`` and/or ``schema`` (what the CLI's
-        ``--database`` and ``--schema`` do); the backend is created afresh on next use.
+        ``--database`` and ``--schema`` do), or change ``storage_options`` (further
+        ``StorageSettings`` fields); the backend is created afresh on next use.
 
         Raises ``ConfigurationError`` while the app is open (close it first)."""
         if self._opened:
@@ -424,6 +414,8 @@ class App:
             self.url = url
         if schema is not None:
             self.schema = schema
+        if storage_options:
+            self.storage_options = {**self.storage_options, **storage_options}
         self._backend = None
 
     async def open(self) -> App:
@@ -436,6 +428,7 @@ class App:
             if self._opened:
                 return self
             backend = self.backend
+            self._opened_pid = os.getpid()
             await backend.open()
             migrate = self.auto_migrate
             if migrate is None:
@@ -447,13 +440,31 @@ class App:
 
     async def close(self) -> None:
         """Close the backend (and the background loop of the sync client, if started)."""
+        portal, self._portal = self._portal, None
+        if portal is not None and portal.pid != os.getpid():
+            abandon(portal)  # a forked child's copy of the parent's: not ours to close
+            portal = None
+        if portal is not None and portal.shared and portal.on_loop_thread():
+            portal = None  # the portal's own close of this very App: the portal ends itself
         if self._backend is not None:
             await self._backend.close()  # also after a failed open: no connection left behind
         self._opened = False
+        self._opened_pid = None
         self._backend = None
-        if self._portal is not None:
-            self._portal.stop()
-            self._portal = None
+        if portal is not None:
+            await asyncio.to_thread(portal.stop)
+
+    def close_sync(self) -> None:
+        """Close the sync client (``enqueue_sync``'s loop, thread and connections) now, rather
+        than at interpreter exit; the next ``enqueue_sync`` starts a new one. On an in-memory
+        SQLite app the sync client shares the App's backend, so this closes the App too."""
+        portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        if portal.pid != os.getpid():
+            abandon(portal)
+            return
+        portal.stop()
 
     async def __aenter__(self) -> App:
         return await self.open()
@@ -490,10 +501,45 @@ class App:
         return ids
 
     def enqueue_many_sync(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
-        """``enqueue_many`` for code that cannot await."""
-        if self._portal is None:
-            self._portal = _Portal(self)
-        return self._portal.call(lambda app: app.enqueue_many(jobs, connection=connection))
+        """``enqueue_many`` for code that cannot await (on the sync client: a private loop on a
+        daemon thread with its own connections, closed by ``close_sync()`` or at exit).
+
+        Fork-safe: in a child process (gunicorn ``--preload``, multiprocessing) the client the
+        parent started is left alone and a fresh one is made. Raises ``ConfigurationError`` for
+        an in-memory SQLite app in a forked child (its database is the parent's memory)."""
+        return self._sync_client().call(lambda app: app.enqueue_many(jobs, connection=connection))
+
+    def _sync_client(self) -> Portal[App]:
+        portal = self._portal
+        if portal is not None and portal.pid != os.getpid():
+            abandon(portal)  # forked: the parent's thread is not here, its connections are
+            self._portal = portal = None
+        if portal is None:
+            shared = self.backend.capabilities.in_process
+            if shared and self._opened_pid not in (None, os.getpid()):
+                raise ConfigurationError(
+                    f"{self.url}: an in-memory database lives in the process that opened it, "
+                    "not in a forked child; use a file (sqlite:///jobs.db) or PostgreSQL"
+                )
+            portal = self._portal = Portal(self if shared else self._sync_copy(), shared=shared)
+        return portal
+
+    def _sync_copy(self) -> App:
+        """An App on the same store and registry with its own connections (async resources are
+        bound to one loop: the sync client's cannot be the caller's)."""
+        copy = App(
+            self.url,
+            schema=self.schema,
+            limits=self.limits,
+            auto_migrate=self.auto_migrate,
+            worker=self.worker_settings,
+            **self.storage_options,
+        )
+        copy.handlers = self.handlers
+        copy.pipes = self.pipes
+        copy.before_enqueue = self.before_enqueue
+        copy.after_enqueue = self.after_enqueue
+        return copy
 
     def raw(
         self,
@@ -503,8 +549,30 @@ class App:
         queue: str = "default",
         **options: Any,
     ) -> NewJob:
-        """A job for a pipe handler or another service: type key plus raw JSON payload text."""
-        text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+        """A job for a pipe handler or another service: type key plus raw payload.
+
+        ``payload`` is JSON text (``str``; checked as strict JSON) or a mapping or list that is
+        serialized here; anything else (``bytes`` included: decode it first) raises
+        ``ValidationError`` naming ``payload``, as do the enqueue options' limits."""
+        text: str
+        if isinstance(payload, str):
+            text = payload
+        elif isinstance(payload, Mapping | list | tuple):
+            value = dict(payload) if isinstance(payload, Mapping) else payload
+            text = encode_payload(value, "payload")
+        else:
+            raise ValidationError(
+                "payload",
+                "must be JSON text (str), a mapping or a list, not "
+                f"{payload.__class__.__name__}"
+                + (" (decode it first)" if isinstance(payload, bytes | bytearray) else ""),
+            )
+        if "connection" in options:
+            raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
+        unknown = options.keys() - OPTION_NAMES
+        if unknown:
+            names = ", ".join(sorted(OPTION_NAMES - {"connection"}))
+            raise ValidationError(sorted(unknown)[0], f"is not an enqueue option (one of {names})")
         opts = _Options(queue=queue, **options)
         return NewJob(
             type=type,
@@ -514,7 +582,7 @@ class App:
             delay_seconds=opts.delay,
             run_at=opts.run_at,
             idempotency_key=opts.idempotency_key,
-            tags=tuple(opts.tags or ()),
+            tags=tags_option(opts.tags),
             created_by=opts.created_by,
             max_attempts=opts.max_attempts,
             timeout_seconds=opts.timeout,
@@ -544,46 +612,3 @@ class App:
         """Run a worker until it is stopped (SIGTERM/SIGINT when installed by the CLI, or
         ``worker.stop()``), or, with ``burst=True``, until no eligible job is left."""
         await self.create_worker(**overrides).run()
-
-
-class _Portal:
-    """A private event loop on a daemon thread, so sync code can call the async API.
-
-    It opens its own App copy (its own connections): async resources are bound to one loop.
-    """
-
-    def __init__(self, app: App) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="chokaq-sync", daemon=True
-        )
-        self._thread.start()
-        self._app = App(
-            app.url,
-            schema=app.schema,
-            limits=app.limits,
-            auto_migrate=app.auto_migrate,
-            worker=app.worker_settings,
-            **app.storage_options,
-        )
-        self._app.handlers = app.handlers
-        self._app.pipes = app.pipes
-        self._app.before_enqueue = app.before_enqueue
-        self._app.after_enqueue = app.after_enqueue
-
-    def call(self, fn: Callable[[App], Awaitable[R]]) -> R:
-        future: Future[R] = asyncio.run_coroutine_threadsafe(_call(fn, self._app), self._loop)
-        return future.result()
-
-    def stop(self) -> None:
-        try:
-            asyncio.run_coroutine_threadsafe(self._app.close(), self._loop).result(timeout=10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            if not self._thread.is_alive():
-                self._loop.close()
-
-
-async def _call(fn: Callable[[App], Awaitable[R]], app: App) -> R:
-    return await fn(app)

@@ -20,6 +20,7 @@ from .models import NewJob
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_PAYLOAD_DEPTH",
     "JsonText",
     "Limits",
     "check_actor",
@@ -31,6 +32,7 @@ __all__ = [
     "check_tags",
     "check_text",
     "check_time",
+    "json_too_deep",
     "storable",
     "validate_new_job",
     "validate_new_jobs",
@@ -48,6 +50,9 @@ MAX_DELAY_SECONDS = 366 * 24 * 3600.0
 MAX_ATTEMPTS = 1000
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 MAX_SEARCH_LENGTH = 1000
+# How deep arrays and objects may nest in a payload. Deep enough for any real document, shallow
+# enough that no JSON parser on the way (ours, a handler's, The Deck's browser) runs out of stack.
+MAX_PAYLOAD_DEPTH = 100
 # Every stored or compared time lies in this range (UTC): both databases and both clients can
 # represent it, so no row can ever hold a time that cannot be read back.
 MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
@@ -165,8 +170,10 @@ def check_tags(field: str, value: object) -> tuple[str, ...]:
     1000 characters in all once joined with commas."""
     if value is None:
         return ()
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ValidationError(field, "must be a list of strings")
+    if isinstance(value, str):
+        raise ValidationError(field, "must be a list of strings, not a string")
+    if not isinstance(value, Sequence):
+        raise ValidationError(field, f"must be a list of strings, not {type(value).__name__}")
     if len(value) > MAX_TAGS:
         raise ValidationError(field, f"must hold at most {MAX_TAGS} tags (got {len(value)})")
     tags: list[str] = []
@@ -191,15 +198,97 @@ def check_tags(field: str, value: object) -> tuple[str, ...]:
     return tuple(tags)
 
 
+# A JSON string (escapes included) or one bracket: what a depth count has to look at.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A \uD800-\uDFFF escape: the only way JSON text can spell a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def json_too_deep(text: str, limit: int = MAX_PAYLOAD_DEPTH) -> bool:
+    """Whether arrays and objects in the JSON ``text`` nest more than ``limit`` deep.
+
+    Text with no more brackets than the limit cannot nest deeper, so the common payload costs
+    two ``str.count`` calls; only bracket-heavy text is scanned (strings skipped)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+class _Refused(ValueError):
+    """JSON that parses but that chokaq refuses (a repeated key, NaN or Infinity)."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refused(f"must not repeat the key {key!r} in one object")
+            seen.add(key)
+    return obj
+
+
+def _no_constant(name: str) -> object:
+    raise _Refused(f"must not hold {name} (not JSON: NaN and Infinity have no JSON spelling)")
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _check_json(field: str, value: str) -> None:
+    """Strict JSON: parses, nests at most MAX_PAYLOAD_DEPTH deep, no repeated keys in one
+    object, no NaN or Infinity, no escaped lone surrogate (each would not survive a round trip
+    through another JSON parser, or would mean something else there)."""
+    if json_too_deep(value):
+        raise ValidationError(
+            field, f"must not nest arrays and objects more than {MAX_PAYLOAD_DEPTH} deep"
+        )
+    try:
+        decoded = json.loads(value, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except _Refused as exc:
+        raise ValidationError(field, str(exc)) from None
+    except ValueError as exc:
+        raise ValidationError(field, f"must be valid JSON ({exc.args[0]})") from None
+    if _SURROGATE_ESCAPE.search(value) and _has_lone_surrogate(decoded):
+        raise ValidationError(field, "must be valid UTF-8 (no lone surrogate escapes)")
+
+
 def check_payload(field: str, value: object, limits: Limits = DEFAULT_LIMITS) -> str:
-    """JSON text of at most ``limits.max_payload_bytes`` UTF-8 bytes."""
+    """JSON text of at most ``limits.max_payload_bytes`` UTF-8 bytes, nesting at most 100 deep,
+    with no repeated key in one object, no NaN or Infinity and no lone surrogate."""
     if type(value) is JsonText and value.isascii() and value.isprintable():
         # Our own serialization escapes NUL and every control character (printable ASCII
-        # shows it did), and ASCII text has as many bytes as characters: only the size is left.
+        # shows it did), and ASCII text has as many bytes as characters: only the size and the
+        # depth are left (the serializer refused NaN, and non-string keys were refused first).
         size = len(value)
         if size > limits.max_payload_bytes:
             raise ValidationError(
                 field, f"must be at most {limits.max_payload_bytes} bytes of UTF-8 (got {size})"
+            )
+        if json_too_deep(value):
+            raise ValidationError(
+                field, f"must not nest arrays and objects more than {MAX_PAYLOAD_DEPTH} deep"
             )
         return value
     if not isinstance(value, str):
@@ -213,10 +302,11 @@ def check_payload(field: str, value: object, limits: Limits = DEFAULT_LIMITS) ->
     if type(value) is not JsonText or not value.isprintable():
         # Text we serialized ourselves is JSON by construction, unless it holds a raw control
         # character (then it was not ours): json.loads refuses those outside JSON whitespace.
-        try:
-            json.loads(value)
-        except ValueError as exc:
-            raise ValidationError(field, f"must be valid JSON ({exc.args[0]})") from None
+        _check_json(field, value)
+    elif json_too_deep(value):
+        raise ValidationError(
+            field, f"must not nest arrays and objects more than {MAX_PAYLOAD_DEPTH} deep"
+        )
     return value
 
 

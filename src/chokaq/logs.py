@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "JsonFormatter",
     "PlainFormatter",
     "configure_logging",
+    "error_line",
     "log_admin",
     "log_admin_refused",
     "log_event",
@@ -97,11 +98,30 @@ class Event(enum.IntEnum):
     DECK_REQUEST_FAILED = 7001
 
 
+ERROR_LINE_CHARS = 300
+
+
+def error_line(text: str | None) -> str:
+    """The first line of a stored error (the exception's type and message), at most 300
+    characters, for log lines; the full text stays on the job."""
+    if not text:
+        return "(no error text)"
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= ERROR_LINE_CHARS else line[: ERROR_LINE_CHARS - 3] + "..."
+
+
 def log_event(event: Event, message: str, *, level: int = logging.INFO, **fields: Any) -> None:
     """Log ``message`` as ``event`` with structured ``fields`` (kept on the record as
-    ``chokaq`` for formatters)."""
+    ``chokaq`` for formatters).
+
+    A line about a job names it in the message text itself (`` (job <id>)`` appended when the
+    message does not hold the id): used as a library with no logging configured, Python prints
+    only the message, and a warning about a job that does not say which job helps nobody."""
     if not logger.isEnabledFor(level):
         return
+    job_id = fields.get("job_id")
+    if job_id is not None and str(job_id) not in message:
+        message = f"{message} (job {job_id})"
     logger.log(
         level,
         message,
@@ -139,12 +159,30 @@ def log_admin_refused(source: str, action: str, actor: str, reason: str, **extra
     )
 
 
+def _iso_utc(created: float) -> str:
+    """A record's time as ISO 8601 UTC with milliseconds: ``2026-12-01T12:03:50.123Z``."""
+    stamp = datetime.fromtimestamp(created, UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+def _json_value(value: Any) -> Any:
+    """Fields JSON cannot hold: datetimes as ISO 8601 (UTC ``Z`` when UTC), the rest as text."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None and value.utcoffset() == timedelta(0):
+            return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return str(value)
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, event id and fields."""
+    """One JSON object per line: time (ISO 8601 UTC, milliseconds), level, logger, message,
+    event id and fields; for any logger's records (the pool's warnings too), not only ours."""
 
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "time": _iso_utc(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
@@ -152,7 +190,7 @@ class JsonFormatter(logging.Formatter):
         data.update(getattr(record, "chokaq", {}))
         if record.exc_info:
             data["exception"] = self.formatException(record.exc_info)
-        return json.dumps(data, default=str)
+        return json.dumps(data, default=_json_value)
 
 
 class PlainFormatter(logging.Formatter):
@@ -174,9 +212,21 @@ class PlainFormatter(logging.Formatter):
 
 
 def configure_logging(*, json_lines: bool = False, level: int = logging.INFO) -> None:
-    """Send chokaq's logs to stderr, plain or as JSON lines (the CLI calls this)."""
+    """Send chokaq's logs to stderr, plain or as JSON lines (the CLI calls this).
+
+    The libraries' records (psycopg's pool warnings, asyncio's) go to the same handler at
+    WARNING and up, so a ``--json-logs`` stream holds only JSON lines; unless the host
+    configured the root logger itself, whose handlers are then left alone."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if json_lines else PlainFormatter())
     logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
+    root = logging.getLogger()
+    if not root.handlers or all(getattr(h, _OURS, False) for h in root.handlers):
+        setattr(handler, _OURS, True)
+        root.handlers[:] = [handler]
+        root.setLevel(logging.WARNING)
+
+
+_OURS = "_chokaq_handler"  # marks the root handler configure_logging installed

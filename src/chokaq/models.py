@@ -100,13 +100,16 @@ class Capabilities:
     otherwise). ``migrates_on_open``: the store is embedded (one file, one owner), so
     ``App.open`` brings its schema up to date; a shared server is migrated by ``chokaq migrate``.
     ``row_versions``: updates leave dead row versions behind, which ``jobs_hot_tidy`` reclaims
-    (it is a no-op elsewhere).
+    (it is a no-op elsewhere). ``in_process``: the store lives in this process's memory only
+    (SQLite ``:memory:``): a second connection would open another, empty database, so the sync
+    client shares the App's own backend instead of opening its own.
     """
 
     name: str
     caller_transactions: bool
     migrates_on_open: bool
     row_versions: bool
+    in_process: bool = False
 
 
 @dataclass(slots=True)

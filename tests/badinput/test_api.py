@@ -56,6 +56,31 @@ def typed(**kwargs: Any) -> Case:
     return call
 
 
+def raw_api(*args: Any, **kwargs: Any) -> Case:
+    """``app.enqueue_raw(*args, **kwargs)``."""
+
+    async def call(app: App) -> Any:
+        return await app.enqueue_raw(*args, **kwargs)
+
+    return call
+
+
+def prepared(**kwargs: Any) -> Case:
+    """``handle.prepare(**kwargs)`` then a bulk enqueue of what it made."""
+
+    async def call(app: App) -> Any:
+        return await app.enqueue_many([app.handlers["typed"].prepare(**kwargs)])
+
+    return call
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 BIG = '"' + "x" * 1_000_001 + '"'
 SURROGATE = "bad\udc80text"
 NOW = datetime.now(UTC)
@@ -73,6 +98,27 @@ CASES: list[tuple[str, Case, str]] = [
     ("argument refers to itself", typed(x=CYCLE), "payload"),
     ("argument lone surrogate", typed(x=SURROGATE), "payload"),
     ("argument unknown", typed(y=1), "arguments"),
+    ("payload nested 100,000 deep", raw(payload="[" * 100_000 + "]" * 100_000), "payload"),
+    ("payload nested 101 deep", raw(payload="[" * 101 + "]" * 101), "payload"),
+    ("payload NaN", raw(payload='{"a": NaN}'), "payload"),
+    ("payload Infinity", raw(payload="[-Infinity]"), "payload"),
+    ("payload duplicate key", raw(payload='{"a": 1, "b": {"c": 1, "c": 2}}'), "payload"),
+    ("payload lone surrogate escape", raw(payload='{"a": "\\ud800"}'), "payload"),
+    ("payload lone low surrogate escape", raw(payload='["\\uDC80x"]'), "payload"),
+    ("argument nested 101 deep", typed(x=nested(100)), "payload"),
+    ("argument nested 100,000 deep", typed(x=nested(100_000)), "payload"),
+    ("argument keys collide", typed(x={1: "a", "1": "b"}), "payload"),
+    ("argument key not a string", typed(x=[{"ok": {2.5: "a"}}]), "payload"),
+    ("enqueue_raw bytes", raw_api("echo", b"{}"), "payload"),
+    ("enqueue_raw a set", raw_api("echo", {1, 2}), "payload"),
+    ("enqueue_raw mapping NaN", raw_api("echo", {"a": math.nan}), "payload"),
+    ("enqueue_raw mapping nested", raw_api("echo", {"a": nested(150)}), "payload"),
+    ("enqueue_raw key not a string", raw_api("echo", {"a": {None: 1}}), "payload"),
+    ("enqueue_raw unknown option", raw_api("echo", "{}", colour="red"), "colour"),
+    ("enqueue_raw tags a string", raw_api("echo", "{}", tags="abc"), "tags"),
+    ("enqueue tags a string", typed(tags="abc"), "tags"),
+    ("enqueue tags a number", typed(tags=3), "tags"),
+    ("prepare tags a string", prepared(tags="abc"), "tags"),
     ("queue blank", raw(queue=""), "queue"),
     ("queue padded", raw(queue=" q"), "queue"),
     ("queue too long", raw(queue="q" * 256), "queue"),
@@ -119,12 +165,48 @@ CASES: list[tuple[str, Case, str]] = [
 async def test_bad_enqueue_is_refused_naming_the_field_and_writes_nothing(
     seeded: Seeded, case: Case, field: str
 ) -> None:
+    await typed()(seeded.app)  # the typed handler registered: its first job is in the snapshot
     before = seeded.snapshot()
     with pytest.raises(ValidationError) as info:
         await case(seeded.app)
     assert info.value.field == field
     assert str(info.value).startswith(f"{field}: ")
     assert seeded.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("case", "limit"),
+    [
+        (raw(payload="[" * 100_000 + "]" * 100_000), "more than 100 deep"),
+        (typed(x=nested(100)), "more than 100 deep"),
+        (raw(payload='{"a": NaN}'), "NaN"),
+        (raw(payload='{"a": 1, "a": 2}'), "repeat the key 'a'"),
+        (raw(payload='"\\ud800"'), "lone surrogate"),
+        (typed(x={1: "a", "1": "b"}), "keys must be strings: arguments.x has the key 1 (int)"),
+        (raw_api("echo", b"{}"), "not bytes (decode it first)"),
+        (typed(tags="abc"), "a list of strings, not a string"),
+    ],
+    ids=["depth-raw", "depth-typed", "nan", "duplicate", "surrogate", "keys", "bytes", "tags"],
+)
+async def test_refusals_state_the_limit(seeded: Seeded, case: Case, limit: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        await case(seeded.app)
+    assert limit in str(info.value)
+
+
+async def test_strict_json_still_takes_every_valid_payload(seeded: Seeded) -> None:
+    app = seeded.app
+    deepest = "[" * 100 + "]" * 100
+    pair = '["\\ud83d\\ude00", "\\\\ud800 is text, not an escape", "[[[[[[[[[[[["]'
+    for payload in (deepest, pair, '{"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}', "1e308"):
+        job_id = await app.enqueue_raw("echo", payload)
+        view = await app.backend.job_get(job_id)
+        assert view is not None and view.payload == payload
+    typed_id = await typed(x=nested(99))(app)  # 99 lists inside the arguments object: 100
+    assert (await app.backend.job_get(typed_id)) is not None
+    tagged = await app.enqueue_raw("echo", {"k": [1, {"z": None}]}, tags=("abc",))
+    view = await app.backend.job_get(tagged)
+    assert view is not None and view.tags == ("abc",) and view.payload == '{"k":[1,{"z":null}]}'
 
 
 HOSTILE = [

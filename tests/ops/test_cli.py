@@ -82,7 +82,7 @@ def test_migrate_then_enqueue_a_raw_job_with_options(cli: Cli, store: Any) -> No
 def test_enqueue_rejects_bad_input_with_one_line_and_an_exit_code(cli: Cli) -> None:
     cli("migrate")
     bad_json = cli("enqueue", "x", "{nope", expect=2)
-    assert "not valid JSON" in bad_json.output
+    assert "must be valid JSON" in bad_json.output
     too_long = cli("enqueue", "x" * 300, "{}", expect=1)
     assert too_long.output.startswith("error: ") and len(too_long.output.strip().splitlines()) == 1
 

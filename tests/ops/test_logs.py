@@ -5,7 +5,19 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
+from tests.conftest import Store
+
+import chokaq
+from chokaq import App
 from chokaq.logs import Event, JsonFormatter, PlainFormatter, log_event, logger
 
 # The frozen catalogue. Adding an event means adding its pair here; renumbering or renaming one
@@ -122,3 +134,154 @@ def test_json_and_plain_lines_carry_the_id_and_fields() -> None:
     assert (data["archive"], data["dlq"], data["message"]) == (3, 1, "retention pass")
     plain = PlainFormatter().format(record)
     assert "[4004 retention_purged] retention pass archive=3 dlq=1" in plain
+
+
+# -- what the lines say (issue 13 item 23) ------------------------------------------------------
+
+ISO_MS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+@contextmanager
+def records(level: int = logging.INFO) -> Iterator[list[logging.LogRecord]]:
+    kept: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            kept.append(record)
+
+    handler = Keep()
+    old = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield kept
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+
+
+def _of(kept: list[logging.LogRecord], event: Event) -> list[logging.LogRecord]:
+    return [r for r in kept if getattr(r, "chokaq", {}).get("event_id") == event]
+
+
+async def test_retry_and_dlq_lines_carry_the_error_and_the_attempt(store: Store) -> None:
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+
+    @app.job(max_attempts=3)
+    async def flaky(n: int = 0) -> None:
+        raise ValueError(f"flaky boom {n}")
+
+    @app.job(max_attempts=1)
+    async def doomed(n: int = 0) -> None:
+        raise KeyError("doomed boom")
+
+    try:
+        retry_id = str(await flaky.enqueue(n=7))
+        dead_id = str(await doomed.enqueue())
+        with records() as kept:
+            # The retry is not due within the half-second horizon: burst ends with it left.
+            await app.create_worker(burst=True, burst_horizon_seconds=0.5).run()
+    finally:
+        await app.close()
+    [retry] = _of(kept, Event.JOB_RETRY_SCHEDULED)
+    fields = retry.chokaq  # type: ignore[attr-defined]
+    assert (fields["job_id"], fields["attempt"], fields["max_attempts"]) == (retry_id, 1, 3)
+    assert fields["error"] == "ValueError: flaky boom 7"
+    assert retry_id in retry.getMessage() and "flaky boom 7" in retry.getMessage()
+    assert "attempt 1 of 3" in retry.getMessage()
+    [dead] = _of(kept, Event.JOB_RETRIES_EXHAUSTED)
+    fields = dead.chokaq  # type: ignore[attr-defined]
+    assert (fields["job_id"], fields["attempt"], fields["max_attempts"]) == (dead_id, 1, 1)
+    assert "KeyError: 'doomed boom'" in fields["error"] and "\n" not in fields["error"]
+    assert dead_id in dead.getMessage() and "doomed boom" in dead.getMessage()
+
+
+async def test_a_burst_logs_worker_stopped_once(store: Store) -> None:
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+
+    @app.job()
+    async def ok(n: int = 0) -> None:
+        return None
+
+    try:
+        await ok.enqueue()
+        with records() as kept:
+            await app.create_worker(burst=True).run()
+    finally:
+        await app.close()
+    stopped = _of(kept, Event.WORKER_STOPPED)
+    assert len(stopped) == 1, [r.getMessage() for r in stopped]
+    assert stopped[0].chokaq["reason"].startswith("burst finished")  # type: ignore[attr-defined]
+    assert "burst finished" in stopped[0].getMessage()
+
+
+def test_every_line_about_a_job_names_it_in_the_message() -> None:
+    with records() as kept:
+        log_event(Event.JOB_REJECTED, "unknown type", level=logging.WARNING, job_id="j-123")
+        log_event(Event.JOB_LEASE_LOST, "job j-456 lost its lease", job_id="j-456")
+    assert [r.getMessage() for r in kept] == [
+        "unknown type (job j-123)",
+        "job j-456 lost its lease",
+    ]
+
+
+def test_library_use_without_logging_configured_names_the_job(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from chokaq import App
+        app = App({f"sqlite:///{tmp_path / 'jobs.db'}"!r})
+
+        @app.job(max_attempts=1)
+        async def doomed() -> None:
+            raise RuntimeError("no config here")
+
+        async def main() -> None:
+            print(await doomed.enqueue(), flush=True)
+            await app.run_worker(burst=True)
+            await app.close()
+
+        asyncio.run(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=_env()
+    )
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.split()[0]
+    dead = [line for line in result.stderr.splitlines() if "dead-lettered" in line]
+    assert len(dead) == 1 and job_id in dead[0] and "no config here" in dead[0], result.stderr
+
+
+def test_json_logs_route_every_logger_as_json_with_iso_times() -> None:
+    script = textwrap.dedent(
+        """
+        import logging
+        from datetime import UTC, datetime
+        from chokaq.logs import Event, configure_logging, log_event
+        configure_logging(json_lines=True)
+        log_event(Event.JOB_RETRY_SCHEDULED, "job will retry", job_id="j-1",
+                  run_at=datetime(2026, 12, 1, 12, 0, 5, 250000, tzinfo=UTC))
+        logging.getLogger("psycopg.pool").warning("error connecting in 'chokaq-x': refused")
+        logging.getLogger("asyncio").error("Task was destroyed but it is pending!")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=_env()
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
+    assert [line["logger"] for line in lines] == ["chokaq", "psycopg.pool", "asyncio"]
+    assert all(ISO_MS_UTC.match(line["time"]) for line in lines), lines
+    assert lines[0]["run_at"] == "2026-12-01T12:00:05.250Z"
+    assert lines[1]["level"] == "warning" and "refused" in lines[1]["message"]
+
+
+def test_json_time_is_iso_8601_utc_with_milliseconds() -> None:
+    record = logging.LogRecord("chokaq", logging.INFO, __file__, 1, "m", None, None)
+    record.created = 1_764_590_630.0427
+    assert json.loads(JsonFormatter().format(record))["time"] == "2025-12-01T12:03:50.042Z"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(chokaq.__file__).resolve().parents[1])}

@@ -179,6 +179,10 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ),
         ("negative delay", lambda b, s: b.jobs_enqueue([NewJob(type="t", delay_seconds=-1)])),
         ("bad payload", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload="{bad")])),
+        ("deep payload", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload="[" * 10**5)])),
+        ("NaN payload", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload="[NaN]")])),
+        ("repeated key", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload='{"a":1,"a":1}')])),
+        ("surrogate escape", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload='"\\udc00"')])),
         ("naive now", lambda b, s: b.jobs_enqueue([NewJob(type="t")], now=NAIVE)),
         ("tags as text", lambda b, s: b.jobs_enqueue([NewJob(type="t", tags="abc")])),  # type: ignore[arg-type]
         ("too many", lambda b, s: b.jobs_enqueue([NewJob(type="t")] * 100_001)),
@@ -425,6 +429,10 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "jobs_edit": [
         ("bad id", lambda b, s: b.jobs_edit(id="x", actor="ops", priority=1)),
         ("bad payload", lambda b, s: b.jobs_edit(id=A, actor="ops", payload="{bad")),
+        (
+            "deep payload",
+            lambda b, s: b.jobs_edit(id=A, actor="ops", payload="[" * 101 + "]" * 101),
+        ),
         ("text tags", lambda b, s: b.jobs_edit(id=A, actor="ops", tags="abc")),
         ("priority", lambda b, s: b.jobs_edit(id=A, actor="ops", priority=10**7)),
         ("no actor", lambda b, s: b.jobs_edit(id=A, actor=None, priority=1)),  # type: ignore[arg-type]

@@ -67,6 +67,9 @@ FALLBACK: dict[str, dict[str, str]] = {
         "pool_max_size": "PostgreSQL connections per process at most.",
         "busy_timeout_seconds": "how long SQLite waits on a locked file.",
         "cleanup_batch_size": "rows per retention transaction.",
+        "connect_timeout_seconds": "PostgreSQL: the first connection's timeout at open (fails "
+        "at once with the cause: refused port, missing database, bad password).",
+        "create_missing": "SQLite: create a missing database file (False: refuse, naming it).",
     },
     "Limits": {
         "max_payload_bytes": "UTF-8 bytes of a job's JSON payload at most.",

@@ -119,7 +119,7 @@ def dlq_list(
       chokaq dlq list --queue payments --reason transient --page-size 20
     """
     flt = build_filter(queue, job_type, reason, since, until, search)
-    app = make_app(app_spec, database, schema)
+    app = make_app(app_spec, database, schema, existing=True)
     result = run_with_app(
         app,
         lambda a: a.backend.jobs_page(
@@ -155,7 +155,7 @@ def dlq_show(job_id: str, app_spec: str | None, database: str | None, schema: st
     Example:
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77
     """
-    app = make_app(app_spec, database, schema)
+    app = make_app(app_spec, database, schema, existing=True)
     view = run_with_app(app, lambda a: a.backend.job_get(job_id))
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ")
@@ -283,7 +283,7 @@ def _bulk_command(verb: str, example: str) -> Any:
     ) -> None:
         flt = build_filter(queue, job_type, reason, since, until, search)
         who = actor_name(actor)
-        app = make_app(app_spec, database, schema)
+        app = make_app(app_spec, database, schema, existing=True)
         by_ids, by_filter = _OPERATIONS[verb]
         _act(
             verb,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
+from ..errors import ValidationError
+from ..limits import check_payload
 from .options import make_app, parse_when, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
@@ -52,9 +53,9 @@ def enqueue(
           --database postgresql://app@db/app
     """
     try:
-        json.loads(payload)
-    except ValueError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD") from None
+        check_payload("payload", payload)  # strict JSON, before the database is opened
+    except ValidationError as exc:
+        raise click.BadParameter(exc.limit, param_hint="PAYLOAD") from None
     if delay is not None and run_at is not None:
         raise click.UsageError("give --delay or --run-at, not both")
     options: dict[str, Any] = {

@@ -24,6 +24,7 @@ import click
 from rich.console import Console
 
 from ..app import App
+from ..limits import MAX_TIME, MIN_TIME
 from ..logs import PlainFormatter, logger
 from ..models import FailureReason
 
@@ -136,10 +137,17 @@ def logged(fn: F) -> F:
     return command  # type: ignore[return-value]
 
 
-def make_app(app_spec: str | None, database: str | None, schema: str | None) -> App:
+def make_app(
+    app_spec: str | None, database: str | None, schema: str | None, *, existing: bool = False
+) -> App:
+    """The App a command works on. Commands that read or act on what a store holds (stats,
+    lists, DLQ actions, retention purges) pass ``existing``: a SQLite file that does not exist
+    is refused, naming it, instead of an empty ``./chokaq.db`` being created to read."""
     app = load_app(app_spec, database)
     if schema:
         app.configure(schema=schema)
+    if existing:
+        app.configure(create_missing=False)
     return app
 
 
@@ -193,7 +201,15 @@ def parse_when(
     match = _RELATIVE.match(value)
     now = now or datetime.now(UTC)
     if match:
-        span = timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+        reach = (MAX_TIME - now if ahead else now - MIN_TIME).total_seconds()
+        if seconds > reach:
+            edge = "forward to 9999-01-01" if ahead else "back to 1970-01-01"
+            raise click.BadParameter(
+                f"{value!r}: a duration reaches {edge} at most ({int(reach // 86400)}d today)",
+                param_hint=param,
+            )
+        span = timedelta(seconds=seconds)
         return now + span if ahead else now - span
     try:
         when = datetime.fromisoformat(value)

@@ -97,7 +97,7 @@ def purge(
     """
     out = console()
     now = datetime.now(UTC)
-    app = make_app(app_spec, database, schema)
+    app = make_app(app_spec, database, schema, existing=True)
 
     async def run(app: App) -> dict[str, int]:
         done: dict[str, int] = {}

@@ -126,7 +126,7 @@ def stats(
     Example:
       chokaq stats --database postgresql://app@db/app --watch
     """
-    app = make_app(app_spec, database, schema)
+    app = make_app(app_spec, database, schema, existing=True)
     out = console()
 
     async def run(app: App) -> None:
@@ -164,7 +164,7 @@ def queue_list(app_spec: str | None, database: str | None, schema: str | None) -
     Example:
       chokaq queue list --app myproject.jobs:app
     """
-    app = make_app(app_spec, database, schema)
+    app = make_app(app_spec, database, schema, existing=True)
     stats = run_with_app(app, lambda a: a.backend.stats_queues())
     console().print(queue_table(stats))
 

@@ -153,11 +153,9 @@ class BurstWatch:
         return job_type in self.executor.handlers or queue in self.executor.pipes
 
     def report(self, left: Sequence[Leftover], worker_id: str) -> None:
-        """The line that ends a burst: what is left and why, or that nothing is."""
+        """The line that names what a burst left and why (when nothing is left, the worker's
+        one ``worker_stopped`` line says so)."""
         if not left:
-            log_event(
-                Event.WORKER_STOPPED, "burst finished: no eligible job left", worker_id=worker_id
-            )
             return
         log_event(
             Event.WORKER_BURST_WORK_LEFT,

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..logs import Event, log_event
+from ..logs import Event, error_line, log_event
 from ..models import NO_HANDLER_ERROR, ClaimedJob, FailMove, Move, RetryMove, SucceedMove
 from .events import Events
 
 __all__ = ["report_outcome"]
 
 WARNING = 30
+
+
+def _attempts(ex: Any) -> tuple[int, int | str]:
+    """The attempt that just ended and the attempts allowed ("?" when no handler resolved)."""
+    context = getattr(ex, "context", None)
+    if context is not None:
+        return context.attempt, context.max_attempts
+    job: ClaimedJob = ex.job
+    return job.attempt_count, job.max_attempts or "?"
 
 
 def report_outcome(events: Events, verbose: bool, move: Move, ex: Any, applied: bool) -> None:
@@ -53,15 +62,35 @@ def report_outcome(events: Events, verbose: bool, move: Move, ex: Any, applied: 
             "REJECTED": Event.JOB_REJECTED,
             "RETRY_LIFETIME_EXPIRED": Event.JOB_LIFETIME_EXPIRED,
         }.get(move.reason.name, Event.JOB_RETRIES_EXHAUSTED)
-        log_event(event, "job dead-lettered", level=WARNING, reason=move.reason.name, **fields)
+        attempt, of = _attempts(ex)
+        error = error_line(move.error)
+        log_event(
+            event,
+            f"job {job.id} ({job.type}) dead-lettered: {move.reason.name} after attempt "
+            f"{attempt} of {of}: {error}",
+            level=WARNING,
+            reason=move.reason.name,
+            attempt=attempt,
+            max_attempts=of,
+            error=error,
+            **fields,
+        )
         events.emit("failed", reason=move.reason, duration=move.duration_seconds, **fields)
     elif isinstance(move, RetryMove):
         if move.count_retry:
+            attempt, of = _attempts(ex)
+            error = error_line(move.error)
+            when = move.run_at.isoformat() if move.run_at else f"in {move.delay_seconds:.3g} s"
             log_event(
                 Event.JOB_RETRY_SCHEDULED,
-                "job will retry",
+                f"job {job.id} ({job.type}) will retry {when}: attempt {attempt} of {of} "
+                f"failed: {error}",
                 level=20,
                 run_at=move.run_at,
+                delay=move.delay_seconds,
+                attempt=attempt,
+                max_attempts=of,
+                error=error,
                 **fields,
             )
             events.emit("retried", **fields)

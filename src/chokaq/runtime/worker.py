@@ -103,6 +103,7 @@ class Worker(Generic[H]):
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
+        self._stop_reason = "stopped"  # said once, on the WORKER_STOPPED line
         self._side_tasks: list[asyncio.Task[None]] = []
         self._waiter: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop = cast(
@@ -304,6 +305,11 @@ class Worker(Generic[H]):
                     continue
                 self.burst_left = verdict.left
                 self.burst.report(verdict.left, self.id)
+                self._stop_reason = (
+                    "burst finished: work left"
+                    if verdict.left
+                    else "burst finished: no eligible job left"
+                )
                 self.stop()
                 break
             if got:
@@ -496,4 +502,9 @@ class Worker(Generic[H]):
             await self.app.backend.worker_remove(worker_id=self.id)
         self.threads.shutdown()
         self.state = "stopped"
-        log_event(Event.WORKER_STOPPED, "worker stopped", worker_id=self.id)
+        log_event(
+            Event.WORKER_STOPPED,
+            f"worker stopped ({self._stop_reason})",
+            worker_id=self.id,
+            reason=self._stop_reason,
+        )

@@ -16,7 +16,7 @@ import abc
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from ..errors import ChokaqError
 from ..limits import DEFAULT_LIMITS, Limits
@@ -72,6 +72,10 @@ class StorageSettings:
     ``schema`` is the PostgreSQL schema, or the table-name prefix on SQLite (``chokaq_jobs_hot``);
     it must match ``^[A-Za-z_][A-Za-z0-9_]{0,39}$``. ``pool_max_size`` bounds PostgreSQL
     connections per process. ``busy_timeout_seconds`` is how long SQLite waits on a locked file.
+    ``connect_timeout_seconds`` bounds the first PostgreSQL connection ``open`` makes before it
+    starts the pool, so a wrong host, port, database or password fails at once with its cause.
+    ``create_missing=False`` makes SQLite refuse to open a file that does not exist (naming it)
+    instead of creating it: what read-only commands want.
     """
 
     url: str
@@ -81,6 +85,8 @@ class StorageSettings:
     pool_max_size: int = 10
     busy_timeout_seconds: float = 10.0
     cleanup_batch_size: int = 1000
+    connect_timeout_seconds: float = 10.0
+    create_missing: bool = True
 
 
 class Notifier(abc.ABC):
@@ -122,7 +128,7 @@ class Driver(abc.ABC):
     """One database's adapter. Every method's arguments were checked by the seam: a driver
     trusts them (``Backend`` documents each operation's semantics and limits)."""
 
-    capabilities: ClassVar[Capabilities]
+    capabilities: Capabilities  # a class attribute; an instance may narrow it (SQLite :memory:)
 
     def __init__(self, settings: StorageSettings) -> None:
         self.settings = settings

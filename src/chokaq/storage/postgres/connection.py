@@ -201,6 +201,16 @@ class PostgresCore(Driver):
     async def open(self) -> None:
         if self._pool is not None:
             return
+        # One direct connection first, with a short timeout: a refused port, a missing
+        # database or a bad password then fails now with PostgreSQL's own words, instead of
+        # the pool retrying in the background for 30 s and reporting only a timeout.
+        first = await psycopg.AsyncConnection.connect(
+            self.settings.url,
+            autocommit=True,
+            options=SESSION_OPTIONS,
+            connect_timeout=max(1, round(self.settings.connect_timeout_seconds)),
+        )
+        await first.close()
         pool: AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] = AsyncConnectionPool(
             self.settings.url,
             min_size=self.settings.pool_min_size,

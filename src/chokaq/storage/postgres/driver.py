@@ -8,8 +8,6 @@ not check arguments or hold SQL text.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from ...models import Capabilities
 from ..driver import Notifier
 from .dlq import PostgresDlq
@@ -33,7 +31,7 @@ class PostgresDriver(
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 
-    capabilities: ClassVar[Capabilities] = Capabilities(
+    capabilities = Capabilities(
         name="postgresql",
         caller_transactions=True,
         migrates_on_open=False,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...errors import ConfigurationError, StorageError
+from ...errors import ConfigurationError, StorageError, StorageUnavailableError
 from ..sqlfile import Migration, load_migrations, load_queries
 
 __all__ = ["Database", "database_path", "quote_identifier"]
@@ -92,8 +92,11 @@ class Database:
     it needs there (a batch is one hop, not one per row).
     """
 
-    def __init__(self, *, path: str, prefix: str, busy_timeout_seconds: float) -> None:
+    def __init__(
+        self, *, path: str, prefix: str, busy_timeout_seconds: float, create_missing: bool = True
+    ) -> None:
         self.path = path
+        self.create_missing = create_missing
         self.key = path if path == ":memory:" else str(Path(path).resolve())
         self.prefix = prefix
         self.busy_timeout_seconds = busy_timeout_seconds
@@ -122,7 +125,16 @@ class Database:
             raise
 
     def _connect(self) -> None:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_seconds, isolation_level=None)
+        if self.path != ":memory:":
+            self._check_path()
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout_seconds, isolation_level=None
+            )
+        except sqlite3.OperationalError as exc:  # "unable to open database file" names nothing
+            raise StorageUnavailableError(
+                f"cannot open the SQLite database {self.key}: {exc}"
+            ) from exc
         try:
             # sqlite3.connect(timeout=...) already installs the busy timeout.
             for name in ("pragma_wal", "pragma_synchronous", "pragma_foreign_keys"):
@@ -132,6 +144,20 @@ class Database:
             raise
         conn.row_factory = sqlite3.Row
         self._conn = conn
+
+    def _check_path(self) -> None:
+        """Name the path when the file cannot be opened for a reason we can see."""
+        path = Path(self.path)
+        if not path.parent.is_dir():
+            raise ConfigurationError(
+                f"SQLite database {self.key}: the directory {path.parent.resolve()} does not "
+                "exist (create it, or fix the sqlite:/// path)"
+            )
+        if not self.create_missing and not path.exists():
+            raise ConfigurationError(
+                f"SQLite database {self.key} does not exist (nothing to read; give the right "
+                "--database or --app, or run `chokaq migrate` to create it)"
+            )
 
     async def close(self) -> None:
         executor, self._executor = self._executor, None

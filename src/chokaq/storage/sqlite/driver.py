@@ -11,6 +11,7 @@ or hold SQL. It is imported only when the URL is ``sqlite:``.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +70,10 @@ class SQLiteDriver(Driver):
             path=database_path(settings.url),
             prefix=f"{settings.schema}_",
             busy_timeout_seconds=settings.busy_timeout_seconds,
+            create_missing=settings.create_missing,
         )
+        if self._db.key == ":memory:":
+            self.capabilities = replace(type(self).capabilities, in_process=True)
 
     def translate(self, exc: Exception) -> ChokaqError:
         message = f"{type(exc).__name__}: {exc}"
