@@ -54,8 +54,8 @@ CASES = [
     ("tag-int", {"tags": (1,)}, "tags[0]", "must be a string, not int"),
     ("tag-nul", {"tags": ("a\x00",)}, "tags[0]", "must not contain NUL bytes"),
     ("tags-total", {"tags": LONG_TAGS}, "tags", "must be at most 1000 characters joined"),
-    ("tags-string", {"tags": "a,b"}, "tags", "must be a list of strings"),
-    ("tags-dict", {"tags": {"a": 1}}, "tags", "must be a list of strings"),
+    ("tags-string", {"tags": "a,b"}, "tags", "must be a list of strings, not a string"),
+    ("tags-dict", {"tags": {"a": 1}}, "tags", "must be a list of strings, not dict"),
     (
         "key-long",
         {"idempotency_key": "  " + "k" * 256 + "  "},

@@ -570,6 +570,7 @@ def caller_connection(value: object, capabilities: Capabilities) -> Any:
         raise ValidationError(
             "connection", "is in a failed transaction (roll it back before enqueueing)"
         )
+    return value
 
 
 def lease_seconds(value: object) -> float:
