@@ -190,3 +190,50 @@ def test_payloads_are_tagged_so_no_queue_name_reads_as_a_cancel() -> None:
     # A payload of another version (untagged) wakes the fetchers for "some queue".
     assert parse_payload("cancel:x") == ("jobs", "")
     assert parse_payload("emails") == ("jobs", "")
+
+
+@pytest.mark.postgres
+async def test_a_notifier_that_cannot_listen_at_start_keeps_trying(make_pg_app: Any) -> None:
+    # The first LISTEN connection is refused for real (a closed port); start says so, and the
+    # notifier goes on trying in the background until it listens, then delivers.
+    from chokaq.storage.postgres.notify import PgNotifier
+
+    app = make_pg_app()
+
+    @app.job()
+    async def ping() -> None:
+        pass
+
+    await app.open()
+    driver: Any = app.backend.driver
+    tries = 0
+
+    async def connect() -> psycopg.AsyncConnection[Any]:
+        nonlocal tries
+        tries += 1
+        if tries == 1:
+            return await psycopg.AsyncConnection.connect(
+                "postgresql://postgres@127.0.0.1:1/test", connect_timeout=5
+            )
+        conn: psycopg.AsyncConnection[Any] = await driver._connect()
+        return conn
+
+    notifier = PgNotifier(connect, driver._q["listen"])
+    woken: list[str] = []
+    with events() as lines:
+        with pytest.raises(psycopg.OperationalError):
+            await notifier.start(woken.append, lambda job_id: None)
+        assert not notifier.healthy
+        try:
+            await until(lambda: _true(notifier.healthy))
+            assert tries >= 2
+            await ping.enqueue()
+            await until(lambda: _true("default" in woken))
+        finally:
+            await notifier.stop()
+    ids = [line["event_id"] for line in lines]
+    assert Event.NOTIFY_LISTEN_LOST in ids and Event.NOTIFY_LISTEN_RESTORED in ids
+
+
+async def _true(value: bool) -> bool:
+    return value

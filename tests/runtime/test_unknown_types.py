@@ -4,10 +4,12 @@ handler for, on both backends with real workers."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from chokaq import App, FailureReason
+from chokaq.logs import Event, logger
 from chokaq.models import NO_HANDLER_ERROR, JobStatus, Pillar
 
 from .conftest import running, until
@@ -37,6 +39,33 @@ async def test_a_worker_serves_the_queues_its_handlers_declare(
     view = await _view(app, foreign)
     assert view.pillar is Pillar.HOT and view.status is JobStatus.PENDING
     assert (view.attempt_count, view.last_error) == (0, None)  # never touched
+
+
+async def test_a_worker_with_no_handler_says_it_serves_no_queue(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    await app.open()
+    job_id = await app.enqueue_raw("invoice.render", "{}", queue="billing")
+    seen: list[int] = []
+
+    class Keep(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            data = getattr(record, "chokaq", None)
+            if isinstance(data, dict):
+                seen.append(data["event_id"])
+            return True
+
+    keep = Keep()
+    logger.addFilter(keep)
+    try:
+        worker = app.create_worker(burst=True)
+        await asyncio.wait_for(worker.run(), timeout=30)
+    finally:
+        logger.removeFilter(keep)
+    assert worker.settings.queues == ()
+    assert Event.WORKER_SERVES_NOTHING in seen
+    assert (await _view(app, job_id)).pillar is Pillar.HOT  # untouched
 
 
 async def test_star_serves_every_queue_and_an_unknown_type_is_released_then_rejected(

@@ -24,6 +24,9 @@ from ..storage import Backend, Leadership
 from .events import Events
 from .settings import WorkerSettings
 
+# How long a stopping maintenance task waits for its renewal to end.
+STOP_SECONDS = 5.0
+
 __all__ = ["REST_RATIO", "STEP", "Maintenance", "purge_pillar", "run_retention"]
 
 
@@ -66,8 +69,8 @@ class Maintenance:
                 self._acquired.clear()
         finally:
             holding.cancel()
-            with contextlib.suppress(BaseException):
-                await holding
+            # Bounded: a renewal stuck in a statement must not hold the worker's exit.
+            await asyncio.wait([holding], timeout=STOP_SECONDS)
 
     async def _hold(self) -> None:
         while True:

@@ -50,6 +50,9 @@ from .slots import Slots, release
 from .threads import SyncThreads
 from .unhandled import Unhandled, served_queues
 
+# How long shutdown waits for each side task, the lease release and the notifier to stop.
+SIDE_TASK_STOP_SECONDS = 10.0
+
 __all__ = ["Worker"]
 
 WARNING = 30
@@ -186,6 +189,14 @@ class Worker(Generic[H]):
         # resolved now so that handlers registered after create_worker count too.
         queues = served_queues(self.settings.queues, self.app.handlers, self.app.pipes)
         self.settings = settings = replace(self.settings, queues=queues)
+        if queues == ():
+            log_event(
+                Event.WORKER_SERVES_NOTHING,
+                "this app declares no handler and no pipe, so the worker serves no queue "
+                "(pass --queues, or '*' for every queue)",
+                level=WARNING,
+                worker_id=self.id,
+            )
         self.unhandled = Unhandled(settings.unknown_type_grace_seconds, self.id)
         verbose = logger.isEnabledFor(10)
         self.finalizer = Finalizer(
@@ -231,7 +242,7 @@ class Worker(Generic[H]):
         except Exception as exc:
             log_event(
                 Event.WORKER_LISTEN_FAILED,
-                "cannot listen for notifications; polling",
+                "cannot listen for notifications yet; polling meanwhile",
                 level=WARNING,
                 error=str(exc),
             )
@@ -261,7 +272,8 @@ class Worker(Generic[H]):
             backend=backend.capabilities.name,
         )
         try:
-            await self._fetch_loop(notifier if listening else None)
+            # Passed even when the first LISTEN failed: it may listen later (``healthy``).
+            await self._fetch_loop(notifier)
         finally:
             await self._shutdown(notifier, maintenance)
             if owns_app:
@@ -494,10 +506,21 @@ class Worker(Generic[H]):
             )
         for task in self._side_tasks:
             task.cancel()
-        await asyncio.gather(*self._side_tasks, return_exceptions=True)
-        await maintenance.close()
+        # Bounded: a side task that does not stop (stuck in a statement) must not keep the
+        # worker from exiting; its lease runs out and its jobs are rescued.
+        _, stuck = await asyncio.wait(self._side_tasks, timeout=SIDE_TASK_STOP_SECONDS)
+        for task in stuck:
+            log_event(
+                Event.WORKER_SIDE_TASK_DIED,
+                f"side task {task.get_name()} did not stop in time; leaving it",
+                level=ERROR,
+                task=task.get_name(),
+                error="did not stop",
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(maintenance.close(), SIDE_TASK_STOP_SECONDS)
         with contextlib.suppress(Exception):
-            await notifier.stop()
+            await asyncio.wait_for(notifier.stop(), SIDE_TASK_STOP_SECONDS)
         with contextlib.suppress(StorageError):
             await self.app.backend.worker_remove(worker_id=self.id)
         self.threads.shutdown()

@@ -23,6 +23,7 @@ Semantics shared by all backends (the conformance suite in ``tests/storage`` che
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -82,6 +83,11 @@ _NO_FILTER = JobFilter()
 _EMPTY_CANCEL = CancelResult(cancelled=(), requested=(), not_found=())
 
 
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _operation(method: F) -> F:
     """The instrumentation point: time the whole call, translate driver errors, observe once."""
     name = method.__name__
@@ -97,6 +103,11 @@ def _operation(method: F) -> F:
         except Exception as exc:
             translated = self.driver.translate(exc)
             self._observe(name, time.perf_counter() - started, translated)
+            if _cancelling():
+                # The caller's task was cancelled mid-statement and the driver answered with
+                # an error of its own (a cancelled query, a closed connection): the
+                # cancellation must win, or a loop that retries storage errors would never stop.
+                raise asyncio.CancelledError() from translated
             raise translated from exc
         self._observe(name, time.perf_counter() - started, None)
         return result

@@ -93,8 +93,9 @@ class Notifier(abc.ABC):
     """How a sleeping worker hears about new work and cancel requests.
 
     PostgreSQL: LISTEN/NOTIFY on a dedicated connection. SQLite: an in-process broadcast (other
-    processes are found by the worker's short poll). ``start`` raises if it cannot listen; the
-    worker then falls back to polling.
+    processes are found by the worker's short poll). ``start`` raises if it cannot listen now;
+    the worker then polls, and a notifier that can keep trying (PostgreSQL) does so in the
+    background: ``healthy`` turns true once it listens.
     """
 
     @abc.abstractmethod

@@ -78,7 +78,16 @@ class PgNotifier(Notifier):
         on_cancel: Callable[[str], None],
     ) -> None:
         await self.stop()
-        self._conn = await self._open()  # the first one must work: start raises otherwise
+        try:
+            self._conn = await self._open()
+        except Exception as exc:
+            # Raise so the worker says it polls, but keep trying: a server that was away, or
+            # out of connections, at start must not leave the worker polling for good.
+            lost = f"{type(exc).__name__}: {exc}".strip()
+            self._task = asyncio.create_task(
+                self._keep(on_jobs, on_cancel, lost=lost), name="chokaq-pg-listen"
+            )
+            raise
         self._healthy = True
         self._task = asyncio.create_task(self._keep(on_jobs, on_cancel), name="chokaq-pg-listen")
 
@@ -91,16 +100,26 @@ class PgNotifier(Notifier):
             raise
         return conn
 
-    async def _keep(self, on_jobs: Callable[[str], None], on_cancel: Callable[[str], None]) -> None:
-        """Deliver until the connection is lost, then listen again, for as long as it runs."""
+    async def _keep(
+        self,
+        on_jobs: Callable[[str], None],
+        on_cancel: Callable[[str], None],
+        *,
+        lost: str | None = None,
+    ) -> None:
+        """Deliver until the connection is lost, then listen again, for as long as it runs;
+        ``lost`` (why the first connection failed) starts it listening again at once."""
         while True:
-            conn = self._conn
-            assert conn is not None
-            error = await self._deliver(conn, on_jobs, on_cancel)
-            self._healthy = False
-            self._conn = None
-            with contextlib.suppress(Exception):
-                await conn.close()
+            if lost is None:
+                conn = self._conn
+                assert conn is not None
+                error = await self._deliver(conn, on_jobs, on_cancel)
+                self._healthy = False
+                self._conn = None
+                with contextlib.suppress(Exception):
+                    await conn.close()
+            else:
+                error, lost = lost, None
             lost_at = time.monotonic()
             log_event(
                 Event.NOTIFY_LISTEN_LOST,

@@ -137,8 +137,9 @@ class FileNotifier(Notifier):
 
     @property
     def healthy(self) -> bool:
-        # Nothing can be lost: delivery is a function call or a file's modification time.
-        return True
+        # Nothing can be lost once started: delivery is a function call or a file's
+        # modification time.
+        return self._listener is not None
 
     @property
     def cross_process(self) -> bool:
