@@ -165,7 +165,11 @@ class Maintenance:
                 self.events.emit("zombie", job_id=job_id)
 
     async def close(self) -> None:
-        """Release the term at once (clean shutdown), so a successor need not wait it out."""
+        """Release the term at once (clean shutdown), so a successor need not wait it out. A
+        term that lapsed unnoticed (the process was frozen, then stopped before its next pass)
+        is logged as lost first, so every grant this worker logged ends with a loss or a
+        release."""
+        self._sync("renewal late")
         with contextlib.suppress(Exception):
             await self.leadership.release()
         self.leading = False
