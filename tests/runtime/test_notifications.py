@@ -10,40 +10,18 @@ made too slow here to carry it).
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
+from tests.ops.test_events import captured
 
 from chokaq import JobContext
-from chokaq.logs import Event, logger
+from chokaq.logs import Event
 from chokaq.models import Pillar
 
 from .conftest import running, until
-
-
-@contextmanager
-def events() -> Iterator[list[dict[str, Any]]]:
-    """The chokaq log fields emitted inside the block."""
-    lines: list[dict[str, Any]] = []
-
-    class Keep(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            data = getattr(record, "chokaq", None)
-            if isinstance(data, dict):
-                lines.append(data)
-            return True
-
-    keep = Keep()
-    logger.addFilter(keep)
-    try:
-        yield lines
-    finally:
-        logger.removeFilter(keep)
 
 
 async def test_a_queue_named_like_a_cancel_request_wakes_its_idle_worker(make_app: Any) -> None:
@@ -114,7 +92,7 @@ async def test_listen_is_re_established_after_its_backend_is_terminated(
     other = pg_store.backend()
     await other.open()
     try:
-        with events() as lines:
+        with captured() as lines:
             async with running(app) as worker:
                 await until(lambda: _idle(worker))
                 (old,) = _listen_backends(pg_store.url, pg_store.schema)
@@ -220,7 +198,7 @@ async def test_a_notifier_that_cannot_listen_at_start_keeps_trying(make_pg_app: 
 
     notifier = PgNotifier(connect, driver._q["listen"])
     woken: list[str] = []
-    with events() as lines:
+    with captured() as lines:
         with pytest.raises(psycopg.OperationalError):
             await notifier.start(woken.append, lambda job_id: None)
         assert not notifier.healthy

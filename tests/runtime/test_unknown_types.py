@@ -4,12 +4,13 @@ handler for, on both backends with real workers."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
 
+from tests.ops.test_events import captured
+
 from chokaq import App, FailureReason
-from chokaq.logs import Event, logger
+from chokaq.logs import Event
 from chokaq.models import NO_HANDLER_ERROR, JobStatus, Pillar
 
 from .conftest import running, until
@@ -47,24 +48,11 @@ async def test_a_worker_with_no_handler_says_it_serves_no_queue(
     app = make_app()
     await app.open()
     job_id = await app.enqueue_raw("invoice.render", "{}", queue="billing")
-    seen: list[int] = []
-
-    class Keep(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            data = getattr(record, "chokaq", None)
-            if isinstance(data, dict):
-                seen.append(data["event_id"])
-            return True
-
-    keep = Keep()
-    logger.addFilter(keep)
-    try:
+    with captured() as lines:
         worker = app.create_worker(burst=True)
         await asyncio.wait_for(worker.run(), timeout=30)
-    finally:
-        logger.removeFilter(keep)
     assert worker.settings.queues == ()
-    assert Event.WORKER_SERVES_NOTHING in seen
+    assert Event.WORKER_SERVES_NOTHING in [line["event_id"] for line in lines]
     assert (await _view(app, job_id)).pillar is Pillar.HOT  # untouched
 
 

@@ -11,16 +11,14 @@ the DLQ (its unreadable values shown as the nearest readable ones).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from conformance import T0, at, claim, enqueue, succeed
+from tests.ops.test_events import captured
 
 from chokaq.ids import new_job_ids
-from chokaq.logs import Event, logger
+from chokaq.logs import Event
 from chokaq.models import FailureReason, JobFilter, Pillar
 
 # (label, dialect, the column the decoder refuses, {column: raw SQL value}). Every row is due
@@ -157,7 +155,7 @@ async def test_an_undecodable_row_that_cannot_be_buried_stays_claimed_and_is_log
         " 'planted', 0, updated_at, updated_at FROM {jobs_hot} WHERE id = ?",
         (bad,),
     )
-    with _events() as lines:
+    with captured() as lines:
         got = await claim(backend, 20, now=T0)
     assert sorted(job.id for job in got) == sorted(healthy)
     logged = [line for line in lines if line["event_id"] == Event.JOB_ROW_UNDECODABLE]
@@ -166,23 +164,3 @@ async def test_an_undecodable_row_that_cannot_be_buried_stays_claimed_and_is_log
     view = await backend.job_get(bad)
     assert view is not None and view.pillar is Pillar.HOT
     assert (await backend.stats_summary()).failed_total == 0
-
-
-@contextmanager
-def _events() -> Iterator[list[dict[str, Any]]]:
-    """The chokaq log fields emitted inside the block."""
-    lines: list[dict[str, Any]] = []
-
-    class Keep(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            data = getattr(record, "chokaq", None)
-            if isinstance(data, dict):
-                lines.append(data)
-            return True
-
-    keep = Keep()
-    logger.addFilter(keep)
-    try:
-        yield lines
-    finally:
-        logger.removeFilter(keep)
