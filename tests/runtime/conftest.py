@@ -27,9 +27,7 @@ FAST = dict(
 )
 
 
-@pytest.fixture
-async def make_app(store: Any) -> AsyncIterator[Callable[..., App]]:
-    """``make_app(**worker_settings)``: an App on this test's store, migrated on open."""
+async def _apps(store: Any) -> AsyncIterator[Callable[..., App]]:
     apps: list[App] = []
 
     def factory(**settings: Any) -> App:
@@ -45,6 +43,20 @@ async def make_app(store: Any) -> AsyncIterator[Callable[..., App]]:
     yield factory
     for app in apps:
         await app.close()
+
+
+@pytest.fixture
+async def make_app(store: Any) -> AsyncIterator[Callable[..., App]]:
+    """``make_app(**worker_settings)``: an App on this test's store, migrated on open."""
+    async for factory in _apps(store):
+        yield factory
+
+
+@pytest.fixture
+async def pg_app(pg_store: Any) -> AsyncIterator[Callable[..., App]]:
+    """``make_app`` on this test's PostgreSQL schema, for tests that need PostgreSQL itself."""
+    async for factory in _apps(pg_store):
+        yield factory
 
 
 @contextlib.asynccontextmanager

@@ -62,10 +62,10 @@ def _listen_backends(url: str, schema: str) -> list[int]:
 
 @pytest.mark.postgres
 async def test_listen_is_re_established_after_its_backend_is_terminated(
-    pg_store: Any, make_pg_app: Any
+    pg_store: Any, pg_app: Any
 ) -> None:
     # Heartbeats far apart: only the notification can deliver the cancel request in time.
-    app = make_pg_app(
+    app = pg_app(
         poll_interval_seconds=30,
         heartbeat_min_seconds=20,
         heartbeat_max_seconds=25,
@@ -133,29 +133,6 @@ async def _started(started: list[float], count: int) -> bool:
     return len(started) >= count
 
 
-@pytest.fixture
-async def make_pg_app(pg_store: Any) -> Any:
-    from chokaq import App, WorkerSettings
-
-    from .conftest import FAST
-
-    apps: list[App] = []
-
-    def factory(**settings: Any) -> App:
-        app = App(
-            pg_store.url,
-            schema=pg_store.schema,
-            auto_migrate=True,
-            worker=WorkerSettings(**{**FAST, **settings}),
-        )
-        apps.append(app)
-        return app
-
-    yield factory
-    for app in apps:
-        await app.close()
-
-
 def test_payloads_are_tagged_so_no_queue_name_reads_as_a_cancel() -> None:
     from chokaq.storage.postgres.notify import parse_payload
 
@@ -171,12 +148,12 @@ def test_payloads_are_tagged_so_no_queue_name_reads_as_a_cancel() -> None:
 
 
 @pytest.mark.postgres
-async def test_a_notifier_that_cannot_listen_at_start_keeps_trying(make_pg_app: Any) -> None:
+async def test_a_notifier_that_cannot_listen_at_start_keeps_trying(pg_app: Any) -> None:
     # The first LISTEN connection is refused for real (a closed port); start says so, and the
     # notifier goes on trying in the background until it listens, then delivers.
     from chokaq.storage.postgres.notify import PgNotifier
 
-    app = make_pg_app()
+    app = pg_app()
 
     @app.job()
     async def ping() -> None:

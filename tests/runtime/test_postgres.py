@@ -11,34 +11,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from chokaq import App
 from chokaq.errors import StorageError, ValidationError
 from chokaq.models import Pillar
 
-from .conftest import FAST, running, until
+from .conftest import running, until
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-async def pg_app(pg_store: Any) -> Any:
-    from chokaq import WorkerSettings
-
-    apps: list[App] = []
-
-    def factory(**settings: Any) -> App:
-        app = App(
-            pg_store.url,
-            schema=pg_store.schema,
-            auto_migrate=True,
-            worker=WorkerSettings(**{**FAST, **settings}),
-        )
-        apps.append(app)
-        return app
-
-    yield factory
-    for app in apps:
-        await app.close()
 
 
 async def test_a_job_enqueued_in_a_rolled_back_transaction_never_exists(
