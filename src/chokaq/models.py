@@ -39,7 +39,12 @@ __all__ = [
     "QueueStats",
     "RescueResult",
     "RetryMove",
+    "Schedule",
+    "ScheduleChange",
+    "ScheduleDeclaration",
     "SeriesPoint",
+    "SlotOutcome",
+    "SlotRecord",
     "Started",
     "SucceedMove",
     "Summary",
@@ -270,6 +275,104 @@ class LeaderTerm:
     holder: str
     epoch: int
     expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDeclaration:
+    """A periodic schedule as the code declares it (``@app.periodic``), upserted when a worker
+    starts. ``kwargs`` is the JSON object text every run's job gets as its payload; ``misfire``
+    is ``skip``, ``latest`` or ``all``; exactly one of ``cron`` and ``every_seconds`` is set."""
+
+    name: str
+    type: str
+    queue: str
+    priority: int
+    cron: str | None
+    every_seconds: float | None
+    timezone: str
+    kwargs: str
+    misfire: str
+    overlap: bool
+
+
+class SlotOutcome(enum.StrEnum):
+    """What became of one slot of a schedule (its history)."""
+
+    ENQUEUED = "enqueued"  # its job was enqueued
+    TRIGGERED = "triggered"  # an operator's "run now", outside the slots
+    SKIPPED = "skipped"  # overlap=False and the previous run was still unfinished
+    MISSED = "missed"  # due while nothing enqueued it; the misfire rule left it out
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRecord:
+    """One line of a schedule's history: the slot's due time, its outcome, its job (the one
+    enqueued; for SKIPPED, the unfinished run it yielded to) and a detail ("3 slots missed
+    (...)", who triggered it)."""
+
+    slot: datetime
+    outcome: SlotOutcome
+    job_id: str | None = None
+    detail: str | None = None
+    recorded_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A stored schedule: its timing and kwargs in force (the code's, or an operator's edit
+    while ``edited_by`` is set), what the code declared, and where its slots stand.
+
+    ``last_slot`` is the compare-and-set target: every slot at or before it has been handled
+    (enqueued, skipped or recorded as missed), or it is the moment the timing was set.
+    ``next_slot`` is the first slot after it. ``last_outcome`` is where the last run's job is
+    now (``pending``, ``fetched``, ``processing``, ``succeeded``, a failure reason in lower
+    case, or ``gone`` once retention removed it). ``orphaned``: no running worker has declared
+    it lately (its code is gone, or every worker of its service is down); it does not fire."""
+
+    name: str
+    type: str
+    queue: str
+    priority: int
+    cron: str | None
+    every_seconds: float | None
+    timezone: str
+    kwargs: str
+    misfire: str
+    overlap: bool
+    paused: bool
+    declared_cron: str | None
+    declared_every_seconds: float | None
+    declared_timezone: str
+    declared_kwargs: str
+    edited_by: str | None
+    edited_at: datetime | None
+    revision: int
+    last_slot: datetime
+    next_slot: datetime | None
+    last_job_id: str | None
+    last_run_at: datetime | None
+    last_outcome: str | None
+    seen_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    last_modified_by: str | None
+    orphaned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleChange:
+    """An operator's change to one schedule (``Backend.schedule_pause``, ``schedule_edit``,
+    ``schedule_reset`` build it): the full row values in force afterwards. ``restart_at`` set:
+    slots count afresh from that moment (new timing, or resumed), with ``next_slot``."""
+
+    paused: bool
+    cron: str | None
+    every_seconds: float | None
+    timezone: str
+    kwargs: str
+    edited: bool
+    restart_at: datetime | None
+    next_slot: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,6 +611,18 @@ class WorkerControl:
 
     desired_concurrency: int | None = None
     close_circuits: tuple[str, ...] = field(default_factory=tuple)
+
+
+def run_outcome(hot_status: int | None, archived: bool, dlq_reason: int | None) -> str | None:
+    """Where a schedule's last job is now (``Schedule.last_outcome``), from its hot status, its
+    presence in the archive, or its DLQ reason; None when none of them holds it."""
+    if hot_status is not None:
+        return JobStatus(hot_status).name.lower()
+    if archived:
+        return "succeeded"
+    if dlq_reason is not None:
+        return FailureReason(dlq_reason).name.lower()
+    return None
 
 
 def ordered_ids(ids: Sequence[str]) -> tuple[str, ...]:

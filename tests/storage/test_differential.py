@@ -38,6 +38,7 @@ from chokaq.models import (
     NewJob,
     Pillar,
     RetryMove,
+    ScheduleDeclaration,
     SucceedMove,
     WorkerInfo,
 )
@@ -148,6 +149,34 @@ def _claim(b: Backend, holder: str = "a", term: LeaderTerm | None = None, **kw: 
     kw.setdefault("lease_seconds", 60)
     kw.setdefault("name", "maintenance")
     return b.leadership_claim(holder=holder, term=term, **kw)
+
+
+def _decl(name: str = "s", **fields: Any) -> ScheduleDeclaration:
+    values: dict[str, Any] = {
+        "name": name,
+        "type": "t",
+        "queue": "q1",
+        "priority": 10,
+        "cron": None,
+        "every_seconds": 60.0,
+        "timezone": "UTC",
+        "kwargs": '{"n": 1}',
+        "misfire": "latest",
+        "overlap": True,
+    } | fields
+    return ScheduleDeclaration(**values)
+
+
+async def _declared(b: Backend, *declarations: ScheduleDeclaration, when: float = 0) -> Any:
+    await b.schedules_declare(list(declarations) or [_decl()], now=at(when))
+    return await b.schedules_list(now=at(when))
+
+
+async def _fired(b: Backend, name: str = "s", when: float = 61) -> Any:
+    schedule = await b.schedule_get(name, now=at(when))
+    if schedule is None:
+        return None
+    return await b.schedule_fire(schedule, now=at(when))
 
 
 # For every storage operation: (label, call) run in order against both stores.
@@ -411,6 +440,125 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("blank", lambda b, s: b.leadership_get(name="")),
         ("long", lambda b, s: b.leadership_get(name="x" * 300)),
         ("none", lambda b, s: b.leadership_get(name="maintenance")),
+    ],
+    "schedules_declare": [
+        ("not a declaration", lambda b, s: b.schedules_declare(["x"])),  # type: ignore[list-item]
+        ("both timings", lambda b, s: _declared(b, _decl(cron="* * * * *"))),
+        ("neither", lambda b, s: _declared(b, _decl(every_seconds=None))),
+        ("bad cron", lambda b, s: _declared(b, _decl(cron="* * 32 * *", every_seconds=None))),
+        ("six fields", lambda b, s: _declared(b, _decl(cron="0 * * * * *", every_seconds=None))),
+        ("every 0.5", lambda b, s: _declared(b, _decl(every_seconds=0.5))),
+        ("every nan", lambda b, s: _declared(b, _decl(every_seconds=math.nan))),
+        ("bad zone", lambda b, s: _declared(b, _decl(timezone="Europe/Nowhere"))),
+        ("kwargs list", lambda b, s: _declared(b, _decl(kwargs="[1]"))),
+        ("kwargs bad json", lambda b, s: _declared(b, _decl(kwargs="{"))),
+        ("misfire", lambda b, s: _declared(b, _decl(misfire="never"))),
+        ("long name", lambda b, s: _declared(b, _decl("x" * 91))),
+        ("twice", lambda b, s: _declared(b, _decl(), _decl())),
+        ("naive now", lambda b, s: b.schedules_declare([_decl()], now=NAIVE)),
+        (
+            "ok",
+            lambda b, s: _declared(
+                b,
+                _decl(),
+                _decl("c", cron="0 7 * * mon-fri", every_seconds=None, timezone="Europe/Berlin"),
+            ),
+        ),
+        ("same again", lambda b, s: _declared(b, _decl(), when=30)),
+        ("new queue", lambda b, s: _declared(b, _decl(queue="q2"), when=40)),
+        ("new timing", lambda b, s: _declared(b, _decl(every_seconds=30), when=50)),
+    ],
+    "schedules_seen": [
+        ("text", lambda b, s: b.schedules_seen("s")),  # type: ignore[arg-type]
+        ("none", lambda b, s: b.schedules_seen([])),
+        ("declared", lambda b, s: _declared(b)),
+        ("ok", lambda b, s: b.schedules_seen(["s", "unknown"], now=at(100))),
+        ("list", lambda b, s: b.schedules_list(now=at(150))),
+    ],
+    "schedules_list": [
+        ("empty", lambda b, s: b.schedules_list(now=at(0))),
+        ("declared", lambda b, s: _declared(b)),
+        ("orphaned later", lambda b, s: b.schedules_list(now=at(61))),
+        ("naive", lambda b, s: b.schedules_list(now=NAIVE)),
+    ],
+    "schedule_get": [
+        ("blank", lambda b, s: b.schedule_get("")),
+        ("none", lambda b, s: b.schedule_get("s", now=at(0))),
+        ("declared", lambda b, s: _declared(b)),
+        ("one", lambda b, s: b.schedule_get("s", now=at(1))),
+    ],
+    "schedules_due": [
+        ("declared", lambda b, s: _declared(b)),
+        ("early", lambda b, s: b.schedules_due(now=at(59))),
+        ("due", lambda b, s: b.schedules_due(now=at(60))),
+        ("orphaned", lambda b, s: b.schedules_due(now=at(120))),
+        ("paused", lambda b, s: b.schedule_pause("s", actor="ops", now=at(10))),
+        ("paused due", lambda b, s: b.schedules_due(now=at(60))),
+    ],
+    "schedule_fire": [
+        ("not a schedule", lambda b, s: b.schedule_fire("s")),  # type: ignore[arg-type]
+        ("declared", lambda b, s: _declared(b, _decl(), _decl("o", overlap=False))),
+        ("early", lambda b, s: _fired(b, when=30)),
+        ("due", lambda b, s: _fired(b)),
+        ("again", lambda b, s: _fired(b)),
+        ("gap", lambda b, s: _fired(b, when=600)),
+        ("overlap first", lambda b, s: _fired(b, "o")),
+        ("overlap skipped", lambda b, s: _fired(b, "o", when=125)),
+        ("history", lambda b, s: b.schedule_history("o")),
+        ("hot", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=JobFilter(queue="q1"))),
+    ],
+    "schedule_history": [
+        ("blank", lambda b, s: b.schedule_history("")),
+        ("limit 0", lambda b, s: b.schedule_history("s", limit=0)),
+        ("limit 101", lambda b, s: b.schedule_history("s", limit=101)),
+        ("none", lambda b, s: b.schedule_history("s")),
+        ("declared", lambda b, s: _declared(b, _decl(every_seconds=1, misfire="all"))),
+        ("fired", lambda b, s: _fired(b, when=200)),
+        ("three", lambda b, s: b.schedule_history("s", limit=3)),
+    ],
+    "schedule_trigger": [
+        ("missing", lambda b, s: b.schedule_trigger("s", actor="ops", now=at(5))),
+        ("declared", lambda b, s: _declared(b)),
+        ("no actor", lambda b, s: b.schedule_trigger("s", actor=None)),  # type: ignore[arg-type]
+        ("ok", lambda b, s: b.schedule_trigger("s", actor="ops", now=at(5))),
+        ("history", lambda b, s: b.schedule_history("s")),
+    ],
+    "schedule_pause": [
+        ("missing", lambda b, s: b.schedule_pause("s", actor="ops")),
+        ("declared", lambda b, s: _declared(b)),
+        ("long actor", lambda b, s: b.schedule_pause("s", actor="x" * 101)),
+        ("pause", lambda b, s: b.schedule_pause("s", actor="ops", now=at(5))),
+        ("resume", lambda b, s: b.schedule_pause("s", actor="ops", paused=False, now=at(500))),
+    ],
+    "schedule_edit": [
+        ("missing", lambda b, s: b.schedule_edit("s", actor="ops", cron="* * * * *")),
+        ("declared", lambda b, s: _declared(b)),
+        ("both", lambda b, s: b.schedule_edit("s", actor="ops", cron="* * * * *", every_seconds=5)),
+        ("bad cron", lambda b, s: b.schedule_edit("s", actor="ops", cron="a b c d e")),
+        ("bad every", lambda b, s: b.schedule_edit("s", actor="ops", every_seconds=-1)),
+        ("bad zone", lambda b, s: b.schedule_edit("s", actor="ops", timezone="UTC+1")),
+        ("kwargs text", lambda b, s: b.schedule_edit("s", actor="ops", kwargs="nope")),
+        (
+            "cron",
+            lambda b, s: b.schedule_edit(
+                "s", actor="ops", cron="30 2 * * *", timezone="America/New_York", now=at(5)
+            ),
+        ),
+        ("kwargs", lambda b, s: b.schedule_edit("s", actor="ops", kwargs={"n": 2}, now=at(6))),
+        ("redeclared", lambda b, s: _declared(b, _decl(every_seconds=10), when=7)),
+    ],
+    "schedule_reset": [
+        ("missing", lambda b, s: b.schedule_reset("s", actor="ops")),
+        ("declared", lambda b, s: _declared(b)),
+        ("edited", lambda b, s: b.schedule_edit("s", actor="ops", every_seconds=5, now=at(5))),
+        ("reset", lambda b, s: b.schedule_reset("s", actor="ops", now=at(9))),
+    ],
+    "schedule_delete": [
+        ("missing", lambda b, s: b.schedule_delete("s", actor="ops")),
+        ("declared", lambda b, s: _declared(b)),
+        ("declared still", lambda b, s: b.schedule_delete("s", actor="ops", now=at(10))),
+        ("orphaned", lambda b, s: b.schedule_delete("s", actor="ops", now=at(100))),
+        ("gone", lambda b, s: b.schedules_list(now=at(100))),
     ],
     "jobs_cancel": [
         ("text ids", lambda b, s: b.jobs_cancel(ids="abc", actor="ops")),  # type: ignore[arg-type]

@@ -23,15 +23,11 @@ Semantics shared by all backends (the conformance suite in ``tests/storage`` che
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
-import inspect
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from logging import WARNING
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import ChokaqError, NotFoundError, ValidationError
 from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
@@ -71,52 +67,16 @@ from . import checks
 from .checks import UNSET
 from .driver import Driver, Notifier, StorageSettings, UndecodableRow
 from .leadership import DEFAULT_LEASE_SECONDS, Leadership
+from .observed import Observer, observed_operations, operation, unobserved
+from .schedules import ScheduleOperations
 
 __all__ = ["Backend", "Observer"]
-
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-# (operation name, seconds taken, the error raised or None)
-Observer = Callable[[str, float, BaseException | None], None]
 
 _NO_FILTER = JobFilter()
 _EMPTY_CANCEL = CancelResult(cancelled=(), requested=(), not_found=())
 
 
-def _cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-def _operation(method: F) -> F:
-    """The instrumentation point: time the whole call, translate driver errors, observe once."""
-    name = method.__name__
-
-    @functools.wraps(method)
-    async def observed(self: Backend, *args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            result = await method(self, *args, **kwargs)
-        except ChokaqError as exc:
-            self._observe(name, time.perf_counter() - started, exc)
-            raise
-        except Exception as exc:
-            translated = self.driver.translate(exc)
-            self._observe(name, time.perf_counter() - started, translated)
-            if _cancelling():
-                # The caller's task was cancelled mid-statement and the driver answered with
-                # an error of its own (a cancelled query, a closed connection): the
-                # cancellation must win, or a loop that retries storage errors would never stop.
-                raise asyncio.CancelledError() from translated
-            raise translated from exc
-        self._observe(name, time.perf_counter() - started, None)
-        return result
-
-    observed.__wrapped_operation__ = name  # type: ignore[attr-defined]
-    return observed  # type: ignore[return-value]
-
-
-class Backend:
+class Backend(ScheduleOperations):
     """Every storage operation, for the database its ``driver`` adapts.
 
     Created by ``chokaq.storage.create_backend(url)``; open it with ``await backend.open()``
@@ -146,23 +106,21 @@ class Backend:
     @classmethod
     def operations(cls) -> list[str]:
         """The names of every observed storage operation."""
-        return sorted(
-            name for name, member in vars(cls).items() if hasattr(member, "__wrapped_operation__")
-        )
+        return observed_operations(cls)
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def open(self) -> None:
         """Connect (create pools, open files). Does not migrate."""
         await self.driver.open()
 
-    @_operation
+    @operation
     async def close(self) -> None:
         """Release every connection; safe to call twice."""
         await self.driver.close()
 
-    @_operation
+    @operation
     async def migrate(self, *, via_migrations: bool = False) -> list[int]:
         """Bring the schema up to date under a lock (safe when two processes race); returns the
         versions applied by this call (empty when already current).
@@ -200,7 +158,7 @@ class Backend:
             log_event(Event.MIGRATION_COMPLETED, "schema migrated", versions=applied)
         return applied
 
-    @_operation
+    @operation
     async def schema_version(self) -> int:
         """The highest applied migration version (0 when the schema does not exist)."""
         return await self.driver.schema_version()
@@ -227,7 +185,7 @@ class Backend:
 
     # -- enqueue ----------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def jobs_enqueue(
         self,
         jobs: Sequence[NewJob],
@@ -253,7 +211,7 @@ class Backend:
 
     # -- worker path ------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def jobs_fetch(
         self,
         *,
@@ -328,7 +286,7 @@ class Backend:
                 error=error,
             )
 
-    @_operation
+    @operation
     async def jobs_start(self, *, lease: Lease, now: datetime | None = None) -> Started | None:
         """Fetched -> Processing under the lease: attempt_count + 1, started_at = heartbeat_at =
         now. None when the lease is stale or the row is not Fetched."""
@@ -336,7 +294,7 @@ class Backend:
         started = await self.driver.jobs_start([checked], checks.now(now))
         return started.get(checked.job_id)
 
-    @_operation
+    @operation
     async def jobs_start_many(
         self, *, leases: Sequence[Lease], now: datetime | None = None
     ) -> dict[str, Started]:
@@ -347,7 +305,7 @@ class Backend:
             return {}
         return await self.driver.jobs_start(checked, clock)
 
-    @_operation
+    @operation
     async def jobs_heartbeat(
         self, *, beats: Sequence[Heartbeat], now: datetime | None = None
     ) -> list[HeartbeatAck]:
@@ -360,7 +318,7 @@ class Backend:
             return []
         return await self.driver.jobs_heartbeat(checked, clock)
 
-    @_operation
+    @operation
     async def jobs_progress(
         self, *, lease: Lease, progress: float, now: datetime | None = None
     ) -> bool:
@@ -370,7 +328,7 @@ class Backend:
         value = checks.progress("progress", progress)
         return await self.driver.jobs_progress(checked, value, checks.now(now))
 
-    @_operation
+    @operation
     async def jobs_release(
         self, *, leases: Sequence[Lease], now: datetime | None = None
     ) -> list[str]:
@@ -382,7 +340,7 @@ class Backend:
             return []
         return await self.driver.jobs_release(checked, clock)
 
-    @_operation
+    @operation
     async def jobs_finalize(
         self, *, moves: Sequence[Move], now: datetime | None = None
     ) -> list[bool]:
@@ -415,7 +373,7 @@ class Backend:
 
     # -- maintenance --------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def jobs_rescue(
         self,
         *,
@@ -439,7 +397,7 @@ class Backend:
         clock = checks.now(now)
         return await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
 
-    @_operation
+    @operation
     async def jobs_hot_tidy(self, *, fence: LeaderTerm | None = None) -> bool:
         """Reclaim the hot table's dead row versions when they pile up; returns whether it did.
 
@@ -453,7 +411,7 @@ class Backend:
             return False
         return await self.driver.jobs_hot_tidy(checked)
 
-    @_operation
+    @operation
     async def archive_purge(
         self,
         *,
@@ -473,7 +431,7 @@ class Backend:
             return 0
         return await self.driver.archive_purge(cutoff, size, most, checked)
 
-    @_operation
+    @operation
     async def dlq_purge_older(
         self,
         *,
@@ -493,7 +451,7 @@ class Backend:
     def _batch(self, batch_size: int | None) -> object:
         return self.settings.cleanup_batch_size if batch_size is None else batch_size
 
-    @_operation
+    @operation
     async def metrics_prune(
         self, *, older_than: datetime, width_seconds: int = 1, fence: LeaderTerm | None = None
     ) -> int:
@@ -503,7 +461,7 @@ class Backend:
         width = checks.positive_int("width_seconds", width_seconds, checks.MAX_WIDTH_SECONDS)
         return await self.driver.metrics_prune(cutoff, width, _fence(fence))
 
-    @_operation
+    @operation
     async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
         """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts
         and durations, keeping the max) and delete them, in one transaction. Returns the number
@@ -513,7 +471,7 @@ class Backend:
 
     # -- leadership ---------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def leadership_claim(
         self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
     ) -> LeaderTerm | None:
@@ -536,20 +494,20 @@ class Backend:
             epoch = checked.epoch
         return await self.driver.leadership_claim(name, holder, lease, epoch)
 
-    @_operation
+    @operation
     async def leadership_release(self, *, term: LeaderTerm) -> bool:
         """End ``term`` now (clean shutdown), so another holder may take the role at once;
         False when it was no longer current. The epoch is kept, so it never repeats."""
         return await self.driver.leadership_release(checks.term("term", term))
 
-    @_operation
+    @operation
     async def leadership_get(self, *, name: str) -> LeaderTerm | None:
         """The current, unexpired term of the role ``name``, or None."""
         return await self.driver.leadership_get(check_name("name", name))
 
     # -- operators ----------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def jobs_cancel(
         self, *, ids: Sequence[str], actor: str, now: datetime | None = None
     ) -> CancelResult:
@@ -563,7 +521,7 @@ class Backend:
             return _EMPTY_CANCEL
         return await self.driver.jobs_cancel(unique, who, clock)
 
-    @_operation
+    @operation
     async def jobs_edit(
         self,
         *,
@@ -580,7 +538,7 @@ class Backend:
         repairs = checks.edits(self._limits, payload, tags, priority)
         return await self.driver.jobs_edit(id, who, repairs, checks.now(now))
 
-    @_operation
+    @operation
     async def dlq_edit(
         self,
         *,
@@ -596,7 +554,7 @@ class Backend:
         repairs = checks.edits(self._limits, payload, tags, priority)
         return await self.driver.dlq_edit(id, who, repairs)
 
-    @_operation
+    @operation
     async def dlq_resurrect(
         self,
         *,
@@ -623,7 +581,7 @@ class Backend:
     def _cap(self, cap: object) -> int:
         return checks.positive_int("cap", cap, self._max_batch)
 
-    @_operation
+    @operation
     async def dlq_preview(self, *, filter: JobFilter, cap: int, sample: int = 10) -> Preview:
         """What a bulk-by-filter action over the DLQ would touch (newest failure first): how
         many rows match, how many a ``cap`` (1..max batch) would affect, and the ids of the
@@ -633,7 +591,7 @@ class Backend:
         size = checks.bounded_int("sample", sample, 0, checks.MAX_SAMPLE)
         return await self.driver.dlq_preview(checked, most, size)
 
-    @_operation
+    @operation
     async def dlq_resurrect_by_filter(
         self, *, filter: JobFilter, actor: str, cap: int, now: datetime | None = None
     ) -> list[str]:
@@ -643,7 +601,7 @@ class Backend:
         most = self._cap(cap)
         return await self.driver.dlq_resurrect_by_filter(checked, who, most, checks.now(now))
 
-    @_operation
+    @operation
     async def dlq_purge(self, *, ids: Sequence[str], actor: str) -> list[str]:
         """Delete DLQ rows by id; returns the ids deleted, in input order. Counters untouched."""
         unique = checks.job_ids("ids", ids, self._max_batch)
@@ -652,7 +610,7 @@ class Backend:
             return []
         return await self.driver.dlq_purge(unique)
 
-    @_operation
+    @operation
     async def dlq_purge_by_filter(self, *, filter: JobFilter, actor: str, cap: int) -> list[str]:
         """Delete at most ``cap`` DLQ rows matching ``filter`` (newest failure first)."""
         checked = checks.job_filter(filter)
@@ -661,12 +619,12 @@ class Backend:
 
     # -- reads ------------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def stats_summary(self) -> Summary:
         """Live hot counts plus lifetime counters. Never reads archive or DLQ."""
         return await self.driver.stats_summary()
 
-    @_operation
+    @operation
     async def jobs_pending_groups(
         self, *, queues: Sequence[str] | None = None, now: datetime | None = None
     ) -> list[PendingGroup]:
@@ -677,18 +635,18 @@ class Backend:
         names = checks.names("queues", queues)
         return await self.driver.jobs_pending_groups(names, NO_HANDLER_ERROR + "%", checks.now(now))
 
-    @_operation
+    @operation
     async def stats_queues(self, *, now: datetime | None = None) -> list[QueueStats]:
         """Per queue (every row of ``queues``): control plane, hot counts, lifetime counters and
         eligible-pending lag (count, average and max seconds since due)."""
         return await self.driver.stats_queues(checks.now(now))
 
-    @_operation
+    @operation
     async def stats_throughput(self, *, now: datetime | None = None) -> Throughput:
         """Processed and failed over the last 60 and 300 seconds, from ``metric_buckets`` only."""
         return await self.driver.stats_throughput(checks.now(now))
 
-    @_operation
+    @operation
     async def stats_series(
         self,
         *,
@@ -706,7 +664,7 @@ class Backend:
             check_name("queue", queue)
         return await self.driver.stats_series(start, end, width, queue)
 
-    @_operation
+    @operation
     async def dlq_top_errors(self, *, limit: int = 5, scan: int = 5000) -> list[ErrorGroup]:
         """The ``limit`` (1..1000) most frequent error families among the newest ``scan``
         (1..1,000,000) DLQ rows: grouped by reason and the error's first line (whitespace
@@ -715,7 +673,7 @@ class Backend:
         rows = checks.positive_int("scan", scan, checks.MAX_TOP_ERRORS_SCAN)
         return await self.driver.dlq_top_errors(most, rows)
 
-    @_operation
+    @operation
     async def jobs_page(
         self,
         *,
@@ -738,19 +696,19 @@ class Backend:
         checked = checks.job_filter(filter)
         return await self.driver.jobs_page(which, checked, column, bool(descending), number, size)
 
-    @_operation
+    @operation
     async def job_get(self, id: str) -> JobView | None:
         """One job looked up in hot, then archive, then DLQ, with every field and its payload."""
         return await self.driver.job_get(check_job_id("id", id))
 
     # -- queues -----------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def queue_list(self) -> list[QueueInfo]:
         """Every queue row, by name."""
         return await self.driver.queue_list()
 
-    @_operation
+    @operation
     async def queue_get(self, name: str) -> QueueInfo | None:
         """One queue's row, or None when there is none. A queue is *known* once it has a row:
         every enqueue creates its queue's row, and rows are never deleted, so a queue that ever
@@ -766,12 +724,12 @@ class Backend:
                 "check the name, or ask to create it (create=True)"
             )
 
-    @_operation
+    @operation
     async def queue_ensure(self, name: str) -> QueueInfo:
         """Create the queue row if missing (race-safe) and return it."""
         return await self.driver.queue_ensure(check_name("name", name))
 
-    @_operation
+    @operation
     async def queue_pause(
         self, *, name: str, paused: bool, actor: str | None = None, create: bool = True
     ) -> QueueInfo:
@@ -783,7 +741,7 @@ class Backend:
         await self._known(name, create)
         return await self.driver.queue_pause(name, bool(paused), who)
 
-    @_operation
+    @operation
     async def queue_activate(
         self, *, name: str, active: bool, actor: str | None = None, create: bool = True
     ) -> QueueInfo:
@@ -794,7 +752,7 @@ class Backend:
         await self._known(name, create)
         return await self.driver.queue_activate(name, bool(active), who)
 
-    @_operation
+    @operation
     async def queue_configure(
         self,
         *,
@@ -821,19 +779,19 @@ class Backend:
 
     # -- workers ----------------------------------------------------------------------------
 
-    @_operation
+    @operation
     async def worker_beat(self, info: WorkerInfo, *, now: datetime | None = None) -> WorkerControl:
         """Register or refresh a worker row (heartbeat_at = now) and return what operators have
         asked of it; close-circuit requests are handed over once and then cleared."""
         checked = checks.worker_info(info)
         return await self.driver.worker_beat(checked, checks.now(now))
 
-    @_operation
+    @operation
     async def worker_remove(self, *, worker_id: str) -> None:
         """Delete a worker's row (clean shutdown)."""
         await self.driver.worker_remove(check_name("worker_id", worker_id))
 
-    @_operation
+    @operation
     async def workers_list(
         self, *, alive_within_seconds: float = 60.0, now: datetime | None = None
     ) -> list[WorkerInfo]:
@@ -847,7 +805,7 @@ class Backend:
         )
         return await self.driver.workers_list(window, checks.now(now))
 
-    @_operation
+    @operation
     async def worker_request(
         self,
         *,
@@ -865,13 +823,7 @@ def _fence(fence: object) -> LeaderTerm | None:
     return None if fence is None else checks.term("fence", fence)
 
 
-# Every public coroutine above is an observed operation; a new one without ``@_operation``
+# Every public coroutine above is an observed operation; a new one without ``@operation``
 # would escape the instrumentation point, so say so at import time.
-_unobserved = [
-    name
-    for name, member in vars(Backend).items()
-    if not name.startswith("_")
-    and inspect.iscoroutinefunction(member)
-    and not hasattr(member, "__wrapped_operation__")
-]
-assert not _unobserved, f"storage operations without @_operation: {_unobserved}"
+_unobserved = unobserved(Backend)
+assert not _unobserved, f"storage operations without @operation: {_unobserved}"

@@ -41,7 +41,11 @@ from ..models import (
     QueueInfo,
     QueueStats,
     RescueResult,
+    Schedule,
+    ScheduleChange,
+    ScheduleDeclaration,
     SeriesPoint,
+    SlotRecord,
     Started,
     Summary,
     Throughput,
@@ -260,6 +264,79 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def leadership_get(self, name: str) -> LeaderTerm | None: ...
+
+    # -- periodic schedules (schedules.py) ----------------------------------------------------
+    # Times are the caller's (aware UTC, never None): slots are computed by the process that
+    # fires them, on its clock. ``revision`` and ``last_slot`` arguments are compare-and-set
+    # expectations: an operation whose row no longer has them changes nothing and says so.
+
+    @abc.abstractmethod
+    async def schedules_declare(
+        self,
+        declarations: list[ScheduleDeclaration],
+        next_slots: list[datetime],
+        now: datetime,
+    ) -> None:
+        """Upsert each declaration (``next_slots[i]``: its first slot after ``now``), in one
+        transaction. A new row counts its slots from ``now``. An existing row takes the code's
+        type, queue, priority, misfire, overlap and ``declared_*``; its timing and kwargs in
+        force follow the code only while no operator edit is in force, and a change of timing
+        there restarts its slots from ``now``. Any change in force bumps ``revision``; every
+        row declared gets ``seen_at = now``."""
+
+    @abc.abstractmethod
+    async def schedules_seen(self, names: list[str], now: datetime) -> None:
+        """``seen_at = now`` for these schedules (a running worker still declares them)."""
+
+    @abc.abstractmethod
+    async def schedules_list(
+        self,
+        names: list[str] | None,
+        due_at: datetime | None,
+        seen_since: datetime | None,
+    ) -> list[Schedule]:
+        """The schedules named (None: all), by name; with ``due_at``, only those not paused
+        whose ``next_slot <= due_at`` and, with ``seen_since``, ``seen_at >= seen_since``.
+        ``orphaned`` is left False (the seam sets it)."""
+
+    @abc.abstractmethod
+    async def schedule_history(self, name: str, limit: int) -> list[SlotRecord]:
+        """The newest ``limit`` records of ``name``, newest first."""
+
+    @abc.abstractmethod
+    async def schedule_fire(
+        self,
+        name: str,
+        revision: int | None,
+        last_slot: datetime | None,
+        new_last_slot: datetime | None,
+        next_slot: datetime | None,
+        jobs: list[NewJob],
+        runs: list[SlotRecord],
+        records: list[SlotRecord],
+        overlap: bool,
+        now: datetime,
+    ) -> list[SlotRecord] | None:
+        """In one transaction: when ``revision`` is given, move the row from (``revision``,
+        ``last_slot``) to (``new_last_slot``, ``next_slot``) or, when it is no longer there,
+        change nothing and return None. Then enqueue ``jobs`` (ids set; ``runs[i]`` is job i's
+        record, ENQUEUED or TRIGGERED), unless ``overlap`` is False and the row's last job is
+        still in the hot table: then enqueue none and record each run's slot as SKIPPED, with
+        that unfinished job's id. Record
+        ``records`` (MISSED) and the runs; the row's ``last_job_id`` and ``last_run_at`` follow
+        the newest job enqueued. Keeps the newest 100 records of the schedule. Returns the
+        records written, oldest first."""
+
+    @abc.abstractmethod
+    async def schedule_update(
+        self, name: str, revision: int, change: ScheduleChange, actor: str, now: datetime
+    ) -> bool:
+        """Apply an operator's ``change`` if the row still has ``revision`` (bumping it);
+        ``edited`` sets ``edited_by = actor`` and ``edited_at = now``, else clears both."""
+
+    @abc.abstractmethod
+    async def schedule_delete(self, name: str) -> bool:
+        """Delete the schedule and its records; False when there was none."""
 
     # -- the dead-letter queue (dlq.py) -------------------------------------------------------
 

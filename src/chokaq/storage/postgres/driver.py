@@ -1,7 +1,8 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
 Owns assembling the operation modules (``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``,
-``leadership``, all on the pool and queries of ``connection``) into one ``Driver``, declaring
+``leadership``, ``schedules``, all on the pool and queries of ``connection``) into one
+``Driver``, declaring
 what PostgreSQL can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must
 not check arguments or hold SQL text.
 """
@@ -17,11 +18,13 @@ from .notify import PgNotifier
 from .queues import PostgresQueues
 from .reads import PostgresReads
 from .retention import PostgresRetention
+from .schedules import PostgresSchedules
 
 __all__ = ["PostgresDriver"]
 
 
 class PostgresDriver(
+    PostgresSchedules,
     PostgresJobs,
     PostgresDlq,
     PostgresRetention,

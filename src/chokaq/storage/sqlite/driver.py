@@ -37,7 +37,11 @@ from ...models import (
     QueueInfo,
     QueueStats,
     RescueResult,
+    Schedule,
+    ScheduleChange,
+    ScheduleDeclaration,
     SeriesPoint,
+    SlotRecord,
     Started,
     Summary,
     Throughput,
@@ -46,7 +50,7 @@ from ...models import (
 )
 from ..checks import UNSET, Edits, QueueLimits
 from ..driver import Driver, Notifier, StorageSettings, UndecodableRow
-from . import dlq, jobs, leadership, queues, reads, retention
+from . import dlq, jobs, leadership, queues, reads, retention, schedules
 from .connection import Database, database_path
 from .notify import FileNotifier, broadcast_cancel, broadcast_jobs
 from .rows import tags_in, ts_now
@@ -209,6 +213,68 @@ class SQLiteDriver(Driver):
 
     async def leadership_get(self, name: str) -> LeaderTerm | None:
         return await self._db.call(leadership.get, name)
+
+    # -- periodic schedules -----------------------------------------------------------------
+
+    async def schedules_declare(
+        self,
+        declarations: list[ScheduleDeclaration],
+        next_slots: list[datetime],
+        now: datetime,
+    ) -> None:
+        await self._db.call(schedules.declare, declarations, next_slots, now)
+
+    async def schedules_seen(self, names: list[str], now: datetime) -> None:
+        await self._db.call(schedules.seen, names, now)
+
+    async def schedules_list(
+        self,
+        names: list[str] | None,
+        due_at: datetime | None,
+        seen_since: datetime | None,
+    ) -> list[Schedule]:
+        return await self._db.call(schedules.listed, names, due_at, seen_since)
+
+    async def schedule_history(self, name: str, limit: int) -> list[SlotRecord]:
+        return await self._db.call(schedules.history, name, limit)
+
+    async def schedule_fire(
+        self,
+        name: str,
+        revision: int | None,
+        last_slot: datetime | None,
+        new_last_slot: datetime | None,
+        next_slot: datetime | None,
+        jobs_: list[NewJob],
+        runs: list[SlotRecord],
+        records: list[SlotRecord],
+        overlap: bool,
+        now: datetime,
+    ) -> list[SlotRecord] | None:
+        written = await self._db.call(
+            schedules.fire,
+            name,
+            revision,
+            last_slot,
+            new_last_slot,
+            next_slot,
+            jobs_,
+            runs,
+            records,
+            overlap,
+            now,
+        )
+        if written is not None and any(r.job_id is not None for r in written):
+            broadcast_jobs(self._db.key, [job.queue for job in jobs_])
+        return written
+
+    async def schedule_update(
+        self, name: str, revision: int, change: ScheduleChange, actor: str, now: datetime
+    ) -> bool:
+        return await self._db.call(schedules.update, name, revision, change, actor, now)
+
+    async def schedule_delete(self, name: str) -> bool:
+        return await self._db.call(schedules.delete, name)
 
     # -- the dead-letter queue --------------------------------------------------------------
 

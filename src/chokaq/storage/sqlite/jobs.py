@@ -44,6 +44,7 @@ __all__ = [
     "cancel",
     "edit_params",
     "enqueue",
+    "enqueue_within",
     "fetch",
     "finalize",
     "heartbeat",
@@ -136,10 +137,22 @@ def ensure_queues(db: Database, queues: Sequence[str], now: float) -> None:
 
 def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
     """Insert a validated batch; duplicates (by idempotency key) get the holder's id."""
+    return db.write(_enqueue, db, jobs, *_enqueue_rows(jobs, now), now)
+
+
+def enqueue_within(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
+    """``enqueue`` inside a write transaction the caller holds (a schedule's slot)."""
+    return _enqueue(db, jobs, *_enqueue_rows(jobs, now), now)
+
+
+def _enqueue_rows(
+    jobs: Sequence[NewJob], now: float
+) -> tuple[list[str], list[dict[str, object]], dict[str, int]]:
+    """The ids, the rows to insert and the first job of each idempotency key."""
     fresh = iter(new_job_ids(sum(job.id is None for job in jobs)))
     ids = [job.id or next(fresh) for job in jobs]
     first_by_key: dict[str, int] = {}
-    rows = []
+    rows: list[dict[str, object]] = []
     for i, job in enumerate(jobs):
         key = job.idempotency_key
         if key is not None:
@@ -171,7 +184,7 @@ def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueRes
                 "trace_context": job.trace_context,
             }
         )
-    return db.write(_enqueue, db, jobs, ids, rows, first_by_key, now)
+    return ids, rows, first_by_key
 
 
 def _enqueue(
