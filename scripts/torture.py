@@ -221,10 +221,13 @@ async def torture(config: Config) -> Report:
             now = time.monotonic()
             await produce(client, rng, tick, book, report)
             tick += 1
-            await faults.tick((now - t0) / config.seconds, store, book.accepted)
+            # While PostgreSQL restarts, the rig's own connections (planting poison, killing
+            # LISTEN backends) would be refused: what falls due then waits for its end.
+            restarting = restart_window is not None and restart_window[1] == float("inf")
+            await faults.tick((now - t0) / config.seconds, store, book.accepted, hold=restarting)
             await sample_stuck(store, samples)
             # Worker 0 is the witness: never signalled, it lives across the restart.
-            if config.stop_leader:
+            if config.stop_leader and not restarting:
                 await stopped_leader.step(client, store, workers)
             frozen = stopped_leader.frozen()
             alive = [

@@ -55,9 +55,15 @@ class StorageFaults:
             faults.listen_kill_at = None
         return faults
 
-    async def tick(self, elapsed: float, store: Any, accepted: dict[str, str]) -> None:
+    async def tick(
+        self, elapsed: float, store: Any, accepted: dict[str, str], *, hold: bool = False
+    ) -> None:
         """Apply what is due at ``elapsed`` (a fraction of the fault phase). Call it right
-        after a producer tick, so the poison row lands beside fresh healthy jobs."""
+        after a producer tick, so the poison row lands beside fresh healthy jobs. ``hold``
+        (PostgreSQL is restarting: the rig's own connections would be refused) keeps what is
+        due for the first tick after it."""
+        if hold:
+            return
         while self.poison_at and elapsed >= self.poison_at[0]:
             self.poison_at.pop(0)
             job_id = new_job_id()
