@@ -20,12 +20,14 @@ from .context import JobContext
 from .errors import ConfigurationError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
 from .logs import Event, log_event
-from .models import EnqueueResult, NewJob
+from .models import EnqueueResult, NewJob, ScheduleDeclaration
 from .payloads import encode_payload, tags_option
+from .periodic import Timing, check_misfire
 from .portal import Portal, abandon
 from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
+from .storage.schedules import check_schedule_name
 
 if TYPE_CHECKING:
     from .runtime.worker import Worker
@@ -249,6 +251,7 @@ class App:
         self.handlers: dict[str, JobHandle[Any, Any]] = {}
         self.pipes: dict[str, PipeHandle] = {}
         self.middlewares: list[Middleware] = []
+        self.periodics: dict[str, ScheduleDeclaration] = {}
         self.before_enqueue: list[BeforeEnqueue] = []
         self.after_enqueue: list[AfterEnqueue] = []
         self._backend: Backend | None = None
@@ -327,6 +330,68 @@ class App:
             return handle
 
         return register(fn) if fn is not None else register
+
+    def periodic(
+        self,
+        *,
+        cron: str | None = None,
+        every_seconds: float | None = None,
+        timezone: str = "UTC",
+        name: str | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        misfire: str = "latest",
+        overlap: bool = True,
+    ) -> Callable[[JobHandle[P, R]], JobHandle[P, R]]:
+        """Run a registered job on a schedule; put it above ``@app.job``::
+
+            @app.periodic(cron="0 7 * * mon-fri", timezone="Europe/Berlin",
+                          kwargs={"kind": "daily"})
+            @app.job(queue="reports")
+            def send_digest(kind: str) -> None: ...
+
+        ``cron`` (5 fields, in ``timezone``, an IANA name) or ``every_seconds`` (at least 1;
+        slots are multiples of it since 1970 UTC). ``kwargs`` are every run's arguments,
+        checked against the handler's signature now. ``name`` (default: the job type, at most
+        90 characters) is the schedule's key in the database. ``misfire`` says what happens to
+        slots that came due while nothing was enqueueing them: ``"skip"``, ``"latest"`` (one
+        run for the most recent) or ``"all"`` (each, up to 100). ``overlap=False`` skips a slot
+        (and records it) while the previous run has not finished.
+
+        The schedule is upserted when a worker of this app starts; every slot is enqueued once,
+        by whichever worker leads, as an ordinary job of the handler's queue and priority.
+        Raises ``ValidationError`` naming the argument, ``ConfigurationError`` for a name used
+        twice or a function that is not a registered job."""
+        timing = Timing.checked(cron, every_seconds, timezone)
+        rule = check_misfire("misfire", misfire)
+
+        def register(handle: JobHandle[P, R]) -> JobHandle[P, R]:
+            if not isinstance(handle, JobHandle) or handle.app is not self:
+                raise ConfigurationError(
+                    "@app.periodic goes above @app.job of the same app (it schedules a "
+                    "registered job)"
+                )
+            key = check_schedule_name("name", name or handle.name)
+            if key in self.periodics:
+                raise ConfigurationError(f"schedule {key!r} is declared twice")
+            arguments = dict(kwargs or {})
+            misfit = handle.misfit(arguments)
+            if misfit is not None:
+                raise ValidationError("kwargs", f"do not fit {handle.name}: {misfit}")
+            self.periodics[key] = ScheduleDeclaration(
+                name=key,
+                type=handle.name,
+                queue=handle.queue,
+                priority=handle.priority,
+                cron=timing.cron,
+                every_seconds=timing.every_seconds,
+                timezone=timing.timezone,
+                kwargs=self.encode_arguments(handle, (), arguments),
+                misfire=str(rule),
+                overlap=bool(overlap),
+            )
+            return handle
+
+        return register
 
     def pipe(
         self, queue: str, *, timeout: float | None = None, max_attempts: int | None = None

@@ -167,16 +167,29 @@ def _decl(name: str = "s", **fields: Any) -> ScheduleDeclaration:
     return ScheduleDeclaration(**values)
 
 
-async def _declared(b: Backend, *declarations: ScheduleDeclaration, when: float = 0) -> Any:
-    await b.schedules_declare(list(declarations) or [_decl()], now=at(when))
-    return await b.schedules_list(now=at(when))
+def _declared(b: Backend, *declarations: ScheduleDeclaration, when: float = 0) -> Any:
+    return b.schedules_declare(list(declarations) or [_decl()], now=at(when))
 
 
-async def _fired(b: Backend, name: str = "s", when: float = 61) -> Any:
-    schedule = await b.schedule_get(name, now=at(when))
-    if schedule is None:
-        return None
-    return await b.schedule_fire(schedule, now=at(when))
+# The schedule each store last read (``_read``), for ``schedule_fire``: one call per case.
+_READ: dict[int, Any] = {}
+
+
+async def _read(b: Backend, name: str = "s", when: float = 61) -> Any:
+    _READ[id(b)] = schedule = await b.schedule_get(name, now=at(when))
+    return schedule
+
+
+_FIRED: dict[int, Any] = {}  # the reading each store last fired from (stale afterwards)
+
+
+def _fired(b: Backend, when: float = 61) -> Any:
+    _FIRED[id(b)] = schedule = _READ.pop(id(b))
+    return b.schedule_fire(schedule, now=at(when))
+
+
+def _read_stale(b: Backend) -> Any:
+    return _FIRED[id(b)]
 
 
 # For every storage operation: (label, call) run in order against both stores.
@@ -498,12 +511,17 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "schedule_fire": [
         ("not a schedule", lambda b, s: b.schedule_fire("s")),  # type: ignore[arg-type]
         ("declared", lambda b, s: _declared(b, _decl(), _decl("o", overlap=False))),
+        ("read early", lambda b, s: _read(b, when=30)),
         ("early", lambda b, s: _fired(b, when=30)),
+        ("read", lambda b, s: _read(b)),
         ("due", lambda b, s: _fired(b)),
-        ("again", lambda b, s: _fired(b)),
+        ("stale", lambda b, s: b.schedule_fire(_read_stale(b), now=at(62))),
+        ("read again", lambda b, s: _read(b, when=600)),
         ("gap", lambda b, s: _fired(b, when=600)),
-        ("overlap first", lambda b, s: _fired(b, "o")),
-        ("overlap skipped", lambda b, s: _fired(b, "o", when=125)),
+        ("read o", lambda b, s: _read(b, "o")),
+        ("overlap first", lambda b, s: _fired(b)),
+        ("read o later", lambda b, s: _read(b, "o", when=125)),
+        ("overlap skipped", lambda b, s: _fired(b, when=125)),
         ("history", lambda b, s: b.schedule_history("o")),
         ("hot", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=JobFilter(queue="q1"))),
     ],
@@ -513,6 +531,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("limit 101", lambda b, s: b.schedule_history("s", limit=101)),
         ("none", lambda b, s: b.schedule_history("s")),
         ("declared", lambda b, s: _declared(b, _decl(every_seconds=1, misfire="all"))),
+        ("read", lambda b, s: _read(b, when=200)),
         ("fired", lambda b, s: _fired(b, when=200)),
         ("three", lambda b, s: b.schedule_history("s", limit=3)),
     ],

@@ -1,6 +1,7 @@
 """What the worker runtime needs of the app that hosts it, as protocols: the handlers it runs
 (``JobHandler``, ``PipeHandler``), the ``Middleware`` around them, and the app itself
-(``Host``: backend, open and close, handlers by type, pipes by queue, middleware list).
+(``Host``: backend, open and close, handlers by type, pipes by queue, middleware list,
+periodic schedules by name).
 
 ``chokaq.App``, ``JobHandle`` and ``PipeHandle`` satisfy them structurally, so the runtime never
 imports ``chokaq.app`` (which imports the runtime to build workers). Owns these shapes only: no
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..context import JobContext
+from ..models import ScheduleDeclaration
 from ..storage import Backend
 
 __all__ = ["Host", "JobHandler", "Middleware", "PipeHandler"]
@@ -44,7 +46,8 @@ class JobHandler(PipeHandler, Protocol):
 
 class Host(Protocol):
     """What a worker needs of its app (``chokaq.App`` is one): the backend, opening and closing
-    it, the handlers by job type, the pipe handlers by queue, and the middleware list."""
+    it, the handlers by job type, the pipe handlers by queue, the middleware list and the
+    periodic schedules its code declares, by name."""
 
     @property
     def backend(self) -> Backend: ...
@@ -56,5 +59,7 @@ class Host(Protocol):
     def pipes(self) -> Mapping[str, PipeHandler]: ...
     @property
     def middlewares(self) -> Sequence[Middleware]: ...
+    @property
+    def periodics(self) -> Mapping[str, ScheduleDeclaration]: ...
     async def open(self) -> object: ...
     async def close(self) -> None: ...

@@ -48,6 +48,9 @@ class WorkerSettings:
             over; its later writes are fenced out.
         leadership_renew_seconds: how often the lease is renewed (and how often the other
             workers try to take it); ``None``: a third of the lease. At most half the lease.
+        schedule_tick_seconds: how often the elected worker looks for periodic schedules with
+            a slot due (a slot is enqueued at most this long after its due time, while a leader
+            runs). Every worker marks the schedules its code declares as seen every 10 s.
         shutdown_grace_seconds: how long running jobs may finish after SIGTERM before they are
             cancelled and put back to Pending.
         worker_beat_interval_seconds: how often the worker refreshes its registry row and reads
@@ -91,6 +94,7 @@ class WorkerSettings:
     rescue_interval_seconds: float = 15.0
     leadership_lease_seconds: float = 10.0
     leadership_renew_seconds: float | None = None
+    schedule_tick_seconds: float = 1.0
     shutdown_grace_seconds: float = 30.0
     worker_beat_interval_seconds: float = 2.0
     finalize_batch_max: int = 500
@@ -166,6 +170,8 @@ class WorkerSettings:
                 "leadership_renew_seconds: must be greater than 0 and at most half of "
                 "leadership_lease_seconds (so one late renewal does not lose the lease)"
             )
+        if not 0.05 <= self.schedule_tick_seconds <= 60.0:
+            raise ConfigurationError("schedule_tick_seconds: must be between 0.05 and 60")
         if self.zombie_timeout_seconds <= self.heartbeat_max_seconds:
             raise ConfigurationError(
                 "zombie_timeout_seconds: must be longer than heartbeat_max_seconds"

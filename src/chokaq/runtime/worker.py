@@ -2,8 +2,8 @@
 finalizes their outcomes in batches, and shuts down in two phases.
 
 It owns the fetch loop and the wiring: it builds the runtime parts (slots, outage state, event
-emitter, claims, executor, finalizer, heartbeats, registry, maintenance), hands each only the
-narrow collaborators it uses, and supervises the side tasks (if one dies the worker logs it
+emitter, claims, executor, finalizer, heartbeats, registry, maintenance, schedules), hands each
+only the narrow collaborators it uses, and supervises the side tasks (if one dies the worker logs it
 loudly and restarts it). It sees its app through the ``host.Host`` protocol, never
 ``chokaq.app``, and talks to storage only through the backend interface; deciding outcomes is
 ``executor``'s job, maintenance is ``maintenance``'s.
@@ -45,6 +45,7 @@ from .maintenance import Maintenance
 from .outage import Outage
 from .registry import Registry
 from .report import report_outcome
+from .scheduler import Scheduler
 from .settings import WorkerSettings
 from .slots import Slots, release
 from .threads import SyncThreads
@@ -82,6 +83,7 @@ class Worker(Generic[H]):
     claims: Claims
     burst: BurstWatch
     unhandled: Unhandled
+    scheduler: Scheduler
 
     def __init__(self, app: H, settings: WorkerSettings) -> None:
         self.app = app
@@ -250,12 +252,18 @@ class Worker(Generic[H]):
             "maintenance", holder=self.id, lease_seconds=settings.leadership_lease_seconds
         )
         maintenance = Maintenance(backend, settings, leadership, self.events, worker_id=self.id)
+        # The same term elects the worker that fires periodic schedules (of every service
+        # sharing the store, not only this app's: a schedule's row says what to enqueue).
+        self.scheduler = Scheduler(
+            backend, settings, self.app.periodics, leadership, self.events, worker_id=self.id
+        )
         supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("finalizer", self.finalizer.run),
             ("heartbeat", self.heartbeats.run),
             ("watchdog", self.heartbeats.watchdog),
             ("registry", self.registry.run),
             ("maintenance", maintenance.run),
+            ("schedules", self.scheduler.run),
         ]
         self._side_tasks = [
             asyncio.create_task(self._supervise(name, fn), name=f"chokaq-{name}")

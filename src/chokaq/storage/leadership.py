@@ -1,4 +1,4 @@
-"""Leadership: who runs maintenance (and, later, periodic schedules), one holder per role.
+"""Leadership: who runs maintenance and fires periodic schedules, one holder per role.
 
 A role is one row of the ``leadership`` table: a lease with its holder, an epoch (the fencing
 token) and an expiry on the database's clock, taken and renewed by compare-and-set through the

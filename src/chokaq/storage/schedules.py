@@ -42,6 +42,7 @@ __all__ = [
     "ORPHAN_AFTER_SECONDS",
     "SEEN_INTERVAL_SECONDS",
     "ScheduleOperations",
+    "missed_slots",
     "slot_key",
 ]
 
@@ -57,6 +58,13 @@ MAX_HISTORY = 100
 def slot_key(name: str, slot: datetime) -> str:
     """The idempotency key of a slot's job: a second guard beside the compare-and-set."""
     return f"schedule:{name}@{slot.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+
+
+def missed_slots(record: SlotRecord) -> int:
+    """How many slots a MISSED record stands for: one record covers a whole gap, and its detail
+    starts with the count ("12 slots missed (...)", as ``schedule_fire`` writes it)."""
+    head = (record.detail or "").split(" ", 1)[0]
+    return int(head) if head.isdigit() else 1
 
 
 def check_schedule_name(field: str, value: object) -> str:
