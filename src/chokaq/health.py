@@ -1,6 +1,6 @@
 """Health checks: liveness and readiness reports with details, for the worker and The Deck.
 
-Three checks, each ``healthy``, ``degraded`` or ``unhealthy``:
+Four checks, each ``healthy``, ``degraded`` or ``unhealthy``:
 
 * **storage**: the database answers and its schema is current (``schema_version`` equals
   ``latest_version``);
@@ -10,7 +10,10 @@ Three checks, each ``healthy``, ``degraded`` or ``unhealthy``:
   saturated workers);
 * **queue_lag**: the oldest due pending job of each queue against the degraded (5 s) and
   unhealthy (10 s) thresholds. Paused and inactive queues are excluded: waiting there is what an
-  operator asked for (the reference counted them).
+  operator asked for (the reference counted them);
+* **schedules**: no periodic schedule that should fire (neither paused nor orphaned) is more
+  than one slot late: the slot after its overdue one has come due too, so nothing is firing it
+  (no worker leads, or the leader's scheduler is stuck).
 
 Liveness is the worker check alone (restart me if I am stuck); readiness is every check (send me
 work, page someone). A report is unhealthy if any check is, degraded if any is. This module
@@ -29,10 +32,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ConfigurationError
+from .periodic import MISFIRE_GRACE_SECONDS, Timing
 from .runtime.outage import Outage
 
 if TYPE_CHECKING:
     from .app import App
+    from .models import Schedule
     from .storage import Backend
 
 __all__ = [
@@ -43,10 +48,13 @@ __all__ = [
     "WorkerBeat",
     "WorkerView",
     "check_queue_lag",
+    "check_schedules",
     "check_storage",
     "check_worker",
     "liveness",
     "readiness",
+    "schedule_late",
+    "schedule_lateness",
 ]
 
 
@@ -237,6 +245,68 @@ async def check_queue_lag(app: App, settings: HealthSettings | None = None) -> C
     return Check("queue_lag", Status.HEALTHY, details)
 
 
+def schedule_lateness(schedule: Schedule, now: datetime) -> tuple[float, float | None]:
+    """How late ``schedule`` is at ``now``: the seconds since its next slot came due (0 while
+    it is ahead, or when no slot is coming), and the seconds from that slot to the one after
+    it (its period there; None when there is no later slot). A cron period varies: a weekday
+    schedule's Friday slot is three days from the next."""
+    slot = schedule.next_slot
+    if slot is None:
+        return 0.0, None
+    lag = max(0.0, (now - slot).total_seconds())
+    try:
+        after = Timing(schedule.cron, schedule.every_seconds, schedule.timezone).next_after(slot)
+    except (StopIteration, ValueError):
+        return lag, None
+    return lag, (after - slot).total_seconds()
+
+
+def schedule_late(schedule: Schedule, now: datetime) -> bool:
+    """More than one slot late at ``now``: past its period and past the misfire grace (60 s).
+    The grace is there because a slot enqueued within it is on time by the engine's own rule:
+    a schedule of a few seconds is not called late for a lag a busy database can cause."""
+    lag, period = schedule_lateness(schedule, now)
+    return period is not None and lag > max(period, MISFIRE_GRACE_SECONDS)
+
+
+async def check_schedules(app: App, *, now: datetime | None = None) -> Check:
+    """Unhealthy when a schedule that should fire (neither paused nor orphaned) is more than
+    one slot late: ``now - next_slot`` is over its period there (``next_after(next_slot) -
+    next_slot``) and over the misfire grace (60 s). The details name the late schedules.
+    Paused schedules wait because an operator asked; orphaned ones because no running worker
+    declares them (``chokaq schedule list`` shows both)."""
+    try:
+        await app.open()
+        schedules = await app.backend.schedules_list(now=now)
+    except Exception as exc:
+        return Check("schedules", Status.UNHEALTHY, {"error": f"{type(exc).__name__}: {exc}"})
+    moment = datetime.now(UTC) if now is None else now
+    considered = [s for s in schedules if not s.paused and not s.orphaned]
+    late: list[tuple[str, float, float]] = []
+    worst: tuple[str, float] | None = None
+    for schedule in considered:
+        lag, period = schedule_lateness(schedule, moment)
+        if worst is None or lag > worst[1]:
+            worst = (schedule.name, lag)
+        if period is not None and schedule_late(schedule, moment):
+            late.append((schedule.name, lag, period))
+    late.sort(key=lambda item: -item[1])
+    details: dict[str, Any] = {
+        "schedules": len(considered),
+        "excluded_paused_or_orphaned": len(schedules) - len(considered),
+        "late": [name for name, _, _ in late],
+        "worst_schedule": worst[0] if worst else None,
+        "worst_lag_seconds": round(worst[1], 3) if worst else 0.0,
+    }
+    if late:
+        named = ", ".join(
+            f"{name} ({lag:.0f} s late, period {period:g} s)" for name, lag, period in late
+        )
+        details["error"] = f"more than one slot late: {named}"
+        return Check("schedules", Status.UNHEALTHY, details)
+    return Check("schedules", Status.HEALTHY, details)
+
+
 async def liveness(
     worker: WorkerView | None = None,
     beat: WorkerBeat | None = None,
@@ -255,10 +325,11 @@ async def readiness(
     beat: WorkerBeat | None = None,
     settings: HealthSettings | None = None,
 ) -> Report:
-    """Storage and schema, the worker (when there is one) and queue lag."""
+    """Storage and schema, the worker (when there is one), queue lag and schedules."""
     checks = [await check_storage(app)]
     if worker is not None:
         checks.append(check_worker(worker, beat, settings))
     if checks[0].status is Status.HEALTHY:
         checks.append(await check_queue_lag(app, settings))
+        checks.append(await check_schedules(app))
     return Report.of(checks)

@@ -1,10 +1,11 @@
 """Prometheus metrics: a private registry per worker (or Deck) fed by the runtime's hooks.
 
-``WorkerMetrics`` listens to a worker's job events (``worker.add_listener``), to its storage
-calls (``backend.add_observer``, the one instrumentation point) and to enqueues made through its
-App (``app.after_enqueue``), and renders the text exposition format. ``StoreMetrics`` reads the
-database at scrape time (queue depth, lag, lifetime counters) for processes that run no jobs,
-such as The Deck. Label values pass a cardinality budget: past it, new values become ``other``.
+``WorkerMetrics`` listens to a worker's job and schedule events (``worker.add_listener``), to
+its storage calls (``backend.add_observer``, the one instrumentation point) and to enqueues made
+through its App (``app.after_enqueue``), and renders the text exposition format.
+``StoreMetrics`` reads the database at scrape time (queue depth, lag, lifetime counters,
+schedules' lag and states) for processes that run no jobs, such as The Deck. Label values pass
+a cardinality budget: past it, new values become ``other``.
 
 This module owns metric names and labels; it must not decide outcomes or touch SQL. Every
 registry is private (``CollectorRegistry``), so tests and several workers in one process never
@@ -16,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -23,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from .errors import ConfigurationError
-from .models import EnqueueResult, NewJob
+from .models import EnqueueResult, NewJob, Schedule
 
 if TYPE_CHECKING:
     from .app import App
@@ -52,7 +54,8 @@ class MetricsSettings:
     The first ``max_*_values`` distinct values of a family pass; later new values are reported
     as ``overflow_value``. Values are trimmed and cut to ``max_label_length`` characters; a blank
     value is ``unknown_value``. ``max_reason_values`` also bounds transitions, circuit states and
-    circuit events.
+    circuit events; ``max_type_values`` also bounds schedule names (a family of their own, so
+    schedules do not use up the job types' budget).
     """
 
     max_queue_values: int = 100
@@ -92,12 +95,14 @@ class LabelBudget:
             "type": s.max_type_values,
             "error": s.max_error_values,
             "reason": s.max_reason_values,
+            "schedule": s.max_type_values,
         }
         self._seen: dict[str, set[str]] = {family: set() for family in self._limits}
         self._lock = threading.Lock()
 
     def __call__(self, family: str, raw: object) -> str:
-        """The label value to report for ``raw`` in ``family`` (queue, type, error, reason)."""
+        """The label value to report for ``raw`` in ``family`` (queue, type, error, reason,
+        schedule)."""
         s = self.settings
         value = str(raw).strip() if raw is not None else ""
         if not value:
@@ -198,6 +203,19 @@ class WorkerMetrics:
             ("type", "state", "event"),
             registry=r,
         )
+        self.schedule_runs = Counter(
+            "chokaq_schedule_runs",
+            "Jobs this process's scheduler enqueued for a schedule's slots.",
+            ("schedule",),
+            registry=r,
+        )
+        self.schedule_skipped = Counter(
+            "chokaq_schedule_slots_skipped",
+            "Slots this process's scheduler did not run: missed (due while nothing enqueued "
+            "them; the misfire rule left them out) or overlap (the last run was unfinished).",
+            ("schedule", "reason"),
+            registry=r,
+        )
         self.zombies = Counter(
             "chokaq_zombies_rescued", "Zombie jobs this process's rescue dead-lettered.", registry=r
         )
@@ -280,6 +298,13 @@ class WorkerMetrics:
     def _conflict(self, f: dict[str, Any]) -> None:
         self.conflicts.labels(*self._qt(f), self.label("reason", f.get("transition"))).inc()
 
+    def _schedule(self, f: dict[str, Any]) -> None:
+        """A fire that wrote records: ``enqueued``, ``missed`` and ``skipped`` slot counts."""
+        name = self.label("schedule", f.get("name"))
+        self.schedule_runs.labels(name).inc(_count(f.get("enqueued")))
+        self.schedule_skipped.labels(name, "missed").inc(_count(f.get("missed")))
+        self.schedule_skipped.labels(name, "overlap").inc(_count(f.get("skipped")))
+
     def _circuit(self, f: dict[str, Any]) -> None:
         self.circuit_events.labels(
             self.label("type", f.get("key")),
@@ -300,7 +325,15 @@ _EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
     "conflict": WorkerMetrics._conflict,
     "circuit": WorkerMetrics._circuit,
     "zombie": lambda m, f: m.zombies.inc(),
+    "schedule": WorkerMetrics._schedule,
 }
+
+
+def _count(value: object) -> int:
+    """A count from an event field: a non-negative int (anything else counts 0)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return max(0, value)
 
 
 class _ActiveCollector(Collector):
@@ -341,7 +374,8 @@ class _ActiveCollector(Collector):
 
 class StoreMetrics:
     """Gauges read from the database at each scrape: per-queue depth, lag and lifetime counters,
-    and the last minute's throughput. For The Deck (or any process that runs no jobs)."""
+    the last minute's throughput, and each schedule's lag and how many schedules are in each
+    state. For The Deck (or any process that runs no jobs)."""
 
     def __init__(self, app: App, settings: MetricsSettings | None = None) -> None:
         self.app = app
@@ -367,6 +401,8 @@ class StoreMetrics:
             self._observed = True
         queues = await backend.stats_queues()
         throughput = await backend.stats_throughput()
+        now = datetime.now(UTC)
+        schedules = await backend.schedules_list(now=now)
         families = {
             "pending": GaugeMetricFamily(
                 "chokaq_queue_pending", "Pending jobs (due or not).", labels=["queue"]
@@ -406,7 +442,41 @@ class StoreMetrics:
         )
         rate.add_metric(["succeeded"], throughput.processed_1m - throughput.failed_1m)
         rate.add_metric(["failed"], throughput.failed_1m)
-        self._snapshot = [*families.values(), *lifetime.values(), rate]
+        self._snapshot = [
+            *families.values(),
+            *lifetime.values(),
+            rate,
+            *self._schedules(schedules, now),
+        ]
+
+    def _schedules(self, schedules: Sequence[Schedule], now: datetime) -> list[Metric]:
+        lag = GaugeMetricFamily(
+            "chokaq_schedule_lag_seconds",
+            "Seconds since the next slot of a schedule that should fire came due (0 while it "
+            "is ahead); paused and orphaned schedules are left out.",
+            labels=["schedule"],
+        )
+        states = GaugeMetricFamily(
+            "chokaq_schedules",
+            "Schedules by state: active, paused or orphaned (no running worker declares it; "
+            "an orphan counts as orphaned even when paused).",
+            labels=["state"],
+        )
+        counts = {"active": 0, "paused": 0, "orphaned": 0}
+        worst: dict[str, float] = {}  # by label: names past the budget share "other" (its max)
+        for s in schedules:
+            state = "orphaned" if s.orphaned else "paused" if s.paused else "active"
+            counts[state] += 1
+            if state == "active":
+                due = s.next_slot
+                behind = (now - due).total_seconds() if due is not None and due <= now else 0.0
+                name = self.label("schedule", s.name)
+                worst[name] = max(worst.get(name, 0.0), behind)
+        for name, behind in worst.items():
+            lag.add_metric([name], behind)
+        for state, count in counts.items():
+            states.add_metric([state], count)
+        return [lag, states]
 
     async def render(self) -> bytes:
         await self.refresh()

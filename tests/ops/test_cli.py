@@ -228,6 +228,15 @@ COMMANDS = [
     ["queue", "pause"],
     ["queue", "resume"],
     ["queue", "limit"],
+    ["schedule"],
+    ["schedule", "list"],
+    ["schedule", "show"],
+    ["schedule", "pause"],
+    ["schedule", "resume"],
+    ["schedule", "trigger"],
+    ["schedule", "set"],
+    ["schedule", "reset"],
+    ["schedule", "delete"],
 ]
 
 
@@ -244,7 +253,11 @@ def test_every_store_command_takes_app_database_and_schema() -> None:
     from click.testing import CliRunner
 
     for command in COMMANDS:
-        if command[0] in ("config-reference", "demo") or command in (["dlq"], ["queue"]):
+        if command[0] in ("config-reference", "demo") or command in (
+            ["dlq"],
+            ["queue"],
+            ["schedule"],
+        ):
             continue
         out = CliRunner().invoke(main, [*command, "--help"]).output
         if command[0] == "worker":

@@ -164,7 +164,7 @@ async def test_worker_serves_metrics_and_health_matching_the_workload(
         ready = await http.get("/health/ready")
         assert ready.status_code == 200, ready.text
         checks = ready.json()["checks"]
-        assert set(checks) == {"storage", "worker", "queue_lag"}
+        assert set(checks) == {"storage", "worker", "queue_lag", "schedules"}
         assert checks["storage"]["schema_version"] == checks["storage"]["latest_version"]
         assert (await http.get("/nope")).status_code == 404
 
@@ -191,9 +191,11 @@ async def test_deck_routes_serve_store_metrics_and_health(store: Any) -> None:
             assert value(data, "chokaq_queue_succeeded_total", queue="default") == 2
             assert value(data, "chokaq_queue_failed_total", queue="default") == 1
             assert value(data, "chokaq_queue_pending", queue="default") == 0
+            active = ("chokaq_schedules", frozenset({("state", "active")}))
+            assert data[active] == 0  # served, and none declared
             ready = await http.get("/health/ready")
             assert ready.status_code == 200 and ready.json()["status"] == "healthy"
-            assert set(ready.json()["checks"]) == {"storage", "queue_lag"}
+            assert set(ready.json()["checks"]) == {"storage", "queue_lag", "schedules"}
             assert (await http.get("/health/live")).json()["status"] == "healthy"
     finally:
         await app.close()

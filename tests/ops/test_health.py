@@ -1,5 +1,6 @@
 """Health checks in-process: an idle worker stays live, paused queues do not count toward lag,
-thresholds and schema version decide the verdict."""
+thresholds and schema version decide the verdict, and a schedule more than one slot late (not
+paused, not orphaned) fails readiness."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from chokaq.health import (
     Status,
     WorkerBeat,
     check_queue_lag,
+    check_schedules,
     check_storage,
     check_worker,
     liveness,
     readiness,
 )
-from chokaq.models import NewJob
+from chokaq.models import NewJob, ScheduleDeclaration
 
 from .conftest import until
 from .ops_app import build
@@ -122,3 +124,112 @@ def test_settings_are_validated() -> None:
         HealthSettings(queue_lag_degraded_seconds=10, queue_lag_unhealthy_seconds=5)
     with pytest.raises(ConfigurationError):
         HealthSettings(worker_heartbeat_timeout_seconds=0)
+
+
+def _declaration(name: str, **fields: object) -> ScheduleDeclaration:
+    values: dict[str, object] = {
+        "name": name,
+        "type": "ok",
+        "queue": "default",
+        "priority": 0,
+        "cron": None,
+        "every_seconds": 60.0,
+        "timezone": "UTC",
+        "kwargs": "{}",
+        "misfire": "latest",
+        "overlap": True,
+    }
+    values.update(fields)
+    return ScheduleDeclaration(**values)  # type: ignore[arg-type]
+
+
+T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)  # a Tuesday
+
+
+async def test_a_schedule_more_than_one_slot_late_fails_the_schedules_check(store: Any) -> None:
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    await app.open()
+    try:
+        backend = app.backend
+        assert (await check_schedules(app, now=T0)).status is Status.HEALTHY  # none at all
+        await backend.schedules_declare([_declaration("tick")], now=T0)  # next slot T0 + 60 s
+
+        async def at(seconds: float) -> Any:
+            moment = T0 + timedelta(seconds=seconds)
+            await backend.schedules_seen(["tick"], now=moment)  # a running worker declares it
+            return await check_schedules(app, now=moment)
+
+        # One slot late (its slot came due 50 s ago, nobody fired it yet): still healthy.
+        check = await at(110)
+        assert check.status is Status.HEALTHY, check.details
+        assert check.details["worst_schedule"] == "tick"
+        assert check.details["worst_lag_seconds"] == 50.0 and check.details["late"] == []
+        # The slot after it came due too: nothing is firing it.
+        check = await at(130)
+        assert check.status is Status.UNHEALTHY
+        assert check.details["late"] == ["tick"]
+        assert "tick (70 s late, period 60 s)" in check.details["error"]
+        # Paused: waiting is what an operator asked for.
+        await backend.schedule_pause("tick", actor="ops", now=T0 + timedelta(seconds=130))
+        check = await at(130)
+        assert check.status is Status.HEALTHY
+        assert check.details["excluded_paused_or_orphaned"] == 1
+    finally:
+        await app.close()
+
+
+async def test_orphans_are_left_out_and_periods_follow_the_cron_expression(store: Any) -> None:
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    await app.open()
+    try:
+        backend = app.backend
+        friday = datetime(2026, 12, 4, 8, 0, tzinfo=UTC)
+        weekdays = _declaration("weekdays", cron="0 9 * * 1-5", every_seconds=None)
+        await backend.schedules_declare([weekdays, _declaration("gone")], now=friday)
+
+        async def at(moment: datetime) -> Any:
+            await backend.schedules_seen(["weekdays"], now=moment)  # "gone" is not: an orphan
+            return await check_schedules(app, now=moment)
+
+        # Friday's 09:00 slot is due, unfired, on Sunday: the next slot is Monday, so it is
+        # one slot late, not two. "gone" (declared, then never seen again) is left out.
+        check = await at(datetime(2026, 12, 6, 12, 0, tzinfo=UTC))
+        assert check.status is Status.HEALTHY, check.details
+        assert check.details["schedules"] == 1
+        assert check.details["excluded_paused_or_orphaned"] == 1
+        check = await at(datetime(2026, 12, 7, 9, 1, 1, tzinfo=UTC))  # Monday's slot passed too
+        assert check.status is Status.UNHEALTHY and check.details["late"] == ["weekdays"]
+    finally:
+        await app.close()
+
+
+async def test_a_short_schedule_is_late_only_past_the_misfire_grace(store: Any) -> None:
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    await app.open()
+    try:
+        backend = app.backend
+        await backend.schedules_declare([_declaration("fast", every_seconds=1.0)], now=T0)
+        for lag, status in ((30, Status.HEALTHY), (61, Status.UNHEALTHY)):
+            moment = T0 + timedelta(seconds=1 + lag)
+            await backend.schedules_seen(["fast"], now=moment)
+            assert (await check_schedules(app, now=moment)).status is status, lag
+    finally:
+        await app.close()
+
+
+async def test_readiness_includes_the_schedules_check(store: Any) -> None:
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    await app.open()
+    try:
+        backend = app.backend
+        now = datetime.now(UTC)
+        await backend.schedules_declare([_declaration("tick")], now=now - timedelta(minutes=10))
+        report = await readiness(app)
+        assert report.as_json()["checks"]["schedules"]["status"] == "healthy"  # an orphan
+        await backend.schedules_seen(["tick"])
+        report = await readiness(app)
+        checks = report.as_json()["checks"]
+        assert checks["schedules"]["status"] == "unhealthy", checks
+        assert checks["schedules"]["late"] == ["tick"] and report.http_status == 503
+    finally:
+        await app.close()

@@ -1,16 +1,20 @@
 """Metrics in-process: the cardinality budget, private registries, enqueue counting, and
-OpenTelemetry spans linked to the span that enqueued the job."""
+OpenTelemetry spans linked to the span that enqueued the job; schedule events and the
+schedule gauges read from a real store."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
 from chokaq import ConfigurationError
-from chokaq.metrics import LabelBudget, MetricsSettings, WorkerMetrics
+from chokaq.metrics import LabelBudget, MetricsSettings, StoreMetrics, WorkerMetrics
+from chokaq.models import ScheduleDeclaration
 
 from .conftest import until
 from .ops_app import build
@@ -85,6 +89,81 @@ def test_events_map_to_the_documented_series() -> None:
         "chokaq_zombies_rescued_total 1.0",
     ):
         assert line in text, line
+
+
+def test_schedule_events_count_runs_and_skipped_slots_by_reason() -> None:
+    m = WorkerMetrics(MetricsSettings(max_type_values=2))
+    m.on_event("schedule", {"name": "nightly", "enqueued": 1, "missed": 0, "skipped": 0})
+    m.on_event("schedule", {"name": "nightly", "enqueued": 2, "missed": 9, "skipped": 0})
+    m.on_event("schedule", {"name": "sync", "enqueued": 0, "missed": 0, "skipped": 1})
+    m.on_event("schedule", {"name": "third", "enqueued": 1, "missed": 0, "skipped": 0})
+    m.on_event("schedule", {"name": "fourth", "enqueued": 1, "missed": -3, "skipped": None})
+    for i in range(2):  # schedule names have a budget of their own, apart from job types
+        m.on_event("succeeded", {"queue": "q", "type": f"t{i}"})
+    text = m.render().decode()
+    for line in (
+        'chokaq_schedule_runs_total{schedule="nightly"} 3.0',
+        'chokaq_schedule_runs_total{schedule="sync"} 0.0',
+        'chokaq_schedule_runs_total{schedule="other"} 2.0',  # past the budget of 2
+        'chokaq_schedule_slots_skipped_total{reason="missed",schedule="nightly"} 9.0',
+        'chokaq_schedule_slots_skipped_total{reason="overlap",schedule="nightly"} 0.0',
+        'chokaq_schedule_slots_skipped_total{reason="overlap",schedule="sync"} 1.0',
+        'chokaq_schedule_slots_skipped_total{reason="missed",schedule="other"} 0.0',
+        'chokaq_jobs_completed_total{queue="q",type="t1"} 1.0',
+    ):
+        assert line in text, line
+
+
+def _declaration(name: str, **fields: object) -> ScheduleDeclaration:
+    values: dict[str, object] = {
+        "name": name,
+        "type": "ok",
+        "queue": "default",
+        "priority": 0,
+        "cron": None,
+        "every_seconds": 60.0,
+        "timezone": "UTC",
+        "kwargs": "{}",
+        "misfire": "latest",
+        "overlap": True,
+    }
+    values.update(fields)
+    return ScheduleDeclaration(**values)  # type: ignore[arg-type]
+
+
+def _sample(text: str, series: str) -> float:
+    match = re.search(rf"^{re.escape(series)} (\S+)$", text, re.MULTILINE)
+    assert match, f"{series} not in the exposition"
+    return float(match.group(1))
+
+
+async def test_store_metrics_show_schedule_lag_and_states(store: Any) -> None:
+    app = build(store.url, store.schema)
+    await app.open()
+    try:
+        backend = app.backend
+        now = datetime.now(UTC)
+        ten_ago = now - timedelta(minutes=10)
+        await backend.schedules_declare(
+            [_declaration("late"), _declaration("ahead"), _declaration("held")], now=ten_ago
+        )
+        await backend.schedules_declare([_declaration("gone")], now=now - timedelta(hours=2))
+        await backend.schedules_seen(["late", "ahead", "held"])
+        await backend.schedule_pause("held", actor="ops")
+        ahead = await backend.schedule_get("ahead")
+        assert ahead is not None and ahead.next_slot is not None
+        await backend.schedule_fire(ahead, now=now)  # brings its next slot past now
+        text = (await StoreMetrics(app).render()).decode()
+    finally:
+        await app.close()
+    # "late" was declared ten minutes ago and never fired: its first slot is 9 to 10 min due.
+    lag = _sample(text, 'chokaq_schedule_lag_seconds{schedule="late"}')
+    assert 9 * 60 - 1 <= lag <= 10 * 60 + 30, lag
+    assert _sample(text, 'chokaq_schedule_lag_seconds{schedule="ahead"}') == 0.0
+    assert 'schedule="held"' not in text and 'schedule="gone"' not in text
+    assert _sample(text, 'chokaq_schedules{state="active"}') == 2.0
+    assert _sample(text, 'chokaq_schedules{state="paused"}') == 1.0
+    assert _sample(text, 'chokaq_schedules{state="orphaned"}') == 1.0
 
 
 async def test_enqueues_are_counted_by_queue_and_type_and_duplicates_apart(store: Any) -> None:

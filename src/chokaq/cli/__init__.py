@@ -50,9 +50,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import config, deck, demo, dlq, enqueue, migrate, purge, stats, worker
+    from . import config, deck, demo, dlq, enqueue, migrate, purge, schedules, stats, worker
 
-    for module in (worker, migrate, deck, demo, enqueue, stats, dlq, purge, config):
+    for module in (worker, migrate, deck, demo, enqueue, stats, dlq, schedules, purge, config):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -82,7 +82,9 @@ FALLBACK: dict[str, dict[str, str]] = {
     },
     "MetricsSettings": {
         "max_queue_values": "distinct queue label values before new ones become overflow.",
-        "max_type_values": "distinct job-type label values (also circuit keys).",
+        "max_type_values": (
+            "distinct job-type label values (also circuit keys); apart, distinct schedule names."
+        ),
         "max_error_values": "distinct error label values.",
         "max_reason_values": "distinct reason, transition and circuit state/event values.",
         "max_label_length": "label values are cut to this many characters.",
