@@ -501,8 +501,14 @@ async def test_openapi_lists_every_route_and_marks_admin_ones(client: Client) ->
     doc = (await c.get("/api/openapi.json")).json()
     assert doc["openapi"].startswith("3.")
     for route in ROUTES:
-        op = doc["paths"][route.path][route.method.lower()]
+        op = doc["paths"][route.doc_path][route.method.lower()]
         assert ("403" in op["responses"]) == route.admin
+    pause = doc["paths"]["/api/schedules/{name}/pause"]["post"]
+    assert [p["name"] for p in pause["parameters"]] == ["name"]
+    edit = doc["paths"]["/api/schedules/{name}/edit"]["post"]
+    assert edit["requestBody"]["content"]["application/json"]["schema"]["properties"]["kwargs"] == {
+        "type": "object"
+    }
 
 
 def test_refuses_to_bind_beyond_loopback_without_auth(
