@@ -25,6 +25,7 @@ import pytest
 
 from chokaq.app import App
 from chokaq.deck import Credentials, Role, create_deck
+from chokaq.models import ScheduleDeclaration
 
 HERE = Path(__file__).parent
 CHROMIUM = "/usr/bin/chromium"
@@ -61,6 +62,24 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str =
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
         time.sleep(0.1)
+
+
+def declared(name: str, **fields: Any) -> ScheduleDeclaration:
+    """A schedule as a worker's code would declare it: 07:00 Berlin time unless told."""
+    values: dict[str, Any] = {
+        "name": name,
+        "type": "report",
+        "queue": "reports",
+        "priority": 10,
+        "cron": "0 7 * * *",
+        "every_seconds": None,
+        "timezone": "Europe/Berlin",
+        "kwargs": '{"full": true}',
+        "misfire": "latest",
+        "overlap": False,
+    }
+    values.update(fields)
+    return ScheduleDeclaration(**values)
 
 
 @pytest.fixture

@@ -17,27 +17,8 @@ from tests.ops.test_events import captured, only
 
 from chokaq.app import App
 from chokaq.logs import Event
-from chokaq.models import ScheduleDeclaration
 
-from .conftest import Client, csrf
-
-
-def declared(name: str, **fields: Any) -> ScheduleDeclaration:
-    """A schedule as a worker's code would declare it: 07:00 Berlin time unless told."""
-    values: dict[str, Any] = {
-        "name": name,
-        "type": "report",
-        "queue": "reports",
-        "priority": 10,
-        "cron": "0 7 * * *",
-        "every_seconds": None,
-        "timezone": "Europe/Berlin",
-        "kwargs": '{"full": true}',
-        "misfire": "latest",
-        "overlap": False,
-    }
-    values.update(fields)
-    return ScheduleDeclaration(**values)
+from .conftest import Client, csrf, declared
 
 
 @pytest.fixture
