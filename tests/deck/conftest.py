@@ -1,5 +1,6 @@
-"""Fixtures of The Deck's tests: a SQLite file per test, the Deck served by a real uvicorn
-server in a thread, a real worker subprocess, and Chromium through Playwright.
+"""Fixtures of The Deck's tests: a SQLite file per test, httpx clients on the Deck's ASGI app,
+the Deck served by a real uvicorn server in a thread, a real worker subprocess, and Chromium
+through Playwright.
 
 Browser tests skip when /usr/bin/chromium is missing, except under ``CI=true``, where they fail.
 """
@@ -7,6 +8,7 @@ Browser tests skip when /usr/bin/chromium is missing, except under ``CI=true``, 
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import os
 import socket
@@ -14,14 +16,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from chokaq.app import App
 from chokaq.deck import Credentials, Role, create_deck
+from chokaq.models import ScheduleDeclaration
 
 HERE = Path(__file__).parent
 CHROMIUM = "/usr/bin/chromium"
@@ -60,9 +64,66 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str =
         time.sleep(0.1)
 
 
+def declared(name: str, **fields: Any) -> ScheduleDeclaration:
+    """A schedule as a worker's code would declare it: 07:00 Berlin time unless told."""
+    values: dict[str, Any] = {
+        "name": name,
+        "type": "report",
+        "queue": "reports",
+        "priority": 10,
+        "cron": "0 7 * * *",
+        "every_seconds": None,
+        "timezone": "Europe/Berlin",
+        "kwargs": '{"full": true}',
+        "misfire": "latest",
+        "overlap": False,
+    }
+    values.update(fields)
+    return ScheduleDeclaration(**values)
+
+
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'deck.db'}"
+
+
+def csrf(c: httpx.AsyncClient) -> str:
+    """The CSRF token the page handed this client (the cookie it set, also in a meta tag)."""
+    return str(c.cookies.get("chokaq_deck_csrf"))
+
+
+def basic(user: str) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{USERS[user][0]}".encode()).decode()
+    return {"authorization": f"Basic {token}"}
+
+
+Client = Callable[..., Awaitable[httpx.AsyncClient]]
+
+
+@pytest.fixture
+async def client(app: App) -> AsyncIterator[Client]:
+    """``await client(user)``: an httpx client authenticated as alice/bob (basic auth) that has
+    loaded the page once, so it holds the CSRF cookie (``csrf(client)``). The test module
+    provides the opened ``app`` fixture (on SQLite, or on each backend)."""
+    opened: list[httpx.AsyncClient] = []
+
+    async def make(user: str | None = "alice", **deck_options: Any) -> httpx.AsyncClient:
+        deck_options.setdefault("credentials", Credentials(users=USERS, admin_token="tok-admin"))
+        deck = create_deck(app, **deck_options)
+        c = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=deck),
+            base_url="http://deck.test",
+            headers=basic(user) if user else {},
+        )
+        opened.append(c)
+        if user:
+            page = await c.get("/")
+            assert page.status_code == 200
+        return c
+
+    yield make
+    for c in opened:
+        await c.aclose()
 
 
 def free_port() -> int:

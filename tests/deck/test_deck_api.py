@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,17 +23,7 @@ from chokaq.deck.serve import build_server, is_loopback
 from chokaq.errors import ConfigurationError
 from chokaq.models import FailMove, FailureReason, JobFilter, Pillar
 
-USERS = {"alice": ("alice-pw", Role.ADMIN), "bob": ("bob-pw", Role.READONLY)}
-
-
-def csrf(c: httpx.AsyncClient) -> str:
-    """The CSRF token the page handed this client (the cookie it set, also in a meta tag)."""
-    return str(c.cookies.get("chokaq_deck_csrf"))
-
-
-def basic(user: str) -> dict[str, str]:
-    token = base64.b64encode(f"{user}:{USERS[user][0]}".encode()).decode()
-    return {"authorization": f"Basic {token}"}
+from .conftest import USERS, Client, basic, csrf
 
 
 @pytest.fixture
@@ -42,34 +32,6 @@ async def app(db_url: str) -> AsyncIterator[App]:
     await chokaq_app.open()
     yield chokaq_app
     await chokaq_app.close()
-
-
-Client = Callable[..., Awaitable[httpx.AsyncClient]]
-
-
-@pytest.fixture
-async def client(app: App) -> AsyncIterator[Client]:
-    """``await client(user)``: an httpx client authenticated as alice/bob (basic auth) that has
-    loaded the page once, so it holds the CSRF cookie (``csrf(client)``)."""
-    opened: list[httpx.AsyncClient] = []
-
-    async def make(user: str | None = "alice", **deck_options: Any) -> httpx.AsyncClient:
-        deck_options.setdefault("credentials", Credentials(users=USERS, admin_token="tok-admin"))
-        deck = create_deck(app, **deck_options)
-        c = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=deck),
-            base_url="http://deck.test",
-            headers=basic(user) if user else {},
-        )
-        opened.append(c)
-        if user:
-            page = await c.get("/")
-            assert page.status_code == 200
-        return c
-
-    yield make
-    for c in opened:
-        await c.aclose()
 
 
 async def dead_letter(
@@ -539,8 +501,14 @@ async def test_openapi_lists_every_route_and_marks_admin_ones(client: Client) ->
     doc = (await c.get("/api/openapi.json")).json()
     assert doc["openapi"].startswith("3.")
     for route in ROUTES:
-        op = doc["paths"][route.path][route.method.lower()]
+        op = doc["paths"][route.doc_path][route.method.lower()]
         assert ("403" in op["responses"]) == route.admin
+    pause = doc["paths"]["/api/schedules/{name}/pause"]["post"]
+    assert [p["name"] for p in pause["parameters"]] == ["name"]
+    edit = doc["paths"]["/api/schedules/{name}/edit"]["post"]
+    assert edit["requestBody"]["content"]["application/json"]["schema"]["properties"]["kwargs"] == {
+        "type": "object"
+    }
 
 
 def test_refuses_to_bind_beyond_loopback_without_auth(

@@ -14,9 +14,16 @@ from typing import Any
 import pytest
 
 from chokaq.app import App
-from chokaq.models import FailMove, FailureReason, JobFilter, Pillar, WorkerInfo
+from chokaq.models import (
+    FailMove,
+    FailureReason,
+    JobFilter,
+    Pillar,
+    ScheduleDeclaration,
+    WorkerInfo,
+)
 
-from .conftest import SCREENSHOTS, Served, run, wait_for
+from .conftest import SCREENSHOTS, Served, declared, run, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -332,9 +339,29 @@ def seed_showcase(url: str) -> None:
             )
 
     run(workers, url)
+    declare(
+        url,
+        declared("nightly-report", type="report", queue="reports"),
+        declared(
+            "sync-inventory",
+            type="sync",
+            queue="default",
+            cron=None,
+            every_seconds=300,
+            timezone="UTC",
+            kwargs='{"full": false}',
+        ),
+    )
+
+    async def steer(app: App) -> None:
+        await app.backend.schedule_edit("sync-inventory", actor="alice", every_seconds=120)
+        await app.backend.schedule_pause("nightly-report", actor="alice")
+        await app.backend.schedule_trigger("nightly-report", actor="alice")
+
+    run(steer, url)
 
 
-PANELS = ("overview", "queues", "jobs", "errors", "circuits", "workers")
+PANELS = ("overview", "queues", "jobs", "schedules", "errors", "circuits", "workers")
 
 
 def test_screenshots_of_every_panel_in_both_themes(
@@ -354,8 +381,11 @@ def test_screenshots_of_every_panel_in_both_themes(
         page.wait_for_selector("#job-rows tr[data-status=processing] .bar", timeout=15_000)
         wait_for(functools.partial(chart_filled, page, 60), what="the chart to fill")
         page.wait_for_selector("#circuit-rows tr")
+        page.wait_for_selector("#schedule-rows tr")
         page.wait_for_timeout(600)
         page.screenshot(path=str(folder / f"deck-{theme}.png"), full_page=True)
+        page.click("#schedule-rows tr >> text=nightly-report")
+        page.wait_for_selector("#sch-history tr[data-outcome=triggered]")
         for panel in PANELS:
             page.locator(f"#{panel}").screenshot(path=str(folder / f"{panel}-{theme}.png"))
         page.click("#source button[data-source=dlq]")
@@ -381,3 +411,102 @@ def test_screenshots_of_every_panel_in_both_themes(
     assert page.get_attribute("html", "data-theme") == "carbon"
     names = sorted(p.name for p in folder.glob("*.png"))
     assert len(names) >= 2 * (len(PANELS) + 5)
+
+
+def declare(url: str, *schedules: ScheduleDeclaration) -> None:
+    run(lambda app: app.backend.schedules_declare(list(schedules)), url)
+
+
+def schedule(url: str, name: str) -> Any:
+    return run(lambda app: app.backend.schedule_get(name), url)
+
+
+def history(url: str, name: str) -> Any:
+    return run(lambda app: app.backend.schedule_history(name), url)
+
+
+def test_operator_steers_a_schedule_from_its_panel(login: Any, deck_server: Served) -> None:
+    url = deck_server.db_url
+    name = "hourly report"
+    evil = "<img src=x onerror=window.__pwned=1>"
+    declare(
+        url,
+        declared(name, type="quick", queue="default", cron=None, every_seconds=3600),
+        declared(evil, kwargs=json.dumps({"note": evil})),
+    )
+    page = login("alice")
+    rows = "#schedule-rows tr"
+    wait_for(lambda: page.locator(rows).count() == 2, what="two schedules listed")
+    # Markup in a name or in kwargs is text, everywhere it shows.
+    page.locator(rows, has_text="onerror").click()
+    page.wait_for_selector("#sch-fields dd[data-field=kwargs]")
+    assert page.text_content("#sch-name") == evil
+    assert evil in page.text_content("#sch-fields dd[data-field=kwargs]")
+    assert evil in page.text_content("#schedule-rows")
+    assert page.locator("#schedules img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+    page.locator(rows, has_text=name).click()
+    page.wait_for_selector("#sch-fields dd[data-field=timing] >> text=every 3600 s")
+    assert page.text_content("#sch-name") == name
+
+    page.click("#sch-pause")
+    wait_for(lambda: schedule(url, name).paused, what="storage to show it paused")
+    page.wait_for_selector("#schedule-detail[data-paused=true] #sch-pause >> text=Resume")
+    page.wait_for_selector(f"{rows}[data-paused=true] >> text=PAUSED")
+
+    page.click("#sch-trigger")
+    page.click("#confirm-yes")
+    [run_record] = wait_for(lambda: history(url, name), what="a triggered run in the history")
+    assert (run_record.outcome, run_record.detail) == ("triggered", "triggered by alice")
+    job_id = run_record.job_id
+    assert job(url, job_id).created_by == f"schedule:{name}"
+    page.wait_for_selector(f"#job-rows tr[data-id='{job_id}']")  # the job appears
+    triggered = f"#sch-history tr[data-outcome=triggered] .job-link[data-job='{job_id}']"
+    page.wait_for_selector(triggered)
+    page.click(triggered)  # the history links to the job's inspector
+    page.wait_for_selector(f"#insp-fields dd[data-field=id] >> text={job_id}")
+    page.click("#drawer-close")
+
+    page.click("#sch-edit")
+    page.select_option("#sch-kind", "cron")
+    page.fill("#sch-expr", "61 * * * *")
+    page.fill("#sch-tz", "America/New_York")
+    page.fill("#sch-kwargs", '{"n": ')
+    assert page.is_disabled("#sch-save")  # checked in the browser first
+    page.fill("#sch-kwargs", '{"n": 2}')
+    page.click("#sch-save")
+    page.wait_for_selector(".toast.bad >> text=not a valid cron expression")
+    assert schedule(url, name).edited_by is None  # refused by the server, nothing changed
+    page.fill("#sch-expr", "*/15 * * * *")
+    page.click("#sch-save")
+    wait_for(lambda: schedule(url, name).edited_by == "alice", what="the edit to be stored")
+    edited = schedule(url, name)
+    assert (edited.cron, edited.every_seconds, edited.timezone) == (
+        "*/15 * * * *",
+        None,
+        "America/New_York",
+    )
+    assert json.loads(edited.kwargs) == {"n": 2}
+    page.wait_for_selector(f"{rows}[data-edited=true] .marker.edited")
+    page.wait_for_selector("#sch-fields dd[data-field=declared] >> text=every 3600 s")
+
+    page.click("#sch-reset")
+    page.click("#confirm-yes")
+    wait_for(lambda: schedule(url, name).edited_by is None, what="the reset to be stored")
+    reset = schedule(url, name)
+    assert (reset.cron, reset.every_seconds, reset.kwargs) == (None, 3600, '{"full": true}')
+    page.wait_for_selector(f"{rows}[data-edited=false] >> text={name}")
+    page.click("#sch-pause")  # Resume
+    wait_for(lambda: not schedule(url, name).paused, what="storage to show it resumed")
+    assert page.evaluate("window.__pwned") is None
+    no_js_errors(page, expected="422")
+
+
+def test_readonly_sees_schedules_without_controls(login: Any, deck_server: Served) -> None:
+    declare(deck_server.db_url, declared("nightly"))
+    page = login("bob")
+    page.click("#schedule-rows tr >> text=nightly")
+    page.wait_for_selector("#sch-fields dd[data-field=timing] >> text=0 7 * * * (Europe/Berlin)")
+    assert page.locator("#sch-actions, #sch-form, #sch-pause, #sch-reset").count() == 0
+    no_js_errors(page)

@@ -11,6 +11,7 @@ not hold SQL.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,8 @@ from .views import (
     filter_json,
     parse_filter,
     parse_int,
+    schedule_json,
+    slot_json,
 )
 
 __all__ = ["ROUTES", "ApiRoute", "snapshot"]
@@ -54,6 +57,15 @@ class ApiRoute:
     admin: bool = False
     query: tuple[str, ...] = ()
     body: dict[str, str] = field(default_factory=dict)  # property -> JSON type
+
+    @property
+    def doc_path(self) -> str:
+        """The path as OpenAPI writes it: ``{name:path}`` (Starlette's convertor, for names
+        that hold a slash) is ``{name}``."""
+        return PATH_PARAM.sub(r"{\1}", self.path)
+
+
+PATH_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 
 
 class ApiError(Exception):
@@ -415,6 +427,77 @@ async def post_concurrency(request: Request, state: DeckState, who: Principal) -
     return Done({"workers_asked": asked}, worker_id, asked, extra={"concurrency": concurrency})
 
 
+# -- periodic schedules -----------------------------------------------------------------------
+
+
+def _schedule_name(request: Request) -> str:
+    # A slash is allowed in a schedule's name: its routes take the rest of the path.
+    return check_name("name", request.path_params["name"])
+
+
+async def get_schedules(request: Request, state: DeckState, who: Principal) -> Any:
+    now = datetime.now(UTC)
+    schedules = await state.app.backend.schedules_list(now=now)
+    return {"at": dump(now), "items": [schedule_json(s, now) for s in schedules]}
+
+
+async def get_schedule(request: Request, state: DeckState, who: Principal) -> Any:
+    name = _schedule_name(request)
+    limit = parse_int("limit", request.query_params.get("limit"), default=50, low=1, high=100)
+    now = datetime.now(UTC)
+    backend = state.app.backend
+    schedule = await backend.schedule_get(name, now=now)
+    if schedule is None:
+        raise ApiError(404, f"no schedule named {name!r}")
+    history = await backend.schedule_history(name, limit=limit)
+    return {**schedule_json(schedule, now), "history": [slot_json(r) for r in history]}
+
+
+async def _pause(request: Request, state: DeckState, who: Principal, paused: bool) -> Any:
+    name = _schedule_name(request)
+    schedule = await state.app.backend.schedule_pause(name, actor=who.name, paused=paused)
+    return Done(schedule_json(schedule, datetime.now(UTC)), name, 1)
+
+
+async def post_schedule_pause(request: Request, state: DeckState, who: Principal) -> Any:
+    return await _pause(request, state, who, True)
+
+
+async def post_schedule_resume(request: Request, state: DeckState, who: Principal) -> Any:
+    return await _pause(request, state, who, False)
+
+
+async def post_schedule_trigger(request: Request, state: DeckState, who: Principal) -> Any:
+    name = _schedule_name(request)
+    job_id = await state.app.backend.schedule_trigger(name, actor=who.name)
+    return Done({"job_id": job_id}, name, 1, extra={"job_id": job_id})
+
+
+SCHEDULE_EDITS = ("cron", "every_seconds", "timezone", "kwargs")
+
+
+async def post_schedule_edit(request: Request, state: DeckState, who: Principal) -> Any:
+    """An operator's edit of a schedule's timing (``cron`` or ``every_seconds``, ``timezone``)
+    and ``kwargs`` (a JSON object); the storage seam checks each and names the field."""
+    name = _schedule_name(request)
+    data = await _body(request)
+    edits = {k: data[k] for k in SCHEDULE_EDITS if data.get(k) is not None}
+    if "kwargs" in edits and not isinstance(edits["kwargs"], dict):
+        raise ValidationError("kwargs", "must be a JSON object of keyword arguments")
+    if not edits:
+        raise ValidationError(
+            "cron", "nothing to change: give cron, every_seconds, timezone or kwargs"
+        )
+    schedule = await state.app.backend.schedule_edit(name, actor=who.name, **edits)
+    return Done(schedule_json(schedule, datetime.now(UTC)), name, 1, extra=_fields(edits))
+
+
+async def post_schedule_reset(request: Request, state: DeckState, who: Principal) -> Any:
+    name = _schedule_name(request)
+    schedule = await state.app.backend.schedule_reset(name, actor=who.name)
+    return Done(schedule_json(schedule, datetime.now(UTC)), name, 1)
+
+
 FILTER_QUERY = ("queue", "type", "status", "reason", "since", "until", "search")
 FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
@@ -535,6 +618,63 @@ ROUTES: tuple[ApiRoute, ...] = (
         admin=True,
         body={"worker_id": "string", "concurrency": "integer"},
     ),
+    ApiRoute(
+        "GET",
+        "/api/schedules",
+        get_schedules,
+        "Every periodic schedule: its timing in force and as declared, next run (UTC and its "
+        "zone), last run, paused, orphaned, edited, lag",
+    ),
+    ApiRoute(
+        "GET",
+        "/api/schedules/{name:path}",
+        get_schedule,
+        "One periodic schedule and its recent slots, newest first (enqueued, triggered, "
+        "skipped, missed)",
+        query=("limit",),
+    ),
+    ApiRoute(
+        "POST",
+        "/api/schedules/{name:path}/pause",
+        post_schedule_pause,
+        "Pause a schedule: no slot fires until it is resumed",
+        admin=True,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/schedules/{name:path}/resume",
+        post_schedule_resume,
+        "Resume a schedule; its slots count afresh from now (none is missed for the pause)",
+        admin=True,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/schedules/{name:path}/trigger",
+        post_schedule_trigger,
+        "Enqueue one run of a schedule now, outside its slots; returns the job id",
+        admin=True,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/schedules/{name:path}/edit",
+        post_schedule_edit,
+        "An operator's edit of a schedule's timing and kwargs, kept across restarts and "
+        "deploys until reset",
+        admin=True,
+        body={
+            "cron": "string",
+            "every_seconds": "number",
+            "timezone": "string",
+            "kwargs": "object",
+        },
+    ),
+    ApiRoute(
+        "POST",
+        "/api/schedules/{name:path}/reset",
+        post_schedule_reset,
+        "Drop an operator's edit: the timing and kwargs the code declares are in force again",
+        admin=True,
+    ),
 )
 
 REASONS = [r.name.lower() for r in FailureReason]
@@ -556,15 +696,9 @@ def openapi(prefix: str = "") -> dict[str, Any]:
         params: list[dict[str, Any]] = [
             {"name": q, "in": "query", "schema": {"type": "string"}} for q in route.query
         ]
-        if "{id}" in route.path:
-            params.append(
-                {
-                    "name": "id",
-                    "in": "path",
-                    "required": True,
-                    "schema": {"type": "string", "format": "uuid"},
-                }
-            )
+        for name in PATH_PARAM.findall(route.path):
+            kind = {"type": "string", "format": "uuid"} if name == "id" else {"type": "string"}
+            params.append({"name": name, "in": "path", "required": True, "schema": kind})
         if params:
             op["parameters"] = params
         if route.body:
@@ -583,7 +717,7 @@ def openapi(prefix: str = "") -> dict[str, Any]:
                 "Needs the admin role; cookie sessions must send the X-CSRF-Token header."
             )
             op["responses"]["403"] = {"description": "not an admin, or CSRF token missing"}
-        paths.setdefault(prefix + route.path, {})[route.method.lower()] = op
+        paths.setdefault(prefix + route.doc_path, {})[route.method.lower()] = op
     schema: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "chokaq Deck API", "version": "1"},

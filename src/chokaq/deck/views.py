@@ -13,10 +13,20 @@ from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import ValidationError
 from ..limits import MAX_SEARCH_LENGTH, check_name, check_text
-from ..models import FailureReason, JobFilter, JobStatus, Pillar, QueueStats, Throughput
+from ..models import (
+    FailureReason,
+    JobFilter,
+    JobStatus,
+    Pillar,
+    QueueStats,
+    Schedule,
+    SlotRecord,
+    Throughput,
+)
 
 __all__ = [
     "SOURCES",
@@ -26,6 +36,8 @@ __all__ = [
     "parse_filter",
     "parse_int",
     "queue_json",
+    "schedule_json",
+    "slot_json",
     "throughput_json",
 ]
 
@@ -69,6 +81,73 @@ def queue_json(q: QueueStats) -> dict[str, Any]:
     elif q.lag_count and q.lag_max_seconds >= LAG_WARNING_SECONDS:
         level = "warning"
     return {**info, **data, "lag_level": level}
+
+
+def expression(cron: str | None, every_seconds: float | None) -> str:
+    """A timing as one line: the cron expression, or ``every 60 s``."""
+    if cron is not None:
+        return cron
+    return f"every {every_seconds or 0:g} s"
+
+
+def _in_zone(moment: datetime | None, zone: str) -> str | None:
+    """``moment`` as ISO 8601 in the IANA ``zone``, with its offset (``...T07:00:00+01:00``)."""
+    if moment is None:
+        return None
+    try:
+        return moment.astimezone(ZoneInfo(zone)).isoformat()
+    except (ZoneInfoNotFoundError, ValueError):
+        return None  # storage checks every zone it writes; a row it did not write shows none
+
+
+def schedule_json(s: Schedule, now: datetime) -> dict[str, Any]:
+    """A schedule row for the Deck: its timing in force (``expression``, an operator's edit
+    while ``edited_by`` is set) beside what the code ``declared``, its next run in UTC and in
+    its own zone, its last run, and ``lag_seconds``: how long its next slot is overdue at
+    ``now`` (0 while it is still ahead)."""
+    lag = 0.0
+    if s.next_slot is not None and s.next_slot <= now:
+        lag = (now - s.next_slot).total_seconds()
+    return {
+        "name": s.name,
+        "type": s.type,
+        "queue": s.queue,
+        "priority": s.priority,
+        "expression": expression(s.cron, s.every_seconds),
+        "cron": s.cron,
+        "every_seconds": s.every_seconds,
+        "timezone": s.timezone,
+        "kwargs": s.kwargs,
+        "next_run_utc": dump(s.next_slot),
+        "next_run_local": _in_zone(s.next_slot, s.timezone),
+        "last_run_at": dump(s.last_run_at),
+        "last_job_id": s.last_job_id,
+        "last_outcome": s.last_outcome,
+        "paused": s.paused,
+        "orphaned": s.orphaned,
+        "edited": s.edited_by is not None,
+        "edited_by": s.edited_by,
+        "edited_at": dump(s.edited_at),
+        "declared": {
+            "expression": expression(s.declared_cron, s.declared_every_seconds),
+            "cron": s.declared_cron,
+            "every_seconds": s.declared_every_seconds,
+            "timezone": s.declared_timezone,
+            "kwargs": s.declared_kwargs,
+        },
+        "misfire": s.misfire,
+        "overlap": s.overlap,
+        "lag_seconds": round(lag, 3),
+        "seen_at": dump(s.seen_at),
+        "last_modified_by": s.last_modified_by,
+    }
+
+
+def slot_json(r: SlotRecord) -> dict[str, Any]:
+    """One line of a schedule's history: ``slot`` (its due time), ``outcome`` (``enqueued``,
+    ``triggered``, ``skipped`` or ``missed``), ``job_id``, ``detail`` and ``recorded_at``."""
+    data: dict[str, Any] = dump(r)
+    return data
 
 
 def circuits_of(workers_circuits: list[tuple[str, str]]) -> list[dict[str, Any]]:
