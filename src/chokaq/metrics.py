@@ -300,7 +300,7 @@ class WorkerMetrics:
 
     def _schedule(self, f: dict[str, Any]) -> None:
         """A fire that wrote records: ``enqueued``, ``missed`` and ``skipped`` slot counts."""
-        name = self.label("schedule", f.get("name"))
+        name = self.label("schedule", f.get("schedule"))
         self.schedule_runs.labels(name).inc(_count(f.get("enqueued")))
         self.schedule_skipped.labels(name, "missed").inc(_count(f.get("missed")))
         self.schedule_skipped.labels(name, "overlap").inc(_count(f.get("skipped")))

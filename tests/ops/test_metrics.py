@@ -93,11 +93,11 @@ def test_events_map_to_the_documented_series() -> None:
 
 def test_schedule_events_count_runs_and_skipped_slots_by_reason() -> None:
     m = WorkerMetrics(MetricsSettings(max_type_values=2))
-    m.on_event("schedule", {"name": "nightly", "enqueued": 1, "missed": 0, "skipped": 0})
-    m.on_event("schedule", {"name": "nightly", "enqueued": 2, "missed": 9, "skipped": 0})
-    m.on_event("schedule", {"name": "sync", "enqueued": 0, "missed": 0, "skipped": 1})
-    m.on_event("schedule", {"name": "third", "enqueued": 1, "missed": 0, "skipped": 0})
-    m.on_event("schedule", {"name": "fourth", "enqueued": 1, "missed": -3, "skipped": None})
+    m.on_event("schedule", {"schedule": "nightly", "enqueued": 1, "missed": 0, "skipped": 0})
+    m.on_event("schedule", {"schedule": "nightly", "enqueued": 2, "missed": 9, "skipped": 0})
+    m.on_event("schedule", {"schedule": "sync", "enqueued": 0, "missed": 0, "skipped": 1})
+    m.on_event("schedule", {"schedule": "third", "enqueued": 1, "missed": 0, "skipped": 0})
+    m.on_event("schedule", {"schedule": "fourth", "enqueued": 1, "missed": -3, "skipped": None})
     for i in range(2):  # schedule names have a budget of their own, apart from job types
         m.on_event("succeeded", {"queue": "q", "type": f"t{i}"})
     text = m.render().decode()

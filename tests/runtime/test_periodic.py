@@ -16,6 +16,7 @@ from tests.runtime.conftest import until
 
 from chokaq import App, JobContext, WorkerSettings
 from chokaq.errors import ConfigurationError, ValidationError
+from chokaq.metrics import WorkerMetrics
 from chokaq.models import Pillar, SlotOutcome
 from chokaq.periodic import MISFIRE_ALL_CAP, Misfire, Timing, plan
 
@@ -209,6 +210,8 @@ async def test_a_worker_declares_and_runs_its_schedules(tmp_path: Path) -> None:
     app = periodic_app(tmp_path / "jobs.db", calls)
     async with app:
         worker = app.create_worker()
+        metrics = WorkerMetrics()
+        metrics.attach(worker)
         task = asyncio.create_task(worker.run())
         try:
             await until(lambda: _archived(app, 2), timeout=30)
@@ -220,6 +223,10 @@ async def test_a_worker_declares_and_runs_its_schedules(tmp_path: Path) -> None:
     runs = [r for r in history if r.outcome is SlotOutcome.ENQUEUED]
     assert len({r.slot for r in runs}) == len(runs) >= 2
     assert all(r.slot.microsecond == 0 for r in runs)  # slots are whole multiples of 1 s
+    # The worker's "schedule" event feeds the runs counter.
+    assert f'chokaq_schedule_runs_total{{schedule="tick"}} {float(len(runs))}' in (
+        metrics.render().decode()
+    )
 
 
 async def test_an_operator_edit_survives_a_worker_restart(tmp_path: Path) -> None:
