@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,19 +50,34 @@ def main(argv: list[str] | None = None) -> int:
         *args.pytest_args,
     ]
     env = {**os.environ, "CI": "true"}
+    # Each pass's temporary files (the worker logs of the torture runs) are kept for a failing
+    # pass, so that what it found can be read afterwards, and deleted after a passing one.
+    kept = Path(args.out).parent / "soak-failed" if args.out else REPO / "soak-failed"
     results: list[dict[str, object]] = []
     hogs = _hogs(args.hogs)
     try:
         for number in range(1, args.passes + 1):
             started = time.monotonic()
-            done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+            basetemp = Path(tempfile.mkdtemp(prefix=f"soak-{number}-"))
+            done = subprocess.run(
+                [*command, f"--basetemp={basetemp}"],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             seconds = round(time.monotonic() - started, 1)
             tail = done.stdout.strip().splitlines()[-1:] or [""]
             results.append({"pass": number, "rc": done.returncode, "seconds": seconds})
             print(f"pass {number:>2}: rc={done.returncode} {seconds:>6.1f}s  {tail[0]}", flush=True)
             if done.returncode != 0:
                 results[-1]["output"] = done.stdout[-20000:] + done.stderr[-5000:]
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.move(str(basetemp), kept)
+                results[-1]["kept"] = str(kept)
+                print(f"its temporary files (worker logs) are in {kept}", flush=True)
                 break
+            shutil.rmtree(basetemp, ignore_errors=True)
     finally:
         for hog in hogs:
             hog.kill()

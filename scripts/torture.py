@@ -257,6 +257,7 @@ async def torture(config: Config) -> Report:
             ):
                 restart_window = (restart_window[0], time.monotonic())
                 report.figures["postgres_restart_seconds"] = round(restart_task.result(), 2)
+                faults.postgres_back_at = time.time()
             for at, queue, duration in list(pause_plan):
                 if now >= at:
                     pause_plan.remove((at, queue, duration))
@@ -276,6 +277,7 @@ async def torture(config: Config) -> Report:
             if restart_window is not None and restart_window[1] == float("inf"):
                 restart_window = (restart_window[0], time.monotonic())
                 report.figures["postgres_restart_seconds"] = round(restart_task.result(), 2)
+                faults.postgres_back_at = time.time()
         for queue in list(paused):
             await client.backend.queue_pause(name=queue, paused=False, actor="torture")
         # Drain: keep sampling until only the far-future jobs are left in hot.

@@ -47,6 +47,9 @@ class StorageFaults:
     poison_ids: list[str] = field(default_factory=list)
     listen_killed: list[int] = field(default_factory=list)
     listen_killed_at: float | None = None  # wall-clock seconds
+    # When PostgreSQL accepted connections again after its restart (wall-clock seconds): no
+    # worker can listen again before that.
+    postgres_back_at: float | None = None
 
     @classmethod
     def plan(cls, backend: str, schema: str) -> StorageFaults:
@@ -134,9 +137,11 @@ class StorageFaults:
                 report.check(bool(back), "the witness worker never listened again")
             elif lost and not _recovered_after(back, lost[-1]):
                 # Its last loss (the kill, or the PostgreSQL restart after it) was never
-                # followed by a recovery: fine only if the worker ended soon after that loss.
+                # followed by a recovery: fine only if the worker ended soon after that loss,
+                # or after PostgreSQL came back when the loss was the restart's.
+                since = max(_logged_at(lost[-1]), self.postgres_back_at or 0.0)
                 report.check(
-                    _ended_soon_after(w, _logged_at(lost[-1])),
+                    _ended_soon_after(w, since),
                     f"worker {w.index} lost LISTEN and never listened again",
                 )
         report.figures["relisten_seconds_worst"] = round(max(down), 3) if down else None
