@@ -6,6 +6,8 @@ each round, where the drift of a shared machine between rounds cancels out.
     .venv/bin/python bench/compare.py --base main              # head: this working tree
     .venv/bin/python bench/compare.py --base HEAD~3 --head /work/other-worktree
     .venv/bin/python bench/compare.py --quick --base HEAD      # the short form, a check only
+    .venv/bin/python bench/compare.py --base HEAD --head-env CHOKAQ_BENCH_SCHEDULES=100 \
+        --measurements burn_down                               # one tree, two configurations
 
 The base (and a head given as a revision) is checked out with ``git worktree add --detach`` into
 a temporary directory, removed at the end. Every process of a side runs this interpreter with
@@ -21,6 +23,11 @@ lie in its tree. Each measurement gets a fresh SQLite file or a fresh PostgreSQL
 * pickup: an idle CLI worker; ``pickups`` single jobs enqueued one at a time about every 20 ms;
   the handler appends ``time.time() - sent`` where ``sent`` was taken just before the enqueue
   call; p50 and p99.
+
+``--base-env`` / ``--head-env NAME=VALUE`` (repeatable) add environment variables to every
+process of one side, to compare two configurations of one tree: ``CHOKAQ_BENCH_SCHEDULES=N``
+makes the app declare N periodic schedules that never come due during a run (once a year), so
+the worker declares them, re-marks them and looks for due slots every second while it runs.
 
 It writes a table to stdout and the figures as JSON (``--out``); it is not one of run_all's
 parts, so its JSON lives in a folder of its own, out of the report's way.
@@ -99,6 +106,9 @@ def _at_exit() -> None:
 
 if EXIT:
     atexit.register(_at_exit)
+
+for _i in range(int(os.environ.get("CHOKAQ_BENCH_SCHEDULES", "0"))):
+    app.periodic(cron="0 0 1 1 *", name=f"bench-{_i}")(noop)
 '''
 
 SEED = r"""
@@ -165,6 +175,7 @@ class Tree:
     label: str
     path: Path
     app_dir: Path
+    extra: tuple[tuple[str, str], ...] = ()  # --base-env / --head-env
 
     def env(self, url: str, schema: str, **extra: str) -> dict[str, str]:
         """Child environment: this tree's sources first, no current directory on the path."""
@@ -173,6 +184,7 @@ class Tree:
             "PYTHONSAFEPATH": "1",
             "CHOKAQ_DATABASE_URL": url,
             "CHOKAQ_SCHEMA": schema,
+            **dict(self.extra),
             **extra,
         }
 
@@ -216,14 +228,27 @@ def _working_tree_label(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def tree_for(side: str, spec: str | None, app_dir: Path) -> Iterator[Tree]:
+def tree_for(
+    side: str, spec: str | None, app_dir: Path, extra: tuple[tuple[str, str], ...] = ()
+) -> Iterator[Tree]:
     """``spec`` is a revision, or an existing directory used as it is (None: this tree)."""
+    shown = "".join(f" with {k}={v}" for k, v in extra)
     if spec is None or Path(spec).is_dir():
         path = Path(spec).resolve() if spec else REPO
-        yield Tree(side, _working_tree_label(path), path, app_dir)
+        yield Tree(side, _working_tree_label(path) + shown, path, app_dir, extra)
         return
     with checked_out(spec) as (path, label):
-        yield Tree(side, label, path, app_dir)
+        yield Tree(side, label + shown, path, app_dir, extra)
+
+
+def _env_pairs(values: list[str]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--base-env / --head-env take NAME=VALUE, not {value!r}")
+        pairs.append((name, text))
+    return tuple(pairs)
 
 
 def check_tree(tree: Tree) -> str:
@@ -438,6 +463,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.95, help="worst ratio within noise")
     p.add_argument("--quick", action="store_true", help="a check: 1 round, 2,000 jobs, 50 pickups")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the JSON goes")
+    for side in ("base", "head"):
+        p.add_argument(
+            f"--{side}-env",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"an environment variable for every process of the {side} side (repeatable)",
+        )
     return p
 
 
@@ -457,8 +490,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         app_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chokaq-app-")))
         (app_dir / "chokaq_compare_app.py").write_text(APP_MODULE)
         trees = {
-            "base": stack.enter_context(tree_for("base", args.base, app_dir)),
-            "head": stack.enter_context(tree_for("head", args.head, app_dir)),
+            "base": stack.enter_context(
+                tree_for("base", args.base, app_dir, _env_pairs(args.base_env))
+            ),
+            "head": stack.enter_context(
+                tree_for("head", args.head, app_dir, _env_pairs(args.head_env))
+            ),
         }
         imported = {side: check_tree(tree) for side, tree in trees.items()}
         for side, tree in trees.items():

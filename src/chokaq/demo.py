@@ -119,6 +119,14 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
             raise TimeoutError("payment gateway did not answer")
         await asyncio.sleep(0.05)
 
+    @app.periodic(every_seconds=15, name="demo.report-every-15-seconds", kwargs={"report_id": 0})
+    @app.periodic(cron="*/5 * * * *", timezone="Europe/Berlin", name="demo.cleanup-every-5-minutes")
+    @app.job(queue="reports")
+    async def cleanup_reports(report_id: int = -1) -> None:
+        """The periodic jobs of the demo (The Deck's Schedules panel): one every 15 s, one on
+        a cron expression in Berlin time."""
+        await asyncio.sleep(random.uniform(0.05, 0.2))
+
     return app
 
 

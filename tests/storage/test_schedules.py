@@ -249,3 +249,33 @@ async def test_a_run_is_an_ordinary_job(backend: Backend) -> None:
     job = await backend.job_get(written[0].job_id)  # type: ignore[attr-defined]
     assert job is not None and job.queue == "reports" and job.priority == 5
     assert job.status is JobStatus.PENDING or job.status == JobStatus.PENDING
+
+
+async def test_a_daily_slot_fires_once_across_each_dst_transition(backend: Backend) -> None:
+    """Europe/Berlin, ``30 2 * * *``, with an injected clock through both transitions of 2026:
+    02:30 does not exist on 29 March (it fires at 03:00 CEST) and happens twice on 25 October
+    (it fires at the first, 02:30 CEST)."""
+    berlin = every("daily", cron="30 2 * * *", every_seconds=None, timezone="Europe/Berlin")
+    start = datetime(2026, 3, 28, 12, tzinfo=UTC)
+    await backend.schedules_declare([berlin], now=start)
+    fired: list[datetime] = []
+    moment = start
+    while moment < datetime(2026, 10, 27, tzinfo=UTC):
+        moment += timedelta(minutes=30)
+        if moment.month not in (3, 10):  # only the weeks around the transitions
+            continue
+        await backend.schedules_seen(["daily"], now=moment)
+        for schedule in await backend.schedules_due(now=moment):
+            written = await backend.schedule_fire(schedule, now=moment)
+            assert written is not None
+            fired += [r.slot for r in written if r.outcome is SlotOutcome.ENQUEUED]
+    march = [slot for slot in fired if slot.month == 3]
+    october = [slot for slot in fired if slot.month == 10]
+    assert march[:3] == [
+        datetime(2026, 3, 29, 1, 0, tzinfo=UTC),  # 03:00 CEST: 02:30 did not exist
+        datetime(2026, 3, 30, 0, 30, tzinfo=UTC),
+        datetime(2026, 3, 31, 0, 30, tzinfo=UTC),
+    ]
+    assert datetime(2026, 10, 25, 0, 30, tzinfo=UTC) in october  # 02:30 CEST, once
+    assert datetime(2026, 10, 25, 1, 30, tzinfo=UTC) not in october  # not 02:30 CET again
+    assert len(set(fired)) == len(fired)
