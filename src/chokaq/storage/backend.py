@@ -9,6 +9,12 @@ driver errors translated into our tree). A driver never calls the seam back, so 
 is one observation. What a database cannot do is declared in its ``Capabilities`` and refused
 here. This module must not import a database driver or hold SQL.
 
+``Backend`` is assembled from groups of operations, one module each: this one holds the
+lifecycle, enqueue and the worker path (fetch, start, heartbeat, progress, release, finalize);
+``upkeep`` rescue, retention, metric roll-ups and leadership; ``operators`` cancel, edit and the
+DLQ's actions; ``views`` the reads; ``control`` queues and workers; ``schedules`` periodic
+schedules. Every group follows the rules below.
+
 Semantics shared by all backends (the conformance suite in ``tests/storage`` checks each):
 
 * A transition is atomic (one statement or one short transaction) and reports whether it applied.
@@ -29,54 +35,47 @@ from datetime import datetime
 from logging import WARNING
 from typing import Any
 
-from ..errors import ChokaqError, NotFoundError, ValidationError
-from ..limits import check_actor, check_job_id, check_name, check_time, validate_new_jobs
+from ..errors import ChokaqError
+from ..limits import check_name, validate_new_jobs
 from ..logs import Event, log_event
 from ..models import (
-    NO_HANDLER_ERROR,
-    CancelResult,
     Capabilities,
     ClaimedJob,
     EnqueueResult,
-    ErrorGroup,
     FailMove,
     FailureReason,
     Heartbeat,
     HeartbeatAck,
     JobFilter,
-    JobView,
-    LeaderTerm,
     Lease,
     Move,
     NewJob,
-    Page,
-    PendingGroup,
-    Pillar,
-    Preview,
-    QueueInfo,
-    QueueStats,
-    RescueResult,
-    SeriesPoint,
     Started,
-    Summary,
-    Throughput,
-    WorkerControl,
-    WorkerInfo,
 )
 from . import checks
-from .checks import UNSET
+from .control import ControlOperations
 from .driver import Driver, Notifier, StorageSettings, UndecodableRow
+from .group import OperationGroup
 from .leadership import DEFAULT_LEASE_SECONDS, Leadership
 from .observed import Observer, observed_operations, operation, unobserved
+from .operators import OperatorOperations
 from .schedules import ScheduleOperations
+from .upkeep import UpkeepOperations
+from .views import ReadOperations
 
 __all__ = ["Backend", "Observer"]
 
 _NO_FILTER = JobFilter()
-_EMPTY_CANCEL = CancelResult(cancelled=(), requested=(), not_found=())
 
 
-class Backend(ScheduleOperations):
+class Backend(
+    UpkeepOperations,
+    OperatorOperations,
+    ReadOperations,
+    ControlOperations,
+    ScheduleOperations,
+    OperationGroup,
+):
     """Every storage operation, for the database its ``driver`` adapts.
 
     Created by ``chokaq.storage.create_backend(url)``; open it with ``await backend.open()``
@@ -370,457 +369,6 @@ class Backend(ScheduleOperations):
         applied = await self.driver.jobs_finalize([checked[i] for i in order], clock)
         done = dict(zip(order, applied, strict=True))
         return [done.get(i, False) for i in range(len(checked))]
-
-    # -- maintenance --------------------------------------------------------------------------
-
-    @operation
-    async def jobs_rescue(
-        self,
-        *,
-        fetched_timeout_seconds: float,
-        processing_timeout_seconds: float,
-        now: datetime | None = None,
-        fence: LeaderTerm | None = None,
-    ) -> RescueResult:
-        """Fetched rows not touched for ``fetched_timeout_seconds`` go back to Pending; Processing
-        rows whose heartbeat is older than the queue's ``zombie_timeout_seconds`` (or
-        ``processing_timeout_seconds``) move to the DLQ as ZOMBIE with counters and buckets.
-        Each timeout is 0 < t <= 366 days.
-
-        ``fence`` (here and on every maintenance write below) is the leadership term the
-        caller writes under: the write applies only while that term is current on the
-        database's clock, checked in the write's own transaction; otherwise it raises
-        ``LeadershipLostError`` and writes nothing. None writes unfenced (an operator's call)."""
-        fetched, processing = checks.rescue_timeouts(
-            fetched_timeout_seconds, processing_timeout_seconds
-        )
-        clock = checks.now(now)
-        return await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
-
-    @operation
-    async def jobs_hot_tidy(self, *, fence: LeaderTerm | None = None) -> bool:
-        """Reclaim the hot table's dead row versions when they pile up; returns whether it did.
-
-        Every claim, heartbeat and move leaves a dead version behind in ``jobs_hot`` where the
-        database keeps row versions (``capabilities.row_versions``); its own vacuum normally
-        reclaims them, but where it is off or lagging the fetch path slows down as they
-        accumulate. The elected worker calls this each maintenance pass; elsewhere it is False.
-        """
-        checked = _fence(fence)
-        if not self.capabilities.row_versions:
-            return False
-        return await self.driver.jobs_hot_tidy(checked)
-
-    @operation
-    async def archive_purge(
-        self,
-        *,
-        older_than: datetime,
-        batch_size: int | None = None,
-        limit: int | None = None,
-        fence: LeaderTerm | None = None,
-    ) -> int:
-        """Delete archive rows finished before ``older_than`` in batches of ``batch_size``
-        (1..1,000,000; default the cleanup batch size), each its own short transaction, oldest
-        first, at most ``limit`` (0..10**9; None: no limit) in all; lifetime counters
-        untouched. Returns the number deleted."""
-        cutoff = check_time("older_than", older_than)
-        size, most = checks.purge_limit(self._batch(batch_size), limit)
-        checked = _fence(fence)
-        if most == 0:
-            return 0
-        return await self.driver.archive_purge(cutoff, size, most, checked)
-
-    @operation
-    async def dlq_purge_older(
-        self,
-        *,
-        older_than: datetime,
-        batch_size: int | None = None,
-        limit: int | None = None,
-        fence: LeaderTerm | None = None,
-    ) -> int:
-        """Delete DLQ rows failed before ``older_than``, like ``archive_purge``."""
-        cutoff = check_time("older_than", older_than)
-        size, most = checks.purge_limit(self._batch(batch_size), limit)
-        checked = _fence(fence)
-        if most == 0:
-            return 0
-        return await self.driver.dlq_purge_older(cutoff, size, most, checked)
-
-    def _batch(self, batch_size: int | None) -> object:
-        return self.settings.cleanup_batch_size if batch_size is None else batch_size
-
-    @operation
-    async def metrics_prune(
-        self, *, older_than: datetime, width_seconds: int = 1, fence: LeaderTerm | None = None
-    ) -> int:
-        """Delete metric buckets of the given width (1..86,400 s) that started before
-        ``older_than``."""
-        cutoff = check_time("older_than", older_than)
-        width = checks.positive_int("width_seconds", width_seconds, checks.MAX_WIDTH_SECONDS)
-        return await self.driver.metrics_prune(cutoff, width, _fence(fence))
-
-    @operation
-    async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
-        """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts
-        and durations, keeping the max) and delete them, in one transaction. Returns the number
-        of 1-second buckets folded."""
-        cutoff = check_time("older_than", older_than)
-        return await self.driver.metrics_rollup(cutoff, _fence(fence))
-
-    # -- leadership ---------------------------------------------------------------------------
-
-    @operation
-    async def leadership_claim(
-        self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
-    ) -> LeaderTerm | None:
-        """Take the role ``name`` for ``holder``, or renew ``term``, for ``lease_seconds``
-        (0 < t <= 1 hour) from now on the database's clock; never the caller's clock.
-
-        Granted (the new term returned) when nobody holds the role, when the current term has
-        expired, or when ``term`` is the current, unexpired term of this holder (a renewal: same
-        epoch, later ``expires_at``). Taking the role, or re-taking it after one's own term
-        lapsed, starts a new term with the epoch one higher. None while another holder's term
-        (or this holder's, when ``term`` does not name it) is unexpired."""
-        check_name("name", name)
-        check_name("holder", holder)
-        lease = checks.lease_seconds(lease_seconds)
-        epoch = None
-        if term is not None:
-            checked = checks.term("term", term)
-            if (checked.name, checked.holder) != (name, holder):
-                raise ValidationError("term", "must be a term of this name and holder")
-            epoch = checked.epoch
-        return await self.driver.leadership_claim(name, holder, lease, epoch)
-
-    @operation
-    async def leadership_release(self, *, term: LeaderTerm) -> bool:
-        """End ``term`` now (clean shutdown), so another holder may take the role at once;
-        False when it was no longer current. The epoch is kept, so it never repeats."""
-        return await self.driver.leadership_release(checks.term("term", term))
-
-    @operation
-    async def leadership_get(self, *, name: str) -> LeaderTerm | None:
-        """The current, unexpired term of the role ``name``, or None."""
-        return await self.driver.leadership_get(check_name("name", name))
-
-    # -- operators ----------------------------------------------------------------------------
-
-    @operation
-    async def jobs_cancel(
-        self, *, ids: Sequence[str], actor: str, now: datetime | None = None
-    ) -> CancelResult:
-        """Pending or Fetched -> DLQ CANCELLED at once (cancelled_by = actor, counters and
-        buckets as a fail move); Processing -> a durable cancel request (cancel_requested_at,
-        cancelled_by) that the owning worker hears through its heartbeat or a notification."""
-        unique = checks.job_ids("ids", ids, self._max_batch)
-        who = checks.actor(actor)
-        clock = checks.now(now)
-        if not unique:
-            return _EMPTY_CANCEL
-        return await self.driver.jobs_cancel(unique, who, clock)
-
-    @operation
-    async def jobs_edit(
-        self,
-        *,
-        id: str,
-        actor: str,
-        payload: str | None = None,
-        tags: Sequence[str] | None = None,
-        priority: int | None = None,
-        now: datetime | None = None,
-    ) -> bool:
-        """Edit a Pending hot job (``None`` leaves a field alone). False unless it is Pending."""
-        check_job_id("id", id)
-        who = checks.actor(actor)
-        repairs = checks.edits(self._limits, payload, tags, priority)
-        return await self.driver.jobs_edit(id, who, repairs, checks.now(now))
-
-    @operation
-    async def dlq_edit(
-        self,
-        *,
-        id: str,
-        actor: str,
-        payload: str | None = None,
-        tags: Sequence[str] | None = None,
-        priority: int | None = None,
-    ) -> bool:
-        """Edit a DLQ row in place (``None`` leaves a field alone). False when not in the DLQ."""
-        check_job_id("id", id)
-        who = checks.actor(actor)
-        repairs = checks.edits(self._limits, payload, tags, priority)
-        return await self.driver.dlq_edit(id, who, repairs)
-
-    @operation
-    async def dlq_resurrect(
-        self,
-        *,
-        ids: Sequence[str],
-        actor: str,
-        payload: str | None = None,
-        tags: Sequence[str] | None = None,
-        priority: int | None = None,
-        now: datetime | None = None,
-    ) -> list[str]:
-        """DLQ -> hot Pending (attempts 0, idempotency key cleared, due now, created_at and
-        created_by kept, last_error = the DLQ row's error, last_modified_by = actor), optionally
-        with a repaired payload, tags or priority (applied to every id), in one transaction.
-        Lifetime counters and buckets are untouched. Returns the ids moved, in input order (an
-        id not in the DLQ is skipped)."""
-        unique = checks.job_ids("ids", ids, self._max_batch)
-        who = checks.actor(actor)
-        repairs = checks.edits(self._limits, payload, tags, priority)
-        clock = checks.now(now)
-        if not unique:
-            return []
-        return await self.driver.dlq_resurrect(unique, who, repairs, clock)
-
-    def _cap(self, cap: object) -> int:
-        return checks.positive_int("cap", cap, self._max_batch)
-
-    @operation
-    async def dlq_preview(self, *, filter: JobFilter, cap: int, sample: int = 10) -> Preview:
-        """What a bulk-by-filter action over the DLQ would touch (newest failure first): how
-        many rows match, how many a ``cap`` (1..max batch) would affect, and the ids of the
-        first ``sample`` (0..1000) of them."""
-        checked = checks.job_filter(filter)
-        most = self._cap(cap)
-        size = checks.bounded_int("sample", sample, 0, checks.MAX_SAMPLE)
-        return await self.driver.dlq_preview(checked, most, size)
-
-    @operation
-    async def dlq_resurrect_by_filter(
-        self, *, filter: JobFilter, actor: str, cap: int, now: datetime | None = None
-    ) -> list[str]:
-        """Resurrect at most ``cap`` DLQ rows matching ``filter`` (newest failure first)."""
-        checked = checks.job_filter(filter)
-        who = checks.actor(actor)
-        most = self._cap(cap)
-        return await self.driver.dlq_resurrect_by_filter(checked, who, most, checks.now(now))
-
-    @operation
-    async def dlq_purge(self, *, ids: Sequence[str], actor: str) -> list[str]:
-        """Delete DLQ rows by id; returns the ids deleted, in input order. Counters untouched."""
-        unique = checks.job_ids("ids", ids, self._max_batch)
-        checks.actor(actor)
-        if not unique:
-            return []
-        return await self.driver.dlq_purge(unique)
-
-    @operation
-    async def dlq_purge_by_filter(self, *, filter: JobFilter, actor: str, cap: int) -> list[str]:
-        """Delete at most ``cap`` DLQ rows matching ``filter`` (newest failure first)."""
-        checked = checks.job_filter(filter)
-        checks.actor(actor)
-        return await self.driver.dlq_purge_by_filter(checked, self._cap(cap))
-
-    # -- reads ------------------------------------------------------------------------------
-
-    @operation
-    async def stats_summary(self) -> Summary:
-        """Live hot counts plus lifetime counters. Never reads archive or DLQ."""
-        return await self.driver.stats_summary()
-
-    @operation
-    async def jobs_pending_groups(
-        self, *, queues: Sequence[str] | None = None, now: datetime | None = None
-    ) -> list[PendingGroup]:
-        """The Pending jobs of each (queue, type) in ``queues`` (None: every queue), by queue
-        then type: due now, waiting to run again, delayed by design, the next due time, and
-        how many were released for want of a handler (``PendingGroup``). Queue pause states
-        are not applied; a burst worker and The Deck's notices read this."""
-        names = checks.names("queues", queues)
-        return await self.driver.jobs_pending_groups(names, NO_HANDLER_ERROR + "%", checks.now(now))
-
-    @operation
-    async def stats_queues(self, *, now: datetime | None = None) -> list[QueueStats]:
-        """Per queue (every row of ``queues``): control plane, hot counts, lifetime counters and
-        eligible-pending lag (count, average and max seconds since due)."""
-        return await self.driver.stats_queues(checks.now(now))
-
-    @operation
-    async def stats_throughput(self, *, now: datetime | None = None) -> Throughput:
-        """Processed and failed over the last 60 and 300 seconds, from ``metric_buckets`` only."""
-        return await self.driver.stats_throughput(checks.now(now))
-
-    @operation
-    async def stats_series(
-        self,
-        *,
-        since: datetime,
-        until: datetime | None = None,
-        width_seconds: int = 1,
-        queue: str | None = None,
-    ) -> list[SeriesPoint]:
-        """Chart points from ``metric_buckets`` of one width (1..86,400 s), oldest first (empty
-        buckets are absent)."""
-        start = check_time("since", since)
-        end = None if until is None else check_time("until", until)
-        width = checks.positive_int("width_seconds", width_seconds, checks.MAX_WIDTH_SECONDS)
-        if queue is not None:
-            check_name("queue", queue)
-        return await self.driver.stats_series(start, end, width, queue)
-
-    @operation
-    async def dlq_top_errors(self, *, limit: int = 5, scan: int = 5000) -> list[ErrorGroup]:
-        """The ``limit`` (1..1000) most frequent error families among the newest ``scan``
-        (1..1,000,000) DLQ rows: grouped by reason and the error's first line (whitespace
-        collapsed, at most 160 characters)."""
-        most = checks.positive_int("limit", limit, checks.MAX_TOP_ERRORS)
-        rows = checks.positive_int("scan", scan, checks.MAX_TOP_ERRORS_SCAN)
-        return await self.driver.dlq_top_errors(most, rows)
-
-    @operation
-    async def jobs_page(
-        self,
-        *,
-        pillar: Pillar,
-        filter: JobFilter = _NO_FILTER,
-        sort: str = "date",
-        descending: bool = True,
-        page: int = 1,
-        page_size: int = 100,
-    ) -> Page[JobView]:
-        """One page of one pillar with the total count. ``sort`` is whitelisted per pillar
-        (``checks.SORT_COLUMNS``; others raise ``ValidationError``); rows with no value in the
-        sort column (a worker, a duration) come last in either direction; ``page`` is
-        1..10,000,000 and ``page_size`` 1..1000. Listings carry no payload for the hot pillar
-        (payloads are read by ``job_get``)."""
-        which = checks.pillar(pillar)
-        column = checks.sort_column(which, sort)
-        number = checks.page(page)
-        size = checks.page_size(page_size)
-        checked = checks.job_filter(filter)
-        return await self.driver.jobs_page(which, checked, column, bool(descending), number, size)
-
-    @operation
-    async def job_get(self, id: str) -> JobView | None:
-        """One job looked up in hot, then archive, then DLQ, with every field and its payload."""
-        return await self.driver.job_get(check_job_id("id", id))
-
-    # -- queues -----------------------------------------------------------------------------
-
-    @operation
-    async def queue_list(self) -> list[QueueInfo]:
-        """Every queue row, by name."""
-        return await self.driver.queue_list()
-
-    @operation
-    async def queue_get(self, name: str) -> QueueInfo | None:
-        """One queue's row, or None when there is none. A queue is *known* once it has a row:
-        every enqueue creates its queue's row, and rows are never deleted, so a queue that ever
-        held a job is known."""
-        return await self.driver.queue_get(check_name("name", name))
-
-    async def _known(self, name: str, create: bool) -> None:
-        # Rows are never deleted, so a row seen here still exists when the change is applied;
-        # a queue created meanwhile by another caller is simply known by then.
-        if not create and await self.driver.queue_get(name) is None:
-            raise NotFoundError(
-                f"queue {name!r} does not exist (no queue row, and no job has used it); "
-                "check the name, or ask to create it (create=True)"
-            )
-
-    @operation
-    async def queue_ensure(self, name: str) -> QueueInfo:
-        """Create the queue row if missing (race-safe) and return it."""
-        return await self.driver.queue_ensure(check_name("name", name))
-
-    @operation
-    async def queue_pause(
-        self, *, name: str, paused: bool, actor: str | None = None, create: bool = True
-    ) -> QueueInfo:
-        """Pause or resume a queue. Running jobs continue. A missing queue is created, or with
-        ``create=False`` refused with ``NotFoundError`` (what operators' tools ask, so that a
-        typo is not reported as a success)."""
-        check_name("name", name)
-        who = check_actor("actor", actor)
-        await self._known(name, create)
-        return await self.driver.queue_pause(name, bool(paused), who)
-
-    @operation
-    async def queue_activate(
-        self, *, name: str, active: bool, actor: str | None = None, create: bool = True
-    ) -> QueueInfo:
-        """Activate or deactivate (hide) a queue, independently of pause; ``create`` as for
-        ``queue_pause``."""
-        check_name("name", name)
-        who = check_actor("actor", actor)
-        await self._known(name, create)
-        return await self.driver.queue_activate(name, bool(active), who)
-
-    @operation
-    async def queue_configure(
-        self,
-        *,
-        name: str,
-        max_workers: int | None = UNSET,
-        zombie_timeout_seconds: float | None = UNSET,
-        execution_timeout_seconds: float | None = UNSET,
-        actor: str | None = None,
-        create: bool = True,
-    ) -> QueueInfo:
-        """Set a queue's limits (``None`` clears one, ``UNSET`` leaves it alone). max_workers is
-        1..10,000; zombie timeout 15..86,400 s (``checks.MIN_ZOMBIE_TIMEOUT_SECONDS``: three
-        default heartbeat intervals); execution timeout 0 < t <= 7 days. ``create`` as for
-        ``queue_pause``."""
-        check_name("name", name)
-        who = check_actor("actor", actor)
-        limits = checks.queue_limits(
-            max_workers=max_workers,
-            zombie_timeout_seconds=zombie_timeout_seconds,
-            execution_timeout_seconds=execution_timeout_seconds,
-        )
-        await self._known(name, create)
-        return await self.driver.queue_configure(name, limits, who)
-
-    # -- workers ----------------------------------------------------------------------------
-
-    @operation
-    async def worker_beat(self, info: WorkerInfo, *, now: datetime | None = None) -> WorkerControl:
-        """Register or refresh a worker row (heartbeat_at = now) and return what operators have
-        asked of it; close-circuit requests are handed over once and then cleared."""
-        checked = checks.worker_info(info)
-        return await self.driver.worker_beat(checked, checks.now(now))
-
-    @operation
-    async def worker_remove(self, *, worker_id: str) -> None:
-        """Delete a worker's row (clean shutdown)."""
-        await self.driver.worker_remove(check_name("worker_id", worker_id))
-
-    @operation
-    async def workers_list(
-        self, *, alive_within_seconds: float = 60.0, now: datetime | None = None
-    ) -> list[WorkerInfo]:
-        """Workers whose heartbeat is within the window (0 < t <= 366 days), newest first."""
-        window = checks.seconds(
-            "alive_within_seconds",
-            alive_within_seconds,
-            low=0,
-            high=checks.MAX_RESCUE_TIMEOUT_SECONDS,
-            exclusive=True,
-        )
-        return await self.driver.workers_list(window, checks.now(now))
-
-    @operation
-    async def worker_request(
-        self,
-        *,
-        worker_id: str | None,
-        concurrency: int | None = None,
-        close_circuit: str | None = None,
-    ) -> int:
-        """Ask one worker (or every worker, when ``worker_id`` is None) to change concurrency
-        (1..1000) or force-close a circuit. Returns the number of workers asked."""
-        checks.worker_request(worker_id, concurrency, close_circuit)
-        return await self.driver.worker_request(worker_id, concurrency, close_circuit)
-
-
-def _fence(fence: object) -> LeaderTerm | None:
-    return None if fence is None else checks.term("fence", fence)
 
 
 # Every public coroutine above is an observed operation; a new one without ``@operation``

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import NotFoundError, ValidationError
 from ..ids import new_job_ids
@@ -32,10 +32,8 @@ from ..payloads import encode_payload
 from ..periodic import Misfire, Timing, check_misfire, plan
 from . import checks
 from .checks import UNSET
+from .group import OperationGroup
 from .observed import operation
-
-if TYPE_CHECKING:
-    from .driver import Driver
 
 __all__ = [
     "MAX_SCHEDULE_NAME",
@@ -95,11 +93,8 @@ def _timing(schedule: Schedule) -> Timing:
     return Timing(schedule.cron, schedule.every_seconds, schedule.timezone)
 
 
-class ScheduleOperations:
+class ScheduleOperations(OperationGroup):
     """Periodic schedules: declared by workers, fired by the elected one, steered by operators."""
-
-    driver: Driver
-    _limits: Limits
 
     def _orphaned(self, schedules: list[Schedule], now: datetime) -> list[Schedule]:
         cutoff = now - timedelta(seconds=ORPHAN_AFTER_SECONDS)

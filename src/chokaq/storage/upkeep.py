@@ -1,0 +1,166 @@
+"""The storage seam's upkeep operations, checked once and observed once: rescue of abandoned and
+zombie jobs, the hot table's tidy, retention of archive and DLQ rows, the roll-up and pruning of
+metric buckets, and the leadership leases that elect the worker running them.
+
+``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
+rules every operation follows); a write given ``fence=`` applies only under that leadership
+term. This module must not import a database driver or hold SQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..errors import ValidationError
+from ..limits import check_name, check_time
+from ..models import (
+    LeaderTerm,
+    RescueResult,
+)
+from . import checks
+from .group import OperationGroup
+from .observed import operation
+
+__all__ = ["UpkeepOperations"]
+
+
+class UpkeepOperations(OperationGroup):
+    """The storage seam's upkeep operations."""
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    @operation
+    async def jobs_rescue(
+        self,
+        *,
+        fetched_timeout_seconds: float,
+        processing_timeout_seconds: float,
+        now: datetime | None = None,
+        fence: LeaderTerm | None = None,
+    ) -> RescueResult:
+        """Fetched rows not touched for ``fetched_timeout_seconds`` go back to Pending; Processing
+        rows whose heartbeat is older than the queue's ``zombie_timeout_seconds`` (or
+        ``processing_timeout_seconds``) move to the DLQ as ZOMBIE with counters and buckets.
+        Each timeout is 0 < t <= 366 days.
+
+        ``fence`` (here and on every maintenance write below) is the leadership term the
+        caller writes under: the write applies only while that term is current on the
+        database's clock, checked in the write's own transaction; otherwise it raises
+        ``LeadershipLostError`` and writes nothing. None writes unfenced (an operator's call)."""
+        fetched, processing = checks.rescue_timeouts(
+            fetched_timeout_seconds, processing_timeout_seconds
+        )
+        clock = checks.now(now)
+        return await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
+
+    @operation
+    async def jobs_hot_tidy(self, *, fence: LeaderTerm | None = None) -> bool:
+        """Reclaim the hot table's dead row versions when they pile up; returns whether it did.
+
+        Every claim, heartbeat and move leaves a dead version behind in ``jobs_hot`` where the
+        database keeps row versions (``capabilities.row_versions``); its own vacuum normally
+        reclaims them, but where it is off or lagging the fetch path slows down as they
+        accumulate. The elected worker calls this each maintenance pass; elsewhere it is False.
+        """
+        checked = _fence(fence)
+        if not self.capabilities.row_versions:
+            return False
+        return await self.driver.jobs_hot_tidy(checked)
+
+    @operation
+    async def archive_purge(
+        self,
+        *,
+        older_than: datetime,
+        batch_size: int | None = None,
+        limit: int | None = None,
+        fence: LeaderTerm | None = None,
+    ) -> int:
+        """Delete archive rows finished before ``older_than`` in batches of ``batch_size``
+        (1..1,000,000; default the cleanup batch size), each its own short transaction, oldest
+        first, at most ``limit`` (0..10**9; None: no limit) in all; lifetime counters
+        untouched. Returns the number deleted."""
+        cutoff = check_time("older_than", older_than)
+        size, most = checks.purge_limit(self._batch(batch_size), limit)
+        checked = _fence(fence)
+        if most == 0:
+            return 0
+        return await self.driver.archive_purge(cutoff, size, most, checked)
+
+    @operation
+    async def dlq_purge_older(
+        self,
+        *,
+        older_than: datetime,
+        batch_size: int | None = None,
+        limit: int | None = None,
+        fence: LeaderTerm | None = None,
+    ) -> int:
+        """Delete DLQ rows failed before ``older_than``, like ``archive_purge``."""
+        cutoff = check_time("older_than", older_than)
+        size, most = checks.purge_limit(self._batch(batch_size), limit)
+        checked = _fence(fence)
+        if most == 0:
+            return 0
+        return await self.driver.dlq_purge_older(cutoff, size, most, checked)
+
+    def _batch(self, batch_size: int | None) -> object:
+        return self.settings.cleanup_batch_size if batch_size is None else batch_size
+
+    @operation
+    async def metrics_prune(
+        self, *, older_than: datetime, width_seconds: int = 1, fence: LeaderTerm | None = None
+    ) -> int:
+        """Delete metric buckets of the given width (1..86,400 s) that started before
+        ``older_than``."""
+        cutoff = check_time("older_than", older_than)
+        width = checks.positive_int("width_seconds", width_seconds, checks.MAX_WIDTH_SECONDS)
+        return await self.driver.metrics_prune(cutoff, width, _fence(fence))
+
+    @operation
+    async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
+        """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts
+        and durations, keeping the max) and delete them, in one transaction. Returns the number
+        of 1-second buckets folded."""
+        cutoff = check_time("older_than", older_than)
+        return await self.driver.metrics_rollup(cutoff, _fence(fence))
+
+    # -- leadership ---------------------------------------------------------------------------
+
+    @operation
+    async def leadership_claim(
+        self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
+    ) -> LeaderTerm | None:
+        """Take the role ``name`` for ``holder``, or renew ``term``, for ``lease_seconds``
+        (0 < t <= 1 hour) from now on the database's clock; never the caller's clock.
+
+        Granted (the new term returned) when nobody holds the role, when the current term has
+        expired, or when ``term`` is the current, unexpired term of this holder (a renewal: same
+        epoch, later ``expires_at``). Taking the role, or re-taking it after one's own term
+        lapsed, starts a new term with the epoch one higher. None while another holder's term
+        (or this holder's, when ``term`` does not name it) is unexpired."""
+        check_name("name", name)
+        check_name("holder", holder)
+        lease = checks.lease_seconds(lease_seconds)
+        epoch = None
+        if term is not None:
+            checked = checks.term("term", term)
+            if (checked.name, checked.holder) != (name, holder):
+                raise ValidationError("term", "must be a term of this name and holder")
+            epoch = checked.epoch
+        return await self.driver.leadership_claim(name, holder, lease, epoch)
+
+    @operation
+    async def leadership_release(self, *, term: LeaderTerm) -> bool:
+        """End ``term`` now (clean shutdown), so another holder may take the role at once;
+        False when it was no longer current. The epoch is kept, so it never repeats."""
+        return await self.driver.leadership_release(checks.term("term", term))
+
+    @operation
+    async def leadership_get(self, *, name: str) -> LeaderTerm | None:
+        """The current, unexpired term of the role ``name``, or None."""
+        return await self.driver.leadership_get(check_name("name", name))
+
+
+def _fence(fence: object) -> LeaderTerm | None:
+    return None if fence is None else checks.term("fence", fence)
