@@ -272,3 +272,48 @@ async def _declared(app: App) -> bool:
 async def _declared_again(worker: Any) -> bool:
     scheduler = getattr(worker, "scheduler", None)  # set once run() has opened the app
     return scheduler is not None and scheduler.declared
+
+
+async def test_a_schedule_that_cannot_be_fired_does_not_stop_the_others(tmp_path: Path) -> None:
+    """A row this worker cannot plan (an expression its parser refuses, as another version might
+    write) is logged (4014) and passed over; the other schedules keep firing."""
+    import sqlite3
+
+    from tests.ops.test_events import captured
+
+    from chokaq.logs import Event
+
+    path = tmp_path / "jobs.db"
+    calls: list[int] = []
+    app = periodic_app(path, calls)
+    app.periodic(every_seconds=1, name="broken", kwargs={"n": 9})(app.handlers["tick"])  # type: ignore[arg-type]
+    async with app:
+        with captured() as lines:
+            worker = app.create_worker()
+            task = asyncio.create_task(worker.run())
+            try:
+                await until(lambda: _declared_again(worker), timeout=30)
+                conn = sqlite3.connect(path)
+                with conn:  # bypasses the seam's checks, as a row of another version would
+                    conn.execute(
+                        "UPDATE chokaq_schedules SET cron = '99 * * * *', every_seconds = NULL"
+                        " WHERE name = 'broken'"
+                    )
+                conn.close()
+                await until(lambda: _logged(lines, Event.SCHEDULE_FAILED), timeout=30)
+                ran = len(calls)
+                await until(lambda: _more(calls, ran + 2), timeout=30)
+            finally:
+                worker.stop()
+                await task
+    assert calls[-2:] == [7, 7]  # "tick" went on; "broken" (n=9) could not fire
+    failed = [line for line in lines if line.get("event_id") == Event.SCHEDULE_FAILED]
+    assert failed[0]["schedule"] == "broken" and "Bad minute" in failed[0]["error"]
+
+
+async def _more(calls: list[int], count: int) -> bool:
+    return len(calls) >= count
+
+
+async def _logged(lines: list[dict[str, Any]], event: int) -> bool:
+    return any(line.get("event_id") == event for line in lines)

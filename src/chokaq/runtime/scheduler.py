@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Mapping
 
-from ..errors import StorageError
+from ..errors import SchemaError, StorageError, StorageUnavailableError
 from ..logs import Event, log_event
 from ..models import Schedule, ScheduleDeclaration, SlotOutcome, SlotRecord
 from ..storage import Backend, Leadership
@@ -97,7 +97,22 @@ class Scheduler:
         for schedule in await self.backend.schedules_due():
             if self.leadership.term is None:
                 break  # the term lapsed mid-pass: the next leader goes on
-            written = await self.backend.schedule_fire(schedule)
+            try:
+                written = await self.backend.schedule_fire(schedule)
+            except (StorageUnavailableError, SchemaError):
+                raise  # the store is away: the whole pass backs off
+            except Exception as exc:
+                # One schedule that cannot be fired (a row another version wrote, an
+                # expression this parser refuses) must not stop the others.
+                log_event(
+                    Event.SCHEDULE_FAILED,
+                    f"schedule {schedule.name} could not be fired; the others go on",
+                    level=WARNING,
+                    worker_id=self.worker_id,
+                    schedule=schedule.name,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                continue
             if written:
                 enqueued += self._report(schedule, written)
         return enqueued
