@@ -317,3 +317,53 @@ async def _more(calls: list[int], count: int) -> bool:
 
 async def _logged(lines: list[dict[str, Any]], event: int) -> bool:
     return any(line.get("event_id") == event for line in lines)
+
+
+async def test_missed_and_skipped_slots_are_logged_and_recorded(tmp_path: Path) -> None:
+    """A schedule whose slots fell due while no worker ran logs 4012 and records the gap once;
+    ``overlap=False`` with its run still going skips the next slot, logs 4013 and records it
+    with the unfinished run's job."""
+    from datetime import UTC, datetime
+
+    from tests.ops.test_events import captured
+
+    from chokaq.logs import Event
+
+    release = asyncio.Event()
+    app = App(
+        f"sqlite:///{tmp_path / 'jobs.db'}",
+        worker=WorkerSettings(schedule_tick_seconds=0.05, poll_interval_seconds=0.05),
+    )
+
+    @app.periodic(every_seconds=60, name="catch-up")
+    @app.periodic(every_seconds=1, name="one-at-a-time", overlap=False)
+    @app.job()
+    async def report() -> None:
+        await release.wait()
+
+    async with app:
+        # Declared ten minutes ago, then no worker ran: ten slots came due meanwhile.
+        await app.backend.schedules_declare(
+            [app.periodics["catch-up"]], now=datetime.now(UTC) - timedelta(minutes=10)
+        )
+        with captured() as lines:
+            worker = app.create_worker()
+            task = asyncio.create_task(worker.run())
+            try:
+                await until(lambda: _logged(lines, Event.SCHEDULE_MISSED), timeout=30)
+                await until(lambda: _logged(lines, Event.SCHEDULE_SKIPPED), timeout=30)
+            finally:
+                release.set()
+                worker.stop()
+                await task
+        missed = await app.backend.schedule_history("catch-up")
+        skipped = await app.backend.schedule_history("one-at-a-time", limit=100)
+    run, gap = missed[0], missed[1]  # newest first
+    assert (run.outcome, gap.outcome) == (SlotOutcome.ENQUEUED, SlotOutcome.MISSED)
+    # Every slot from the gap's first to the one that ran, but that one, was missed (nine or ten
+    # of them, as a minute boundary fell before or after the worker's first pass).
+    count = round((run.slot - gap.slot).total_seconds() / 60)
+    assert count in (9, 10) and (gap.detail or "").startswith(f"{count} slots missed")
+    unfinished = [r for r in skipped if r.outcome is SlotOutcome.SKIPPED]
+    first_run = [r for r in skipped if r.outcome is SlotOutcome.ENQUEUED][-1]
+    assert unfinished and unfinished[-1].job_id == first_run.job_id
