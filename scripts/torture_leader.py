@@ -15,11 +15,10 @@ import asyncio
 import contextlib
 import os
 import signal
-import sqlite3
 import time
 from dataclasses import dataclass
 
-from scripts.torture_rig import Config, Report, Store, WorkerProc
+from scripts.torture_rig import Config, Report, Store, WorkerProc, freeze
 
 from chokaq import App, StorageError
 
@@ -151,20 +150,8 @@ class StoppedLeader:
 
 
 def _stop_outside_a_write(store: Store, pid: int) -> None:
-    """SIGSTOP ``pid``; on SQLite while holding the file's write lock, so the process is not
-    frozen inside a write transaction. A process frozen there holds the one write lock of the
-    file and stops every other process on it, leader or not: that is SQLite's single writer,
-    not leadership, and it is not what this scenario measures."""
-    if store.kind != "sqlite":
-        os.kill(pid, signal.SIGSTOP)
-        return
-    conn = sqlite3.connect(store.url.removeprefix("sqlite:///"), timeout=30, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        os.kill(pid, signal.SIGSTOP)
-        conn.execute("ROLLBACK")
-    finally:
-        conn.close()
+    """SIGSTOP ``pid``, on SQLite outside a write transaction (``torture_rig.freeze``)."""
+    freeze(pid, store.url.removeprefix("sqlite:///") if store.kind == "sqlite" else None)
 
 
 def _round(value: float | None) -> float | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -142,6 +143,52 @@ def restart_postgres() -> float:
     finally:
         ensure_postgres_running()
     return time.monotonic() - started
+
+
+def stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (``T`` in ``/proc/<pid>/task/*/stat``)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return True  # gone: nothing of it runs
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            continue  # a thread that just ended
+        if state not in ("T", "t"):
+            return False
+    return True
+
+
+def freeze(pid: int, sqlite_path: str | None = None, timeout: float = 10.0) -> None:
+    """SIGSTOP ``pid`` and return once every one of its threads has stopped.
+
+    With ``sqlite_path``, while holding that file's write lock: a process frozen inside a write
+    transaction would hold the one write lock of the file and stop every process on it, leader
+    or not (SQLite's single writer, which the leadership scenarios do not measure). The lock is
+    released only once the process has stopped: ``kill`` returns before the signal takes effect,
+    and a thread running on another core meanwhile could take the lock the moment it is released
+    (seen in the soak: a worker frozen for 60 s with the file's lock, every other one waiting).
+    """
+    conn = None
+    if sqlite_path is not None:
+        conn = sqlite3.connect(sqlite_path, timeout=30, isolation_level=None)
+    try:
+        if conn is not None:
+            conn.execute("BEGIN IMMEDIATE")
+        os.kill(pid, signal.SIGSTOP)
+        give_up = time.monotonic() + timeout
+        while not stopped(pid):
+            if time.monotonic() > give_up:
+                raise RuntimeError(f"process {pid} did not stop within {timeout} s of SIGSTOP")
+            time.sleep(0.001)
+        if conn is not None:
+            conn.execute("ROLLBACK")
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 # -- direct reads of the store (checks only; the product itself never runs SQL outside its

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scripts.torture_rig import freeze
 from tests.reliability.conftest import LEASE, RENEW, ZOMBIE, Proc, leader_pid
 from tests.runtime.conftest import until
 
@@ -57,20 +57,9 @@ def sample_job(name: str, **kwargs: Any) -> Any:
 
 
 def stop(store: Any, proc: Proc) -> None:
-    """SIGSTOP ``proc``; on SQLite while this test holds the file's write lock, so the process
-    is not frozen inside a write transaction. There it would hold the one write lock of the file
-    and stop every process on it, leader or not (SQLite's single writer, a limit of its own that
-    these tests do not measure)."""
-    if store.dialect != "sqlite":
-        os.kill(proc.pid, signal.SIGSTOP)
-        return
-    conn = sqlite3.connect(store.url.removeprefix("sqlite:///"), timeout=30, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        os.kill(proc.pid, signal.SIGSTOP)
-        conn.execute("ROLLBACK")
-    finally:
-        conn.close()
+    """SIGSTOP ``proc`` and wait until it has stopped; on SQLite outside a write transaction
+    (``scripts.torture_rig.freeze`` says why)."""
+    freeze(proc.pid, store.url.removeprefix("sqlite:///") if store.dialect == "sqlite" else None)
 
 
 def marker(tmp_path: Path, name: str) -> Callable[[], Any]:
