@@ -16,13 +16,13 @@ import os
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chokaq.models import Capabilities
+from chokaq.models import Capabilities, ScheduleDeclaration
 from chokaq.storage import Backend, create_backend
 
 PG_URL = os.environ.get("CHOKAQ_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -243,3 +243,23 @@ def raw(store: Store) -> Iterator[Raw]:
     conn = Raw(store.url, store.schema)
     yield conn
     conn.close()
+
+
+_DECLARATION = ScheduleDeclaration(
+    name="tick",
+    type="tick",
+    queue="default",
+    priority=10,
+    cron=None,
+    every_seconds=60.0,
+    timezone="UTC",
+    kwargs="{}",
+    misfire="latest",
+    overlap=True,
+)
+
+
+def schedule_declaration(name: str = "tick", **fields: Any) -> ScheduleDeclaration:
+    """A schedule as a worker's code declares it: type ``tick`` on ``default``, every 60 s,
+    no kwargs, ``misfire="latest"``, overlap allowed; ``fields`` replace any of these."""
+    return replace(_DECLARATION, name=name, **fields)

@@ -17,15 +17,16 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
+from tests.conftest import schedule_declaration
 
 from chokaq.app import App
 from chokaq.deck import Credentials, Role, create_deck
-from chokaq.models import ScheduleDeclaration
 
 HERE = Path(__file__).parent
 CHROMIUM = "/usr/bin/chromium"
@@ -64,22 +65,17 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str =
         time.sleep(0.1)
 
 
-def declared(name: str, **fields: Any) -> ScheduleDeclaration:
-    """A schedule as a worker's code would declare it: 07:00 Berlin time unless told."""
-    values: dict[str, Any] = {
-        "name": name,
-        "type": "report",
-        "queue": "reports",
-        "priority": 10,
-        "cron": "0 7 * * *",
-        "every_seconds": None,
-        "timezone": "Europe/Berlin",
-        "kwargs": '{"full": true}',
-        "misfire": "latest",
-        "overlap": False,
-    }
-    values.update(fields)
-    return ScheduleDeclaration(**values)
+# A schedule as a worker's code would declare it: 07:00 Berlin time unless told.
+declared = partial(
+    schedule_declaration,
+    type="report",
+    queue="reports",
+    cron="0 7 * * *",
+    every_seconds=None,
+    timezone="Europe/Berlin",
+    kwargs='{"full": true}',
+    overlap=False,
+)
 
 
 @pytest.fixture

@@ -8,11 +8,13 @@ import asyncio
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
+from tests.conftest import schedule_declaration
 
-from chokaq.models import Schedule, ScheduleDeclaration, SlotOutcome
+from chokaq.models import Schedule, SlotOutcome
 from chokaq.storage import Backend, create_backend
 
 from .conftest import Cli
@@ -32,21 +34,7 @@ def on_store(store: Any, fn: Any) -> Any:
     return asyncio.run(run())
 
 
-def declaration(name: str, **fields: object) -> ScheduleDeclaration:
-    values: dict[str, object] = {
-        "name": name,
-        "type": "report",
-        "queue": "default",
-        "priority": 0,
-        "cron": None,
-        "every_seconds": 60.0,
-        "timezone": "UTC",
-        "kwargs": "{}",
-        "misfire": "latest",
-        "overlap": True,
-    }
-    values.update(fields)
-    return ScheduleDeclaration(**values)  # type: ignore[arg-type]
+declaration = partial(schedule_declaration, type="report", priority=0)
 
 
 def declare(cli: Cli, store: Any) -> None:

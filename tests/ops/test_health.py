@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
+from tests.conftest import schedule_declaration
 
 from chokaq import App, ConfigurationError
 from chokaq.health import (
@@ -23,7 +25,7 @@ from chokaq.health import (
     liveness,
     readiness,
 )
-from chokaq.models import NewJob, ScheduleDeclaration
+from chokaq.models import NewJob
 
 from .conftest import until
 from .ops_app import build
@@ -126,21 +128,7 @@ def test_settings_are_validated() -> None:
         HealthSettings(worker_heartbeat_timeout_seconds=0)
 
 
-def _declaration(name: str, **fields: object) -> ScheduleDeclaration:
-    values: dict[str, object] = {
-        "name": name,
-        "type": "ok",
-        "queue": "default",
-        "priority": 0,
-        "cron": None,
-        "every_seconds": 60.0,
-        "timezone": "UTC",
-        "kwargs": "{}",
-        "misfire": "latest",
-        "overlap": True,
-    }
-    values.update(fields)
-    return ScheduleDeclaration(**values)  # type: ignore[arg-type]
+_declaration = partial(schedule_declaration, type="ok", priority=0)
 
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)  # a Tuesday

@@ -7,14 +7,15 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
+from tests.conftest import schedule_declaration
 
 from chokaq import ConfigurationError
 from chokaq.metrics import LabelBudget, MetricsSettings, StoreMetrics, WorkerMetrics
-from chokaq.models import ScheduleDeclaration
 
 from .conftest import until
 from .ops_app import build
@@ -114,21 +115,7 @@ def test_schedule_events_count_runs_and_skipped_slots_by_reason() -> None:
         assert line in text, line
 
 
-def _declaration(name: str, **fields: object) -> ScheduleDeclaration:
-    values: dict[str, object] = {
-        "name": name,
-        "type": "ok",
-        "queue": "default",
-        "priority": 0,
-        "cron": None,
-        "every_seconds": 60.0,
-        "timezone": "UTC",
-        "kwargs": "{}",
-        "misfire": "latest",
-        "overlap": True,
-    }
-    values.update(fields)
-    return ScheduleDeclaration(**values)  # type: ignore[arg-type]
+_declaration = partial(schedule_declaration, type="ok", priority=0)
 
 
 def _sample(text: str, series: str) -> float:

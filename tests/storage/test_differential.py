@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from conformance import T0, at
-from tests.conftest import PG_URL, drop_schema, require_postgres
+from tests.conftest import PG_URL, drop_schema, require_postgres, schedule_declaration
 
 from chokaq.errors import ChokaqError, ValidationError
 from chokaq.ids import is_job_id
@@ -152,19 +152,7 @@ def _claim(b: Backend, holder: str = "a", term: LeaderTerm | None = None, **kw: 
 
 
 def _decl(name: str = "s", **fields: Any) -> ScheduleDeclaration:
-    values: dict[str, Any] = {
-        "name": name,
-        "type": "t",
-        "queue": "q1",
-        "priority": 10,
-        "cron": None,
-        "every_seconds": 60.0,
-        "timezone": "UTC",
-        "kwargs": '{"n": 1}',
-        "misfire": "latest",
-        "overlap": True,
-    } | fields
-    return ScheduleDeclaration(**values)
+    return schedule_declaration(name, **{"type": "t", "queue": "q1", "kwargs": '{"n": 1}'} | fields)
 
 
 def _declared(b: Backend, *declarations: ScheduleDeclaration, when: float = 0) -> Any:

@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from tests.conftest import schedule_declaration
 
 from chokaq.errors import NotFoundError, ValidationError
 from chokaq.models import JobStatus, ScheduleDeclaration, SlotOutcome
@@ -18,20 +19,7 @@ T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def every(name: str = "tick", seconds: float = 60.0, **fields: object) -> ScheduleDeclaration:
-    values: dict[str, object] = {
-        "name": name,
-        "type": "tick",
-        "queue": "default",
-        "priority": 10,
-        "cron": None,
-        "every_seconds": seconds,
-        "timezone": "UTC",
-        "kwargs": "{}",
-        "misfire": "latest",
-        "overlap": True,
-    }
-    values.update(fields)
-    return ScheduleDeclaration(**values)  # type: ignore[arg-type]
+    return schedule_declaration(name, **{"every_seconds": seconds} | fields)
 
 
 async def fire(backend: Backend, name: str, now: datetime) -> list[object] | None:
