@@ -255,7 +255,7 @@ def schedule_lateness(schedule: Schedule, now: datetime) -> tuple[float, float |
         return 0.0, None
     lag = max(0.0, (now - slot).total_seconds())
     try:
-        after = Timing(schedule.cron, schedule.every_seconds, schedule.timezone).next_after(slot)
+        after = Timing.of(schedule).next_after(slot)
     except (StopIteration, ValueError):
         return lag, None
     return lag, (after - slot).total_seconds()

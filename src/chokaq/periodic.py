@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from .errors import ValidationError
+from .models import Schedule
 
 __all__ = [
     "MAX_EVERY_SECONDS",
@@ -139,6 +140,18 @@ class Timing:
         if cron is not None:
             return cls(check_cron(f"{prefix}cron", cron), None, zone)
         return cls(None, check_every(f"{prefix}every_seconds", every_seconds), zone)
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> Timing:
+        """The timing in force of a stored schedule."""
+        return cls(schedule.cron, schedule.every_seconds, schedule.timezone)
+
+    @classmethod
+    def declared_of(cls, schedule: Schedule) -> Timing:
+        """The timing a stored schedule's code declared (in force unless an edit is)."""
+        return cls(
+            schedule.declared_cron, schedule.declared_every_seconds, schedule.declared_timezone
+        )
 
     def describe(self) -> str:
         if self.cron is not None:

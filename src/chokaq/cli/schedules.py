@@ -82,7 +82,7 @@ def _when(s: Schedule) -> str:
 
 
 def _timing(schedule: Schedule) -> str:
-    return Timing(schedule.cron, schedule.every_seconds, schedule.timezone).describe()
+    return Timing.of(schedule).describe()
 
 
 def _state(schedule: Schedule) -> Text:
@@ -187,7 +187,7 @@ def _details(schedule: Schedule, now: datetime) -> Table:
         ("state", _state(s)),
     ]
     if s.edited_by is not None:
-        declared = Timing(s.declared_cron, s.declared_every_seconds, s.declared_timezone)
+        declared = Timing.declared_of(s)
         rows += [
             ("edited at", f"{_utc(s.edited_at)} UTC"),
             ("declared", f"{declared.describe()}, kwargs {s.declared_kwargs}"),

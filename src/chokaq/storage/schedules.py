@@ -89,10 +89,6 @@ def _now(value: datetime | None) -> datetime:
     return datetime.now(UTC) if value is None else check_time("now", value)
 
 
-def _timing(schedule: Schedule) -> Timing:
-    return Timing(schedule.cron, schedule.every_seconds, schedule.timezone)
-
-
 class ScheduleOperations(OperationGroup):
     """Periodic schedules: declared by workers, fired by the elected one, steered by operators."""
 
@@ -183,7 +179,7 @@ class ScheduleOperations(OperationGroup):
         if not isinstance(schedule, Schedule):
             raise ValidationError("schedule", "must be a Schedule as read from storage")
         moment = _now(now)
-        planned = plan(_timing(schedule), schedule.last_slot, moment, Misfire(schedule.misfire))
+        planned = plan(Timing.of(schedule), schedule.last_slot, moment, Misfire(schedule.misfire))
         if planned is None:
             return []
         jobs = [
@@ -281,13 +277,11 @@ class ScheduleOperations(OperationGroup):
         kwargs: Any = UNSET,
         reset: bool = False,
     ) -> ScheduleChange:
-        timing = _timing(current)
+        timing = Timing.of(current)
         kwargs_text = current.kwargs
         edited = current.edited_by is not None
         if reset:
-            timing = Timing(
-                current.declared_cron, current.declared_every_seconds, current.declared_timezone
-            )
+            timing = Timing.declared_of(current)
             kwargs_text, edited = current.declared_kwargs, False
         if cron is not UNSET or every_seconds is not UNSET or timezone is not UNSET:
             if cron is not UNSET and every_seconds is not UNSET:
@@ -305,7 +299,7 @@ class ScheduleOperations(OperationGroup):
             kwargs_text = check_kwargs("kwargs", kwargs, self._limits)
             edited = True
         is_paused = current.paused if paused is UNSET else bool(paused)
-        restart = timing != _timing(current) or (current.paused and not is_paused)
+        restart = timing != Timing.of(current) or (current.paused and not is_paused)
         return ScheduleChange(
             paused=is_paused,
             cron=timing.cron,
