@@ -24,6 +24,8 @@ __all__ = [
     "Heartbeat",
     "HeartbeatAck",
     "JobFilter",
+    "JobLink",
+    "JobOutcome",
     "JobStatus",
     "JobView",
     "LeaderTerm",
@@ -51,15 +53,20 @@ __all__ = [
     "Throughput",
     "WorkerControl",
     "WorkerInfo",
+    "Workflow",
+    "WorkflowMember",
+    "job_state",
+    "located_state",
 ]
 
 
 class JobStatus(enum.IntEnum):
-    """The three states a row of ``jobs_hot`` can be in."""
+    """The states a row of ``jobs_hot`` can be in."""
 
     PENDING = 0  # waiting (also delayed and retry-waiting rows: scheduled_at in the future)
     FETCHED = 1  # claimed into one worker's prefetch; user code not started
     PROCESSING = 2  # user code running; heartbeat ticking
+    WAITING = 3  # waiting on parents (``after=``): outside the fetch index until released
 
 
 class Pillar(enum.StrEnum):
@@ -94,6 +101,7 @@ class FailureReason(enum.IntEnum):
     TRANSIENT = 8  # attempts ran out on ordinary exceptions
     HEARTBEAT_FAILURE = 9  # heartbeats kept failing and cancel_on_heartbeat_failure is on
     RETRY_LIFETIME_EXPIRED = 10  # the next retry would land past the job's max age
+    DEPENDENCY_FAILED = 11  # a parent it waited on was purged, or its workflow was cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +151,7 @@ class NewJob:
     timeout_seconds: float | None = None
     trace_context: str | None = None
     id: str | None = None  # a UUIDv7 is generated when None
+    after: tuple[str, ...] = ()  # ids of the parents it waits on (all must succeed first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +193,7 @@ class ClaimedJob:
     last_error: str | None
     trace_context: str | None
     lease: Lease
+    has_parents: bool = False  # enqueued with ``after=``: its parents' results are there to read
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,10 +224,16 @@ class HeartbeatAck:
 
 @dataclass(frozen=True, slots=True)
 class SucceedMove:
-    """Hot -> archive, guarded by the lease."""
+    """Hot -> archive, guarded by the lease; releases the dependents it was the last parent of.
+
+    ``result`` is the handler's return value as JSON text (None when it returned None);
+    ``result_error`` says why a value was not kept (too large, not JSON), with ``result`` None.
+    """
 
     lease: Lease
     duration_seconds: float | None
+    result: str | None = None
+    result_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,6 +417,7 @@ class JobFilter:
     until: datetime | None = None
     search: str | None = None
     ids: tuple[str, ...] | None = None
+    blocked: bool | None = None  # hot only: waiting on a parent that is in the DLQ
 
 
 T = TypeVar("T")
@@ -464,6 +481,101 @@ class JobView:
     progress: int | None = None
     cancel_requested_at: datetime | None = None
     cancelled_by: str | None = None
+    result: str | None = None  # archive: the return value as JSON text (None: returned None)
+    result_error: str | None = None  # archive: why the return value was not kept
+    parents_left: int | None = None  # hot, WAITING: parents that have not succeeded yet
+    workflow_id: str | None = None  # with ``relatives``: the workflow it belongs to
+    parents: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs it waits on, and where
+    children: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs that wait on it
+
+    @property
+    def state(self) -> str:
+        """Where it is, in one word: pending, fetched, processing, waiting, blocked (waiting
+        on a parent in the DLQ; known with ``relatives``), succeeded or failed."""
+        blocked = any(parent.state == "failed" for parent in self.parents)
+        return job_state(self.pillar, self.status, blocked=blocked)
+
+
+@dataclass(frozen=True, slots=True)
+class JobLink:
+    """A job at the other end of a dependency: its id, type and state (``JobView.state``'s
+    words; ``"purged"`` when it is in no pillar any more); ``failure_reason`` when failed."""
+
+    id: str
+    type: str | None
+    state: str
+    failure_reason: FailureReason | None = None
+
+
+def job_state(pillar: Pillar | None, status: JobStatus | None, *, blocked: bool = False) -> str:
+    """``JobView.state`` from a pillar and a hot status; ``"purged"`` for no pillar."""
+    if pillar is None:
+        return "purged"
+    if pillar is Pillar.ARCHIVE:
+        return "succeeded"
+    if pillar is Pillar.DLQ:
+        return "failed"
+    if status is JobStatus.WAITING and blocked:
+        return "blocked"
+    return status.name.lower() if status is not None else "pending"
+
+
+def located_state(status: int | None, archived: bool, reason: int | None) -> str:
+    """A related job's state from its hot status, its presence in the archive and its DLQ
+    reason (at most one of them is set: a job is in one pillar at a time)."""
+    if status is not None:
+        return job_state(Pillar.HOT, JobStatus(status))
+    if archived:
+        return job_state(Pillar.ARCHIVE, None)
+    if reason is not None:
+        return job_state(Pillar.DLQ, None)
+    return job_state(None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """Where a job is, as ``App.result`` needs it: its pillar and hot status, its DLQ reason
+    and error, its result (JSON text) and why a result was not kept."""
+
+    pillar: Pillar
+    status: JobStatus | None = None
+    failure_reason: FailureReason | None = None
+    error: str | None = None
+    result: str | None = None
+    result_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowMember:
+    """One job of a workflow: where it is, and the ids of its parents within the store."""
+
+    id: str
+    type: str | None
+    queue: str | None
+    state: str
+    parents: tuple[str, ...]
+    failure_reason: FailureReason | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    """Every job linked by ``after=`` to a workflow's first job (``id``), parents first."""
+
+    id: str
+    jobs: tuple[WorkflowMember, ...]
+
+    def counts(self) -> dict[str, int]:
+        """How many of its jobs are in each state."""
+        out: dict[str, int] = {}
+        for job in self.jobs:
+            out[job.state] = out.get(job.state, 0) + 1
+        return out
+
+    @property
+    def finished(self) -> bool:
+        """No job of it is still to run (every one succeeded, failed or was purged)."""
+        return all(job.state in ("succeeded", "failed", "purged") for job in self.jobs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,6 +589,7 @@ class Summary:
     failed_total: int
     retried_total: int
     last_activity_at: datetime | None
+    waiting: int = 0  # WAITING on parents (``after=``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -535,6 +648,8 @@ class QueueStats:
     lag_count: int  # eligible (due) pending jobs
     lag_avg_seconds: float
     lag_max_seconds: float
+    waiting: int = 0  # WAITING on parents (``after=``), blocked ones included
+    blocked: int = 0  # WAITING on a parent that is in the DLQ
 
 
 @dataclass(frozen=True, slots=True)

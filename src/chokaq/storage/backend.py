@@ -13,7 +13,7 @@ here. This module must not import a database driver or hold SQL.
 lifecycle, enqueue and the worker path (fetch, start, heartbeat, progress, release, finalize);
 ``upkeep`` rescue, retention, metric roll-ups and leadership; ``operators`` cancel, edit and the
 DLQ's actions; ``views`` the reads; ``control`` queues and workers; ``schedules`` periodic
-schedules. Every group follows the rules below.
+schedules; ``workflows`` results, relatives and workflows. Every group follows the rules below.
 
 Semantics shared by all backends (the conformance suite in ``tests/storage`` checks each):
 
@@ -55,6 +55,7 @@ from ..models import (
 from . import checks
 from .control import ControlOperations
 from .driver import Driver, Notifier, StorageSettings, UndecodableRow
+from .graph import plan
 from .group import OperationGroup
 from .leadership import DEFAULT_LEASE_SECONDS, Leadership
 from .observed import Observer, observed_operations, operation, unobserved
@@ -62,6 +63,7 @@ from .operators import OperatorOperations
 from .schedules import ScheduleOperations
 from .upkeep import UpkeepOperations
 from .views import ReadOperations
+from .workflows import WorkflowOperations
 
 __all__ = ["Backend", "Observer"]
 
@@ -74,6 +76,7 @@ class Backend(
     ReadOperations,
     ControlOperations,
     ScheduleOperations,
+    WorkflowOperations,
     OperationGroup,
 ):
     """Every storage operation, for the database its ``driver`` adapts.
@@ -200,13 +203,19 @@ class Backend(
         when two jobs of the same batch share a key: the first wins). ``connection``, where
         ``capabilities.caller_transactions``, is the caller's open connection: the insert joins
         their transaction and the wake-up is sent only when it commits.
+
+        A job with ``after`` (parent ids: jobs of the same batch, or stored ones) waits until
+        every parent has succeeded (see ``chokaq.storage.graph``); the batch is refused
+        (``ValidationError`` naming ``jobs[i].after``, nothing written) for a parent that is
+        not stored, a cycle, or an idempotency key on a job with or in a dependency.
         """
         caller = checks.caller_connection(connection, self.capabilities)
         checked = validate_new_jobs(jobs, self._limits)
         clock = checks.now(now)
         if not checked:
             return []
-        return await self.driver.jobs_enqueue(checked, clock, caller)
+        checked, graph = plan(checked)
+        return await self.driver.jobs_enqueue(checked, clock, caller, graph)
 
     # -- worker path ------------------------------------------------------------------------
 

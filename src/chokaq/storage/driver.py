@@ -29,6 +29,8 @@ from ..models import (
     Heartbeat,
     HeartbeatAck,
     JobFilter,
+    JobLink,
+    JobOutcome,
     JobView,
     LeaderTerm,
     Lease,
@@ -51,8 +53,10 @@ from ..models import (
     Throughput,
     WorkerControl,
     WorkerInfo,
+    WorkflowMember,
 )
 from .checks import Edits, QueueLimits
+from .graph import Graph
 
 __all__ = ["Driver", "Notifier", "StorageSettings", "UndecodableRow"]
 
@@ -107,11 +111,14 @@ class Notifier(abc.ABC):
         self,
         on_jobs: Callable[[str], None],
         on_cancel: Callable[[str], None],
+        on_done: Callable[[str], None] | None = None,
     ) -> None:
         """Begin delivering: ``on_jobs(queue)`` after an enqueue commits, ``on_cancel(job_id)``
-        after a cancel request for a running job commits. Callbacks run on the event loop. A
-        notifier that cannot tell which queue or job (SQLite's signal file for other
-        processes) passes the empty string: "some queue", "some running job"."""
+        after a cancel request for a running job commits, and ``on_done(job_id)`` after a job
+        someone waits on (``App.result``) left the hot table. Callbacks run on the event loop.
+        A notifier that cannot tell which queue or job (SQLite's signal file for other
+        processes, a listener that was away) passes the empty string: "some queue", "some
+        running job", "some waited job"."""
 
     @abc.abstractmethod
     async def stop(self) -> None:
@@ -166,8 +173,18 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def jobs_enqueue(
-        self, jobs: list[NewJob], now: datetime | None, connection: Any
-    ) -> list[EnqueueResult]: ...
+        self,
+        jobs: list[NewJob],
+        now: datetime | None,
+        connection: Any,
+        graph: Graph | None = None,
+    ) -> list[EnqueueResult]:
+        """Insert the jobs; with a ``graph`` (``chokaq.storage.graph``), in one transaction:
+        attach the new children to the ``dependents`` of their stored parents (a parent in
+        hot or the DLQ, locked until commit; one in the archive has succeeded; one in none of
+        them: ``ValidationError``, nothing written), insert each job with its count of parents
+        still to succeed (WAITING when above zero) and its children in ``dependents``, and
+        insert the edges."""
 
     @abc.abstractmethod
     async def jobs_fetch(
@@ -221,6 +238,34 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool: ...
+
+    # -- results and workflows (workflows.py) --------------------------------------------------
+
+    @abc.abstractmethod
+    async def job_outcome(self, id: str, watch: bool) -> JobOutcome | None:
+        """Where the job is (None: in no pillar). ``watch`` first marks a hot job ``waited``,
+        under its row lock, so that whichever statement moves it out of hot notifies."""
+
+    @abc.abstractmethod
+    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
+        """(parent id, result, result_error) of each of the job's parents in the archive."""
+
+    @abc.abstractmethod
+    async def job_relatives(
+        self, id: str, limit: int
+    ) -> tuple[str | None, list[JobLink], list[JobLink]]:
+        """The job's workflow, its parents and its children (at most ``limit`` each)."""
+
+    @abc.abstractmethod
+    async def workflow_members(self, id: str, limit: int) -> list[WorkflowMember]:
+        """The jobs of workflow ``id`` (at most ``limit``, by id), with their parents."""
+
+    @abc.abstractmethod
+    async def jobs_dependency_fail(
+        self, pairs: list[tuple[str, str]], actor: str, why: str, now: datetime | None
+    ) -> list[str]:
+        """Move each (child, parent) child still WAITING to the DLQ as DEPENDENCY_FAILED,
+        naming the parent and ``why``; the ids moved."""
 
     # -- retention (retention.py) -------------------------------------------------------------
 

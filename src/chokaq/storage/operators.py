@@ -35,7 +35,7 @@ class OperatorOperations(OperationGroup):
     async def jobs_cancel(
         self, *, ids: Sequence[str], actor: str, now: datetime | None = None
     ) -> CancelResult:
-        """Pending or Fetched -> DLQ CANCELLED at once (cancelled_by = actor, counters and
+        """Pending, Fetched or Waiting -> DLQ CANCELLED at once (cancelled_by = actor, counters and
         buckets as a fail move); Processing -> a durable cancel request (cancel_requested_at,
         cancelled_by) that the owning worker hears through its heartbeat or a notification."""
         unique = checks.job_ids("ids", ids, self._max_batch)

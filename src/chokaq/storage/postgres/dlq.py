@@ -61,7 +61,10 @@ class PostgresDlq(PostgresCore):
 
     async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]:
         wanted = list(ids)
-        deleted = {row[0] for row in await self._rows("dlq_purge", {"ids": wanted})}
+        deleted = {
+            row[0]
+            for row in await self._rows("dlq_purge", {"ids": wanted, "channel": self.channel})
+        }
         return [i for i in wanted if i in deleted]
 
     async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]:
@@ -71,6 +74,6 @@ class PostgresDlq(PostgresCore):
             wanted = [r[0] for r in await cur.fetchall()]
             if not wanted:
                 return []
-            cur = await conn.execute(self._q["dlq_purge"], {"ids": wanted})
+            cur = await conn.execute(self._q["dlq_purge"], {"ids": wanted, "channel": self.channel})
             deleted = {r[0] for r in await cur.fetchall()}
         return [i for i in wanted if i in deleted]

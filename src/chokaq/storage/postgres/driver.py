@@ -1,10 +1,9 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
 Owns assembling the operation modules (``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``,
-``leadership``, ``schedules``, all on the pool and queries of ``connection``) into one
-``Driver``, declaring
-what PostgreSQL can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must
-not check arguments or hold SQL text.
+``leadership``, ``schedules``, ``workflows``, all on the pool and queries of ``connection``)
+into one ``Driver``, declaring what PostgreSQL can do (``Capabilities``) and handing out its
+notifier (LISTEN/NOTIFY). It must not check arguments or hold SQL text.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from .queues import PostgresQueues
 from .reads import PostgresReads
 from .retention import PostgresRetention
 from .schedules import PostgresSchedules
+from .workflows import PostgresWorkflows
 
 __all__ = ["PostgresDriver"]
 
@@ -31,6 +31,7 @@ class PostgresDriver(
     PostgresQueues,
     PostgresReads,
     PostgresLeadership,
+    PostgresWorkflows,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

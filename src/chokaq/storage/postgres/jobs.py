@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, LiteralString
 
 import psycopg
@@ -40,6 +41,7 @@ from ...models import (
 )
 from ..checks import Edits
 from ..driver import UndecodableRow
+from ..graph import Graph, unknown_parents
 from .connection import Params, PostgresCore
 from .rows import claimed_rows, join_tags
 
@@ -63,6 +65,11 @@ BULKHEAD_CACHE_SECONDS = 1.0
 BULKHEAD_MAX_AGE_SECONDS = 5.0
 # Jobs per statement of a large enqueue (its statements overlap with the client's work).
 ENQUEUE_CHUNK = 1_000
+# Per job id of a batch with dependencies: its parents still to succeed, and its children's
+# ids (the ``dependents`` text).
+GraphColumns = tuple[dict[str, int], dict[str, str]]
+# How often an enqueue looks for a stored parent that moved between pillars while it looked.
+GRAPH_LOCATE_TRIES = 5
 
 
 def edit_params(edits: Edits) -> dict[str, Any]:
@@ -81,7 +88,11 @@ class PostgresJobs(PostgresCore):
     # -- enqueue ----------------------------------------------------------------------------
 
     async def jobs_enqueue(
-        self, jobs: list[NewJob], now: datetime | None, connection: Any
+        self,
+        jobs: list[NewJob],
+        now: datetime | None,
+        connection: Any,
+        graph: Graph | None = None,
     ) -> list[EnqueueResult]:
         checked = jobs
         ids: list[str | None] = [job.id for job in checked]  # the rest are made per statement
@@ -97,12 +108,14 @@ class PostgresJobs(PostgresCore):
                     continue
                 first_with_key[key] = i
             todo.append(i)
-        # A large batch goes as several statements in one transaction, overlapped (below).
-        chunked = len(todo) > ENQUEUE_CHUNK
+        # A large batch goes as several statements in one transaction, overlapped (below); so
+        # does a batch with dependencies (the parents are locked, then the jobs and edges go).
+        chunked = len(todo) > ENQUEUE_CHUNK or graph is not None
+        rounds = self._enqueue_rounds if graph is None else partial(self._enqueue_graph, graph)
 
         if connection is None:
             async with self._connection("enqueue") as conn, _holding(conn, chunked):
-                await self._enqueue_rounds(conn.execute, checked, ids, todo, results, now)
+                await rounds(conn.execute, checked, ids, todo, results, now)
             # Committed: these queues' rows exist for good (queue rows are never deleted).
             # Not learned from a caller's connection, whose transaction may still roll back.
             self._ensured_queues.update(job.queue for job in checked)
@@ -119,7 +132,7 @@ class PostgresJobs(PostgresCore):
 
             idle = connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             async with _holding(connection, chunked and connection.autocommit and idle):
-                await self._enqueue_rounds(run_async, checked, ids, todo, results, now)
+                await rounds(run_async, checked, ids, todo, results, now)
         else:
             # The seam let only psycopg connections through (checks.caller_connection).
             sync_conn: psycopg.Connection[Any] = connection
@@ -130,8 +143,14 @@ class PostgresJobs(PostgresCore):
             async def run(query: LiteralString, params: Params) -> psycopg.Cursor[Any]:
                 return await asyncio.to_thread(run_sync, query, params)
 
+            if graph is not None and sync_conn.autocommit:
+                raise ValidationError(
+                    "connection",
+                    "must not be in autocommit mode to enqueue jobs with after= (their "
+                    "parents, jobs and edges are written by several statements)",
+                )
             # One statement for the whole batch: no transaction is opened on a thread's behalf.
-            await self._enqueue_rounds(run, checked, ids, todo, results, now, chunk=None)
+            await rounds(run, checked, ids, todo, results, now, chunk=None)
 
         for i, first in later.items():
             winner = results[first]
@@ -148,6 +167,7 @@ class PostgresJobs(PostgresCore):
         results: list[EnqueueResult | None],
         now: datetime | None,
         chunk: int | None = ENQUEUE_CHUNK,
+        columns: GraphColumns | None = None,
     ) -> None:
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
@@ -159,7 +179,9 @@ class PostgresJobs(PostgresCore):
         else:
             query = self._q["jobs_enqueue_plain"]
         while todo:
-            conflicted = await self._insert(execute, query, jobs, ids, todo, results, now, chunk)
+            conflicted = await self._insert(
+                execute, query, jobs, ids, todo, results, now, chunk, columns
+            )
             if not conflicted:
                 return
             keys = [jobs[i].idempotency_key for i in conflicted]
@@ -175,6 +197,63 @@ class PostgresJobs(PostgresCore):
                 else:
                     results[i] = EnqueueResult(id=holder, duplicate=True)
 
+    async def _enqueue_graph(
+        self,
+        graph: Graph,
+        execute: Any,
+        jobs: list[NewJob],
+        ids: list[str | None],
+        todo: list[int],
+        results: list[EnqueueResult | None],
+        now: datetime | None,
+        chunk: int | None = ENQUEUE_CHUNK,
+    ) -> None:
+        """Enqueue a batch with dependencies, in the transaction the caller holds: attach the
+        new children to their stored parents (locking each parent's row until commit), count
+        each job's parents still to succeed, insert the jobs, then the edges."""
+        q = self._q
+        stored = list(graph.stored)
+        succeeded: set[str] = set()
+        workflows: dict[str, str] = {}
+        if stored:
+            known = {row[0] for row in await _rows(execute, q["jobs_graph_known"], {"ids": stored})}
+            unknown = [p for p in stored if p not in known]
+            if unknown:
+                raise unknown_parents(jobs, unknown)
+            kids = graph.children_of(set(stored))
+            left = stored
+            for _ in range(GRAPH_LOCATE_TRIES):
+                found: set[str] = set()
+                for name in ("jobs_graph_attach_hot", "jobs_graph_attach_dlq"):
+                    rest = [p for p in left if p not in found]
+                    if rest:
+                        params = {"ids": rest, "kids": [kids[p] for p in rest]}
+                        found.update(row[0] for row in await _rows(execute, q[name], params))
+                rest = [p for p in left if p not in found]
+                if rest:
+                    archived = await _rows(execute, q["jobs_graph_archived"], {"ids": rest})
+                    succeeded.update(row[0] for row in archived)
+                # Not found anywhere: it moved between two of these statements; look again.
+                left = [p for p in rest if p not in succeeded]
+                if not left:
+                    break
+            else:
+                raise unknown_parents(jobs, left)
+            rows = await _rows(execute, q["jobs_graph_workflows"], {"ids": stored})
+            workflows = {row[0]: row[1] for row in rows}
+        columns = (graph.waiting(succeeded), graph.children_of(graph.batch))
+        await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, columns)
+        edges = graph.edges(graph.workflows(workflows))
+        await execute(
+            q["jobs_graph_edges"],
+            {
+                "children": [e[0] for e in edges],
+                "parents": [e[1] for e in edges],
+                "workflows": [e[2] for e in edges],
+                "now": now,
+            },
+        )
+
     async def _insert(
         self,
         execute: Any,
@@ -185,6 +264,7 @@ class PostgresJobs(PostgresCore):
         results: list[EnqueueResult | None],
         now: datetime | None,
         chunk: int | None,
+        columns: GraphColumns | None,
     ) -> list[int]:
         """Insert the jobs ``todo`` and record them in ``results``; returns those whose key was
         taken. More than ``chunk`` jobs go as statements of ``chunk`` (the caller holds the
@@ -196,7 +276,7 @@ class PostgresJobs(PostgresCore):
         pending: tuple[list[int], asyncio.Future[list[Any]]] | None = None
         try:
             for part in parts:
-                params = self._enqueue_params(jobs, ids, part, now)
+                params = self._enqueue_params(jobs, ids, part, now, columns)
                 done = None
                 if pending is not None:
                     done = (pending[0], await pending[1])
@@ -217,7 +297,12 @@ class PostgresJobs(PostgresCore):
         return conflicted
 
     def _enqueue_params(
-        self, jobs: list[NewJob], ids: list[str | None], todo: list[int], now: datetime | None
+        self,
+        jobs: list[NewJob],
+        ids: list[str | None],
+        todo: list[int],
+        now: datetime | None,
+        columns: GraphColumns | None = None,
     ) -> Params:
         """The parameters of an enqueue statement for the jobs ``todo``; jobs without an id get
         one here, in order."""
@@ -225,6 +310,11 @@ class PostgresJobs(PostgresCore):
         for i, job_id in zip(missing, new_job_ids(len(missing)), strict=True):
             ids[i] = job_id
         batch = [jobs[i] for i in todo] if len(todo) < len(jobs) else jobs
+        if columns is None:
+            waits = dependents = None
+        else:
+            waits = _column([columns[0].get(j.id or "") for j in batch])
+            dependents = _column([columns[1].get(j.id or "") for j in batch])
         return {
             "ids": ",".join([ids[i] for i in todo]),  # type: ignore[misc]
             "queues": _joined("queue", [j.queue for j in batch]),
@@ -241,6 +331,8 @@ class PostgresJobs(PostgresCore):
             "delays": _column([_float(j.delay_seconds) for j in batch]),
             "created_by": _column([j.created_by for j in batch]),
             "traces": _column([j.trace_context for j in batch]),
+            "waits": waits,
+            "dependents": dependents,
             "now": now,
             "channel": self.channel,
             "wake": list({j.queue: None for j in batch}),  # read by jobs_enqueue_plain only
@@ -336,9 +428,7 @@ class PostgresJobs(PostgresCore):
 
     async def jobs_finalize(self, moves: list[Move], now: datetime | None) -> list[bool]:
         try:
-            rows = await self._rows(
-                "jobs_finalize", self._finalize_params(moves, now), lane="finalize"
-            )
+            rows = await self._finalize_batch(moves, now)
         except psycopg.IntegrityError:
             # The batch failed as a whole because a row already holds one move's id in its
             # target pillar: apply each move alone, in savepoints of one transaction, so that
@@ -348,45 +438,67 @@ class PostgresJobs(PostgresCore):
                 for move in moves:
                     try:
                         async with conn.transaction():
-                            params = self._finalize_params([move], now)
-                            rows += await self._run(conn, "jobs_finalize", params)
+                            name = _statement(move)
+                            params = self._finalize_params([move], now, self.channel)
+                            rows += await self._run(conn, name, params)
                     except psycopg.IntegrityError:
                         continue
         applied = {row[0] for row in rows}
         return [move.lease.job_id in applied for move in moves]
 
+    async def _finalize_batch(self, moves: list[Move], now: datetime | None) -> list[Any]:
+        """Succeed and fail moves in one statement, retries in another; a batch of both sends
+        the two in one transaction and one round trip."""
+        retries = [m for m in moves if isinstance(m, RetryMove)]
+        if not retries or len(retries) == len(moves):
+            name = "jobs_finalize_retry" if retries else "jobs_finalize"
+            return await self._rows(
+                name, self._finalize_params(moves, now, self.channel), lane="finalize"
+            )
+        ends = [m for m in moves if not isinstance(m, RetryMove)]
+        async with self._connection("finalize") as conn:
+            async with conn.pipeline(), conn.transaction():
+                first = await conn.execute(
+                    self._q["jobs_finalize"], self._finalize_params(ends, now, self.channel)
+                )
+                second = await conn.execute(
+                    self._q["jobs_finalize_retry"],
+                    self._finalize_params(retries, now, self.channel),
+                )
+            return [*await first.fetchall(), *await second.fetchall()]
+
     @staticmethod
-    def _finalize_params(moves: Sequence[Move], now: datetime | None) -> Params:
+    def _finalize_params(moves: Sequence[Move], now: datetime | None, channel: str) -> Params:
         # Keys left out read as NULL in json_to_recordset, which every use of them allows
-        # (a NULL refund or count_retry counts as false): a succeed move sends five of twelve.
+        # (a NULL refund or count_retry counts as false): a succeed move sends five of 14.
         rows: list[dict[str, Any]] = []
         for move in moves:
             lease = move.lease
-            row: dict[str, Any] = {
-                "id": lease.job_id,
-                "worker_id": lease.worker_id,
-                "token": lease.token,
-            }
+            row: dict[str, Any] = {"i": lease.job_id, "w": lease.worker_id, "t": lease.token}
             if isinstance(move, SucceedMove):
-                row["kind"] = _SUCCEED
-                row["duration"] = _float(move.duration_seconds)
+                row["k"] = _SUCCEED
+                row["du"] = _float(move.duration_seconds)
+                if move.result is not None:
+                    row["rs"] = move.result
+                if move.result_error is not None:
+                    row["re"] = move.result_error
             elif isinstance(move, FailMove):
-                row["kind"] = _FAIL
-                row["duration"] = _float(move.duration_seconds)
-                row["reason"] = int(move.reason)
-                row["error"] = move.error
-                row["actor"] = move.actor
+                row["k"] = _FAIL
+                row["du"] = _float(move.duration_seconds)
+                row["r"] = int(move.reason)
+                row["e"] = move.error
+                row["a"] = move.actor
             elif isinstance(move, RetryMove):
-                row["kind"] = _RETRY
-                row["error"] = move.error
-                row["run_at"] = move.run_at.isoformat() if move.run_at is not None else None
-                row["delay"] = move.delay_seconds
-                row["refund"] = move.refund_attempt
-                row["count_retry"] = move.count_retry
+                row["k"] = _RETRY
+                row["e"] = move.error
+                row["ra"] = move.run_at.isoformat() if move.run_at is not None else None
+                row["dl"] = move.delay_seconds
+                row["rf"] = move.refund_attempt
+                row["cr"] = move.count_retry
             else:
                 raise ValidationError("moves", f"unknown move type {type(move).__name__}")
             rows.append(row)
-        return {"moves": dump_json(rows), "now": now}
+        return {"moves": dump_json(rows), "now": now, "channel": channel}
 
     # -- rescue ----------------------------------------------------------------------------
 
@@ -397,7 +509,12 @@ class PostgresJobs(PostgresCore):
         now: datetime | None,
         fence: LeaderTerm | None,
     ) -> RescueResult:
-        params = {"timeout": float(processing_timeout_seconds), "now": now, "ids": None}
+        params = {
+            "timeout": float(processing_timeout_seconds),
+            "now": now,
+            "ids": None,
+            "channel": self.channel,
+        }
         zombies: tuple[str, ...] | None = None
         async with self.pool.connection() as conn:
             async with conn.transaction():
@@ -410,7 +527,7 @@ class PostgresJobs(PostgresCore):
                 try:
                     async with conn.transaction():  # a savepoint: the requeues stand alone
                         cur = await conn.execute(self._q["jobs_rescue_zombies"], params)
-                        zombies = tuple(row[0] for row in await cur.fetchall())
+                        zombies = tuple(row[0] for row in await cur.fetchall() if row[0])
                 except psycopg.IntegrityError:
                     zombies = None
             if zombies is None:
@@ -425,7 +542,7 @@ class PostgresJobs(PostgresCore):
                             cur = await conn.execute(
                                 self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
                             )
-                            found.extend(row[0] for row in await cur.fetchall())
+                            found.extend(row[0] for row in await cur.fetchall() if row[0])
                     except psycopg.IntegrityError:
                         continue
                 zombies = tuple(found)
@@ -480,6 +597,11 @@ class PostgresJobs(PostgresCore):
     async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
         params = {**edit_params(edits), "id": id, "actor": actor, "now": now}
         return await self._count("jobs_edit", params) > 0
+
+
+def _statement(move: Move) -> LiteralString:
+    """The finalize statement that applies ``move``."""
+    return "jobs_finalize_retry" if isinstance(move, RetryMove) else "jobs_finalize"
 
 
 def _float(value: float | None) -> float | None:

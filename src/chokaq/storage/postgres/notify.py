@@ -14,22 +14,24 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from logging import WARNING
-from typing import Any, LiteralString
+from typing import Any, LiteralString, NamedTuple
 
 import psycopg
 
 from ...logs import Event, log_event
 from ..driver import Notifier
 
-__all__ = ["CANCEL_TAG", "QUEUE_TAG", "PgNotifier", "parse_payload"]
+__all__ = ["CANCEL_TAG", "DONE_TAG", "QUEUE_TAG", "PgNotifier", "parse_payload"]
 
 Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
 
 # Every payload on the channel starts with a tag, so a queue name can never read as a cancel
 # request (a queue named "cancel:x" once did): ``j:<queue>`` is work committed to a queue,
-# ``c:<job id>`` a cancel request for a running job. The statements in queries.sql write them.
+# ``c:<job id>`` a cancel request for a running job, ``d:<job id>`` a job someone waits on that
+# left the hot table. The statements in queries.sql write them.
 QUEUE_TAG = "j:"
 CANCEL_TAG = "c:"
+DONE_TAG = "d:"
 
 # After the listening connection is lost, it is re-established with a backoff from the first
 # figure doubling to the second, each wait jittered down by up to half (so a restarted server
@@ -44,13 +46,33 @@ KEEPALIVE_TIMEOUT_SECONDS = 10.0
 
 
 def parse_payload(payload: str) -> tuple[str, str]:
-    """``("jobs", queue)`` or ``("cancel", job_id)``; a payload without a known tag (a sender
-    of another chokaq version) reads as ``("jobs", "")``: "some queue", a harmless extra fetch."""
+    """``("jobs", queue)``, ``("cancel", job_id)`` or ``("done", job_id)``; a payload without a
+    known tag (a sender of another chokaq version) reads as ``("jobs", "")``: "some queue", a
+    harmless extra fetch."""
     if payload.startswith(QUEUE_TAG):
         return "jobs", payload[len(QUEUE_TAG) :]
     if payload.startswith(CANCEL_TAG):
         return "cancel", payload[len(CANCEL_TAG) :]
+    if payload.startswith(DONE_TAG):
+        return "done", payload[len(DONE_TAG) :]
     return "jobs", ""
+
+
+def _ignore(value: str) -> None:
+    """The callback of a kind nobody listens for."""
+
+
+class _Callbacks(NamedTuple):
+    on_jobs: Callable[[str], None]
+    on_cancel: Callable[[str], None]
+    on_done: Callable[[str], None]
+
+    def of(self, kind: str) -> Callable[[str], None]:
+        if kind == "cancel":
+            return self.on_cancel
+        if kind == "done":
+            return self.on_done
+        return self.on_jobs
 
 
 class PgNotifier(Notifier):
@@ -76,8 +98,10 @@ class PgNotifier(Notifier):
         self,
         on_jobs: Callable[[str], None],
         on_cancel: Callable[[str], None],
+        on_done: Callable[[str], None] | None = None,
     ) -> None:
         await self.stop()
+        callbacks = _Callbacks(on_jobs, on_cancel, on_done or _ignore)
         try:
             self._conn = await self._open()
         except Exception as exc:
@@ -85,11 +109,11 @@ class PgNotifier(Notifier):
             # out of connections, at start must not leave the worker polling for good.
             lost = f"{type(exc).__name__}: {exc}".strip()
             self._task = asyncio.create_task(
-                self._keep(on_jobs, on_cancel, lost=lost), name="chokaq-pg-listen"
+                self._keep(callbacks, lost=lost), name="chokaq-pg-listen"
             )
             raise
         self._healthy = True
-        self._task = asyncio.create_task(self._keep(on_jobs, on_cancel), name="chokaq-pg-listen")
+        self._task = asyncio.create_task(self._keep(callbacks), name="chokaq-pg-listen")
 
     async def _open(self) -> psycopg.AsyncConnection[Any]:
         conn = await self._connect()
@@ -100,20 +124,14 @@ class PgNotifier(Notifier):
             raise
         return conn
 
-    async def _keep(
-        self,
-        on_jobs: Callable[[str], None],
-        on_cancel: Callable[[str], None],
-        *,
-        lost: str | None = None,
-    ) -> None:
+    async def _keep(self, callbacks: _Callbacks, *, lost: str | None = None) -> None:
         """Deliver until the connection is lost, then listen again, for as long as it runs;
         ``lost`` (why the first connection failed) starts it listening again at once."""
         while True:
             if lost is None:
                 conn = self._conn
                 assert conn is not None
-                error = await self._deliver(conn, on_jobs, on_cancel)
+                error = await self._deliver(conn, callbacks)
                 self._healthy = False
                 self._conn = None
                 with contextlib.suppress(Exception):
@@ -135,7 +153,7 @@ class PgNotifier(Notifier):
                 attempts=attempts,
                 down_seconds=round(time.monotonic() - lost_at, 3),
             )
-            for callback in (on_jobs, on_cancel):
+            for callback in callbacks:
                 with contextlib.suppress(Exception):
                     callback("")
 
@@ -152,19 +170,14 @@ class PgNotifier(Notifier):
             except (psycopg.Error, OSError):
                 delay = min(delay * 2, RELISTEN_MAX_SECONDS)
 
-    async def _deliver(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        on_jobs: Callable[[str], None],
-        on_cancel: Callable[[str], None],
-    ) -> str:
+    async def _deliver(self, conn: psycopg.AsyncConnection[Any], callbacks: _Callbacks) -> str:
         """Dispatch notifications until the connection fails; returns why it failed."""
         try:
             while True:
                 async for note in conn.notifies(timeout=KEEPALIVE_SECONDS):
                     kind, value = parse_payload(note.payload)
                     with contextlib.suppress(Exception):  # a callback must never end delivery
-                        (on_cancel if kind == "cancel" else on_jobs)(value)
+                        callbacks.of(kind)(value)
                 # Quiet for a while: make sure the session is still there.
                 await asyncio.wait_for(conn.execute(self._listen), KEEPALIVE_TIMEOUT_SECONDS)
         except asyncio.CancelledError:

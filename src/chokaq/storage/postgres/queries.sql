@@ -75,20 +75,24 @@ input AS (
         string_to_array(%(types)s, chr(31)), string_to_array(%(payloads)s, chr(31)),
         %(tags)b::text[], %(keys)b::text[], string_to_array(%(priorities)s, ',')::integer[],
         %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
-        %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[]
+        %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[],
+        %(waits)b::integer[], %(dependents)b::text[]
     ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
-           timeout_seconds, run_at, delay_seconds, created_by, trace_context)
+           timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left,
+           dependents)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
 
 -- name: fragment_enqueue_rows
--- The hot rows of the batch's jobs (the columns of an enqueue insert, in order).
-SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
+-- The hot rows of the batch's jobs (the columns of an enqueue insert, in order): a job with
+-- parents still to succeed waits (status 3).
+SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
+       CASE WHEN i.parents_left > 0 THEN 3 ELSE 0 END, 0,
        i.max_attempts, i.timeout_seconds,
        coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
-       c.now, c.now, i.created_by, i.trace_context
+       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.dependents
 FROM input i CROSS JOIN clock c
 
 -- name: fragment_enqueue_insert
@@ -101,7 +105,7 @@ keyed AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context
+        trace_context, parents_left, dependents
     )
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NOT NULL
@@ -113,7 +117,7 @@ plain AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context
+        trace_context, parents_left, dependents
     )
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NULL
@@ -160,7 +164,7 @@ plain AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context
+        trace_context, parents_left, dependents
     )
 -- include: fragment_enqueue_rows
     RETURNING 1
@@ -261,7 +265,7 @@ claimed AS (
     RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
               h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
               h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
-              h.trace_context, h.worker_id, h.lease_token::text
+              h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL
 )
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
@@ -337,7 +341,7 @@ RETURNING h.id::text
 INSERT INTO {schema}.jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
     max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-    created_at, started_at, failed_at, duration_seconds
+    created_at, started_at, failed_at, duration_seconds, dependents
 )
 
 -- name: fragment_failed_counts
@@ -381,105 +385,146 @@ SET completed_count = b.completed_count + excluded.completed_count,
     max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
     updated_at = excluded.updated_at
 
--- name: jobs_finalize
--- Succeed, fail and retry moves of a batch in one statement: the rows leave hot (or go back to
--- pending), land in archive or DLQ, and the lifetime counters and 1-second buckets move with
--- them. Every move is guarded by its lease; a stale one matches nothing.
--- The moves arrive as one JSON array of rows: for a batch of a few moves that is several
--- times cheaper to send from Python than twelve binary arrays.
+-- name: fragment_release_dependents
+-- The children that the jobs of ``done`` moved to the archive (kind 0) were waited on by, from
+-- each parent's own ``dependents`` (read under the row's lock, so a child attached while the
+-- parent finished is in it): each waiting child counts its parents left down, and goes to
+-- Pending when none is left (``rl``). Two parents of one child finishing at once update its
+-- row in turn, the second from the first's result, so the last one releases it. ``told`` wakes
+-- the queues that got a released child, and whoever waits on a job of ``done`` (``App.result``
+-- marked it ``waited``). Short names: the statement must fit the driver's cache of 4096 bytes.
+rb AS (
+    SELECT x.c, count(*) n
+    FROM done d, unnest(string_to_array(d.dependents, ',')::uuid[]) x(c)
+    WHERE d.k = 0
+    GROUP BY x.c
+),
+rl AS (
+    UPDATE {schema}.jobs_hot c
+    SET parents_left = greatest(c.parents_left - r.n, 0),
+        status = CASE WHEN c.parents_left <= r.n THEN 0 ELSE 3 END, updated_at = k.now
+    FROM rb r, clock k
+    WHERE c.id = r.c AND c.status = 3
+    RETURNING c.queue, c.status
+),
+told AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, t)
+    FROM (SELECT DISTINCT 'j:' || queue t FROM rl WHERE status = 0
+          UNION ALL SELECT 'd:' || id FROM done WHERE waited) z
+)
+
+-- name: fragment_notify_waited
+-- Tell whoever waits on a job of ``done`` (``App.result`` marked it ``waited``) that it left
+-- the hot table; delivered when the transaction commits.
+told AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'd:' || d.id::text) FROM done d WHERE d.waited
+)
+
+-- name: fragment_finalize_input
+-- The moves of a batch, as one JSON array of rows with short keys: for a batch of a few moves
+-- that is several times cheaper to send from Python than binary arrays, and the statements
+-- must fit the driver's cache of 4096 bytes. The keys (``jobs._finalize_params``): i id, w
+-- worker, t lease token, k kind (0 succeed, 1 fail, 2 retry), du duration, r reason, e error,
+-- a actor, ra run_at, dl delay, rf refund the attempt, cr count the retry, rs result, re why
+-- the result was not kept. Keys left out read as NULL.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(id uuid, worker_id text, token uuid, kind integer, duration float8,
-             reason integer, error text, actor text, run_at timestamptz, delay float8,
-             refund boolean, count_retry boolean)
+        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, ra timestamptz,
+             dl float8, rf bool, cr bool, rs text, re text)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
-),
+)
+
+-- name: jobs_finalize
+-- Succeed and fail moves of a batch in one statement: the rows leave hot, land in archive or
+-- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
+-- parent succeeded are released, and waiters told. Every move is guarded by its lease; a stale
+-- one matches nothing. (Retry moves: jobs_finalize_retry, in the same transaction.)
+-- include: fragment_finalize_input
+,
 done AS (
     DELETE FROM {schema}.jobs_hot h
     USING v
-    WHERE v.kind IN (0, 1)
-      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token = v.token
+    WHERE v.k IN (0, 1) AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
       AND h.status IN (1, 2)
-    RETURNING h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count,
-              h.max_attempts, h.timeout_seconds, h.worker_id, h.created_by,
-              h.last_modified_by, h.created_at, h.started_at,
-              v.kind, v.duration, v.reason, v.error, v.actor
+    RETURNING h.*, v.k, v.du, v.r, v.e, v.a, v.rs, v.re
 ),
 archived AS (
     INSERT INTO {schema}.jobs_archive (
         id, queue, type, payload, tags, priority, attempt_count, max_attempts,
         timeout_seconds, worker_id, created_by, last_modified_by, created_at, started_at,
-        finished_at, duration_seconds
+        finished_at, duration_seconds, result, result_error
     )
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.attempt_count,
            d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by, d.last_modified_by,
-           d.created_at, d.started_at, k.now, d.duration
-    FROM done d CROSS JOIN clock k
-    WHERE d.kind = 0
+           d.created_at, d.started_at, k.now, d.du, d.rs, d.re
+    FROM done d, clock k
+    WHERE d.k = 0
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.reason, d.error,
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.r, d.e,
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, d.actor, d.created_at, d.started_at, k.now, d.duration
-    FROM done d CROSS JOIN clock k
-    WHERE d.kind = 1
+           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du, d.dependents
+    FROM done d, clock k
+    WHERE d.k = 1
 ),
-retried AS (
-    UPDATE {schema}.jobs_hot h
-    SET status = 0,
-        scheduled_at = coalesce(v.run_at, k.now + make_interval(secs => v.delay)),
-        last_error = v.error,
-        worker_id = NULL,
-        lease_token = NULL,
-        heartbeat_at = NULL,
-        progress = NULL,
-        attempt_count = CASE WHEN v.refund THEN greatest(h.attempt_count - 1, 0)
-                             ELSE h.attempt_count END,
-        updated_at = k.now
-    FROM v, clock k
-    WHERE v.kind = 2
-      AND h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token = v.token
-      AND h.status IN (1, 2)
-    RETURNING h.id, h.queue, v.count_retry
-),
-counted AS (
-    SELECT queue, count(*) FILTER (WHERE kind = 0) AS succeeded,
-           count(*) FILTER (WHERE kind = 1) AS failed, 0 AS retried
-    FROM done GROUP BY queue
-    UNION ALL
-    SELECT queue, 0, 0, count(*) FILTER (WHERE count_retry)
-    FROM retried GROUP BY queue
-),
+-- include: fragment_release_dependents
+,
 stats AS (
-    INSERT INTO {schema}.stats_summary AS s (
-        queue, succeeded_total, failed_total, retried_total, last_activity_at
-    )
-    SELECT c.queue, sum(c.succeeded), sum(c.failed), sum(c.retried), min(k.now)
-    FROM counted c CROSS JOIN clock k
-    GROUP BY c.queue
-    ORDER BY c.queue
+    INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, failed_total, last_activity_at)
+    SELECT d.queue, count(*) FILTER (WHERE d.k = 0), count(*) FILTER (WHERE d.k = 1), min(k.now)
+    FROM done d, clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
     ON CONFLICT (queue) DO UPDATE
     SET succeeded_total = s.succeeded_total + excluded.succeeded_total,
         failed_total = s.failed_total + excluded.failed_total,
-        retried_total = s.retried_total + excluded.retried_total,
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
 ),
 buckets AS (
 -- include: fragment_buckets_insert
-    SELECT 1, date_trunc('second', min(k.now)), d.queue, d.kind,
-           CASE WHEN d.kind = 0 THEN -1 ELSE d.reason END,
-           count(*), count(d.duration), coalesce(sum(d.duration), 0), max(d.duration),
-           min(k.now)
-    FROM done d CROSS JOIN clock k
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, d.k,
+           CASE WHEN d.k = 0 THEN -1 ELSE d.r END,
+           count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
+    FROM done d, clock k
     GROUP BY 3, 4, 5
     ORDER BY 3, 4, 5
 -- include: fragment_buckets_merge
 )
 SELECT id::text FROM done
 UNION ALL
+SELECT NULL FROM told
+
+-- name: jobs_finalize_retry
+-- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
+-- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
+-- include: fragment_finalize_input
+,
+retried AS (
+    UPDATE {schema}.jobs_hot h
+    SET status = 0, scheduled_at = coalesce(v.ra, k.now + make_interval(secs => v.dl)),
+        last_error = v.e, worker_id = NULL, lease_token = NULL, heartbeat_at = NULL,
+        progress = NULL,
+        attempt_count = CASE WHEN v.rf THEN greatest(h.attempt_count - 1, 0)
+                             ELSE h.attempt_count END,
+        updated_at = k.now
+    FROM v, clock k
+    WHERE v.k = 2 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
+      AND h.status IN (1, 2)
+    RETURNING h.id, h.queue, v.cr
+),
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (queue, retried_total, last_activity_at)
+    SELECT r.queue, count(*) FILTER (WHERE r.cr), min(k.now)
+    FROM retried r, clock k
+    GROUP BY r.queue
+    ORDER BY r.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET retried_total = s.retried_total + excluded.retried_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+)
 SELECT id::text FROM retried
 
 -- ---------------------------------------------------------------------------------------------
@@ -529,11 +574,15 @@ buried AS (
            'Zombie: heartbeat expired (no heartbeat for more than '
                || d.timeout::numeric::text || ' s)',
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.dependents
     FROM done d CROSS JOIN clock k
 ),
+-- include: fragment_notify_waited
+,
 -- include: fragment_failed_counts
 SELECT id::text FROM done
+UNION ALL
+SELECT NULL FROM told
 
 -- name: jobs_rescue_zombie_candidates
 SELECT h.id::text
@@ -546,24 +595,51 @@ WHERE h.status = 2
 ORDER BY h.id
 
 -- name: archive_purge
-DELETE FROM {schema}.jobs_archive
-WHERE id IN (
-    SELECT id FROM {schema}.jobs_archive
-    WHERE finished_at < %(older_than)s
-    ORDER BY finished_at
-    LIMIT %(batch)s
-    FOR UPDATE SKIP LOCKED
+-- A parent whose children are still in hot (waiting, or about to read its result) is kept;
+-- a purged child takes its edges with it.
+WITH gone AS (
+    DELETE FROM {schema}.jobs_archive
+    WHERE id IN (
+        SELECT a.id FROM {schema}.jobs_archive a
+        WHERE a.finished_at < %(older_than)s
+          AND NOT EXISTS (
+              SELECT 1 FROM {schema}.job_edges e
+              JOIN {schema}.jobs_hot h ON h.id = e.child_id
+              WHERE e.parent_id = a.id
+          )
+        ORDER BY a.finished_at
+        LIMIT %(batch)s
+        FOR UPDATE OF a SKIP LOCKED
+    )
+    RETURNING id
+),
+unlinked AS (
+    DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
 )
+SELECT count(*) FROM gone
 
 -- name: dlq_purge_older
-DELETE FROM {schema}.jobs_dlq
-WHERE id IN (
-    SELECT id FROM {schema}.jobs_dlq
-    WHERE failed_at < %(older_than)s
-    ORDER BY failed_at
-    LIMIT %(batch)s
-    FOR UPDATE SKIP LOCKED
+-- As archive_purge: a parent that children still wait on is kept (its repair unblocks them).
+WITH gone AS (
+    DELETE FROM {schema}.jobs_dlq
+    WHERE id IN (
+        SELECT q.id FROM {schema}.jobs_dlq q
+        WHERE q.failed_at < %(older_than)s
+          AND NOT EXISTS (
+              SELECT 1 FROM {schema}.job_edges e
+              JOIN {schema}.jobs_hot h ON h.id = e.child_id
+              WHERE e.parent_id = q.id
+          )
+        ORDER BY q.failed_at
+        LIMIT %(batch)s
+        FOR UPDATE OF q SKIP LOCKED
+    )
+    RETURNING id
+),
+unlinked AS (
+    DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
 )
+SELECT count(*) FROM gone
 
 -- name: jobs_hot_tidy_dead_rows
 -- Dead row versions of the hot table, and live ones (the statistics collector's estimates).
@@ -618,7 +694,7 @@ WITH clock AS MATERIALIZED (
 ),
 done AS (
     DELETE FROM {schema}.jobs_hot h
-    WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status IN (0, 1)
+    WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status IN (0, 1, 3)
     RETURNING h.*, 1 AS failure_reason
 ),
 buried AS (
@@ -626,9 +702,11 @@ buried AS (
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
            'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
            d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
-           d.started_at, k.now, NULL
+           d.started_at, k.now, NULL, d.dependents
     FROM done d CROSS JOIN clock k
 ),
+-- include: fragment_notify_waited
+,
 -- include: fragment_failed_counts
 ,
 requested AS (
@@ -648,6 +726,8 @@ UNION ALL
 SELECT id::text, false FROM requested
 UNION ALL
 SELECT NULL, NULL FROM woken
+UNION ALL
+SELECT NULL, NULL FROM told
 
 -- name: jobs_edit
 UPDATE {schema}.jobs_hot
@@ -685,21 +765,63 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error
+        last_modified_by, last_error, dependents, parents_left
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
            coalesce(%(priority)s::integer, m.priority), 0, 0, m.max_attempts,
-           m.timeout_seconds, k.now, m.created_at, k.now, m.created_by, %(actor)s, m.error
+           m.timeout_seconds, k.now, m.created_at, k.now, m.created_by, %(actor)s, m.error,
+           m.dependents,
+           -- a job enqueued with after= runs with whatever results its parents left
+           CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
+                THEN 0 END
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
 -- include: fragment_notify_inserted
 
 -- name: dlq_purge
-DELETE FROM {schema}.jobs_dlq
-WHERE id = ANY(%(ids)b::uuid[])
-RETURNING id::text
+-- Purged rows leave the children that waited on them nothing to wait for: each such child
+-- still waiting goes to the DLQ as DEPENDENCY_FAILED (11) naming the purged parent, with its
+-- counters and bucket, in the same statement. The children come from the parent's own
+-- ``dependents``, read under its row lock (see fragment_release_dependents).
+WITH clock AS MATERIALIZED (
+    SELECT now() AS now
+),
+purged AS (
+    DELETE FROM {schema}.jobs_dlq
+    WHERE id = ANY(%(ids)b::uuid[])
+    RETURNING id, dependents
+),
+orphans AS (
+    SELECT DISTINCT ON (x.child) x.child, p.id AS parent
+    FROM purged p
+    CROSS JOIN LATERAL unnest(string_to_array(p.dependents, ',')::uuid[]) AS x(child)
+    WHERE p.dependents IS NOT NULL
+    ORDER BY x.child, p.id
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING orphans o
+    WHERE h.id = o.child AND h.status = 3
+    RETURNING h.*, o.parent, 11 AS failure_reason
+),
+buried AS (
+-- include: fragment_dlq_insert
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+           'Dependency failed: parent ' || d.parent::text || ' was purged from the DLQ',
+           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.dependents
+    FROM done d CROSS JOIN clock k
+),
+-- include: fragment_notify_waited
+,
+-- include: fragment_failed_counts
+SELECT id::text, true FROM purged
+UNION ALL
+SELECT id::text, false FROM done
+UNION ALL
+SELECT NULL, NULL FROM told
 
 -- name: fragment_hot_filter
 -- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
@@ -714,6 +836,12 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
+  AND (%(blocked)s::boolean IS NULL
+       OR (status = 3 AND EXISTS (
+               SELECT 1 FROM {schema}.job_edges e
+               JOIN {schema}.jobs_dlq p ON p.id = e.parent_id
+               WHERE e.child_id = jobs_hot.id
+           )) = %(blocked)s::boolean)
 
 -- name: fragment_archive_filter
 -- The ``JobFilter`` of an archive listing (no status or reason: every row succeeded).
@@ -745,7 +873,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The columns ``rows.job_view`` maps for the archive, in its order.
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       finished_at, duration_seconds
+       finished_at, duration_seconds, result, result_error
 FROM {schema}.jobs_archive
 
 -- name: fragment_dlq_view
@@ -779,7 +907,8 @@ SELECT
     coalesce(sum(s.succeeded_total), 0)::bigint,
     coalesce(sum(s.failed_total), 0)::bigint,
     coalesce(sum(s.retried_total), 0)::bigint,
-    max(s.last_activity_at)
+    max(s.last_activity_at),
+    (SELECT count(*) FROM {schema}.jobs_hot WHERE status = 3)
 FROM {schema}.stats_summary s
 
 -- name: stats_queues
@@ -800,17 +929,32 @@ hot AS (
                FILTER (WHERE h.status = 0 AND h.scheduled_at <= k.now)
                AS lag_max
     FROM {schema}.jobs_hot h CROSS JOIN clock k
+    WHERE h.status IN (0, 1, 2)
     GROUP BY h.queue
+),
+-- Waiting rows, and those of them that wait on a parent in the DLQ (blocked), by queue.
+waiting AS (
+    SELECT w.queue, count(*) AS waiting,
+           count(*) FILTER (WHERE EXISTS (
+               SELECT 1 FROM {schema}.job_edges e
+               JOIN {schema}.jobs_dlq p ON p.id = e.parent_id
+               WHERE e.child_id = w.id
+           )) AS blocked
+    FROM {schema}.jobs_hot w
+    WHERE w.status = 3
+    GROUP BY w.queue
 )
 SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        q.execution_timeout_seconds, q.updated_at,
        coalesce(h.pending, 0), coalesce(h.fetched, 0), coalesce(h.processing, 0),
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
-       coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8
+       coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8,
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0)
 FROM {schema}.queues q
 LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
 LEFT JOIN hot h ON h.queue = q.name
+LEFT JOIN waiting w ON w.queue = q.name
 ORDER BY q.name
 
 -- name: jobs_pending_groups
@@ -895,7 +1039,7 @@ FROM {schema}.jobs_hot
 SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by
+       progress, cancel_requested_at, cancelled_by, parents_left
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
 ORDER BY {order}
@@ -922,7 +1066,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by
+       progress, cancel_requested_at, cancelled_by, parents_left
 FROM {schema}.jobs_hot
 WHERE id = %(id)s::uuid
 
@@ -1251,3 +1395,157 @@ DELETE FROM {schema}.schedule_slots WHERE name = %(name)s
 
 -- name: schedule_delete
 DELETE FROM {schema}.schedules WHERE name = %(name)s
+
+-- ---------------------------------------------------------------------------------------------
+-- Results and workflows
+-- ---------------------------------------------------------------------------------------------
+
+-- name: jobs_graph_known
+-- The stored parents of an enqueue that exist somewhere (checked before anything is written).
+SELECT id::text FROM {schema}.jobs_hot WHERE id = ANY(%(ids)b::uuid[])
+UNION ALL
+SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
+UNION ALL
+SELECT id::text FROM {schema}.jobs_dlq WHERE id = ANY(%(ids)b::uuid[])
+
+-- name: jobs_graph_attach_hot
+-- Add new children to the ``dependents`` of stored parents still in hot. The row lock this
+-- takes holds the parent's move out of hot until the enqueue commits; the move then reads the
+-- row with the children in it. Returns the parents found.
+UPDATE {schema}.jobs_hot h
+SET dependents = CASE WHEN h.dependents IS NULL THEN v.kids ELSE h.dependents || ',' || v.kids END
+FROM unnest(%(ids)b::uuid[], %(kids)b::text[]) AS v(id, kids)
+WHERE h.id = v.id
+RETURNING h.id::text
+
+-- name: jobs_graph_attach_dlq
+-- The same for parents in the DLQ (a resurrection carries ``dependents`` back to hot).
+UPDATE {schema}.jobs_dlq d
+SET dependents = CASE WHEN d.dependents IS NULL THEN v.kids ELSE d.dependents || ',' || v.kids END
+FROM unnest(%(ids)b::uuid[], %(kids)b::text[]) AS v(id, kids)
+WHERE d.id = v.id
+RETURNING d.id::text
+
+-- name: jobs_graph_archived
+SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
+
+-- name: jobs_graph_workflows
+-- The workflow of each stored parent that has parents of its own.
+SELECT DISTINCT ON (child_id) child_id::text, workflow_id::text
+FROM {schema}.job_edges
+WHERE child_id = ANY(%(ids)b::uuid[])
+ORDER BY child_id, created_at
+
+-- name: jobs_graph_edges
+INSERT INTO {schema}.job_edges (child_id, parent_id, workflow_id, created_at)
+SELECT c, p, w, coalesce(%(now)s::timestamptz, now())
+FROM unnest(%(children)b::uuid[], %(parents)b::uuid[], %(workflows)b::uuid[]) AS v(c, p, w)
+
+-- name: job_watch
+-- Mark a hot job waited on (its move out of hot then notifies ``d:<id>``); the row lock holds a
+-- concurrent move until this commits, so the move sees the mark.
+UPDATE {schema}.jobs_hot
+SET waited = true
+WHERE id = %(id)s::uuid AND waited IS NOT TRUE
+RETURNING status
+
+-- name: job_outcome
+-- Where a job is, in one snapshot: a move between pillars is one transaction, so the job is in
+-- exactly one of them (or none).
+SELECT 'hot', status, NULL::smallint, NULL::text, NULL::text, NULL::text
+FROM {schema}.jobs_hot WHERE id = %(id)s::uuid
+UNION ALL
+SELECT 'archive', NULL, NULL, NULL, result, result_error
+FROM {schema}.jobs_archive WHERE id = %(id)s::uuid
+UNION ALL
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL
+FROM {schema}.jobs_dlq WHERE id = %(id)s::uuid
+
+-- name: job_parent_results
+-- The results of a job's parents that succeeded.
+SELECT e.parent_id::text, a.result, a.result_error
+FROM {schema}.job_edges e
+JOIN {schema}.jobs_archive a ON a.id = e.parent_id
+WHERE e.child_id = %(id)s::uuid
+
+-- name: job_relatives
+-- A job's parents and children with where each is now (at most ``limit`` of each side).
+WITH links AS (
+    (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at
+     FROM {schema}.job_edges e WHERE e.child_id = %(id)s::uuid
+     ORDER BY e.created_at, e.parent_id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT e.child_id, 1, e.workflow_id, e.created_at
+     FROM {schema}.job_edges e WHERE e.parent_id = %(id)s::uuid
+     ORDER BY e.created_at, e.child_id LIMIT %(limit)s)
+)
+SELECT l.id::text, l.side, l.workflow_id::text, coalesce(h.type, a.type, d.type), h.status,
+       a.id IS NOT NULL, d.failure_reason
+FROM links l
+LEFT JOIN {schema}.jobs_hot h ON h.id = l.id
+LEFT JOIN {schema}.jobs_archive a ON a.id = l.id
+LEFT JOIN {schema}.jobs_dlq d ON d.id = l.id
+ORDER BY l.side, l.created_at, l.id
+
+-- name: workflow_members
+-- Every job of a workflow (the children whose workflow it is, and their parents), with where
+-- each is and its parents' ids; at most ``limit``.
+WITH e AS (
+    SELECT child_id, parent_id FROM {schema}.job_edges WHERE workflow_id = %(id)s::uuid
+),
+members AS (
+    SELECT child_id AS id FROM e UNION SELECT parent_id FROM e
+)
+SELECT m.id::text, coalesce(h.type, a.type, d.type), coalesce(h.queue, a.queue, d.queue),
+       h.status, a.id IS NOT NULL, d.failure_reason, d.error,
+       (SELECT string_agg(x.parent_id::text, ',' ORDER BY x.parent_id)
+        FROM e x WHERE x.child_id = m.id)
+FROM members m
+LEFT JOIN {schema}.jobs_hot h ON h.id = m.id
+LEFT JOIN {schema}.jobs_archive a ON a.id = m.id
+LEFT JOIN {schema}.jobs_dlq d ON d.id = m.id
+ORDER BY m.id
+LIMIT %(limit)s
+
+-- name: workflow_of
+-- The workflow a job belongs to: its own as a child, else the one it is a parent in.
+SELECT workflow_id::text FROM (
+    (SELECT workflow_id, 0 AS side FROM {schema}.job_edges
+     WHERE child_id = %(id)s::uuid ORDER BY created_at LIMIT 1)
+    UNION ALL
+    (SELECT workflow_id, 1 FROM {schema}.job_edges
+     WHERE parent_id = %(id)s::uuid ORDER BY created_at LIMIT 1)
+) w
+ORDER BY side
+LIMIT 1
+
+-- name: jobs_dependency_fail
+-- Waiting children given with the parent that failed them -> DLQ as DEPENDENCY_FAILED (11),
+-- with counters and buckets (a cancelled workflow's blocked jobs).
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+pairs AS (
+    SELECT * FROM unnest(%(children)b::uuid[], %(parents)b::uuid[]) AS v(child, parent)
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING pairs o
+    WHERE h.id = o.child AND h.status = 3
+    RETURNING h.*, o.parent, 11 AS failure_reason
+),
+buried AS (
+-- include: fragment_dlq_insert
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+           'Dependency failed: parent ' || d.parent::text || ' is in the DLQ; '
+               || %(why)s::text,
+           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
+           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL, d.dependents
+    FROM done d CROSS JOIN clock k
+),
+-- include: fragment_notify_waited
+,
+-- include: fragment_failed_counts
+SELECT id::text FROM done
+UNION ALL
+SELECT NULL FROM told

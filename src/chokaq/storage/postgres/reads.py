@@ -59,6 +59,7 @@ def filter_params(filter: JobFilter) -> dict[str, Any]:
         "until": filter.until,
         "ids": None if filter.ids is None else list(filter.ids),
         "search": _like_pattern(search) if search else None,
+        "blocked": filter.blocked,
     }
 
 
@@ -76,6 +77,7 @@ class PostgresReads(PostgresCore):
             failed_total=row[4],
             retried_total=row[5],
             last_activity_at=row[6],
+            waiting=row[7],
         )
 
     async def jobs_pending_groups(
@@ -101,6 +103,8 @@ class PostgresReads(PostgresCore):
                 lag_count=row[14],
                 lag_avg_seconds=float(row[15]),
                 lag_max_seconds=float(row[16]),
+                waiting=row[17],
+                blocked=row[18],
             )
             for row in rows
         ]

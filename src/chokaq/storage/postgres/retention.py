@@ -64,7 +64,9 @@ class PostgresRetention(PostgresCore):
         while limit is None or total < limit:
             size = batch if limit is None else min(batch, limit - total)
             params = {"older_than": older_than, "batch": size}
-            deleted = await self._fenced_count(name, params, fence)
+            async with self._fenced(fence) as conn:
+                rows: list[tuple[Any, ...]] = await self._run(conn, name, params)
+            deleted = int(rows[0][0]) if rows else 0
             total += deleted
             if deleted < size:
                 break

@@ -76,6 +76,7 @@ def claimed_job(row: Row) -> ClaimedJob:
         last_error=row[15],
         trace_context=row[16],
         lease=Lease(job_id=row[0], worker_id=row[17], token=row[18]),
+        has_parents=row[19],
     )
 
 
@@ -208,8 +209,16 @@ _VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
         "progress",
         "cancel_requested_at",
         "cancelled_by",
+        "parents_left",
     ),
-    Pillar.ARCHIVE: (*_SHARED, *_DONE, "finished_at", "duration_seconds"),
+    Pillar.ARCHIVE: (
+        *_SHARED,
+        *_DONE,
+        "finished_at",
+        "duration_seconds",
+        "result",
+        "result_error",
+    ),
     Pillar.DLQ: (
         *_SHARED,
         *_DONE,

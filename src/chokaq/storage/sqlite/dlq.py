@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ...models import JobFilter
 from .connection import Database
-from .jobs import ensure_queues
+from .jobs import Moved, dependency_fail, ensure_queues
 from .reads import filter_params
 
 __all__ = [
@@ -29,16 +29,16 @@ def dlq_edit(db: Database, params: dict[str, object]) -> bool:
     return db.write(lambda: db.conn.execute(db.q["dlq_edit"], params).rowcount > 0)
 
 
-Moved = tuple[list[str], list[str]]
+Resurrected = tuple[list[str], list[str]]
 
 
-def resurrect(db: Database, ids: Sequence[str], params: dict[str, object]) -> Moved:
+def resurrect(db: Database, ids: Sequence[str], params: dict[str, object]) -> Resurrected:
     """DLQ -> hot for each id (``params`` carries the repairs and the actor); the ids moved and
     their queues."""
     return db.write(_resurrect, db, ids, params)
 
 
-def _resurrect(db: Database, ids: Sequence[str], params: dict[str, object]) -> Moved:
+def _resurrect(db: Database, ids: Sequence[str], params: dict[str, object]) -> Resurrected:
     conn, q = db.conn, db.q
     moved, queues = [], []
     for job_id in ids:
@@ -64,28 +64,46 @@ def dlq_filter_ids(db: Database, filter: JobFilter, cap: int) -> tuple[int, list
 
 def resurrect_by_filter(
     db: Database, filter: JobFilter, cap: int, params: dict[str, object]
-) -> Moved:
-    def run() -> Moved:
+) -> Resurrected:
+    def run() -> Resurrected:
         _, ids = dlq_filter_ids(db, filter, cap)
         return _resurrect(db, ids, params)
 
     return db.write(run)
 
 
-def dlq_purge(db: Database, ids: Sequence[str]) -> list[str]:
-    def run() -> list[str]:
-        rows = db.conn.execute(db.q["dlq_purge"], {"ids": json.dumps(list(ids))}).fetchall()
-        deleted = {row[0] for row in rows}
-        return [job_id for job_id in ids if job_id in deleted]
-
-    return db.write(run)
+Purged = tuple[list[str], Moved]
 
 
-def dlq_purge_by_filter(db: Database, filter: JobFilter, cap: int) -> list[str]:
-    def run() -> list[str]:
+def dlq_purge(db: Database, ids: Sequence[str], now: float) -> Purged:
+    return db.write(_purge, db, list(ids), now)
+
+
+def dlq_purge_by_filter(db: Database, filter: JobFilter, cap: int, now: float) -> Purged:
+    def run() -> Purged:
         _, ids = dlq_filter_ids(db, filter, cap)
-        rows = db.conn.execute(db.q["dlq_purge"], {"ids": json.dumps(ids)}).fetchall()
-        deleted = {row[0] for row in rows}
-        return [job_id for job_id in ids if job_id in deleted]
+        return _purge(db, ids, now)
 
     return db.write(run)
+
+
+def _purge(db: Database, ids: list[str], now: float) -> Purged:
+    """Delete DLQ rows; each child a purged row was waited on by, and that still waits, goes to
+    the DLQ as DEPENDENCY_FAILED naming it, in the same transaction."""
+    rows = db.conn.execute(db.q["dlq_purge"], {"ids": json.dumps(ids)}).fetchall()
+    deleted = {row[0] for row in rows}
+    orphans: dict[str, str] = {}
+    for job_id, dependents in sorted((row[0], row[1]) for row in rows):
+        for child in (dependents or "").split(","):
+            if child:
+                orphans.setdefault(child, job_id)
+    moved = Moved()
+    if orphans:
+        _, moved = dependency_fail(
+            db,
+            sorted(orphans.items()),
+            lambda parent: f"Dependency failed: parent {parent} was purged from the DLQ",
+            None,
+            now,
+        )
+    return [job_id for job_id in ids if job_id in deleted], moved

@@ -25,6 +25,8 @@ from ...models import (
     Heartbeat,
     HeartbeatAck,
     JobFilter,
+    JobLink,
+    JobOutcome,
     JobView,
     LeaderTerm,
     Lease,
@@ -47,12 +49,14 @@ from ...models import (
     Throughput,
     WorkerControl,
     WorkerInfo,
+    WorkflowMember,
 )
 from ..checks import UNSET, Edits, QueueLimits
 from ..driver import Driver, Notifier, StorageSettings, UndecodableRow
-from . import dlq, jobs, leadership, queues, reads, retention, schedules
+from ..graph import Graph
+from . import dlq, jobs, leadership, queues, reads, retention, schedules, workflows
 from .connection import Database, database_path
-from .notify import FileNotifier, broadcast_cancel, broadcast_jobs
+from .notify import FileNotifier, broadcast_cancel, broadcast_done, broadcast_jobs
 from .rows import tags_in, ts_now
 
 __all__ = ["SQLiteDriver"]
@@ -114,9 +118,13 @@ class SQLiteDriver(Driver):
     # -- jobs -------------------------------------------------------------------------------
 
     async def jobs_enqueue(
-        self, jobs_: list[NewJob], now: datetime | None, connection: Any
+        self,
+        jobs_: list[NewJob],
+        now: datetime | None,
+        connection: Any,
+        graph: Graph | None = None,
     ) -> list[EnqueueResult]:
-        results = await self._db.call(jobs.enqueue, jobs_, ts_now(now))
+        results = await self._db.call(jobs.enqueue, jobs_, ts_now(now), graph)
         broadcast_jobs(self._db.key, [job.queue for job in jobs_])
         return results
 
@@ -148,7 +156,17 @@ class SQLiteDriver(Driver):
         return await self._db.call(jobs.release, leases, ts_now(now))
 
     async def jobs_finalize(self, moves: list[Move], now: datetime | None) -> list[bool]:
-        return await self._db.call(jobs.finalize, moves, ts_now(now))
+        applied, moved = await self._db.call(jobs.finalize, moves, ts_now(now))
+        self._told(moved)
+        return applied
+
+    def _told(self, moved: jobs.Moved) -> None:
+        """After a commit: wake the workers of queues that got released children, and tell
+        the waiters of jobs that left hot."""
+        if moved.woken:
+            broadcast_jobs(self._db.key, moved.woken)
+        if moved.waited:
+            broadcast_done(self._db.key, moved.waited)
 
     async def jobs_rescue(
         self,
@@ -157,15 +175,19 @@ class SQLiteDriver(Driver):
         now: datetime | None,
         fence: LeaderTerm | None,
     ) -> RescueResult:
-        requeued, zombies = await self._db.call(
+        requeued, zombies, moved = await self._db.call(
             jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now), fence
         )
+        self._told(moved)
         return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
 
     async def jobs_cancel(
         self, ids: tuple[str, ...], actor: str, now: datetime | None
     ) -> CancelResult:
-        cancelled, requested, missing = await self._db.call(jobs.cancel, ids, actor, ts_now(now))
+        cancelled, requested, missing, moved = await self._db.call(
+            jobs.cancel, ids, actor, ts_now(now)
+        )
+        self._told(moved)
         if requested:
             broadcast_cancel(self._db.key, requested)
         return CancelResult(tuple(cancelled), tuple(requested), tuple(missing))
@@ -307,10 +329,47 @@ class SQLiteDriver(Driver):
         return moved
 
     async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]:
-        return await self._db.call(dlq.dlq_purge, ids)
+        purged, moved = await self._db.call(dlq.dlq_purge, ids, ts_now(None))
+        self._told(moved)
+        return purged
 
     async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]:
-        return await self._db.call(dlq.dlq_purge_by_filter, filter, cap)
+        purged, moved = await self._db.call(dlq.dlq_purge_by_filter, filter, cap, ts_now(None))
+        self._told(moved)
+        return purged
+
+    # -- results and workflows --------------------------------------------------------------
+
+    async def job_outcome(self, id: str, watch: bool) -> JobOutcome | None:
+        return await self._db.call(workflows.job_outcome, id, watch)
+
+    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
+        return await self._db.call(workflows.job_parent_results, id)
+
+    async def job_relatives(
+        self, id: str, limit: int
+    ) -> tuple[str | None, list[JobLink], list[JobLink]]:
+        return await self._db.call(workflows.job_relatives, id, limit)
+
+    async def workflow_members(self, id: str, limit: int) -> list[WorkflowMember]:
+        return await self._db.call(workflows.workflow_members, id, limit)
+
+    async def jobs_dependency_fail(
+        self, pairs: list[tuple[str, str]], actor: str, why: str, now: datetime | None
+    ) -> list[str]:
+        def run(db: Database) -> tuple[list[str], jobs.Moved]:
+            return db.write(
+                jobs.dependency_fail,
+                db,
+                pairs,
+                lambda parent: f"Dependency failed: parent {parent} is in the DLQ; {why}",
+                actor,
+                ts_now(now),
+            )
+
+        failed, moved = await self._db.call(run)
+        self._told(moved)
+        return failed
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...ids import new_job_ids, new_lease_token
 from ...models import (
@@ -35,13 +36,16 @@ from ...models import (
     SucceedMove,
 )
 from ..driver import UndecodableRow
+from ..graph import Graph, unknown_parents
 from .connection import Database
 from .leadership import check_fence
 from .rows import claimed_or_undecodable, from_ts, order_key, tags_in, to_ts, tolerant_text
 
 __all__ = [
     "Counters",
+    "Moved",
     "cancel",
+    "dependency_fail",
     "edit_params",
     "enqueue",
     "enqueue_within",
@@ -135,9 +139,15 @@ def ensure_queues(db: Database, queues: Sequence[str], now: float) -> None:
 # -- enqueue ----------------------------------------------------------------------------------
 
 
-def enqueue(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
-    """Insert a validated batch; duplicates (by idempotency key) get the holder's id."""
-    return db.write(_enqueue, db, jobs, *_enqueue_rows(jobs, now), now)
+def enqueue(
+    db: Database, jobs: Sequence[NewJob], now: float, graph: Graph | None = None
+) -> list[EnqueueResult]:
+    """Insert a validated batch; duplicates (by idempotency key) get the holder's id. With a
+    ``graph``, the new children are attached to their stored parents, each job counts its
+    parents still to succeed, and the edges are written, in the same transaction."""
+    if graph is None:
+        return db.write(_enqueue, db, jobs, *_enqueue_rows(jobs, now), now)
+    return db.write(_enqueue_graph, db, jobs, graph, now)
 
 
 def enqueue_within(db: Database, jobs: Sequence[NewJob], now: float) -> list[EnqueueResult]:
@@ -145,10 +155,53 @@ def enqueue_within(db: Database, jobs: Sequence[NewJob], now: float) -> list[Enq
     return _enqueue(db, jobs, *_enqueue_rows(jobs, now), now)
 
 
+def _enqueue_graph(
+    db: Database, jobs: Sequence[NewJob], graph: Graph, now: float
+) -> list[EnqueueResult]:
+    conn, q = db.conn, db.q
+    stored = list(graph.stored)
+    where: dict[str, int] = {}
+    if stored:
+        ids = json.dumps(stored)
+        where = dict(conn.execute(q["jobs_graph_where"], {"ids": ids}).fetchall())
+        unknown = [p for p in stored if p not in where]
+        if unknown:
+            raise unknown_parents(jobs, unknown)
+        kids = graph.children_of(set(stored))
+        for parent, place in where.items():
+            if place != 1:
+                name = "jobs_graph_attach_hot" if place == 0 else "jobs_graph_attach_dlq"
+                conn.execute(q[name], {"id": parent, "kids": kids[parent]})
+    workflows: dict[str, str] = {}
+    if stored:
+        for child, workflow in conn.execute(
+            q["jobs_graph_workflows"], {"ids": json.dumps(stored)}
+        ).fetchall():
+            workflows[child] = workflow  # the oldest edge last: it wins
+    columns = (
+        graph.waiting({p for p, place in where.items() if place == 1}),
+        graph.children_of(graph.batch),
+    )
+    results = _enqueue(db, jobs, *_enqueue_rows(jobs, now, columns), now)
+    conn.executemany(
+        q["jobs_graph_edge"],
+        [
+            {"child": child, "parent": parent, "workflow": workflow, "now": now}
+            for child, parent, workflow in graph.edges(graph.workflows(workflows))
+        ],
+    )
+    return results
+
+
 def _enqueue_rows(
-    jobs: Sequence[NewJob], now: float
+    jobs: Sequence[NewJob],
+    now: float,
+    columns: tuple[dict[str, int], dict[str, str]] | None = None,
 ) -> tuple[list[str], list[dict[str, object]], dict[str, int]]:
-    """The ids, the rows to insert and the first job of each idempotency key."""
+    """The ids, the rows to insert and the first job of each idempotency key; ``columns``
+    holds, per job id of a batch with dependencies, its parents still to succeed and its
+    children's ids."""
+    waits, dependents = columns or ({}, {})
     fresh = iter(new_job_ids(sum(job.id is None for job in jobs)))
     ids = [job.id or next(fresh) for job in jobs]
     first_by_key: dict[str, int] = {}
@@ -182,6 +235,8 @@ def _enqueue_rows(
                 "now": now,
                 "created_by": job.created_by,
                 "trace_context": job.trace_context,
+                "parents_left": waits.get(ids[i]),
+                "dependents": dependents.get(ids[i]),
             }
         )
     return ids, rows, first_by_key
@@ -365,22 +420,54 @@ def release(db: Database, leases: Sequence[Lease], now: float) -> list[str]:
 # -- finalize ---------------------------------------------------------------------------------
 
 
-def finalize(db: Database, moves: Sequence[Move], now: float) -> list[bool]:
-    def run() -> list[bool]:
+@dataclass
+class Moved:
+    """What the moves of one transaction did beyond themselves: the queues that got released
+    children (to wake their workers) and the waited jobs that left hot (to tell their
+    waiters); both are told after the commit."""
+
+    woken: set[str] = field(default_factory=set)
+    waited: list[str] = field(default_factory=list)
+    released: dict[str, int] = field(default_factory=dict)  # child -> parents that succeeded
+
+    def left_hot(
+        self, job_id: str, dependents: str | None, waited: object, succeeded: bool
+    ) -> None:
+        if waited:
+            self.waited.append(job_id)
+        if succeeded and dependents:
+            for child in dependents.split(","):
+                self.released[child] = self.released.get(child, 0) + 1
+
+    def release(self, db: Database, now: float) -> None:
+        """Count each child's parents down; a child with none left goes to Pending."""
+        for child, n in self.released.items():
+            row = db.conn.execute(
+                db.q["jobs_release_children"], {"id": child, "n": n, "now": now}
+            ).fetchone()
+            if row is not None and row[1] == JobStatus.PENDING:
+                self.woken.add(str(row[0]))
+        self.released.clear()
+
+
+def finalize(db: Database, moves: Sequence[Move], now: float) -> tuple[list[bool], Moved]:
+    def run() -> tuple[list[bool], Moved]:
         counters = Counters(now)
-        done = _succeed_batch(db, moves, now, counters)
+        moved = Moved()
+        done = _succeed_batch(db, moves, now, counters, moved)
         applied = [
-            done[i] if i in done else _apply_move(db, move, now, counters)
+            done[i] if i in done else _apply_move(db, move, now, counters, moved)
             for i, move in enumerate(moves)
         ]
+        moved.release(db, now)
         counters.write(db)
-        return applied
+        return applied, moved
 
     return db.write(run)
 
 
 def _succeed_batch(
-    db: Database, moves: Sequence[Move], now: float, counters: Counters
+    db: Database, moves: Sequence[Move], now: float, counters: Counters, moved: Moved
 ) -> dict[int, bool]:
     """The common case first: every succeed move of the batch in two statements.
 
@@ -394,7 +481,10 @@ def _succeed_batch(
         if isinstance(move, SucceedMove) and move.lease.job_id not in index:
             index[move.lease.job_id] = i
             lease = move.lease
-            payload.append([lease.job_id, lease.worker_id, lease.token, move.duration_seconds])
+            row: list[object] = [lease.job_id, lease.worker_id, lease.token, move.duration_seconds]
+            if move.result is not None or move.result_error is not None:
+                row += [move.result, move.result_error]
+            payload.append(row)
     if len(payload) < 2:
         return {}
     conn, q = db.conn, db.q
@@ -409,16 +499,17 @@ def _succeed_batch(
         return {}
     conn.execute(q["savepoint_batch_release"])
     done = dict.fromkeys(index.values(), False)
-    for job_id, queue in deleted:
+    for job_id, queue, dependents, waited in deleted:
         i = index[job_id]
         done[i] = True
+        moved.left_hot(job_id, dependents, waited, True)
         move = moves[i]
         assert isinstance(move, SucceedMove)
         counters.outcome(queue, None, move.duration_seconds)
     return done
 
 
-def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> bool:
+def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved: Moved) -> bool:
     """One move inside its own savepoint: a move that fails (say, its id is already in the
     archive) rolls back alone and reports False; the others still apply. Its counters are only
     recorded once it has applied, and written with the batch."""
@@ -443,7 +534,9 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
             queue = None if row is None else row[0]
         elif isinstance(move, SucceedMove):
             params["duration"] = move.duration_seconds
-            queue = _move_out(db, "jobs_finalize_archive", params)
+            params["result"] = move.result
+            params["result_error"] = move.result_error
+            queue = _move_out(db, "jobs_finalize_archive", params, moved, True)
         else:
             assert isinstance(move, FailMove)
             params.update(
@@ -452,7 +545,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
                 actor=move.actor,
                 duration=move.duration_seconds,
             )
-            queue = _move_out(db, "jobs_finalize_dlq", params)
+            queue = _move_out(db, "jobs_finalize_dlq", params, moved, False)
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])
@@ -470,12 +563,17 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters) -> boo
     return True
 
 
-def _move_out(db: Database, insert: str, params: dict[str, object]) -> str | None:
+def _move_out(
+    db: Database, insert: str, params: dict[str, object], moved: Moved, succeeded: bool
+) -> str | None:
     """Copy the leased hot row into a cold pillar, then delete it; the queue, or None."""
     if db.conn.execute(db.q[insert], params).rowcount == 0:
         return None
     row = db.conn.execute(db.q["jobs_finalize_delete"], params).fetchone()
-    return None if row is None else str(row[0])
+    if row is None:
+        return None
+    moved.left_hot(str(params["id"]), row[1], row[2], succeeded)
+    return str(row[0])
 
 
 # -- rescue -----------------------------------------------------------------------------------
@@ -487,9 +585,10 @@ def rescue(
     processing_timeout: float,
     now: float,
     fence: LeaderTerm | None,
-) -> tuple[list[str], list[str]]:
-    def run() -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], Moved]:
+    def run() -> tuple[list[str], list[str], Moved]:
         conn, q = db.conn, db.q
+        moved = Moved()
         check_fence(db, fence)
         requeued = [
             row[0]
@@ -512,25 +611,29 @@ def rescue(
                 "actor": None,
                 "now": now,
             }
-            queue = move_by_status(db, params)
+            queue = move_by_status(db, params, moved)
             if queue is not None:
                 zombies.append(job_id)
                 counters.outcome(queue, FailureReason.ZOMBIE)
         counters.write(db)
-        return requeued, zombies
+        return requeued, zombies, moved
 
     return db.write(run)
 
 
-def move_by_status(db: Database, params: dict[str, object]) -> str | None:
+def move_by_status(
+    db: Database, params: dict[str, object], moved: Moved, insert: str = "hot_to_dlq_insert"
+) -> str | None:
     """Hot row ``id`` in ``status`` -> DLQ, in a savepoint; the queue, or None."""
     conn, q = db.conn, db.q
     conn.execute(q["savepoint"])
     try:
         queue = None
-        if conn.execute(q["hot_to_dlq_insert"], params).rowcount:
+        if conn.execute(q[insert], params).rowcount:
             row = conn.execute(q["hot_to_dlq_delete"], params).fetchone()
-            queue = None if row is None else str(row[0])
+            if row is not None:
+                queue = str(row[0])
+                moved.left_hot(str(params["id"]), None, row[1], False)
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])
@@ -544,11 +647,13 @@ def move_by_status(db: Database, params: dict[str, object]) -> str | None:
 
 def cancel(
     db: Database, ids: Sequence[str], actor: str, now: float
-) -> tuple[list[str], list[str], list[str]]:
-    """(cancelled now, cancel requested, not in hot), each in input order."""
+) -> tuple[list[str], list[str], list[str], Moved]:
+    """(cancelled now, cancel requested, not in hot), each in input order, and the waited
+    jobs that left hot."""
 
-    def run() -> tuple[list[str], list[str], list[str]]:
+    def run() -> tuple[list[str], list[str], list[str], Moved]:
         conn, q = db.conn, db.q
+        moved = Moved()
         status = dict(
             conn.execute(q["jobs_cancel_status"], {"ids": json.dumps(list(ids))}).fetchall()
         )
@@ -572,6 +677,7 @@ def cancel(
                         "actor": actor,
                         "now": now,
                     },
+                    moved,
                 )
                 if queue is None:
                     missing.append(job_id)
@@ -579,9 +685,33 @@ def cancel(
                     cancelled.append(job_id)
                     counters.outcome(queue, FailureReason.CANCELLED)
         counters.write(db)
-        return cancelled, requested, missing
+        return cancelled, requested, missing, moved
 
     return db.write(run)
+
+
+def dependency_fail(
+    db: Database, pairs: Sequence[tuple[str, str]], error_of: Any, actor: str | None, now: float
+) -> tuple[list[str], Moved]:
+    """Each waiting child of (child, parent) -> DLQ as DEPENDENCY_FAILED, with the error
+    ``error_of(parent)``; the ids moved. Runs inside the caller's write transaction."""
+    counters = Counters(now)
+    moved = Moved()
+    failed = []
+    for child, parent in pairs:
+        params = {
+            "id": child,
+            "status": int(JobStatus.WAITING),
+            "error": error_of(parent),
+            "actor": actor,
+            "now": now,
+        }
+        queue = move_by_status(db, params, moved, insert="jobs_orphans_fail")
+        if queue is not None:
+            failed.append(child)
+            counters.outcome(queue, FailureReason.DEPENDENCY_FAILED)
+    counters.write(db)
+    return failed, moved
 
 
 def edit_params(

@@ -1,12 +1,13 @@
 """Wake-ups on SQLite: an in-process broadcast plus a signal file per database.
 
-SQLite has no LISTEN/NOTIFY. An enqueue (or a cancel request) that commits in this process
-wakes every listener registered for the same file in this process, through
-``loop.call_soon_threadsafe``; and it touches a small signal file beside the database
-(``jobs.db-wake``, ``jobs.db-cancel``) whose modification time listeners in other processes
-watch every few milliseconds (a stat, not a query, so idle workers cost the database nothing).
-(Leadership is a lease in the file itself: ``leadership``.) Owns the listener registry and the
-signal files; it must not touch the database.
+SQLite has no LISTEN/NOTIFY. An enqueue (or a cancel request, or the end of a job someone
+waits on) that commits in this process wakes every listener registered for the same file in
+this process, through ``loop.call_soon_threadsafe``; and it touches a small signal file beside
+the database (``jobs.db-wake``, ``jobs.db-cancel``, ``jobs.db-done``) whose modification time
+listeners in other processes watch every few milliseconds (a stat, not a query, so idle
+workers cost the database nothing). (Leadership is a lease in the file itself:
+``leadership``.) Owns the listener registry and the signal files; it must not touch the
+database.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from ..driver import Notifier
 
-__all__ = ["FileNotifier", "broadcast_cancel", "broadcast_jobs"]
+__all__ = ["FileNotifier", "broadcast_cancel", "broadcast_done", "broadcast_jobs"]
 
 # How often a listener looks at the signal files of other processes.
 SIGNAL_POLL_SECONDS = 0.002
@@ -32,6 +33,7 @@ class _Listener:
     loop: asyncio.AbstractEventLoop
     on_jobs: Callable[[str], None]
     on_cancel: Callable[[str], None]
+    on_done: Callable[[str], None] | None = None
 
 
 _lock = threading.Lock()
@@ -83,6 +85,18 @@ def broadcast_cancel(key: str, job_ids: Iterable[str]) -> None:
             _deliver(listener, listener.on_cancel, job_id)
 
 
+def broadcast_done(key: str, job_ids: Iterable[str]) -> None:
+    """Tell every listener on the file ``key`` that jobs someone waits on left the hot table."""
+    ids = list(job_ids)
+    if not ids:
+        return
+    _touch(key, "done")
+    for listener in _listeners(key):
+        if listener.on_done is not None:
+            for job_id in ids:
+                _deliver(listener, listener.on_done, job_id)
+
+
 class FileNotifier(Notifier):
     """Hears enqueues and cancel requests committed by this process on one file."""
 
@@ -95,21 +109,23 @@ class FileNotifier(Notifier):
         self,
         on_jobs: Callable[[str], None],
         on_cancel: Callable[[str], None],
+        on_done: Callable[[str], None] | None = None,
     ) -> None:
         await self.stop()
-        listener = _Listener(asyncio.get_running_loop(), on_jobs, on_cancel)
+        listener = _Listener(asyncio.get_running_loop(), on_jobs, on_cancel, on_done)
         with _lock:
             _registry.setdefault(self._key, set()).add(listener)
         self._listener = listener
         if self._key != ":memory:":
-            self._watcher = asyncio.create_task(self._watch(on_jobs, on_cancel))
+            self._watcher = asyncio.create_task(self._watch(listener))
 
-    async def _watch(
-        self, on_jobs: Callable[[str], None], on_cancel: Callable[[str], None]
-    ) -> None:
+    async def _watch(self, listener: _Listener) -> None:
         """Poll the signal files' modification times; a change means another process (or
-        this one) committed work or a cancel request."""
-        paths = {kind: _signal_path(self._key, kind) for kind in ("wake", "cancel")}
+        this one) committed work, a cancel request, or the end of a waited job."""
+        callbacks = {"wake": listener.on_jobs, "cancel": listener.on_cancel}
+        if listener.on_done is not None:
+            callbacks["done"] = listener.on_done
+        paths = {kind: _signal_path(self._key, kind) for kind in callbacks}
         seen = {kind: _mtime(path) for kind, path in paths.items()}
         while True:
             await asyncio.sleep(SIGNAL_POLL_SECONDS)
@@ -117,7 +133,7 @@ class FileNotifier(Notifier):
                 stamp = _mtime(path)
                 if stamp != seen[kind]:
                     seen[kind] = stamp
-                    (on_jobs if kind == "wake" else on_cancel)(ANY_QUEUE)
+                    callbacks[kind](ANY_QUEUE)
 
     async def stop(self) -> None:
         watcher, self._watcher = self._watcher, None

@@ -25,12 +25,16 @@ INSERT OR IGNORE INTO {p}queues (name, updated_at) VALUES (:queue, :now)
 INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
 
 -- name: jobs_enqueue
+-- A job with parents still to succeed waits (status 3, outside the fetch indexes).
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-    max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context
+    max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context,
+    parents_left, dependents
 ) VALUES (
-    :id, :queue, :type, :payload, :tags, :idempotency_key, :priority, 0, 0,
-    :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context
+    :id, :queue, :type, :payload, :tags, :idempotency_key, :priority,
+    CASE WHEN :parents_left > 0 THEN 3 ELSE 0 END, 0,
+    :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context,
+    :parents_left, :dependents
 )
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
@@ -99,14 +103,15 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS t
 WHERE {p}jobs_hot.id = c.id AND {p}jobs_hot.status = 0
 RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_attempts,
           timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
-          last_error, trace_context, worker_id, lease_token
+          last_error, trace_context, worker_id, lease_token, parents_left
 
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
 -- could not be read (text that is not UTF-8): the same columns, read with bytes tolerated.
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.status, h.attempt_count,
        h.max_attempts, h.timeout_seconds, h.idempotency_key, h.created_at, h.scheduled_at,
-       h.started_at, h.created_by, h.last_error, h.trace_context, h.worker_id, h.lease_token
+       h.started_at, h.created_by, h.last_error, h.trace_context, h.worker_id, h.lease_token,
+       h.parents_left
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
       FROM json_each(:claims)) AS c
 JOIN {p}jobs_hot h ON h.id = c.id AND h.lease_token = c.token AND h.worker_id = :worker_id
@@ -147,10 +152,12 @@ RETURNING queue
 -- name: jobs_finalize_archive
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-    worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds
+    worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
+    result, result_error
 )
 SELECT id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-       worker_id, created_by, last_modified_by, created_at, started_at, :now, :duration
+       worker_id, created_by, last_modified_by, created_at, started_at, :now, :duration,
+       :result, :result_error
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -158,34 +165,34 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds
+    started_at, failed_at, duration_seconds, dependents
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration
+       started_at, :now, :duration, dependents
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
 -- name: jobs_finalize_delete
 DELETE FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
-RETURNING queue
+RETURNING queue, dependents, waited
 
 -- name: hot_to_dlq_insert
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds
+    started_at, failed_at, duration_seconds, dependents
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL
+       created_at, started_at, :now, NULL, dependents
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
 -- name: hot_to_dlq_delete
-DELETE FROM {p}jobs_hot WHERE id = :id AND status = :status RETURNING queue
+DELETE FROM {p}jobs_hot WHERE id = :id AND status = :status RETURNING queue, waited
 
 -- name: stats_bump
 INSERT INTO {p}stats_summary (queue, succeeded_total, failed_total, retried_total,
@@ -251,14 +258,19 @@ SET payload = coalesce(:payload, payload),
 WHERE id = :id
 
 -- name: dlq_resurrect
+-- A job enqueued with after= comes back with its parents_left at 0: it runs with whatever
+-- results its parents left.
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    last_modified_by, last_error
+    last_modified_by, last_error, dependents, parents_left
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
-       max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error
+       max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error,
+       dependents,
+       CASE WHEN EXISTS (SELECT 1 FROM {p}job_edges e WHERE e.child_id = {p}jobs_dlq.id)
+            THEN 0 END
 FROM {p}jobs_dlq
 WHERE id = :id
 ON CONFLICT DO NOTHING
@@ -267,17 +279,33 @@ ON CONFLICT DO NOTHING
 DELETE FROM {p}jobs_dlq WHERE id = :id RETURNING queue
 
 -- name: dlq_purge
-DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING id
+DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING id, dependents
 
 -- name: archive_purge
+-- A parent whose children are still in hot (waiting, or about to read its result) is kept.
 DELETE FROM {p}jobs_archive
-WHERE id IN (SELECT id FROM {p}jobs_archive WHERE finished_at < :cutoff
-             ORDER BY finished_at LIMIT :limit)
+WHERE id IN (SELECT a.id FROM {p}jobs_archive a
+             WHERE a.finished_at < :cutoff
+               AND NOT EXISTS (SELECT 1 FROM {p}job_edges e
+                               JOIN {p}jobs_hot h ON h.id = e.child_id
+                               WHERE e.parent_id = a.id)
+             ORDER BY a.finished_at LIMIT :limit)
+RETURNING id
 
 -- name: dlq_purge_older
+-- As archive_purge: a parent that children still wait on is kept (its repair unblocks them).
 DELETE FROM {p}jobs_dlq
-WHERE id IN (SELECT id FROM {p}jobs_dlq WHERE failed_at < :cutoff
-             ORDER BY failed_at LIMIT :limit)
+WHERE id IN (SELECT q.id FROM {p}jobs_dlq q
+             WHERE q.failed_at < :cutoff
+               AND NOT EXISTS (SELECT 1 FROM {p}job_edges e
+                               JOIN {p}jobs_hot h ON h.id = e.child_id
+                               WHERE e.parent_id = q.id)
+             ORDER BY q.failed_at LIMIT :limit)
+RETURNING id
+
+-- name: edges_unlink
+-- The edges of purged children.
+DELETE FROM {p}job_edges WHERE child_id IN (SELECT value FROM json_each(:ids))
 
 -- name: metrics_prune
 DELETE FROM {p}metric_buckets WHERE width_seconds = :width AND bucket_start < :cutoff
@@ -305,7 +333,8 @@ ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPD
 DELETE FROM {p}metric_buckets WHERE width_seconds = 1 AND bucket_start < :cutoff
 
 -- name: stats_summary
-SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0)
+SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0),
+       coalesce(sum(status = 3), 0)
 FROM {p}jobs_hot
 
 -- name: stats_summary_totals
@@ -319,7 +348,8 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(c.pending, 0), coalesce(c.fetched, 0), coalesce(c.processing, 0),
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
-       coalesce(l.n, 0), coalesce(l.lag_avg, 0.0), coalesce(l.lag_max, 0.0)
+       coalesce(l.n, 0), coalesce(l.lag_avg, 0.0), coalesce(l.lag_max, 0.0),
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0)
 FROM {p}queues AS q
 LEFT JOIN {p}stats_summary AS s ON s.queue = q.name
 LEFT JOIN (SELECT queue, sum(status = 0) AS pending, sum(status = 1) AS fetched,
@@ -331,6 +361,13 @@ LEFT JOIN (SELECT queue, count(*) AS n,
            FROM {p}jobs_hot
            WHERE status = 0 AND (scheduled_at IS NULL OR scheduled_at <= :now)
            GROUP BY queue) AS l ON l.queue = q.name
+LEFT JOIN (SELECT queue, count(*) AS waiting,
+                  sum(EXISTS (SELECT 1 FROM {p}job_edges e
+                              JOIN {p}jobs_dlq d ON d.id = e.parent_id
+                              WHERE e.child_id = w.id)) AS blocked
+           FROM {p}jobs_hot AS w
+           WHERE status = 3
+           GROUP BY queue) AS w ON w.queue = q.name
 ORDER BY q.name
 
 -- name: jobs_pending_groups
@@ -391,12 +428,16 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
+  AND (:blocked IS NULL
+       OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
+                                  JOIN {p}jobs_dlq d ON d.id = e.parent_id
+                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
 
 -- name: hot_page
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
        max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
-       cancel_requested_at, cancelled_by
+       cancel_requested_at, cancelled_by, parents_left
 FROM {p}jobs_hot
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:status IS NULL OR status = :status)
@@ -404,6 +445,10 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
+  AND (:blocked IS NULL
+       OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
+                                  JOIN {p}jobs_dlq d ON d.id = e.parent_id
+                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 
@@ -561,11 +606,13 @@ ROLLBACK TO SAVEPOINT batch
 -- name: jobs_finalize_archive_many
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-    worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds
+    worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
+    result, result_error
 )
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count, h.max_attempts,
        h.timeout_seconds, h.worker_id, h.created_by, h.last_modified_by, h.created_at,
-       h.started_at, :now, json_extract(m.value, '$[3]')
+       h.started_at, :now, json_extract(m.value, '$[3]'), json_extract(m.value, '$[4]'),
+       json_extract(m.value, '$[5]')
 FROM json_each(:moves) AS m
 JOIN {p}jobs_hot AS h ON h.id = json_extract(m.value, '$[0]')
 WHERE h.worker_id = json_extract(m.value, '$[1]')
@@ -580,7 +627,7 @@ WHERE id IN (SELECT h.id
              WHERE h.worker_id = json_extract(m.value, '$[1]')
                AND h.lease_token = json_extract(m.value, '$[2]')
                AND h.status IN (1, 2))
-RETURNING id, queue
+RETURNING id, queue, dependents, waited
 
 -- ---------------------------------------------------------------------------------------------
 -- Leadership: leases on the database's clock (SQLite's own 'now', the same for every process
@@ -749,3 +796,109 @@ DELETE FROM {p}schedule_slots WHERE name = :name
 
 -- name: schedule_delete
 DELETE FROM {p}schedules WHERE name = :name
+
+-- ---------------------------------------------------------------------------------------------
+-- Results and workflows
+-- ---------------------------------------------------------------------------------------------
+
+-- name: jobs_graph_where
+-- Where each stored parent of an enqueue is: 0 hot, 1 archive, 2 DLQ (none: not stored).
+SELECT id, 0 FROM {p}jobs_hot WHERE id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT id, 1 FROM {p}jobs_archive WHERE id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT id, 2 FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids))
+
+-- name: jobs_graph_attach_hot
+UPDATE {p}jobs_hot
+SET dependents = CASE WHEN dependents IS NULL THEN :kids ELSE dependents || ',' || :kids END
+WHERE id = :id
+
+-- name: jobs_graph_attach_dlq
+UPDATE {p}jobs_dlq
+SET dependents = CASE WHEN dependents IS NULL THEN :kids ELSE dependents || ',' || :kids END
+WHERE id = :id
+
+-- name: jobs_graph_workflows
+SELECT child_id, workflow_id FROM {p}job_edges
+WHERE child_id IN (SELECT value FROM json_each(:ids))
+ORDER BY created_at DESC
+
+-- name: jobs_graph_edge
+INSERT INTO {p}job_edges (child_id, parent_id, workflow_id, created_at)
+VALUES (:child, :parent, :workflow, :now)
+
+-- name: jobs_release_children
+-- A parent moved to the archive: each waiting child it was a parent of counts down, and goes
+-- to Pending when no parent is left.
+UPDATE {p}jobs_hot
+SET parents_left = max(parents_left - :n, 0),
+    status = CASE WHEN parents_left - :n <= 0 THEN 0 ELSE 3 END,
+    updated_at = :now
+WHERE id = :id AND status = 3
+RETURNING queue, status
+
+-- name: jobs_orphans_fail
+-- A waiting child whose parent is gone -> the DLQ as DEPENDENCY_FAILED (11).
+INSERT INTO {p}jobs_dlq (
+    id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
+    timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
+    started_at, failed_at, duration_seconds, dependents
+)
+SELECT id, queue, type, payload, tags, priority, 11, :error, attempt_count, max_attempts,
+       timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
+       created_at, started_at, :now, NULL, dependents
+FROM {p}jobs_hot
+WHERE id = :id AND status = 3
+
+-- name: job_watch
+UPDATE {p}jobs_hot SET waited = 1 WHERE id = :id AND waited IS NOT 1 RETURNING status
+
+-- name: job_outcome
+SELECT 'hot', status, NULL, NULL, NULL, NULL FROM {p}jobs_hot WHERE id = :id
+UNION ALL
+SELECT 'archive', NULL, NULL, NULL, result, result_error FROM {p}jobs_archive WHERE id = :id
+UNION ALL
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL FROM {p}jobs_dlq WHERE id = :id
+
+-- name: job_parent_results
+SELECT e.parent_id, a.result, a.result_error
+FROM {p}job_edges e
+JOIN {p}jobs_archive a ON a.id = e.parent_id
+WHERE e.child_id = :id
+
+-- name: job_relatives
+SELECT l.id, l.side, l.workflow_id, coalesce(h.type, a.type, d.type), h.status,
+       a.id IS NOT NULL, d.failure_reason
+FROM (
+    SELECT * FROM (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at
+                   FROM {p}job_edges e WHERE e.child_id = :id
+                   ORDER BY e.created_at, e.parent_id LIMIT :limit)
+    UNION ALL
+    SELECT * FROM (SELECT e.child_id, 1, e.workflow_id, e.created_at
+                   FROM {p}job_edges e WHERE e.parent_id = :id
+                   ORDER BY e.created_at, e.child_id LIMIT :limit)
+) AS l
+LEFT JOIN {p}jobs_hot h ON h.id = l.id
+LEFT JOIN {p}jobs_archive a ON a.id = l.id
+LEFT JOIN {p}jobs_dlq d ON d.id = l.id
+ORDER BY l.side, l.created_at, l.id
+
+-- name: workflow_members
+WITH e AS (
+    SELECT child_id, parent_id FROM {p}job_edges WHERE workflow_id = :id
+),
+members AS (
+    SELECT child_id AS id FROM e UNION SELECT parent_id FROM e
+)
+SELECT m.id, coalesce(h.type, a.type, d.type), coalesce(h.queue, a.queue, d.queue),
+       h.status, a.id IS NOT NULL, d.failure_reason, d.error,
+       (SELECT group_concat(x.parent_id, ',') FROM (SELECT parent_id FROM e
+                                                    WHERE e.child_id = m.id
+                                                    ORDER BY parent_id) x)
+FROM members m
+LEFT JOIN {p}jobs_hot h ON h.id = m.id
+LEFT JOIN {p}jobs_archive a ON a.id = m.id
+LEFT JOIN {p}jobs_dlq d ON d.id = m.id
+ORDER BY m.id
+LIMIT :limit

@@ -71,12 +71,13 @@ def filter_params(filter: JobFilter) -> dict[str, object]:
         "until": None if filter.until is None else filter.until.timestamp(),
         "ids": None if filter.ids is None else json.dumps(list(filter.ids)),
         "search": _like(search) if search else None,
+        "blocked": None if filter.blocked is None else int(filter.blocked),
     }
 
 
 def stats_summary(db: Database) -> Summary:
     def run() -> Summary:
-        pending, fetched, processing = db.conn.execute(db.q["stats_summary"]).fetchone()
+        pending, fetched, processing, waiting = db.conn.execute(db.q["stats_summary"]).fetchone()
         succeeded, failed, retried, last = db.conn.execute(db.q["stats_summary_totals"]).fetchone()
         return Summary(
             pending=pending,
@@ -86,6 +87,7 @@ def stats_summary(db: Database) -> Summary:
             failed_total=failed,
             retried_total=retried,
             last_activity_at=from_ts(last),
+            waiting=waiting,
         )
 
     return db.read(run)
@@ -123,6 +125,8 @@ def stats_queues(db: Database, now: float) -> list[QueueStats]:
                     lag_count=values[14],
                     lag_avg_seconds=float(values[15]),
                     lag_max_seconds=float(values[16]),
+                    waiting=values[17],
+                    blocked=values[18],
                 )
             )
         return out

@@ -8,6 +8,8 @@ touched here. Arguments arrive checked; it owns these statements' use only.
 
 from __future__ import annotations
 
+import json
+
 from ...models import LeaderTerm
 from .connection import Database
 from .leadership import check_fence
@@ -27,7 +29,10 @@ def purge_older(
 
     def batch(size: int) -> int:
         check_fence(db, fence)
-        return db.conn.execute(db.q[query], {"cutoff": cutoff, "limit": size}).rowcount
+        rows = db.conn.execute(db.q[query], {"cutoff": cutoff, "limit": size}).fetchall()
+        if rows:  # a purged child takes its edges with it
+            db.conn.execute(db.q["edges_unlink"], {"ids": json.dumps([row[0] for row in rows])})
+        return len(rows)
 
     total = 0
     while limit is None or total < limit:

@@ -124,6 +124,7 @@ def claimed_job(row: sqlite3.Row) -> ClaimedJob:
         last_error=_value(row, "last_error", _TEXT),
         trace_context=_value(row, "trace_context", _TEXT),
         lease=Lease(job_id=job_id, worker_id=row["worker_id"], token=row["lease_token"]),
+        has_parents=row["parents_left"] is not None,
     )
 
 
@@ -190,6 +191,9 @@ _PLAIN = (
     "last_error",
     "progress",
     "cancelled_by",
+    "result",
+    "result_error",
+    "parents_left",
 )
 
 

@@ -1,0 +1,189 @@
+"""The dependencies of one enqueue batch (``after=``): checked, ordered and counted once, for
+every database.
+
+A job enqueued with ``after=`` waits (``JobStatus.WAITING``, outside the fetch index) until each
+of its parents has succeeded. Its parents are jobs of the same batch (prepared with their ids)
+or jobs already stored. ``plan`` checks the graph before anything is written (ids, cycles,
+keys) and says what a driver must write in the enqueue's own transaction: each waiting job's
+count of parents still to succeed, the ``dependents`` list each parent row carries (the ids the
+parent's move to the archive releases, read from the parent's own row so that a child added
+while the parent finishes is never missed), the edges (for reads, retention and purge) and the
+workflow each job belongs to (the id of its first parent's workflow; a job without parents is
+its own workflow's first job). It must not touch a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..errors import ValidationError
+from ..ids import new_job_ids
+from ..limits import check_job_id
+from ..models import NewJob
+
+__all__ = ["MAX_PARENTS", "Graph", "plan", "unknown_parents"]
+
+# Parents of one job: a fan-in of ten thousand jobs to one callback is one job's ``after``.
+MAX_PARENTS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """The dependencies of a checked batch. ``parents`` maps each job with ``after`` to its
+    parent ids (de-duplicated, in the order given); ``stored`` lists the parents that are not
+    in the batch (sorted, so two enqueues lock them in the same order)."""
+
+    parents: dict[str, tuple[str, ...]]
+    batch: frozenset[str]
+    stored: tuple[str, ...]
+    order: tuple[str, ...]  # the jobs with parents, every parent before its children
+
+    def children_of(self, parent_ids: frozenset[str] | set[str] | None = None) -> dict[str, str]:
+        """Parent id -> its new children's ids, comma-joined (the ``dependents`` text), for the
+        parents in ``parent_ids`` (default: every parent)."""
+        out: dict[str, list[str]] = {}
+        for child in self.order:
+            for parent in self.parents[child]:
+                if parent_ids is None or parent in parent_ids:
+                    out.setdefault(parent, []).append(child)
+        return {parent: ",".join(children) for parent, children in out.items()}
+
+    def waiting(self, succeeded: set[str]) -> dict[str, int]:
+        """Each job's count of parents still to succeed, given the stored parents that have
+        (``succeeded``: found in the archive)."""
+        return {
+            child: sum(1 for parent in parents if parent not in succeeded)
+            for child, parents in self.parents.items()
+        }
+
+    def workflows(self, stored: dict[str, str]) -> dict[str, str]:
+        """The workflow of each job with parents: that of its first parent, where a job of the
+        batch without parents is its own workflow's first job and a stored parent's workflow
+        is ``stored[parent]`` (default: the parent's own id)."""
+        out: dict[str, str] = {}
+        for child in self.order:
+            first = self.parents[child][0]
+            if first in out:
+                out[child] = out[first]
+            elif first in self.batch:
+                out[child] = first
+            else:
+                out[child] = stored.get(first, first)
+        return out
+
+    def edges(self, workflows: dict[str, str]) -> list[tuple[str, str, str]]:
+        """(child, parent, workflow) for every dependency, children in ``order``."""
+        return [
+            (child, parent, workflows[child])
+            for child in self.order
+            for parent in self.parents[child]
+        ]
+
+
+def plan(jobs: Sequence[NewJob]) -> tuple[list[NewJob], Graph | None]:
+    """Check the dependencies of a batch whose jobs are already checked one by one; returns
+    the jobs (those with ``after`` and no id get one) and the graph, or None when no job has
+    ``after``. Raises ``ValidationError`` naming ``jobs[i].after`` (or ``.id``) for a parent
+    id that is not a job id, a job that waits on itself, a cycle, a repeated id, or an
+    idempotency key on a job that has or is a parent in the batch."""
+    if not any(job.after for job in jobs):
+        return list(jobs), None
+    missing = [i for i, job in enumerate(jobs) if job.after and job.id is None]
+    jobs = list(jobs)
+    for i, job_id in zip(missing, new_job_ids(len(missing)), strict=True):
+        jobs[i] = replace(jobs[i], id=job_id)
+    position: dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        if job.id is None:
+            continue
+        if job.id in position:
+            raise ValidationError(
+                f"jobs[{i}].id", f"is the id of jobs[{position[job.id]}] too (ids are unique)"
+            )
+        position[job.id] = i
+    parents: dict[str, tuple[str, ...]] = {}
+    referenced: set[str] = set()
+    stored: set[str] = set()
+    for i, job in enumerate(jobs):
+        if not job.after:
+            continue
+        field = f"jobs[{i}].after" if len(jobs) > 1 else "after"
+        if isinstance(job.after, str) or not isinstance(job.after, tuple | list):
+            raise ValidationError(field, "must be a list of jobs or job ids")
+        if len(job.after) > MAX_PARENTS:
+            raise ValidationError(field, f"must name at most {MAX_PARENTS} parents")
+        ids = tuple(
+            dict.fromkeys(check_job_id(f"{field}[{k}]", p) for k, p in enumerate(job.after))
+        )
+        assert job.id is not None
+        if job.id in ids:
+            raise ValidationError(
+                field, f"names the job itself ({job.id}): a job cannot wait on itself"
+            )
+        if job.idempotency_key is not None:
+            raise ValidationError(
+                f"jobs[{i}].idempotency_key" if len(jobs) > 1 else "idempotency_key",
+                "cannot be combined with after= (a duplicate would leave its dependents "
+                "without a parent)",
+            )
+        parents[job.id] = ids
+        referenced.update(ids)
+        stored.update(p for p in ids if p not in position)
+    for parent in referenced & position.keys():
+        job = jobs[position[parent]]
+        if job.idempotency_key is not None:
+            raise ValidationError(
+                f"jobs[{position[parent]}].idempotency_key",
+                "cannot be set on a job that others of the batch wait on (a duplicate would "
+                "leave them without a parent)",
+            )
+    order = _ordered(parents, position)
+    return jobs, Graph(
+        parents=parents,
+        batch=frozenset(position),
+        stored=tuple(sorted(stored)),
+        order=order,
+    )
+
+
+def _ordered(parents: dict[str, tuple[str, ...]], position: dict[str, int]) -> tuple[str, ...]:
+    """The jobs with parents, each after its parents of the batch (Kahn's algorithm); a cycle
+    is a ``ValidationError`` naming one job on it."""
+    pending = {
+        child: sum(1 for p in ps if p in parents) for child, ps in parents.items()
+    }  # parents of the batch that themselves wait
+    children: dict[str, list[str]] = {}
+    for child, ps in parents.items():
+        for p in ps:
+            if p in parents:
+                children.setdefault(p, []).append(child)
+    ready = sorted((c for c, n in pending.items() if n == 0), key=lambda c: position[c])
+    order: list[str] = []
+    while ready:
+        job = ready.pop()
+        order.append(job)
+        for child in children.get(job, ()):
+            pending[child] -= 1
+            if pending[child] == 0:
+                ready.append(child)
+    if len(order) < len(parents):
+        stuck = min((c for c, n in pending.items() if n > 0), key=lambda c: position[c])
+        raise ValidationError(
+            f"jobs[{position[stuck]}].after",
+            f"makes a cycle: job {stuck} waits, through its parents, on itself",
+        )
+    return tuple(order)
+
+
+def unknown_parents(jobs: Sequence[NewJob], ids: Sequence[str]) -> ValidationError:
+    """The error for parents that are in no pillar, naming the first job that waits on one."""
+    missing = set(ids)
+    for i, job in enumerate(jobs):
+        if missing.intersection(job.after):
+            field = f"jobs[{i}].after" if len(jobs) > 1 else "after"
+            break
+    else:
+        field = "after"
+    shown = ", ".join(sorted(missing)[:5]) + (" ..." if len(missing) > 5 else "")
+    return ValidationError(field, f"names jobs that are not stored: {shown}")

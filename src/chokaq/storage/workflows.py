@@ -1,0 +1,145 @@
+"""The storage seam's results and workflows, checked once and observed once: where a job is
+for someone waiting on it, its parents' results, a job with its relatives, the jobs of a
+workflow, and cancelling a workflow.
+
+A job enqueued with ``after=`` waits (``JobStatus.WAITING``) in the hot table, outside the
+fetch index, until its last parent succeeds; the parent's move to the archive releases it in
+the same statement (see ``chokaq.storage.graph`` and docs/concepts.md). ``Backend`` is
+assembled from this group and the others (see ``chokaq.storage.backend`` for the rules every
+operation follows). This module must not import a database driver or hold SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from ..limits import check_job_id
+from ..models import (
+    CancelResult,
+    JobOutcome,
+    JobView,
+    Workflow,
+    WorkflowMember,
+)
+from . import checks
+from .group import OperationGroup
+from .observed import operation
+
+__all__ = ["MAX_RELATIVES", "MAX_WORKFLOW_JOBS", "WorkflowOperations"]
+
+# The parents and children a job view carries, each side (a fan-out can have thousands).
+MAX_RELATIVES = 1_000
+# The jobs one read of a workflow returns, and one cancel of a workflow acts on.
+MAX_WORKFLOW_JOBS = 100_000
+
+
+class WorkflowOperations(OperationGroup):
+    """Results, relatives and workflows."""
+
+    @operation
+    async def job_outcome(self, *, id: str, watch: bool = False) -> JobOutcome | None:
+        """Where job ``id`` is: its pillar and hot status, DLQ reason and error, result and
+        why a result was not kept; None when it is in no pillar (never stored, or purged).
+
+        ``watch=True`` first marks a hot job as waited on: whichever statement later moves
+        it out of hot (archive, DLQ, cancel, rescue, purge of a parent) sends a ``done``
+        notification for it in the same transaction (see ``Notifier``)."""
+        check_job_id("id", id)
+        return await self.driver.job_outcome(id, bool(watch))
+
+    @operation
+    async def job_parent_results(self, *, id: str) -> dict[str, tuple[str | None, str | None]]:
+        """The results of job ``id``'s parents that are in the archive: parent id ->
+        (result JSON text, why a result was not kept)."""
+        check_job_id("id", id)
+        rows = await self.driver.job_parent_results(id)
+        return {parent: (result, error) for parent, result, error in rows}
+
+    @operation
+    async def job_get_related(self, *, id: str, limit: int = MAX_RELATIVES) -> JobView | None:
+        """``job_get`` with the job's workflow, its parents and its children (at most
+        ``limit`` of each, 1..1,000), each with where it is now."""
+        check_job_id("id", id)
+        cap = checks.bounded_int("limit", limit, 1, MAX_RELATIVES)
+        view = await self.driver.job_get(id)
+        if view is None:
+            return None
+        workflow, parents, children = await self.driver.job_relatives(id, cap)
+        return replace(view, workflow_id=workflow, parents=tuple(parents), children=tuple(children))
+
+    @operation
+    async def workflow_get(self, *, id: str, limit: int = 10_000) -> Workflow | None:
+        """The jobs of workflow ``id`` (the id of its first job: ``JobView.workflow_id``), at
+        most ``limit`` (1..100,000), parents before their children; None when no job is
+        linked to it."""
+        check_job_id("id", id)
+        cap = checks.bounded_int("limit", limit, 1, MAX_WORKFLOW_JOBS)
+        members = await self.driver.workflow_members(id, cap)
+        if not members:
+            return None
+        return Workflow(id=id, jobs=tuple(_parents_first(members)))
+
+    @operation
+    async def workflow_cancel(
+        self, *, id: str, actor: str, now: datetime | None = None
+    ) -> CancelResult:
+        """Cancel every job of workflow ``id`` that has not finished, from any process: a job
+        waiting on a parent that is in the DLQ (blocked) goes to the DLQ as DEPENDENCY_FAILED
+        naming that parent; every other job still in hot is cancelled as by ``jobs_cancel``
+        (Pending, Fetched and Waiting ones to the DLQ as CANCELLED, running ones get a cancel
+        request). ``not_found`` lists the jobs that had already finished."""
+        check_job_id("id", id)
+        who = checks.actor(actor)
+        clock = checks.now(now)
+        members = await self.driver.workflow_members(id, MAX_WORKFLOW_JOBS)
+        states = {job.id: job for job in members}
+        blocked: list[tuple[str, str]] = []
+        for job in members:
+            if job.state == "blocked" or job.state == "waiting":
+                failed = [p for p in job.parents if states.get(p) and states[p].state == "failed"]
+                if failed:
+                    blocked.append((job.id, failed[0]))
+        moved: list[str] = []
+        if blocked:
+            why = f"workflow {id} cancelled by {who}"
+            moved = await self.driver.jobs_dependency_fail(blocked, who, why, clock)
+        done = set(moved)
+        rest = tuple(
+            job.id
+            for job in members
+            if job.id not in done and job.state not in ("succeeded", "failed", "purged")
+        )
+        result = CancelResult((), (), ())
+        for start in range(0, len(rest), self._max_batch):
+            part = await self.driver.jobs_cancel(rest[start : start + self._max_batch], who, clock)
+            result = CancelResult(
+                result.cancelled + part.cancelled,
+                result.requested + part.requested,
+                result.not_found + part.not_found,
+            )
+        return CancelResult(tuple(moved) + result.cancelled, result.requested, result.not_found)
+
+
+def _parents_first(members: list[WorkflowMember]) -> list[WorkflowMember]:
+    """The members ordered by depth (a job after every parent of it in the workflow), then by
+    id; members whose parents are outside the list count from the depth of those inside."""
+    by_id = {job.id: job for job in members}
+    depth: dict[str, int] = {}
+
+    def level(job_id: str) -> int:
+        stack = [job_id]
+        while stack:
+            top = stack[-1]
+            if top in depth:
+                stack.pop()
+                continue
+            todo = [p for p in by_id[top].parents if p in by_id and p not in depth]
+            if todo:
+                stack.extend(todo)
+                continue
+            depth[top] = 1 + max((depth[p] for p in by_id[top].parents if p in by_id), default=-1)
+            stack.pop()
+        return depth[job_id]
+
+    return sorted(members, key=lambda job: (level(job.id), job.id))
