@@ -12,7 +12,9 @@ from .errors import (
     ChokaqError,
     ConfigurationError,
     FatalError,
+    JobFailedError,
     NotFoundError,
+    ResultUnavailableError,
     SchemaError,
     StorageError,
     StorageUnavailableError,
@@ -20,7 +22,7 @@ from .errors import (
     ValidationError,
 )
 from .limits import Limits
-from .models import FailureReason, JobStatus, NewJob, Pillar
+from .models import FailureReason, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry
 from .runtime.circuit import CircuitPolicy
 from .runtime.retry import RetryPolicy
@@ -35,13 +37,16 @@ __all__ = [
     "FailureReason",
     "FatalError",
     "JobContext",
+    "JobFailedError",
     "JobHandle",
     "JobId",
     "JobStatus",
+    "JobView",
     "Limits",
     "NewJob",
     "NotFoundError",
     "Pillar",
+    "ResultUnavailableError",
     "Retry",
     "RetryPolicy",
     "SchemaError",
@@ -50,6 +55,7 @@ __all__ = [
     "ThrottledError",
     "ValidationError",
     "WorkerSettings",
+    "Workflow",
     "current_job",
 ]
 

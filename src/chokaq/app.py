@@ -18,12 +18,22 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .context import JobContext
 from .errors import ConfigurationError, ValidationError
+from .ids import new_job_id
 from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
 from .logs import Event, log_event
-from .models import EnqueueResult, NewJob, ScheduleDeclaration
+from .models import (
+    CancelResult,
+    EnqueueResult,
+    JobOutcome,
+    JobView,
+    NewJob,
+    ScheduleDeclaration,
+    Workflow,
+)
 from .payloads import encode_payload, tags_option
 from .periodic import Timing, check_misfire
 from .portal import Portal, abandon
+from .results import ResultWaiter, value_of
 from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
@@ -51,6 +61,7 @@ OPTION_NAMES = frozenset(
         "created_by",
         "max_attempts",
         "timeout",
+        "after",
         "connection",
     }
 )
@@ -85,9 +96,35 @@ class _Options:
     created_by: str | None = None
     max_attempts: int | None = None
     timeout: float | None = None
+    after: Iterable[NewJob | str] | None = None
 
 
 _NO_OPTIONS = _Options()
+
+
+def parent_ids(after: Iterable[NewJob | str] | None) -> tuple[str, ...]:
+    """The ids ``after=`` names: prepared jobs (``handle.prepare``, ``app.raw``) or ids of
+    stored jobs. A single job or id is refused (``after=[a]``, not ``after=a``)."""
+    if after is None:
+        return ()
+    if isinstance(after, str | NewJob) or not isinstance(after, Iterable):
+        raise ValidationError("after", "must be a list of prepared jobs or job ids")
+    ids: list[str] = []
+    for i, parent in enumerate(after):
+        if isinstance(parent, NewJob):
+            if parent.id is None:
+                raise ValidationError(
+                    f"after[{i}]", "is a job without an id (prepare() gives each job one)"
+                )
+            ids.append(parent.id)
+        elif isinstance(parent, str):
+            ids.append(str(parent))
+        else:
+            raise ValidationError(
+                f"after[{i}]",
+                f"must be a prepared job or a job id, not {type(parent).__name__}",
+            )
+    return tuple(ids)
 
 
 def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
@@ -153,22 +190,34 @@ class JobHandle(Generic[P, R]):
         return None
 
     def prepare(self, *args: Any, **kwargs: Any) -> NewJob:
-        """The ``NewJob`` an ``enqueue`` with these arguments would write (for bulk enqueue).
+        """The ``NewJob`` an ``enqueue`` with these arguments would write, with its id given
+        up front (``job.id``), for ``app.enqueue_many`` and for other jobs' ``after=``.
 
         Arguments are checked against the handler's signature; options are ``queue``,
         ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
-        ``tags``, ``created_by``, ``max_attempts`` and ``timeout`` (seconds).
+        ``tags``, ``created_by``, ``max_attempts``, ``timeout`` (seconds) and ``after`` (the
+        jobs it waits on: prepared jobs or ids of stored jobs; it runs once every one of them
+        has succeeded).
         """
         options, connection, kwargs = _split_options(kwargs)
         if connection is not None:
             raise ValidationError("connection", "is only accepted by enqueue, not prepare")
-        return self._new_job(args, kwargs, options)
+        return self._new_job(args, kwargs, options, job_id=new_job_id())
 
-    def _new_job(self, args: tuple[Any, ...], kwargs: dict[str, Any], options: _Options) -> NewJob:
+    def _new_job(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        options: _Options,
+        job_id: str | None = None,
+    ) -> NewJob:
         payload = self.app.encode_arguments(self, args, kwargs)
         if options is _NO_OPTIONS:
             # The common shape of a bulk enqueue: four fields, the rest left to their defaults.
-            return NewJob(self.name, payload, self.queue, self.priority)
+            job = NewJob(self.name, payload, self.queue, self.priority)
+            if job_id is not None:
+                job.id = job_id
+            return job
         return NewJob(
             type=self.name,
             payload=payload,
@@ -183,13 +232,17 @@ class JobHandle(Generic[P, R]):
             # at execution time, so that changing them applies to jobs already enqueued.
             max_attempts=options.max_attempts,
             timeout_seconds=options.timeout,
+            id=job_id,
+            after=parent_ids(options.after),
         )
 
     async def enqueue(self, *args: Any, **kwargs: Any) -> JobId:
         """Enqueue one job; returns its id (``.duplicate`` when the idempotency key was taken).
 
         On PostgreSQL, ``connection=`` (the caller's open psycopg connection) makes the job part
-        of the caller's transaction. Raises ``ValidationError`` before writing anything.
+        of the caller's transaction. ``after=`` (prepared jobs or ids of stored jobs) makes it
+        wait until every one of them has succeeded. Raises ``ValidationError`` before writing
+        anything.
         """
         options, connection, kwargs = _split_options(kwargs)
         job = self._new_job(args, kwargs, options)
@@ -206,7 +259,10 @@ class JobHandle(Generic[P, R]):
     ) -> list[JobId]:
         """Enqueue one job per mapping of arguments, with shared options, all or none (and in
         the caller's transaction with ``connection=``, as ``enqueue``)."""
-        jobs = [self.prepare(**call, **options) for call in calls]
+        jobs = []
+        for call in calls:
+            opts, _, arguments = _split_options({**call, **options})
+            jobs.append(self._new_job((), arguments, opts))
         return await self.app.enqueue_many(jobs, connection=connection)
 
 
@@ -259,6 +315,7 @@ class App:
         self._open_lock: asyncio.Lock | None = None
         self._portal: Portal[App] | None = None
         self._opened_pid: int | None = None  # the process whose connections the backend holds
+        self._waiter: ResultWaiter | None = None  # result waits, made on first use
 
     # -- registration -------------------------------------------------------------------
 
@@ -511,6 +568,10 @@ class App:
             portal = None
         if portal is not None and portal.shared and portal.on_loop_thread():
             portal = None  # the portal's own close of this very App: the portal ends itself
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            with contextlib.suppress(Exception):
+                await waiter.close()
         if self._backend is not None:
             await self._backend.close()  # also after a failed open: no connection left behind
         self._opened = False
@@ -651,6 +712,8 @@ class App:
             created_by=opts.created_by,
             max_attempts=opts.max_attempts,
             timeout_seconds=opts.timeout,
+            id=new_job_id(),
+            after=parent_ids(opts.after),
         )
 
     async def enqueue_raw(
@@ -661,6 +724,59 @@ class App:
         return (
             await self.enqueue_many([self.raw(type, payload, **options)], connection=connection)
         )[0]
+
+    # -- results and workflows ----------------------------------------------------------
+
+    async def result(self, job_id: str, *, timeout: float | None = None) -> Any:
+        """The return value of job ``job_id`` (JSON decoded) once it has succeeded, waiting
+        for it up to ``timeout`` seconds (None: as long as it takes).
+
+        Raises ``JobFailedError`` (reason and error) when the job is in the DLQ,
+        ``ResultUnavailableError`` when it succeeded but its value was not kept (too large,
+        not JSON), ``TimeoutError`` when it has not finished in time, and ``NotFoundError``
+        when no pillar holds it. Waiting is woken by the notifier (LISTEN/NOTIFY, SQLite's
+        signal) as the job leaves the hot table, with a poll as fallback."""
+        return value_of(job_id, await self.wait(job_id, timeout=timeout))
+
+    def result_sync(self, job_id: str, *, timeout: float | None = None) -> Any:
+        """``result`` for code that cannot await (on the sync client, as ``enqueue_sync``)."""
+        return self._sync_client().call(lambda app: app.result(job_id, timeout=timeout))
+
+    async def wait(self, job_id: str, *, timeout: float | None = None) -> JobOutcome:
+        """Wait until job ``job_id`` has left the hot table and return where it went (its
+        pillar, result or failure), without raising for a failure; ``TimeoutError`` and
+        ``NotFoundError`` as ``result``."""
+        await self.open()
+        if self._waiter is None:
+            self._waiter = ResultWaiter(self.backend)
+        return await self._waiter.outcome(job_id, timeout)
+
+    async def get_job(self, job_id: str) -> JobView | None:
+        """Where job ``job_id`` is and how it is doing (``JobView``: pillar, state, attempts,
+        result or error), with its workflow, parents and children; None when no pillar holds
+        it."""
+        await self.open()
+        return await self.backend.job_get_related(id=job_id)
+
+    async def workflow(self, workflow_id: str) -> Workflow | None:
+        """Every job of a workflow (``JobView.workflow_id``: the id of its first job), parents
+        first, each with its state; None when no job is linked to it."""
+        await self.open()
+        return await self.backend.workflow_get(id=workflow_id)
+
+    async def cancel(self, *job_ids: str, actor: str = "api") -> CancelResult:
+        """Cancel jobs from any process: Pending, Fetched and Waiting ones go to the DLQ as
+        CANCELLED at once; a running one is asked to stop (its worker hears it). A cancelled
+        parent leaves the jobs waiting on it blocked (see ``cancel_workflow``)."""
+        await self.open()
+        return await self.backend.jobs_cancel(ids=list(job_ids), actor=actor)
+
+    async def cancel_workflow(self, workflow_id: str, *, actor: str = "api") -> CancelResult:
+        """Cancel every job of a workflow that has not finished: blocked ones (waiting on a
+        parent in the DLQ) go to the DLQ as DEPENDENCY_FAILED naming that parent, the others
+        are cancelled as by ``cancel``."""
+        await self.open()
+        return await self.backend.workflow_cancel(id=workflow_id, actor=actor)
 
     # -- worker -------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 __all__ = ["JobContext", "current_job"]
 
@@ -26,6 +27,9 @@ class JobContext:
     ``cancelled`` is set when the job should stop (operator cancel, timeout, lost lease or
     shutdown); async handlers are also cancelled, sync handlers should poll
     ``cancel_requested``. ``progress`` (0-100) is stored with the next heartbeat.
+    ``parent_results`` holds, for a job enqueued with ``after=``, each parent's id and return
+    value (None for a parent that returned None or whose result was not kept); it is empty
+    for a job without parents.
     """
 
     job_id: str
@@ -37,6 +41,7 @@ class JobContext:
     tags: tuple[str, ...]
     worker_id: str
     trace_context: str | None = None  # the W3C traceparent stamped at enqueue, if any
+    parent_results: dict[str, Any] = field(default_factory=dict)
     _cancelled: threading.Event | None = field(default=None, repr=False)
     _cancel_flag: bool = False
     cancel_reason: str | None = None

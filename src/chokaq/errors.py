@@ -6,6 +6,8 @@
     ├── ConfigurationError        bad settings, detected at start-up
     ├── ValidationError           bad input, detected before anything is written (also a ValueError)
     ├── NotFoundError             no such job, queue or worker where it was looked for
+    ├── JobFailedError            a job waited on (``App.result``) ended in the DLQ
+    ├── ResultUnavailableError    a job succeeded but its return value was not kept
     ├── LeadershipLostError       a write made under leadership was fenced: its term is over
     ├── StorageError              the database failed us; the driver's error is the __cause__
     │   ├── StorageUnavailableError   the database is out of reach (retry)
@@ -25,9 +27,11 @@ __all__ = [
     "ChokaqError",
     "ConfigurationError",
     "FatalError",
+    "JobFailedError",
     "JobSignal",
     "LeadershipLostError",
     "NotFoundError",
+    "ResultUnavailableError",
     "SchemaError",
     "StorageError",
     "StorageUnavailableError",
@@ -64,6 +68,28 @@ class ValidationError(ChokaqError, ValueError):
 
 class NotFoundError(ChokaqError, LookupError):
     """The named job, queue or worker does not exist where it was looked for."""
+
+
+class JobFailedError(ChokaqError):
+    """The job waited on is in the DLQ: ``job_id``, ``reason`` (a ``FailureReason``) and
+    ``error`` (the text it was dead-lettered with). Repair and requeue it, and wait again."""
+
+    def __init__(self, job_id: str, reason: Any, error: str | None) -> None:
+        self.job_id = job_id
+        self.reason = reason
+        self.error = error
+        name = getattr(reason, "name", reason)
+        super().__init__(f"job {job_id} failed ({name}): {error}")
+
+
+class ResultUnavailableError(ChokaqError):
+    """The job succeeded, but its return value was not kept (``reason``: too large for
+    ``Limits.max_result_bytes``, or not JSON)."""
+
+    def __init__(self, job_id: str, reason: str) -> None:
+        self.job_id = job_id
+        self.reason = reason
+        super().__init__(f"job {job_id} succeeded but its result was not kept: {reason}")
 
 
 class LeadershipLostError(ChokaqError):

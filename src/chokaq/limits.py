@@ -61,14 +61,19 @@ MAX_TIME = datetime(9999, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Configurable limits. ``max_payload_bytes`` counts the UTF-8 bytes of the JSON text."""
+    """Configurable limits. ``max_payload_bytes`` counts the UTF-8 bytes of the JSON text;
+    ``max_result_bytes`` those of a handler's return value as JSON (above it the job still
+    succeeds and its result records that it was too large)."""
 
     max_payload_bytes: int = 1_000_000
     max_batch: int = 100_000
+    max_result_bytes: int = 1_000_000
 
     def __post_init__(self) -> None:
         if self.max_payload_bytes < 2:
             raise ValidationError("max_payload_bytes", "must be at least 2")
+        if self.max_result_bytes < 4:
+            raise ValidationError("max_result_bytes", "must be at least 4")
         if self.max_batch < 1:
             raise ValidationError("max_batch", "must be at least 1")
 

@@ -14,7 +14,7 @@ from .encoding import dump_json
 from .errors import ValidationError
 from .limits import MAX_PAYLOAD_DEPTH, JsonText, json_too_deep
 
-__all__ = ["encode_payload", "string_keys", "tags_option"]
+__all__ = ["encode_payload", "encode_result", "string_keys", "tags_option"]
 
 
 def tags_option(tags: Sequence[str] | None) -> tuple[str, ...]:
@@ -73,3 +73,30 @@ def encode_payload(arguments: Any, path: str = "arguments") -> JsonText:
     if text.count("{") > (1 if isinstance(arguments, dict) else 0):
         string_keys(arguments, path)
     return JsonText(text)
+
+
+def encode_result(value: Any, max_bytes: int) -> tuple[str | None, str | None]:
+    """A handler's return value as (JSON text, None), or (None, why it is not kept): not
+    JSON-serializable, nested too deep, or larger than ``max_bytes`` UTF-8 bytes. None is
+    (None, None): nothing to keep."""
+    if value is None:
+        return None, None
+    try:
+        text = dump_json(value)
+    except RecursionError:
+        return None, f"not kept: it refers to itself or nests more than {MAX_PAYLOAD_DEPTH} deep"
+    except (TypeError, ValueError) as exc:
+        return None, f"not kept: not JSON-serializable ({exc})"
+    try:
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None, "not kept: it holds a lone surrogate (not valid Unicode)"
+    if size > max_bytes:
+        return None, f"not kept: {size} bytes of JSON, over the limit of {max_bytes}"
+    if json_too_deep(text):
+        return None, f"not kept: it nests more than {MAX_PAYLOAD_DEPTH} deep"
+    try:
+        string_keys(value, "result")
+    except ValidationError as exc:
+        return None, f"not kept: {exc.limit}"
+    return text, None

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..context import JobContext, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError
-from ..limits import storable
+from ..limits import DEFAULT_LIMITS, storable
 from ..logs import Event, log_event
 from ..models import (
     ClaimedJob,
@@ -38,6 +38,7 @@ from ..models import (
     SucceedMove,
 )
 from ..outcomes import Fail, Retry
+from ..payloads import encode_result
 from .host import JobHandler, Middleware, PipeHandler
 from .retry import RetryPolicy
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Execution",
     "Executor",
+    "Parents",
     "Prove",
     "Result",
     "StopReason",
@@ -133,6 +135,7 @@ class _NotStarted(BaseException):
 
 
 Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
+Parents = Callable[[str], Awaitable[dict[str, Any]]]
 
 
 class SyncRunner(Protocol):
@@ -281,7 +284,17 @@ class Executor:
     the app's middleware list (read at each job, so later registrations apply) and the thread
     pool for sync handlers."""
 
-    __slots__ = ("handlers", "middlewares", "pipes", "prove", "settings", "threads", "worker_id")
+    __slots__ = (
+        "handlers",
+        "max_result_bytes",
+        "middlewares",
+        "parents",
+        "pipes",
+        "prove",
+        "settings",
+        "threads",
+        "worker_id",
+    )
 
     def __init__(
         self,
@@ -293,6 +306,8 @@ class Executor:
         *,
         worker_id: str,
         prove: Prove,
+        parents: Parents | None = None,
+        max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes,
     ) -> None:
         self.settings = settings
         self.handlers = handlers
@@ -303,6 +318,9 @@ class Executor:
         # ``prove(ex)``: check with storage that ``ex``'s claim is still held (None) or say
         # why it is not to be started (the heartbeats' batched check).
         self.prove = prove
+        # ``parents(job_id)``: the return values of a job's parents (jobs enqueued with after=).
+        self.parents = parents
+        self.max_result_bytes = max_result_bytes
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -368,6 +386,11 @@ class Executor:
             return self._finish(ex, Result.REJECTED, duration=None, message=message)
 
         context = ex.context
+        if job.has_parents and self.parents is not None:
+            try:
+                context.parent_results = await self.parents(job.id)
+            except Exception as exc:  # storage failed us: an ordinary failure, retried
+                return self._finish(ex, Result.RAISED, duration=None, error=exc)
         if ex.is_pipe:
             pargs: dict[str, Any] = {}
             if handle.context_param is not None:
@@ -431,7 +454,19 @@ class Executor:
             return self._finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
         if type(value) is Fail:
             return self._finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
-        return SucceedMove(job.lease, duration)
+        if value is None:
+            return SucceedMove(job.lease, duration)
+        result, why = encode_result(value, self.max_result_bytes)
+        if why is not None:
+            log_event(
+                Event.JOB_RESULT_NOT_KEPT,
+                "the job succeeded; its return value was not kept",
+                level=30,
+                job_id=job.id,
+                type=job.type,
+                reason=why,
+            )
+        return SucceedMove(job.lease, duration, result, why)
 
     def _stopped(self, ex: Execution, duration: float) -> Move | None:
         if ex.stop_reason is StopReason.TIMEOUT:

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ..errors import StorageError
 from ..logs import Event, log_event, logger
@@ -50,6 +50,9 @@ from .settings import WorkerSettings
 from .slots import Slots, release
 from .threads import SyncThreads
 from .unhandled import Unhandled, served_queues
+
+if TYPE_CHECKING:
+    from ..storage import Backend
 
 # How long shutdown waits for each side task, the lease release and the notifier to stop.
 SIDE_TASK_STOP_SECONDS = 10.0
@@ -215,6 +218,8 @@ class Worker(Generic[H]):
             self.threads,
             worker_id=self.id,
             prove=self.heartbeats.prove,
+            parents=partial(parent_results, backend),
+            max_result_bytes=backend.settings.limits.max_result_bytes,
         )
         self.registry = Registry(
             backend,
@@ -539,3 +544,14 @@ class Worker(Generic[H]):
             worker_id=self.id,
             reason=self._stop_reason,
         )
+
+
+async def parent_results(backend: Backend, job_id: str) -> dict[str, Any]:
+    """The return values of a job's parents that succeeded (JSON decoded; None for a parent
+    whose result was None or not kept), by parent id: what ``JobContext.parent_results``
+    holds."""
+    stored = await backend.job_parent_results(id=job_id)
+    return {
+        parent: None if result is None else json.loads(result)
+        for parent, (result, _) in stored.items()
+    }

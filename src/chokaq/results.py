@@ -1,0 +1,130 @@
+"""Waiting for a job's end from a producer: what ``App.result`` and ``App.wait`` run.
+
+One ``ResultWaiter`` per App shares one notifier (a LISTEN connection on PostgreSQL, the
+signal file and in-process broadcast on SQLite) among every wait, started on first use. A wait
+marks its job as waited on (``Backend.job_outcome(watch=True)``), so the statement that moves
+the job out of the hot table notifies ``done`` in the same transaction, and the waiter reads
+the outcome at once. The notifier is a shortcut, not the source of truth: the wait also reads
+the outcome every ``POLL_SECONDS`` (``LOST_POLL_SECONDS`` while the notifier cannot listen),
+so a lost notification costs latency, never an answer. It must not hold SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from .errors import JobFailedError, NotFoundError, ResultUnavailableError, ValidationError
+from .limits import check_job_id
+from .models import JobOutcome, Pillar
+
+if TYPE_CHECKING:
+    from .storage import Backend
+    from .storage.driver import Notifier
+
+__all__ = ["LOST_POLL_SECONDS", "POLL_SECONDS", "ResultWaiter", "value_of"]
+
+# How often a wait reads the outcome although no notification came (a lost one, or a
+# notifier that cannot listen right now).
+POLL_SECONDS = 1.0
+LOST_POLL_SECONDS = 0.1
+
+
+def value_of(job_id: str, outcome: JobOutcome) -> Any:
+    """The return value a finished job's outcome holds (JSON decoded; None for None), or the
+    error that says why there is none."""
+    if outcome.pillar is Pillar.DLQ:
+        raise JobFailedError(job_id, outcome.failure_reason, outcome.error)
+    if outcome.result_error is not None:
+        raise ResultUnavailableError(job_id, outcome.result_error)
+    return None if outcome.result is None else json.loads(outcome.result)
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout:
+        raise ValidationError("timeout", "must be a number of seconds or None")
+    if timeout < 0:
+        raise ValidationError("timeout", "must not be negative")
+    return float(timeout)
+
+
+class ResultWaiter:
+    """Every wait of one App on one backend."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._notifier: Notifier | None = None
+        self._starting: asyncio.Lock | None = None
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+
+    async def outcome(self, job_id: str, timeout: float | None) -> JobOutcome:
+        """The outcome of job ``job_id`` once it has left the hot table. Raises
+        ``TimeoutError`` when it has not within ``timeout`` seconds (None: no limit) and
+        ``NotFoundError`` when no pillar holds it (never stored, or purged)."""
+        check_job_id("job_id", job_id)
+        limit = check_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if limit is None else loop.time() + limit
+        await self._listen()
+        event = asyncio.Event()
+        self._waiting.setdefault(job_id, set()).add(event)
+        try:
+            while True:
+                event.clear()
+                found = await self._backend.job_outcome(id=job_id, watch=True)
+                if found is None:
+                    raise NotFoundError(f"job {job_id} is not stored (never enqueued, or purged)")
+                if found.pillar is not Pillar.HOT:
+                    return found
+                healthy = self._notifier is not None and self._notifier.healthy
+                pause = POLL_SECONDS if healthy else LOST_POLL_SECONDS
+                if deadline is not None:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        raise TimeoutError(f"job {job_id} has not finished within {limit:g} s")
+                    pause = min(pause, left)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), pause)
+        finally:
+            events = self._waiting.get(job_id)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiting[job_id]
+
+    async def _listen(self) -> None:
+        if self._notifier is not None:
+            return
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._notifier is not None:
+                return
+            notifier = self._backend.notifier()
+            # A notifier that cannot listen now keeps trying (PostgreSQL); the waits poll
+            # faster meanwhile.
+            with contextlib.suppress(Exception):
+                await notifier.start(_ignore, _ignore, self._done)
+            self._notifier = notifier
+
+    def _done(self, job_id: str) -> None:
+        """A waited job left the hot table ("" : some waited job, or the listener was away)."""
+        if job_id:
+            targets = self._waiting.get(job_id, ())
+        else:
+            targets = {event for events in self._waiting.values() for event in events}
+        for event in targets:
+            event.set()
+
+    async def close(self) -> None:
+        notifier, self._notifier = self._notifier, None
+        if notifier is not None:
+            await notifier.stop()
+
+
+def _ignore(value: str) -> None:
+    """Work and cancel notifications: a waiter has no use for them."""
