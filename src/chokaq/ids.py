@@ -27,6 +27,7 @@ _last_ms = 0
 _counter = 0
 _MS_MASK = (1 << 48) - 1
 _VARIANT = 0b10 << 62  # RFC 9562 variant, above the 62 random bits
+_head_ms, _head = -1, ""  # new_job_id's text of the time part, kept per millisecond
 
 
 def new_job_id() -> str:
@@ -35,7 +36,24 @@ def new_job_id() -> str:
     The counter keeps ids generated within one millisecond in order inside this process; it is
     re-seeded randomly each new millisecond so two processes do not walk the same sequence.
     """
-    return new_job_ids(1)[0]
+    global _last_ms, _counter, _head_ms, _head
+    with _lock:
+        ms = time.time_ns() // 1_000_000
+        if ms > _last_ms:
+            _last_ms = ms
+            _counter = int.from_bytes(os.urandom(2), "big") & 0x3FF
+        else:
+            _counter += 1
+            if _counter > 0xFFF:  # counter exhausted: borrow the next millisecond
+                _last_ms += 1
+                _counter = 0
+        ms, counter = _last_ms, _counter
+        if ms != _head_ms:
+            digits = f"{ms & _MS_MASK:012x}"
+            _head_ms, _head = ms, f"{digits[:8]}-{digits[8:]}-7"
+        head = _head
+    tail = f"{_VARIANT | _rng.getrandbits(62):016x}"
+    return f"{head}{counter:03x}-{tail[:4]}-{tail[4:]}"
 
 
 def new_job_ids(count: int) -> list[str]:
