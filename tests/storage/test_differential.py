@@ -53,8 +53,9 @@ def _id(n: int) -> str:
 
 
 A, B, C, D, D2, E, F, G, H = (_id(n) for n in range(1, 10))
+W1, W2, W3, W4, W5, W6 = (_id(n) for n in range(20, 26))  # jobs of workflows
 UNKNOWN = _id(99)
-FIXED = {A, B, C, D, D2, E, F, G, H, UNKNOWN}
+FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, UNKNOWN}
 NAIVE = datetime(2025, 1, 1, 12, 0, 0)
 PLUS_14 = timezone(timedelta(hours=14))
 
@@ -180,6 +181,37 @@ def _read_stale(b: Backend) -> Any:
     return _FIRED[id(b)]
 
 
+def _job(job_id: str, *after: str, **fields: Any) -> NewJob:
+    return NewJob(type="t", queue="wf", id=job_id, after=after, **fields)
+
+
+def _diamond(b: Backend, when: float = 10) -> Any:
+    """W1 -> (W2, W3) -> W4, enqueued in one call."""
+    jobs = [_job(W1), _job(W2, W1), _job(W3, W1), _job(W4, W2, W3)]
+    return b.jobs_enqueue(jobs, now=at(when))
+
+
+_CLAIMED: dict[int, Any] = {}  # the jobs each store's last ``_take`` claimed
+
+
+async def _take(b: Backend, queue: str, when: float) -> Any:
+    """Claim every job of ``queue`` due at ``when`` (moved by the next ``_move``)."""
+    claimed = await b.jobs_fetch(worker_id="w3", limit=50, queues=[queue], start=True, now=at(when))
+    _CLAIMED[id(b)] = sorted(claimed, key=lambda j: j.id)
+    return claimed
+
+
+def _move(b: Backend, when: float, *, fail: bool = False) -> Any:
+    """Move the jobs ``_take`` claimed: succeed with a result (the job's id), or fail."""
+    moves: list[Any] = [
+        FailMove(job.lease, FailureReason.FATAL_ERROR, "no")
+        if fail
+        else SucceedMove(job.lease, 0.5, result=json.dumps({"id": job.id}))
+        for job in _CLAIMED.pop(id(b))
+    ]
+    return b.jobs_finalize(moves=moves, now=at(when))
+
+
 # For every storage operation: (label, call) run in order against both stores.
 CASES: dict[str, list[tuple[str, Call]]] = {
     "schema_version": [("current", lambda b, s: b.schema_version())],
@@ -217,6 +249,34 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("tags as text", lambda b, s: b.jobs_enqueue([NewJob(type="t", tags="abc")])),  # type: ignore[arg-type]
         ("too many", lambda b, s: b.jobs_enqueue([NewJob(type="t")] * 100_001)),
         ("connection not psycopg", lambda b, s: b.jobs_enqueue([NewJob(type="t")], connection="x")),
+        ("after unknown", lambda b, s: b.jobs_enqueue([_job(W1, UNKNOWN)], now=at(10))),
+        ("after itself", lambda b, s: b.jobs_enqueue([_job(W1, W1)], now=at(10))),
+        ("after not an id", lambda b, s: b.jobs_enqueue([_job(W1, "nope")], now=at(10))),
+        ("after as text", lambda b, s: b.jobs_enqueue([NewJob(type="t", after=A)], now=at(10))),  # type: ignore[arg-type]
+        (
+            "cycle",
+            lambda b, s: b.jobs_enqueue([_job(W1, W2), _job(W2, W3), _job(W3, W1)], now=at(10)),
+        ),
+        (
+            "key with after",
+            lambda b, s: b.jobs_enqueue([_job(W1, A, idempotency_key="k9")], now=at(10)),
+        ),
+        (
+            "key on a parent",
+            lambda b, s: b.jobs_enqueue(
+                [_job(W1, idempotency_key="k9"), _job(W2, W1)], now=at(10)
+            ),
+        ),
+        ("repeated id", lambda b, s: b.jobs_enqueue([_job(W1), _job(W1), _job(W2, W1)])),
+        ("nothing written", lambda b, s: b.job_get(W1)),
+        ("diamond", lambda b, s: _diamond(b)),
+        ("after stored", lambda b, s: b.jobs_enqueue([_job(W5, D, E, A)], now=at(11))),
+        ("waiting", lambda b, s: b.job_get(W5)),
+        ("after archived only", lambda b, s: b.jobs_enqueue([_job(W6, D)], now=at(11))),
+        ("released at once", lambda b, s: b.job_get(W6)),
+        ("stats", lambda b, s: b.stats_queues(now=at(12))),
+        ("summary", lambda b, s: b.stats_summary()),
+        ("fetch skips waiting", lambda b, s: b.jobs_fetch(worker_id="w2", limit=9, queues=["wf"])),
     ],
     "jobs_fetch": [
         ("limit 0", lambda b, s: b.jobs_fetch(worker_id="w2", limit=0, now=at(10))),
@@ -376,11 +436,14 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("limit True", lambda b, s: b.archive_purge(older_than=at(100), limit=True)),  # type: ignore[arg-type]
         ("limit 0", lambda b, s: b.archive_purge(older_than=at(100), limit=0)),
         ("before", lambda b, s: b.archive_purge(older_than=at(1))),
+        ("a child waits on D", lambda b, s: b.jobs_enqueue([_job(W1, D, A)], now=at(10))),
         ("one", lambda b, s: b.archive_purge(older_than=at(100), batch_size=1, limit=1)),
         ("rest", lambda b, s: b.archive_purge(older_than=at(100), batch_size=1)),
         ("year 1", lambda b, s: b.archive_purge(older_than=datetime(1, 1, 1, tzinfo=PLUS_14))),
         ("bad fence", lambda b, s: b.archive_purge(older_than=at(100), fence=_term(epoch=0))),
         ("stale fence", lambda b, s: b.archive_purge(older_than=at(100), fence=_term())),
+        ("kept", lambda b, s: b.job_get(D)),
+        ("the child's parents", lambda b, s: b.job_parent_results(id=W1)),
     ],
     "dlq_purge_older": [
         ("naive", lambda b, s: b.dlq_purge_older(older_than=NAIVE)),
@@ -389,8 +452,10 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("stale fence", lambda b, s: b.dlq_purge_older(older_than=at(100), fence=_term())),
         ("granted", lambda b, s: _claim(b)),
         ("fenced", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=1, fence=_term())),
+        ("a child waits on E", lambda b, s: b.jobs_enqueue([_job(W1, E)], now=at(10))),
         ("one", lambda b, s: b.dlq_purge_older(older_than=at(100), limit=1)),
         ("rest", lambda b, s: b.dlq_purge_older(older_than=at(100))),
+        ("kept", lambda b, s: b.job_get(E)),
     ],
     "metrics_prune": [
         ("width 0", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=0)),
@@ -567,6 +632,88 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("orphaned", lambda b, s: b.schedule_delete("s", actor="ops", now=at(100))),
         ("gone", lambda b, s: b.schedules_list(now=at(100))),
     ],
+    "job_outcome": [
+        ("bad id", lambda b, s: b.job_outcome(id="x")),
+        ("unknown", lambda b, s: b.job_outcome(id=UNKNOWN)),
+        ("pending", lambda b, s: b.job_outcome(id=A)),
+        ("archived", lambda b, s: b.job_outcome(id=D)),
+        ("dead", lambda b, s: b.job_outcome(id=E)),
+        ("watch", lambda b, s: b.job_outcome(id=C, watch=True)),
+        ("watch again", lambda b, s: b.job_outcome(id=C, watch=True)),
+        (
+            "result kept",
+            lambda b, s: b.jobs_finalize(
+                moves=[SucceedMove(s.running, 1.0, result='{"a": [1, "\u00e9"]}')], now=at(10)
+            ),
+        ),
+        ("read result", lambda b, s: b.job_outcome(id=C)),
+        (
+            "result not kept",
+            lambda b, s: b.jobs_finalize(
+                moves=[SucceedMove(s.fetched, 1.0, result_error="not kept: too large")],
+                now=at(10),
+            ),
+        ),
+        ("read why", lambda b, s: b.job_outcome(id=G)),
+    ],
+    "job_parent_results": [
+        ("bad id", lambda b, s: b.job_parent_results(id="x")),
+        ("no parents", lambda b, s: b.job_parent_results(id=A)),
+        ("diamond", lambda b, s: _diamond(b)),
+        ("first", lambda b, s: _take(b, "wf", 11)),
+        ("first done", lambda b, s: _move(b, 11)),
+        ("middle", lambda b, s: _take(b, "wf", 12)),
+        ("middle done", lambda b, s: _move(b, 12)),
+        ("results", lambda b, s: b.job_parent_results(id=W4)),
+        ("released", lambda b, s: b.jobs_fetch(worker_id="w3", limit=5, queues=["wf"], now=at(13))),
+    ],
+    "job_get_related": [
+        ("bad id", lambda b, s: b.job_get_related(id="x")),
+        ("limit 0", lambda b, s: b.job_get_related(id=A, limit=0)),
+        ("limit huge", lambda b, s: b.job_get_related(id=A, limit=10**6)),
+        ("unknown", lambda b, s: b.job_get_related(id=UNKNOWN)),
+        ("alone", lambda b, s: b.job_get_related(id=A)),
+        ("diamond", lambda b, s: _diamond(b)),
+        ("waiting", lambda b, s: b.job_get_related(id=W4)),
+        ("first", lambda b, s: b.job_get_related(id=W1)),
+        ("first", lambda b, s: _take(b, "wf", 11)),
+        ("first done", lambda b, s: _move(b, 11)),
+        ("middle", lambda b, s: _take(b, "wf", 12)),
+        ("middle fails", lambda b, s: _move(b, 12, fail=True)),
+        ("blocked", lambda b, s: b.job_get_related(id=W4)),
+        ("one side", lambda b, s: b.job_get_related(id=W1, limit=1)),
+        ("filter blocked", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(blocked=True))),
+        (
+            "filter waiting",
+            lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(status=JobStatus.WAITING)),
+        ),
+        ("stats", lambda b, s: b.stats_queues(now=at(13))),
+    ],
+    "workflow_get": [
+        ("bad id", lambda b, s: b.workflow_get(id="x")),
+        ("limit 0", lambda b, s: b.workflow_get(id=W1, limit=0)),
+        ("unknown", lambda b, s: b.workflow_get(id=W1)),
+        ("diamond", lambda b, s: _diamond(b)),
+        ("got", lambda b, s: b.workflow_get(id=W1)),
+        ("capped", lambda b, s: b.workflow_get(id=W1, limit=2)),
+        ("not a workflow id", lambda b, s: b.workflow_get(id=W4)),
+        ("joined", lambda b, s: b.jobs_enqueue([_job(W5, W4, E)], now=at(11))),
+        ("grown", lambda b, s: b.workflow_get(id=W1)),
+    ],
+    "workflow_cancel": [
+        ("bad id", lambda b, s: b.workflow_cancel(id="x", actor="ops")),
+        ("no actor", lambda b, s: b.workflow_cancel(id=W1, actor=None)),  # type: ignore[arg-type]
+        ("unknown", lambda b, s: b.workflow_cancel(id=W1, actor="ops", now=at(10))),
+        # A workflow is named by its first job: here the stored parent E, in the DLQ.
+        ("on a dead parent", lambda b, s: b.jobs_enqueue([_job(W1, E), _job(W2, W1)], now=at(10))),
+        ("its workflow", lambda b, s: b.workflow_get(id=E)),
+        ("cancelled", lambda b, s: b.workflow_cancel(id=E, actor="ops", now=at(11))),
+        ("blocked one", lambda b, s: b.job_get(W1)),
+        ("waiting one", lambda b, s: b.job_get(W2)),
+        ("again", lambda b, s: b.workflow_cancel(id=E, actor="ops", now=at(12))),
+        ("summary", lambda b, s: b.stats_summary()),
+        ("counted", lambda b, s: b.stats_throughput(now=at(12))),
+    ],
     "jobs_cancel": [
         ("text ids", lambda b, s: b.jobs_cancel(ids="abc", actor="ops")),  # type: ignore[arg-type]
         ("bad id", lambda b, s: b.jobs_cancel(ids=["bad"], actor="ops")),
@@ -639,8 +786,13 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "dlq_purge": [
         ("bad id", lambda b, s: b.dlq_purge(ids=["x"], actor="ops")),
         ("no actor", lambda b, s: b.dlq_purge(ids=[E], actor=None)),  # type: ignore[arg-type]
+        ("child of a dead job", lambda b, s: b.jobs_enqueue([_job(W1, E), _job(W2, W1)])),
         ("some", lambda b, s: b.dlq_purge(ids=[A, E, UNKNOWN], actor="ops")),
         ("summary", lambda b, s: b.stats_summary()),
+        ("child failed", lambda b, s: b.job_get(W1)),
+        ("grandchild waits", lambda b, s: b.job_get(W2)),
+        ("its parent purged", lambda b, s: b.dlq_purge(ids=[W1], actor="ops")),
+        ("grandchild failed", lambda b, s: b.job_get(W2)),
     ],
     "dlq_purge_by_filter": [
         ("cap 0", lambda b, s: b.dlq_purge_by_filter(filter=_f(), actor="ops", cap=0)),

@@ -8,6 +8,7 @@ erase an outcome that happened. Arguments arrive checked; this module holds no S
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from ...models import JobFilter, Preview
 from ..checks import Edits
@@ -61,10 +62,8 @@ class PostgresDlq(PostgresCore):
 
     async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]:
         wanted = list(ids)
-        deleted = {
-            row[0]
-            for row in await self._rows("dlq_purge", {"ids": wanted, "channel": self.channel})
-        }
+        async with self.pool.connection() as conn, conn.transaction():
+            deleted = await self._purge_ids(conn, wanted)
         return [i for i in wanted if i in deleted]
 
     async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]:
@@ -74,6 +73,16 @@ class PostgresDlq(PostgresCore):
             wanted = [r[0] for r in await cur.fetchall()]
             if not wanted:
                 return []
-            cur = await conn.execute(self._q["dlq_purge"], {"ids": wanted, "channel": self.channel})
-            deleted = {r[0] for r in await cur.fetchall()}
+            deleted = await self._purge_ids(conn, wanted)
         return [i for i in wanted if i in deleted]
+
+    async def _purge_ids(self, conn: Any, ids: list[str]) -> set[str]:
+        """Delete the DLQ rows, then (a statement of its own, for its fresh snapshot) fail the
+        children still waiting on them as DEPENDENCY_FAILED, in the caller's transaction."""
+        cur = await conn.execute(self._q["dlq_purge"], {"ids": ids})
+        deleted = {r[0] for r in await cur.fetchall()}
+        if deleted:
+            await conn.execute(
+                self._q["jobs_orphans_fail"], {"ids": list(deleted), "channel": self.channel}
+            )
+        return deleted

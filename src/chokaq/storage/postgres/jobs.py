@@ -65,9 +65,6 @@ BULKHEAD_CACHE_SECONDS = 1.0
 BULKHEAD_MAX_AGE_SECONDS = 5.0
 # Jobs per statement of a large enqueue (its statements overlap with the client's work).
 ENQUEUE_CHUNK = 1_000
-# Per job id of a batch with dependencies: its parents still to succeed, and its children's
-# ids (the ``dependents`` text).
-GraphColumns = tuple[dict[str, int], dict[str, str]]
 # How often an enqueue looks for a stored parent that moved between pillars while it looked.
 GRAPH_LOCATE_TRIES = 5
 
@@ -167,7 +164,7 @@ class PostgresJobs(PostgresCore):
         results: list[EnqueueResult | None],
         now: datetime | None,
         chunk: int | None = ENQUEUE_CHUNK,
-        columns: GraphColumns | None = None,
+        waits: dict[str, int] | None = None,
     ) -> None:
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
@@ -180,7 +177,7 @@ class PostgresJobs(PostgresCore):
             query = self._q["jobs_enqueue_plain"]
         while todo:
             conflicted = await self._insert(
-                execute, query, jobs, ids, todo, results, now, chunk, columns
+                execute, query, jobs, ids, todo, results, now, chunk, waits
             )
             if not conflicted:
                 return
@@ -208,9 +205,10 @@ class PostgresJobs(PostgresCore):
         now: datetime | None,
         chunk: int | None = ENQUEUE_CHUNK,
     ) -> None:
-        """Enqueue a batch with dependencies, in the transaction the caller holds: attach the
-        new children to their stored parents (locking each parent's row until commit), count
-        each job's parents still to succeed, insert the jobs, then the edges."""
+        """Enqueue a batch with dependencies, in the transaction the caller holds: lock the
+        stored parents that are in hot or the DLQ until commit (a parent's move out of them
+        then waits, and the release after it sees the new edges), count each job's parents
+        still to succeed, insert the jobs, then the edges."""
         q = self._q
         stored = list(graph.stored)
         succeeded: set[str] = set()
@@ -220,20 +218,21 @@ class PostgresJobs(PostgresCore):
             unknown = [p for p in stored if p not in known]
             if unknown:
                 raise unknown_parents(jobs, unknown)
-            kids = graph.children_of(set(stored))
             left = stored
             for _ in range(GRAPH_LOCATE_TRIES):
-                found: set[str] = set()
-                for name in ("jobs_graph_attach_hot", "jobs_graph_attach_dlq"):
-                    rest = [p for p in left if p not in found]
+                locked: set[str] = set()
+                for name in ("jobs_graph_lock_hot", "jobs_graph_lock_dlq"):
+                    rest = [p for p in left if p not in locked]
                     if rest:
-                        params = {"ids": rest, "kids": [kids[p] for p in rest]}
-                        found.update(row[0] for row in await _rows(execute, q[name], params))
-                rest = [p for p in left if p not in found]
+                        locked.update(
+                            row[0] for row in await _rows(execute, q[name], {"ids": rest})
+                        )
+                rest = [p for p in left if p not in locked]
                 if rest:
                     archived = await _rows(execute, q["jobs_graph_archived"], {"ids": rest})
                     succeeded.update(row[0] for row in archived)
-                # Not found anywhere: it moved between two of these statements; look again.
+                # Neither locked nor archived: it moved between two of these statements (a
+                # resurrection out of the DLQ, say); lock it where it is now.
                 left = [p for p in rest if p not in succeeded]
                 if not left:
                     break
@@ -241,8 +240,8 @@ class PostgresJobs(PostgresCore):
                 raise unknown_parents(jobs, left)
             rows = await _rows(execute, q["jobs_graph_workflows"], {"ids": stored})
             workflows = {row[0]: row[1] for row in rows}
-        columns = (graph.waiting(succeeded), graph.children_of(graph.batch))
-        await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, columns)
+        waits = graph.waiting(succeeded)
+        await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, waits)
         edges = graph.edges(graph.workflows(workflows))
         await execute(
             q["jobs_graph_edges"],
@@ -250,6 +249,7 @@ class PostgresJobs(PostgresCore):
                 "children": [e[0] for e in edges],
                 "parents": [e[1] for e in edges],
                 "workflows": [e[2] for e in edges],
+                "satisfied": [e[1] in succeeded for e in edges],
                 "now": now,
             },
         )
@@ -264,7 +264,7 @@ class PostgresJobs(PostgresCore):
         results: list[EnqueueResult | None],
         now: datetime | None,
         chunk: int | None,
-        columns: GraphColumns | None,
+        waits: dict[str, int] | None,
     ) -> list[int]:
         """Insert the jobs ``todo`` and record them in ``results``; returns those whose key was
         taken. More than ``chunk`` jobs go as statements of ``chunk`` (the caller holds the
@@ -276,7 +276,7 @@ class PostgresJobs(PostgresCore):
         pending: tuple[list[int], asyncio.Future[list[Any]]] | None = None
         try:
             for part in parts:
-                params = self._enqueue_params(jobs, ids, part, now, columns)
+                params = self._enqueue_params(jobs, ids, part, now, waits)
                 done = None
                 if pending is not None:
                     done = (pending[0], await pending[1])
@@ -302,7 +302,7 @@ class PostgresJobs(PostgresCore):
         ids: list[str | None],
         todo: list[int],
         now: datetime | None,
-        columns: GraphColumns | None = None,
+        waits: dict[str, int] | None = None,
     ) -> Params:
         """The parameters of an enqueue statement for the jobs ``todo``; jobs without an id get
         one here, in order."""
@@ -310,11 +310,9 @@ class PostgresJobs(PostgresCore):
         for i, job_id in zip(missing, new_job_ids(len(missing)), strict=True):
             ids[i] = job_id
         batch = [jobs[i] for i in todo] if len(todo) < len(jobs) else jobs
-        if columns is None:
-            waits = dependents = None
-        else:
-            waits = _column([columns[0].get(j.id or "") for j in batch])
-            dependents = _column([columns[1].get(j.id or "") for j in batch])
+        # A job with parents still to succeed waits; the rest of a batch with dependencies
+        # (and every job of one without) is Pending at once.
+        left = None if waits is None else _column([waits.get(j.id or "") for j in batch])
         return {
             "ids": ",".join([ids[i] for i in todo]),  # type: ignore[misc]
             "queues": _joined("queue", [j.queue for j in batch]),
@@ -331,8 +329,7 @@ class PostgresJobs(PostgresCore):
             "delays": _column([_float(j.delay_seconds) for j in batch]),
             "created_by": _column([j.created_by for j in batch]),
             "traces": _column([j.trace_context for j in batch]),
-            "waits": waits,
-            "dependents": dependents,
+            "waits": left,
             "now": now,
             "channel": self.channel,
             "wake": list({j.queue: None for j in batch}),  # read by jobs_enqueue_plain only
@@ -441,31 +438,46 @@ class PostgresJobs(PostgresCore):
                             name = _statement(move)
                             params = self._finalize_params([move], now, self.channel)
                             rows += await self._run(conn, name, params)
+                            if isinstance(move, SucceedMove):
+                                release = {
+                                    "ids": [move.lease.job_id],
+                                    "now": now,
+                                    "channel": self.channel,
+                                }
+                                await self._run(conn, "jobs_finalize_release", release)
                     except psycopg.IntegrityError:
                         continue
         applied = {row[0] for row in rows}
         return [move.lease.job_id in applied for move in moves]
 
     async def _finalize_batch(self, moves: list[Move], now: datetime | None) -> list[Any]:
-        """Succeed and fail moves in one statement, retries in another; a batch of both sends
-        the two in one transaction and one round trip."""
+        """Succeed and fail moves in one statement, then the release of the children of the
+        jobs that succeeded (a statement of its own, for its fresh snapshot: see
+        jobs_finalize_release), retries in a third; those of a batch go in one transaction and
+        one round trip."""
         retries = [m for m in moves if isinstance(m, RetryMove)]
-        if not retries or len(retries) == len(moves):
+        ends = [m for m in moves if not isinstance(m, RetryMove)]
+        succeeded = [m.lease.job_id for m in ends if isinstance(m, SucceedMove)]
+        if not succeeded and (not retries or not ends):
             name = "jobs_finalize_retry" if retries else "jobs_finalize"
             return await self._rows(
                 name, self._finalize_params(moves, now, self.channel), lane="finalize"
             )
-        ends = [m for m in moves if not isinstance(m, RetryMove)]
         async with self._connection("finalize") as conn:
             async with conn.pipeline(), conn.transaction():
-                first = await conn.execute(
-                    self._q["jobs_finalize"], self._finalize_params(ends, now, self.channel)
-                )
-                second = await conn.execute(
-                    self._q["jobs_finalize_retry"],
-                    self._finalize_params(retries, now, self.channel),
-                )
-            return [*await first.fetchall(), *await second.fetchall()]
+                cursors = []
+                if ends:
+                    params = self._finalize_params(ends, now, self.channel)
+                    cursors.append(await conn.execute(self._q["jobs_finalize"], params))
+                if succeeded:
+                    await conn.execute(
+                        self._q["jobs_finalize_release"],
+                        {"ids": succeeded, "now": now, "channel": self.channel},
+                    )
+                if retries:
+                    params = self._finalize_params(retries, now, self.channel)
+                    cursors.append(await conn.execute(self._q["jobs_finalize_retry"], params))
+            return [row for cur in cursors for row in await cur.fetchall()]
 
     @staticmethod
     def _finalize_params(moves: Sequence[Move], now: datetime | None, channel: str) -> Params:

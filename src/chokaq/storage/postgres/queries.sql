@@ -76,10 +76,9 @@ input AS (
         %(tags)b::text[], %(keys)b::text[], string_to_array(%(priorities)s, ',')::integer[],
         %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
         %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[],
-        %(waits)b::integer[], %(dependents)b::text[]
+        %(waits)b::integer[]
     ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
-           timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left,
-           dependents)
+           timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
@@ -92,7 +91,7 @@ SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
        CASE WHEN i.parents_left > 0 THEN 3 ELSE 0 END, 0,
        i.max_attempts, i.timeout_seconds,
        coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
-       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.dependents
+       c.now, c.now, i.created_by, i.trace_context, i.parents_left
 FROM input i CROSS JOIN clock c
 
 -- name: fragment_enqueue_insert
@@ -105,7 +104,7 @@ keyed AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, dependents
+        trace_context, parents_left
     )
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NOT NULL
@@ -117,7 +116,7 @@ plain AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, dependents
+        trace_context, parents_left
     )
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NULL
@@ -164,7 +163,7 @@ plain AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, dependents
+        trace_context, parents_left
     )
 -- include: fragment_enqueue_rows
     RETURNING 1
@@ -341,7 +340,7 @@ RETURNING h.id::text
 INSERT INTO {schema}.jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
     max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-    created_at, started_at, failed_at, duration_seconds, dependents
+    created_at, started_at, failed_at, duration_seconds
 )
 
 -- name: fragment_failed_counts
@@ -385,34 +384,6 @@ SET completed_count = b.completed_count + excluded.completed_count,
     max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
     updated_at = excluded.updated_at
 
--- name: fragment_release_dependents
--- The children that the jobs of ``done`` moved to the archive (kind 0) were waited on by, from
--- each parent's own ``dependents`` (read under the row's lock, so a child attached while the
--- parent finished is in it): each waiting child counts its parents left down, and goes to
--- Pending when none is left (``rl``). Two parents of one child finishing at once update its
--- row in turn, the second from the first's result, so the last one releases it. ``told`` wakes
--- the queues that got a released child, and whoever waits on a job of ``done`` (``App.result``
--- marked it ``waited``). Short names: the statement must fit the driver's cache of 4096 bytes.
-rb AS (
-    SELECT x.c, count(*) n
-    FROM done d, unnest(string_to_array(d.dependents, ',')::uuid[]) x(c)
-    WHERE d.k = 0
-    GROUP BY x.c
-),
-rl AS (
-    UPDATE {schema}.jobs_hot c
-    SET parents_left = greatest(c.parents_left - r.n, 0),
-        status = CASE WHEN c.parents_left <= r.n THEN 0 ELSE 3 END, updated_at = k.now
-    FROM rb r, clock k
-    WHERE c.id = r.c AND c.status = 3
-    RETURNING c.queue, c.status
-),
-told AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, t)
-    FROM (SELECT DISTINCT 'j:' || queue t FROM rl WHERE status = 0
-          UNION ALL SELECT 'd:' || id FROM done WHERE waited) z
-)
-
 -- name: fragment_notify_waited
 -- Tell whoever waits on a job of ``done`` (``App.result`` marked it ``waited``) that it left
 -- the hot table; delivered when the transaction commits.
@@ -439,8 +410,9 @@ clock AS MATERIALIZED (
 -- name: jobs_finalize
 -- Succeed and fail moves of a batch in one statement: the rows leave hot, land in archive or
 -- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
--- parent succeeded are released, and waiters told. Every move is guarded by its lease; a stale
--- one matches nothing. (Retry moves: jobs_finalize_retry, in the same transaction.)
+-- parent succeeded are released by jobs_finalize_release, run next in the same transaction, and
+-- waiters are told. Every move is guarded by its lease; a stale one matches nothing. (Retry
+-- moves: jobs_finalize_retry.)
 -- include: fragment_finalize_input
 ,
 done AS (
@@ -466,11 +438,11 @@ buried AS (
 -- include: fragment_dlq_insert
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.r, d.e,
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du, d.dependents
+           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du
     FROM done d, clock k
     WHERE d.k = 1
 ),
--- include: fragment_release_dependents
+-- include: fragment_notify_waited
 ,
 stats AS (
     INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, failed_total, last_activity_at)
@@ -574,7 +546,7 @@ buried AS (
            'Zombie: heartbeat expired (no heartbeat for more than '
                || d.timeout::numeric::text || ' s)',
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.dependents
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -702,7 +674,7 @@ buried AS (
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
            'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
            d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
-           d.started_at, k.now, NULL, d.dependents
+           d.started_at, k.now, NULL
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -765,13 +737,12 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error, dependents, parents_left
+        last_modified_by, last_error, parents_left
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
            coalesce(%(priority)s::integer, m.priority), 0, 0, m.max_attempts,
            m.timeout_seconds, k.now, m.created_at, k.now, m.created_by, %(actor)s, m.error,
-           m.dependents,
            -- a job enqueued with after= runs with whatever results its parents left
            CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
                 THEN 0 END
@@ -781,47 +752,10 @@ inserted AS (
 -- include: fragment_notify_inserted
 
 -- name: dlq_purge
--- Purged rows leave the children that waited on them nothing to wait for: each such child
--- still waiting goes to the DLQ as DEPENDENCY_FAILED (11) naming the purged parent, with its
--- counters and bucket, in the same statement. The children come from the parent's own
--- ``dependents``, read under its row lock (see fragment_release_dependents).
-WITH clock AS MATERIALIZED (
-    SELECT now() AS now
-),
-purged AS (
-    DELETE FROM {schema}.jobs_dlq
-    WHERE id = ANY(%(ids)b::uuid[])
-    RETURNING id, dependents
-),
-orphans AS (
-    SELECT DISTINCT ON (x.child) x.child, p.id AS parent
-    FROM purged p
-    CROSS JOIN LATERAL unnest(string_to_array(p.dependents, ',')::uuid[]) AS x(child)
-    WHERE p.dependents IS NOT NULL
-    ORDER BY x.child, p.id
-),
-done AS (
-    DELETE FROM {schema}.jobs_hot h
-    USING orphans o
-    WHERE h.id = o.child AND h.status = 3
-    RETURNING h.*, o.parent, 11 AS failure_reason
-),
-buried AS (
--- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
-           'Dependency failed: parent ' || d.parent::text || ' was purged from the DLQ',
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.dependents
-    FROM done d CROSS JOIN clock k
-),
--- include: fragment_notify_waited
-,
--- include: fragment_failed_counts
-SELECT id::text, true FROM purged
-UNION ALL
-SELECT id::text, false FROM done
-UNION ALL
-SELECT NULL, NULL FROM told
+-- Run with jobs_orphans_fail next in the same transaction (see there).
+DELETE FROM {schema}.jobs_dlq
+WHERE id = ANY(%(ids)b::uuid[])
+RETURNING id::text
 
 -- name: fragment_hot_filter
 -- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
@@ -1408,23 +1342,22 @@ SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
 UNION ALL
 SELECT id::text FROM {schema}.jobs_dlq WHERE id = ANY(%(ids)b::uuid[])
 
--- name: jobs_graph_attach_hot
--- Add new children to the ``dependents`` of stored parents still in hot. The row lock this
--- takes holds the parent's move out of hot until the enqueue commits; the move then reads the
--- row with the children in it. Returns the parents found.
-UPDATE {schema}.jobs_hot h
-SET dependents = CASE WHEN h.dependents IS NULL THEN v.kids ELSE h.dependents || ',' || v.kids END
-FROM unnest(%(ids)b::uuid[], %(kids)b::text[]) AS v(id, kids)
-WHERE h.id = v.id
-RETURNING h.id::text
+-- name: jobs_graph_lock_hot
+-- Lock the stored parents still in hot until the enqueue commits: a parent's move out of hot
+-- (finalize, cancel, rescue) waits for it, and the release statement that follows that move in
+-- its transaction, run with a fresh snapshot, then sees the new edges. KEY SHARE does not hold
+-- up heartbeats or claims. Returns the parents found.
+SELECT id::text FROM {schema}.jobs_hot
+WHERE id = ANY(%(ids)b::uuid[])
+ORDER BY id
+FOR KEY SHARE
 
--- name: jobs_graph_attach_dlq
--- The same for parents in the DLQ (a resurrection carries ``dependents`` back to hot).
-UPDATE {schema}.jobs_dlq d
-SET dependents = CASE WHEN d.dependents IS NULL THEN v.kids ELSE d.dependents || ',' || v.kids END
-FROM unnest(%(ids)b::uuid[], %(kids)b::text[]) AS v(id, kids)
-WHERE d.id = v.id
-RETURNING d.id::text
+-- name: jobs_graph_lock_dlq
+-- The same for parents in the DLQ (a resurrection or a purge waits for the enqueue).
+SELECT id::text FROM {schema}.jobs_dlq
+WHERE id = ANY(%(ids)b::uuid[])
+ORDER BY id
+FOR KEY SHARE
 
 -- name: jobs_graph_archived
 SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
@@ -1437,9 +1370,77 @@ WHERE child_id = ANY(%(ids)b::uuid[])
 ORDER BY child_id, created_at
 
 -- name: jobs_graph_edges
-INSERT INTO {schema}.job_edges (child_id, parent_id, workflow_id, created_at)
-SELECT c, p, w, coalesce(%(now)s::timestamptz, now())
-FROM unnest(%(children)b::uuid[], %(parents)b::uuid[], %(workflows)b::uuid[]) AS v(c, p, w)
+-- An edge is satisfied once its parent is in the archive (then, or later by the release).
+INSERT INTO {schema}.job_edges (child_id, parent_id, workflow_id, satisfied, created_at)
+SELECT c, p, w, s, coalesce(%(now)s::timestamptz, now())
+FROM unnest(
+    %(children)b::uuid[], %(parents)b::uuid[], %(workflows)b::uuid[], %(satisfied)b::bool[]
+) AS v(c, p, w, s)
+
+-- name: jobs_finalize_release
+-- Run after jobs_finalize in its transaction, with a snapshot of its own, so that it sees the
+-- edges of children enqueued while the parents finished (their enqueue held the parent's row
+-- until it committed, and the move waited for it). Each edge from a parent now in the archive
+-- is satisfied once (the flag is set under the edge's row lock), and its child counts its
+-- parents left down, going to Pending at zero. Two parents of one child finishing at once
+-- update the child's row in turn, the second from the first's result, so the last one releases
+-- it. The queues that got a released child are woken.
+WITH s AS (
+    UPDATE {schema}.job_edges e
+    SET satisfied = true
+    FROM {schema}.jobs_archive a
+    WHERE e.parent_id = ANY(%(ids)b::uuid[]) AND NOT e.satisfied AND a.id = e.parent_id
+    RETURNING e.child_id
+),
+n AS (
+    SELECT child_id, count(*) AS n FROM s GROUP BY child_id
+),
+released AS (
+    UPDATE {schema}.jobs_hot c
+    SET parents_left = greatest(c.parents_left - n.n, 0),
+        status = CASE WHEN c.parents_left <= n.n THEN 0 ELSE 3 END,
+        updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM n
+    WHERE c.id = n.child_id AND c.status = 3
+    RETURNING c.queue, c.status
+)
+SELECT pg_notify(%(channel)s, 'j:' || q.queue)
+FROM (SELECT DISTINCT queue FROM released WHERE status = 0) q
+
+-- name: jobs_orphans_fail
+-- Run after dlq_purge in its transaction, with a snapshot of its own (see
+-- jobs_finalize_release): each child still waiting on a purged parent (a parent now in no
+-- pillar) goes to the DLQ as DEPENDENCY_FAILED (11) naming it, with counters and bucket.
+WITH clock AS MATERIALIZED (
+    SELECT now() AS now
+),
+orphans AS (
+    SELECT DISTINCT ON (e.child_id) e.child_id AS child, e.parent_id AS parent
+    FROM {schema}.job_edges e
+    WHERE e.parent_id = ANY(%(ids)b::uuid[]) AND NOT e.satisfied
+      AND NOT EXISTS (SELECT 1 FROM {schema}.jobs_dlq q WHERE q.id = e.parent_id)
+    ORDER BY e.child_id, e.parent_id
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING orphans o
+    WHERE h.id = o.child AND h.status = 3
+    RETURNING h.*, o.parent, 11 AS failure_reason
+),
+buried AS (
+-- include: fragment_dlq_insert
+    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+           'Dependency failed: parent ' || d.parent::text || ' was purged from the DLQ',
+           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
+    FROM done d CROSS JOIN clock k
+),
+-- include: fragment_notify_waited
+,
+-- include: fragment_failed_counts
+SELECT id::text FROM done
+UNION ALL
+SELECT NULL FROM told
 
 -- name: job_watch
 -- Mark a hot job waited on (its move out of hot then notifies ``d:<id>``); the row lock holds a
@@ -1540,7 +1541,7 @@ buried AS (
            'Dependency failed: parent ' || d.parent::text || ' is in the DLQ; '
                || %(why)s::text,
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL, d.dependents
+           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited

@@ -88,22 +88,20 @@ def dlq_purge_by_filter(db: Database, filter: JobFilter, cap: int, now: float) -
 
 
 def _purge(db: Database, ids: list[str], now: float) -> Purged:
-    """Delete DLQ rows; each child a purged row was waited on by, and that still waits, goes to
-    the DLQ as DEPENDENCY_FAILED naming it, in the same transaction."""
+    """Delete DLQ rows; each child still waiting on a purged row goes to the DLQ as
+    DEPENDENCY_FAILED naming it, in the same transaction."""
     rows = db.conn.execute(db.q["dlq_purge"], {"ids": json.dumps(ids)}).fetchall()
-    deleted = {row[0] for row in rows}
-    orphans: dict[str, str] = {}
-    for job_id, dependents in sorted((row[0], row[1]) for row in rows):
-        for child in (dependents or "").split(","):
-            if child:
-                orphans.setdefault(child, job_id)
+    deleted = [row[0] for row in rows]
     moved = Moved()
-    if orphans:
-        _, moved = dependency_fail(
-            db,
-            sorted(orphans.items()),
-            lambda parent: f"Dependency failed: parent {parent} was purged from the DLQ",
-            None,
-            now,
-        )
-    return [job_id for job_id in ids if job_id in deleted], moved
+    if deleted:
+        orphans = db.conn.execute(db.q["jobs_orphans"], {"ids": json.dumps(deleted)}).fetchall()
+        if orphans:
+            _, moved = dependency_fail(
+                db,
+                [(row[0], row[1]) for row in orphans],
+                lambda parent: f"Dependency failed: parent {parent} was purged from the DLQ",
+                None,
+                now,
+            )
+    purged = set(deleted)
+    return [job_id for job_id in ids if job_id in purged], moved

@@ -158,35 +158,32 @@ def enqueue_within(db: Database, jobs: Sequence[NewJob], now: float) -> list[Enq
 def _enqueue_graph(
     db: Database, jobs: Sequence[NewJob], graph: Graph, now: float
 ) -> list[EnqueueResult]:
+    """Enqueue a batch with dependencies inside the write transaction (which no parent's move
+    can interleave with): each job counts its parents still to succeed, then the edges."""
     conn, q = db.conn, db.q
     stored = list(graph.stored)
     where: dict[str, int] = {}
+    workflows: dict[str, str] = {}
     if stored:
         ids = json.dumps(stored)
         where = dict(conn.execute(q["jobs_graph_where"], {"ids": ids}).fetchall())
         unknown = [p for p in stored if p not in where]
         if unknown:
             raise unknown_parents(jobs, unknown)
-        kids = graph.children_of(set(stored))
-        for parent, place in where.items():
-            if place != 1:
-                name = "jobs_graph_attach_hot" if place == 0 else "jobs_graph_attach_dlq"
-                conn.execute(q[name], {"id": parent, "kids": kids[parent]})
-    workflows: dict[str, str] = {}
-    if stored:
-        for child, workflow in conn.execute(
-            q["jobs_graph_workflows"], {"ids": json.dumps(stored)}
-        ).fetchall():
+        for child, workflow in conn.execute(q["jobs_graph_workflows"], {"ids": ids}).fetchall():
             workflows[child] = workflow  # the oldest edge last: it wins
-    columns = (
-        graph.waiting({p for p, place in where.items() if place == 1}),
-        graph.children_of(graph.batch),
-    )
-    results = _enqueue(db, jobs, *_enqueue_rows(jobs, now, columns), now)
+    succeeded = {p for p, place in where.items() if place == 1}
+    results = _enqueue(db, jobs, *_enqueue_rows(jobs, now, graph.waiting(succeeded)), now)
     conn.executemany(
         q["jobs_graph_edge"],
         [
-            {"child": child, "parent": parent, "workflow": workflow, "now": now}
+            {
+                "child": child,
+                "parent": parent,
+                "workflow": workflow,
+                "satisfied": 1 if parent in succeeded else 0,
+                "now": now,
+            }
             for child, parent, workflow in graph.edges(graph.workflows(workflows))
         ],
     )
@@ -194,14 +191,11 @@ def _enqueue_graph(
 
 
 def _enqueue_rows(
-    jobs: Sequence[NewJob],
-    now: float,
-    columns: tuple[dict[str, int], dict[str, str]] | None = None,
+    jobs: Sequence[NewJob], now: float, waits: dict[str, int] | None = None
 ) -> tuple[list[str], list[dict[str, object]], dict[str, int]]:
-    """The ids, the rows to insert and the first job of each idempotency key; ``columns``
-    holds, per job id of a batch with dependencies, its parents still to succeed and its
-    children's ids."""
-    waits, dependents = columns or ({}, {})
+    """The ids, the rows to insert and the first job of each idempotency key; ``waits``
+    holds, per job id of a batch with dependencies, its parents still to succeed."""
+    waits = waits or {}
     fresh = iter(new_job_ids(sum(job.id is None for job in jobs)))
     ids = [job.id or next(fresh) for job in jobs]
     first_by_key: dict[str, int] = {}
@@ -236,7 +230,6 @@ def _enqueue_rows(
                 "created_by": job.created_by,
                 "trace_context": job.trace_context,
                 "parents_left": waits.get(ids[i]),
-                "dependents": dependents.get(ids[i]),
             }
         )
     return ids, rows, first_by_key
@@ -428,26 +421,31 @@ class Moved:
 
     woken: set[str] = field(default_factory=set)
     waited: list[str] = field(default_factory=list)
-    released: dict[str, int] = field(default_factory=dict)  # child -> parents that succeeded
+    succeeded: list[str] = field(default_factory=list)  # parents whose children to release
 
-    def left_hot(
-        self, job_id: str, dependents: str | None, waited: object, succeeded: bool
-    ) -> None:
+    def left_hot(self, job_id: str, waited: object, succeeded: bool) -> None:
         if waited:
             self.waited.append(job_id)
-        if succeeded and dependents:
-            for child in dependents.split(","):
-                self.released[child] = self.released.get(child, 0) + 1
+        if succeeded:
+            self.succeeded.append(job_id)
 
     def release(self, db: Database, now: float) -> None:
-        """Count each child's parents down; a child with none left goes to Pending."""
-        for child, n in self.released.items():
+        """Satisfy the edges from the parents that succeeded; each child counts its parents
+        down, and one with none left goes to Pending."""
+        if not self.succeeded:
+            return
+        counts: dict[str, int] = {}
+        for (child,) in db.conn.execute(
+            db.q["jobs_edges_satisfy"], {"ids": json.dumps(self.succeeded)}
+        ).fetchall():
+            counts[child] = counts.get(child, 0) + 1
+        self.succeeded.clear()
+        for child, n in counts.items():
             row = db.conn.execute(
                 db.q["jobs_release_children"], {"id": child, "n": n, "now": now}
             ).fetchone()
             if row is not None and row[1] == JobStatus.PENDING:
                 self.woken.add(str(row[0]))
-        self.released.clear()
 
 
 def finalize(db: Database, moves: Sequence[Move], now: float) -> tuple[list[bool], Moved]:
@@ -499,10 +497,10 @@ def _succeed_batch(
         return {}
     conn.execute(q["savepoint_batch_release"])
     done = dict.fromkeys(index.values(), False)
-    for job_id, queue, dependents, waited in deleted:
+    for job_id, queue, waited in deleted:
         i = index[job_id]
         done[i] = True
-        moved.left_hot(job_id, dependents, waited, True)
+        moved.left_hot(job_id, waited, True)
         move = moves[i]
         assert isinstance(move, SucceedMove)
         counters.outcome(queue, None, move.duration_seconds)
@@ -572,7 +570,7 @@ def _move_out(
     row = db.conn.execute(db.q["jobs_finalize_delete"], params).fetchone()
     if row is None:
         return None
-    moved.left_hot(str(params["id"]), row[1], row[2], succeeded)
+    moved.left_hot(str(params["id"]), row[1], succeeded)
     return str(row[0])
 
 
@@ -633,7 +631,7 @@ def move_by_status(
             row = conn.execute(q["hot_to_dlq_delete"], params).fetchone()
             if row is not None:
                 queue = str(row[0])
-                moved.left_hot(str(params["id"]), None, row[1], False)
+                moved.left_hot(str(params["id"]), row[1], False)
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])

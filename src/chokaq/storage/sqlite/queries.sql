@@ -29,12 +29,12 @@ INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context,
-    parents_left, dependents
+    parents_left
 ) VALUES (
     :id, :queue, :type, :payload, :tags, :idempotency_key, :priority,
     CASE WHEN :parents_left > 0 THEN 3 ELSE 0 END, 0,
     :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context,
-    :parents_left, :dependents
+    :parents_left
 )
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
@@ -165,29 +165,29 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, dependents
+    started_at, failed_at, duration_seconds
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration, dependents
+       started_at, :now, :duration
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
 -- name: jobs_finalize_delete
 DELETE FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
-RETURNING queue, dependents, waited
+RETURNING queue, waited
 
 -- name: hot_to_dlq_insert
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, dependents
+    started_at, failed_at, duration_seconds
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL, dependents
+       created_at, started_at, :now, NULL
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
@@ -263,12 +263,11 @@ WHERE id = :id
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    last_modified_by, last_error, dependents, parents_left
+    last_modified_by, last_error, parents_left
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
        max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error,
-       dependents,
        CASE WHEN EXISTS (SELECT 1 FROM {p}job_edges e WHERE e.child_id = {p}jobs_dlq.id)
             THEN 0 END
 FROM {p}jobs_dlq
@@ -279,7 +278,7 @@ ON CONFLICT DO NOTHING
 DELETE FROM {p}jobs_dlq WHERE id = :id RETURNING queue
 
 -- name: dlq_purge
-DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING id, dependents
+DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING id
 
 -- name: archive_purge
 -- A parent whose children are still in hot (waiting, or about to read its result) is kept.
@@ -627,7 +626,7 @@ WHERE id IN (SELECT h.id
              WHERE h.worker_id = json_extract(m.value, '$[1]')
                AND h.lease_token = json_extract(m.value, '$[2]')
                AND h.status IN (1, 2))
-RETURNING id, queue, dependents, waited
+RETURNING id, queue, waited
 
 -- ---------------------------------------------------------------------------------------------
 -- Leadership: leases on the database's clock (SQLite's own 'now', the same for every process
@@ -809,24 +808,31 @@ SELECT id, 1 FROM {p}jobs_archive WHERE id IN (SELECT value FROM json_each(:ids)
 UNION ALL
 SELECT id, 2 FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids))
 
--- name: jobs_graph_attach_hot
-UPDATE {p}jobs_hot
-SET dependents = CASE WHEN dependents IS NULL THEN :kids ELSE dependents || ',' || :kids END
-WHERE id = :id
-
--- name: jobs_graph_attach_dlq
-UPDATE {p}jobs_dlq
-SET dependents = CASE WHEN dependents IS NULL THEN :kids ELSE dependents || ',' || :kids END
-WHERE id = :id
-
 -- name: jobs_graph_workflows
 SELECT child_id, workflow_id FROM {p}job_edges
 WHERE child_id IN (SELECT value FROM json_each(:ids))
 ORDER BY created_at DESC
 
 -- name: jobs_graph_edge
-INSERT INTO {p}job_edges (child_id, parent_id, workflow_id, created_at)
-VALUES (:child, :parent, :workflow, :now)
+INSERT INTO {p}job_edges (child_id, parent_id, workflow_id, satisfied, created_at)
+VALUES (:child, :parent, :workflow, :satisfied, :now)
+
+-- name: jobs_edges_satisfy
+-- The edges from parents just moved to the archive, satisfied once; the children they lead to
+-- (one row per edge).
+UPDATE {p}job_edges SET satisfied = 1
+WHERE parent_id IN (SELECT value FROM json_each(:ids)) AND satisfied = 0
+  AND parent_id IN (SELECT id FROM {p}jobs_archive WHERE id IN (SELECT value FROM json_each(:ids)))
+RETURNING child_id
+
+-- name: jobs_orphans
+-- The children still waiting on purged parents (parents now in no pillar), one per child.
+SELECT e.child_id, min(e.parent_id)
+FROM {p}job_edges e
+WHERE e.parent_id IN (SELECT value FROM json_each(:ids)) AND e.satisfied = 0
+  AND NOT EXISTS (SELECT 1 FROM {p}jobs_dlq q WHERE q.id = e.parent_id)
+GROUP BY e.child_id
+ORDER BY e.child_id
 
 -- name: jobs_release_children
 -- A parent moved to the archive: each waiting child it was a parent of counts down, and goes
@@ -843,11 +849,11 @@ RETURNING queue, status
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, dependents
+    started_at, failed_at, duration_seconds
 )
 SELECT id, queue, type, payload, tags, priority, 11, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL, dependents
+       created_at, started_at, :now, NULL
 FROM {p}jobs_hot
 WHERE id = :id AND status = 3
 

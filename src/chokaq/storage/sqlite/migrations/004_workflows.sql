@@ -29,7 +29,6 @@ CREATE TABLE {p}jobs_hot_next (
     cancelled_by        TEXT,
     trace_context       TEXT,
     parents_left        INTEGER,
-    dependents          TEXT,
     waited              INTEGER
 );
 INSERT INTO {p}jobs_hot_next (
@@ -57,12 +56,11 @@ CREATE INDEX {p}jobs_hot_waiting ON {p}jobs_hot (queue) WHERE status = 3;
 ALTER TABLE {p}jobs_archive ADD COLUMN result TEXT;
 ALTER TABLE {p}jobs_archive ADD COLUMN result_error TEXT;
 
-ALTER TABLE {p}jobs_dlq ADD COLUMN dependents TEXT;
-
 CREATE TABLE {p}job_edges (
     child_id    TEXT NOT NULL,
     parent_id   TEXT NOT NULL,
     workflow_id TEXT NOT NULL,
+    satisfied   INTEGER NOT NULL,
     created_at  REAL NOT NULL,
     PRIMARY KEY (child_id, parent_id)
 ) WITHOUT ROWID;
