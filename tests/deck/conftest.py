@@ -27,6 +27,7 @@ from tests.conftest import schedule_declaration
 
 from chokaq.app import App
 from chokaq.deck import Credentials, Role, create_deck
+from chokaq.models import FailMove, FailureReason, SucceedMove
 
 HERE = Path(__file__).parent
 CHROMIUM = "/usr/bin/chromium"
@@ -63,6 +64,44 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 15.0, what: str =
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
         time.sleep(0.1)
+
+
+async def diamond(
+    app: App,
+    *,
+    result: str = '{"total": 3}',
+    c_runs: bool = True,
+    type: str = "step",
+    error: str = "ValueError: b broke",
+) -> dict[str, str]:
+    """A diamond workflow, a -> (b, c) -> d, moved the way a worker would move it: a succeeds
+    with ``result``, b fails for good (FATAL_ERROR, ``error``), c succeeds unless ``c_runs`` is
+    false (then it stays pending), so d is blocked. a, b and d are on queue ``wf``, c on
+    ``wf-side`` (so each can be claimed alone). Returns the ids by name."""
+    a = app.raw(type, {"n": "a"}, queue="wf")
+    b = app.raw(type, {"n": "b"}, queue="wf", after=[a])
+    c = app.raw(type, {"n": "c"}, queue="wf-side", after=[a])
+    d = app.raw("join", {"n": "d"}, queue="wf", after=[b, c])
+    await app.enqueue_many([a, b, c, d])
+    backend = app.backend
+
+    async def claim(queue: str) -> Any:
+        [claimed] = await backend.jobs_fetch(
+            worker_id="w-test", limit=10, queues=[queue], start=True
+        )
+        return claimed
+
+    first = await claim("wf")
+    await backend.jobs_finalize(moves=[SucceedMove(first.lease, 0.01, result=result)])
+    broken = await claim("wf")
+    await backend.jobs_finalize(
+        moves=[FailMove(lease=broken.lease, reason=FailureReason.FATAL_ERROR, error=error)]
+    )
+    if c_runs:
+        side = await claim("wf-side")
+        await backend.jobs_finalize(moves=[SucceedMove(side.lease, 0.01)])
+    assert (first.id, broken.id) == (a.id, b.id)
+    return {"a": str(a.id), "b": str(b.id), "c": str(c.id), "d": str(d.id)}
 
 
 # A schedule as a worker's code would declare it: 07:00 Berlin time unless told.

@@ -23,7 +23,7 @@ from chokaq.models import (
     WorkerInfo,
 )
 
-from .conftest import SCREENSHOTS, Served, declared, run, wait_for
+from .conftest import SCREENSHOTS, Served, declared, diamond, run, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -509,4 +509,98 @@ def test_readonly_sees_schedules_without_controls(login: Any, deck_server: Serve
     page.click("#schedule-rows tr >> text=nightly")
     page.wait_for_selector("#sch-fields dd[data-field=timing] >> text=0 7 * * * (Europe/Berlin)")
     assert page.locator("#sch-actions, #sch-form, #sch-pause, #sch-reset").count() == 0
+    no_js_errors(page)
+
+
+def test_operator_follows_a_blocked_workflow_and_cancels_it(
+    login: Any, deck_server: Served
+) -> None:
+    url = deck_server.db_url
+    evil = "<img src=x onerror=window.__pwned=1>"
+    ids = run(lambda app: diamond(app, result=json.dumps({"total": 3, "note": evil})), url)
+    a, b, c, d = ids["a"], ids["b"], ids["c"], ids["d"]
+    enqueue(url, "quick", [{}], delay=3600.0)  # active, not blocked: the filter leaves it out
+    page = login("alice")
+    # The queue table counts the blocked job; the blocked filter lists it alone.
+    page.wait_for_selector("#queue-rows tr[data-key=wf] td[data-col=blocked] >> text=1")
+    assert page.text_content("#queue-rows tr[data-key=wf] td[data-col=waiting]") == "1"
+    page.wait_for_selector("#jobs[data-total='2']")
+    page.check("#filters input[name=blocked]")
+    page.click("#filters button[type=submit]")
+    page.wait_for_selector("#jobs[data-total='1']")
+    row = f"#job-rows tr[data-id='{d}'][data-status=blocked]"
+    page.wait_for_selector(row)
+
+    # The inspector shows d blocked, its parents with their states, and its workflow.
+    page.click(row)
+    page.wait_for_selector("#drawer[data-state=blocked]")
+    assert "BLOCKED" in page.text_content("#insp-banner")
+    page.wait_for_selector(f"#insp-parents li[data-id='{b}'][data-state=failed] >> text=FAILED")
+    assert "fatal_error" in page.text_content(f"#insp-parents li[data-id='{b}']")
+    page.wait_for_selector(f"#insp-parents li[data-id='{c}'][data-state=succeeded]")
+    assert page.text_content("#insp-children") == "none"
+    assert page.is_hidden("#insp-result-box")  # nothing to show before it has run
+
+    # The workflow view lists every job by step, d blocked in the last one.
+    page.click("#insp-workflow-link")
+    page.wait_for_selector(
+        f"#wf-levels .wf-level[data-depth='2'] .wf-job[data-id='{d}'][data-state=blocked]"
+    )
+    assert page.locator("#wf-levels .wf-job").count() == 4
+    assert (
+        page.locator(
+            f".wf-level[data-depth='0'] .wf-job[data-id='{a}'][data-state=succeeded]"
+        ).count()
+        == 1
+    )
+    assert page.locator(".wf-level[data-depth='1'] .wf-job").count() == 2
+    assert "ValueError: b broke" in page.text_content(f".wf-job[data-id='{b}']")
+    assert page.text_content("#wf-counts .count[data-state=blocked]").strip() == "BLOCKED 1"
+
+    # A step's link opens the job: a's result is shown as text, pretty-printed.
+    page.click(f".wf-job[data-id='{a}'] .job-link")
+    page.wait_for_selector("#drawer[data-state=succeeded] #insp-result-box:not([hidden])")
+    assert json.loads(page.text_content("#insp-result")) == {"total": 3, "note": evil}
+    page.wait_for_selector(f"#insp-children li[data-id='{b}'][data-state=failed]")
+
+    # Cancel the workflow (typed confirmation): d goes to the DLQ as dependency_failed.
+    page.click("#drawer-tabs [data-tab=workflow]")
+    page.wait_for_selector("#workflow[data-finished=false]")
+    assert page.text_content("#wf-banner").startswith("WORKFLOW · UNFINISHED · 4 job(s)")
+    assert page.text_content("#wf-id") == a
+    page.click("#wf-cancel")
+    page.wait_for_selector("#confirm[open]")
+    assert page.is_disabled("#confirm-yes")
+    page.fill("#confirm-input", "CANCEL")
+    page.click("#confirm-yes")
+    page.wait_for_selector(".toast >> text=Workflow cancelled: 1 job(s) to the DLQ")
+    view = wait_for(
+        lambda: (j := job(url, d)) and j.pillar is Pillar.DLQ and j, what="d to be failed"
+    )
+    assert view.failure_reason is FailureReason.DEPENDENCY_FAILED and view.cancelled_by == "alice"
+    page.wait_for_selector(
+        f"#workflow[data-finished=true] .wf-job[data-id='{d}'][data-state=failed]"
+    )
+    assert page.is_disabled("#wf-cancel")
+    assert page.text_content("#wf-banner").startswith("WORKFLOW · FINISHED")
+    page.click(f".wf-job[data-id='{d}'] .job-link")
+    page.wait_for_selector("#insp-banner.dlq >> text=DEPENDENCY_FAILED")
+    assert b in page.text_content("#insp-error")
+    assert page.locator("#drawer img, #job-rows img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    no_js_errors(page)
+
+
+def test_readonly_sees_a_workflow_without_its_cancel_button(
+    login: Any, deck_server: Served
+) -> None:
+    ids = run(diamond, deck_server.db_url)
+    page = login("bob")
+    page.select_option("#filters select[name=status]", "waiting")
+    page.click("#filters button[type=submit]")
+    page.click(f"#job-rows tr[data-id='{ids['d']}']")
+    page.wait_for_selector("#drawer[data-state=blocked]")
+    page.click("#drawer-tabs [data-tab=workflow]")
+    page.wait_for_selector(f"#workflow .wf-job[data-id='{ids['d']}'][data-state=blocked]")
+    assert page.locator("#wf-cancel, #wf-actions, #confirm").count() == 0
     no_js_errors(page)

@@ -22,8 +22,9 @@ from starlette.responses import JSONResponse, Response
 
 from ..errors import NotFoundError, StorageError, ValidationError
 from ..limits import check_job_id, check_name, check_payload, check_priority, check_tags
-from ..models import FailureReason, JobFilter, Pillar
+from ..models import FailureReason, JobFilter, JobView, Pillar, Workflow
 from ..storage import UNSET
+from ..storage.workflows import MAX_RELATIVES
 from . import audit
 from .audit import Done
 from .auth import Principal, Role, csrf_ok
@@ -32,10 +33,12 @@ from .views import (
     SOURCES,
     dump,
     filter_json,
+    job_json,
     parse_filter,
     parse_int,
     schedule_json,
     slot_json,
+    workflow_json,
 )
 
 __all__ = ["ROUTES", "ApiRoute", "snapshot"]
@@ -43,6 +46,7 @@ __all__ = ["ROUTES", "ApiRoute", "snapshot"]
 Handler = Callable[[Request, "DeckState", Principal], Awaitable[Any]]
 MAX_IDS = 1000
 MAX_CAP = 10_000
+MAX_WORKFLOW_LISTED = 10_000  # one read of a workflow lists at most this many of its jobs
 CONFIRM_AT = 25  # bulk actions on this many jobs or more need a typed confirmation
 
 
@@ -186,6 +190,8 @@ async def get_jobs(request: Request, state: DeckState, who: Principal) -> Any:
     if source not in SOURCES:
         raise ValidationError("source", "must be active, archive or dlq")
     job_filter = parse_filter(params)
+    if job_filter.blocked is not None and source != "active":
+        raise ValidationError("blocked", "applies to active jobs only (source=active)")
     page = parse_int("page", params.get("page"), default=1, low=1, high=1_000_000)
     size = parse_int("page_size", params.get("page_size"), default=50, low=1, high=1000)
     sort = params.get("sort", "date")
@@ -204,16 +210,25 @@ async def get_jobs(request: Request, state: DeckState, who: Principal) -> Any:
         "page": result.page,
         "page_size": result.page_size,
         "pages": result.pages,
-        "items": dump(result.items),
+        "items": [_listed(job, job_filter) for job in result.items],
     }
 
 
+def _listed(job: JobView, job_filter: JobFilter) -> dict[str, Any]:
+    # A listing reads no relatives, so a waiting row says "waiting" unless the blocked filter
+    # chose it (the inspector reads its parents and says "blocked" itself).
+    state = "blocked" if job_filter.blocked else job.state
+    return {**dump(job), "state": state}
+
+
 async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
+    """Every field of one job, its ``state``, its result (archive), its ``workflow_id`` and
+    its ``parents`` and ``children`` (at most ``relatives_limit`` each) with their states."""
     job_id = check_job_id("id", request.path_params["id"])
-    job = await state.app.backend.job_get(job_id)
+    job = await state.app.backend.job_get_related(id=job_id)
     if job is None:
         raise ApiError(404, f"job {job_id} not found in hot, archive or DLQ")
-    return dump(job)
+    return {**job_json(job), "relatives_limit": MAX_RELATIVES}
 
 
 async def get_top_errors(request: Request, state: DeckState, who: Principal) -> Any:
@@ -309,6 +324,8 @@ def _dlq_filter(data: dict[str, Any]) -> tuple[JobFilter, int]:
     job_filter = parse_filter(raw)
     if job_filter.status is not None:
         raise ValidationError("filter.status", "does not apply to the DLQ")
+    if job_filter.blocked is not None:
+        raise ValidationError("filter.blocked", "does not apply to the DLQ")
     cap = parse_int("cap", data.get("cap"), default=100, low=1, high=MAX_CAP)
     return job_filter, cap
 
@@ -427,6 +444,42 @@ async def post_concurrency(request: Request, state: DeckState, who: Principal) -
     return Done({"workers_asked": asked}, worker_id, asked, extra={"concurrency": concurrency})
 
 
+# -- workflows --------------------------------------------------------------------------------
+
+
+async def _workflow(state: DeckState, workflow_id: str, limit: int) -> Workflow:
+    workflow = await state.app.backend.workflow_get(id=workflow_id, limit=limit)
+    if workflow is None:
+        raise ApiError(
+            404,
+            f"no workflow {workflow_id}: a workflow's id is the id of its first job "
+            "(a job's workflow_id)",
+        )
+    return workflow
+
+
+async def get_workflow(request: Request, state: DeckState, who: Principal) -> Any:
+    workflow_id = check_job_id("id", request.path_params["id"])
+    limit = parse_int(
+        "limit", request.query_params.get("limit"), default=1000, low=1, high=MAX_WORKFLOW_LISTED
+    )
+    # One more than asked: the answer says whether the workflow has more jobs than it lists.
+    return workflow_json(await _workflow(state, workflow_id, limit + 1), limit)
+
+
+async def post_workflow_cancel(request: Request, state: DeckState, who: Principal) -> Any:
+    """Cancel every unfinished job of a workflow: blocked ones go to the DLQ as
+    dependency_failed naming their failed parent, the others are cancelled as by
+    ``/api/jobs/cancel``. It may touch many jobs, so the typed word is always required."""
+    workflow_id = check_job_id("id", request.path_params["id"])
+    data = await _body(request)
+    _confirm(data, "CANCEL", 0, always=True)
+    await _workflow(state, workflow_id, 1)
+    result = await state.app.backend.workflow_cancel(id=workflow_id, actor=who.name)
+    rows = len(result.cancelled) + len(result.requested)
+    return Done(dump(result), target=workflow_id, rows=rows)
+
+
 # -- periodic schedules -----------------------------------------------------------------------
 
 
@@ -498,7 +551,7 @@ async def post_schedule_reset(request: Request, state: DeckState, who: Principal
     return Done(schedule_json(schedule, datetime.now(UTC)), name, 1)
 
 
-FILTER_QUERY = ("queue", "type", "status", "reason", "since", "until", "search")
+FILTER_QUERY = ("queue", "type", "status", "blocked", "reason", "since", "until", "search")
 FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
 ROUTES: tuple[ApiRoute, ...] = (
@@ -520,10 +573,17 @@ ROUTES: tuple[ApiRoute, ...] = (
         "GET",
         "/api/jobs",
         get_jobs,
-        "One page of jobs from active, archive or dlq",
+        "One page of jobs from active, archive or dlq; status=waiting lists jobs waiting on "
+        "parents, blocked=true (active only) those waiting on a parent in the DLQ",
         query=("source", *FILTER_QUERY, "sort", "order", "page", "page_size"),
     ),
-    ApiRoute("GET", "/api/jobs/{id}", get_job, "Every field of one job, wherever it lives"),
+    ApiRoute(
+        "GET",
+        "/api/jobs/{id}",
+        get_job,
+        "Every field of one job wherever it lives, its state, its result (archive), its "
+        "workflow and its parents and children with their states",
+    ),
     ApiRoute(
         "GET",
         "/api/errors",
@@ -617,6 +677,23 @@ ROUTES: tuple[ApiRoute, ...] = (
         "Change a worker's concurrency",
         admin=True,
         body={"worker_id": "string", "concurrency": "integer"},
+    ),
+    ApiRoute(
+        "GET",
+        "/api/workflows/{id}",
+        get_workflow,
+        "Every job of a workflow (its id is its first job's), parents first, with its state, "
+        "parents and depth, and the counts per state; 404 for an id that is no workflow's",
+        query=("limit",),
+    ),
+    ApiRoute(
+        "POST",
+        "/api/workflows/{id}/cancel",
+        post_workflow_cancel,
+        'Cancel every unfinished job of a workflow (confirm: "CANCEL"): blocked jobs go to the '
+        "DLQ as dependency_failed, the others are cancelled",
+        admin=True,
+        body={"confirm": "string"},
     ),
     ApiRoute(
         "GET",

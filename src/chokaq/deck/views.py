@@ -21,17 +21,21 @@ from ..models import (
     FailureReason,
     JobFilter,
     JobStatus,
+    JobView,
     Pillar,
     QueueStats,
     Schedule,
     SlotRecord,
     Throughput,
+    Workflow,
 )
 
 __all__ = [
     "SOURCES",
     "circuits_of",
     "dump",
+    "job_json",
+    "parse_bool",
     "parse_datetime",
     "parse_filter",
     "parse_int",
@@ -39,6 +43,7 @@ __all__ = [
     "schedule_json",
     "slot_json",
     "throughput_json",
+    "workflow_json",
 ]
 
 SOURCES: dict[str, Pillar] = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
@@ -59,6 +64,53 @@ def dump(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [dump(v) for v in value]
     return value
+
+
+def job_json(view: JobView) -> dict[str, Any]:
+    """A job with its relatives for the inspector: every field, ``state`` (pending, fetched,
+    processing, waiting, blocked, succeeded or failed) and its ``parents`` and ``children``,
+    each with its own state. A waiting child of a failed job is ``blocked``: the job it waits
+    on is in the DLQ (the storage seam reads relatives by location only)."""
+    data: dict[str, Any] = dump(view)
+    data["state"] = view.state
+    if view.state == "failed":
+        for child in data["children"]:
+            if child["state"] == "waiting":
+                child["state"] = "blocked"
+    return data
+
+
+def workflow_json(workflow: Workflow, limit: int) -> dict[str, Any]:
+    """A workflow for the Deck: every job (parents first) with its ``state``, its ``parents``
+    and its ``depth`` (0 for a job with no parent in the workflow, else one more than its
+    deepest parent), the ``counts`` per state and whether it has ``finished``, for its first
+    ``limit`` jobs; ``truncated`` says there were more (read ``limit + 1`` to know).
+
+    A waiting job with a parent of the workflow in the DLQ is ``blocked``, as
+    ``JobView.state`` says of it: ``Workflow`` members carry only where each job is, so the
+    rule is applied here (a parent that belongs to another workflow is not looked up)."""
+    failed = {job.id for job in workflow.jobs if job.state == "failed"}
+    jobs: list[dict[str, Any]] = []
+    depth: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for job in workflow.jobs[:limit]:  # parents first, so every parent's depth is known already
+        level = 1 + max((depth[p] for p in job.parents if p in depth), default=-1)
+        depth[job.id] = level
+        state = job.state
+        if state == "waiting" and any(p in failed for p in job.parents):
+            state = "blocked"
+        counts[state] = counts.get(state, 0) + 1
+        jobs.append({**dump(job), "state": state, "depth": level})
+    return {
+        "id": workflow.id,
+        "jobs": jobs,
+        "counts": counts,
+        "total": len(jobs),
+        "depth": 1 + max(depth.values(), default=-1),
+        "finished": len(workflow.jobs) <= limit
+        and all(j["state"] in ("succeeded", "failed", "purged") for j in jobs),
+        "truncated": len(workflow.jobs) > limit,
+    }
 
 
 def throughput_json(t: Throughput) -> dict[str, Any]:
@@ -216,6 +268,18 @@ def parse_int(field: str, value: Any, *, default: int, low: int, high: int) -> i
     return number
 
 
+def parse_bool(field: str, value: Any) -> bool | None:
+    """``true``/``false`` (JSON booleans, or ``true``, ``false``, ``1``, ``0`` in a query
+    string); None when absent or empty."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
+        return value.lower() in ("true", "1")
+    raise ValidationError(field, "must be true or false")
+
+
 def _enum_by_name(field: str, value: str | None, kind: type[enum.IntEnum]) -> Any:
     if value is None or value == "":
         return None
@@ -228,7 +292,7 @@ def _enum_by_name(field: str, value: str | None, kind: type[enum.IntEnum]) -> An
 
 def parse_filter(params: Mapping[str, Any]) -> JobFilter:
     """A ``JobFilter`` from query parameters or a JSON object (``queue``, ``type``, ``status``,
-    ``reason``, ``since``, ``until``, ``search``, ``ids``)."""
+    ``reason``, ``since``, ``until``, ``search``, ``ids``, ``blocked``)."""
 
     def text(name: str) -> str | None:
         value = params.get(name)
@@ -256,6 +320,7 @@ def parse_filter(params: Mapping[str, Any]) -> JobFilter:
         until=until,
         search=check_text("search", text("search"), max_length=MAX_SEARCH_LENGTH),
         ids=tuple(ids) if ids is not None else None,
+        blocked=parse_bool("blocked", params.get("blocked")),
     )
 
 
@@ -269,4 +334,5 @@ def filter_json(f: JobFilter) -> dict[str, Any]:
         "since": dump(f.since),
         "until": dump(f.until),
         "search": f.search,
+        "blocked": f.blocked,
     }

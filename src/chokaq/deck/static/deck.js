@@ -1,6 +1,6 @@
 // The Deck's page logic: live snapshot over server-sent events, the jobs table, the inspector
-// and editor, actions with typed confirmation, the periodic schedules, and the SVG throughput
-// chart.
+// and editor, the workflow view, actions with typed confirmation, the periodic schedules, and
+// the SVG throughput chart.
 // All user data is written with textContent (never innerHTML); no inline handlers (CSP).
 (function () {
   "use strict";
@@ -9,13 +9,15 @@
   var csrf = document.querySelector('meta[name="csrf-token"]').content;
   var isAdmin = document.body.dataset.role === "admin";
   var REASONS = ["max_retries_exceeded", "cancelled", "zombie", "rejected", "throttled",
-    "fatal_error", "timeout", "transient", "heartbeat_failure", "retry_lifetime_expired"];
+    "fatal_error", "timeout", "transient", "heartbeat_failure", "retry_lifetime_expired",
+    "dependency_failed"];
 
   var state = {
     source: "active", page: 1, pages: 1, selected: new Set(), job: null,
     chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
-    schedule: null, scheduleData: null, idleTicks: 0
+    schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
+    workflowText: ""
   };
 
   function $(id) { return document.getElementById(id); }
@@ -148,6 +150,7 @@
     $("c-pending").textContent = fmtNum(s.pending);
     $("c-fetched").textContent = fmtNum(s.fetched);
     $("c-processing").textContent = fmtNum(s.processing);
+    $("c-waiting").textContent = fmtNum(s.waiting);
     $("c-succeeded").textContent = fmtNum(s.succeeded_total);
     $("c-failed").textContent = fmtNum(s.failed_total);
     $("c-tput").textContent = t.jobs_per_second_1m.toFixed(2) + "/s";
@@ -170,6 +173,7 @@
     state.ticks++;
     if (state.source === "active" || changed || state.ticks % 10 === 0) { loadJobs(); }
     if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
+    if (state.workflow && !$("workflow").hidden) { refreshWorkflow(); }
     loadSchedules();
   }
 
@@ -191,7 +195,7 @@
 
   function buildQueueRow(q) {
     var tr = el("tr");
-    for (var i = 0; i < 11; i++) { tr.appendChild(el("td")); }
+    for (var i = 0; i < 13; i++) { tr.appendChild(el("td")); }
     tr.children[0].className = "qname";
     if (isAdmin) {
       var ctl = el("td", { className: "admin-only" },
@@ -201,8 +205,8 @@
       var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
       var zt = el("input", { type: "number", min: 15, max: 86400, className: "q-zombie", placeholder: "default",
         title: "at least 15 s: three heartbeat intervals of a default worker" });
-      clear(tr.children[7]); tr.children[7].appendChild(mw);
-      clear(tr.children[8]); tr.children[8].appendChild(zt);
+      clear(tr.children[9]); tr.children[9].appendChild(mw);
+      clear(tr.children[10]); tr.children[10].appendChild(zt);
       ctl.querySelector(".q-pause").addEventListener("click", function () {
         queueAction({ queue: q.name, paused: tr.dataset.paused !== "true" });
       });
@@ -230,23 +234,28 @@
     c[1].textContent = fmtNum(q.pending);
     c[2].textContent = fmtNum(q.fetched);
     c[3].textContent = fmtNum(q.processing);
-    c[4].textContent = fmtNum(q.succeeded_total);
-    c[5].textContent = fmtNum(q.failed_total);
-    c[6].textContent = q.lag_count ? fmtSecs(q.lag_avg_seconds) + " / " + fmtSecs(q.lag_max_seconds) : "–";
-    c[6].className = "lag-" + q.lag_level;
+    c[4].textContent = fmtNum(q.waiting);
+    c[4].dataset.col = "waiting";
+    c[5].textContent = fmtNum(q.blocked);
+    c[5].dataset.col = "blocked";
+    c[5].className = q.blocked ? "st-blocked" : "";
+    c[6].textContent = fmtNum(q.succeeded_total);
+    c[7].textContent = fmtNum(q.failed_total);
+    c[8].textContent = q.lag_count ? fmtSecs(q.lag_avg_seconds) + " / " + fmtSecs(q.lag_max_seconds) : "–";
+    c[8].className = "lag-" + q.lag_level;
     if (isAdmin) {
-      setInput(c[7].firstChild, q.max_workers);
-      setInput(c[8].firstChild, q.zombie_timeout_seconds);
-      c[11].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
-      c[11].querySelector(".q-pause").disabled = !q.active;
-      c[11].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
+      setInput(c[9].firstChild, q.max_workers);
+      setInput(c[10].firstChild, q.zombie_timeout_seconds);
+      c[13].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
+      c[13].querySelector(".q-pause").disabled = !q.active;
+      c[13].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
     } else {
-      c[7].textContent = q.max_workers === null ? "∞" : q.max_workers;
-      c[8].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
+      c[9].textContent = q.max_workers === null ? "∞" : q.max_workers;
+      c[10].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
     }
-    c[9].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
-    c[9].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
-    c[10].textContent = ago(q.last_activity_at);
+    c[11].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
+    c[11].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
+    c[12].textContent = ago(q.last_activity_at);
   }
 
   function queueAction(body) {
@@ -409,6 +418,7 @@
     var out = {};
     ["search", "queue", "type"].forEach(function (k) { if (f[k].value.trim()) { out[k] = f[k].value.trim(); } });
     if (state.source === "active" && f.status.value) { out.status = f.status.value; }
+    if (state.source === "active" && f.blocked.checked) { out.blocked = "true"; }
     if (state.source === "dlq" && f.reason.value) { out.reason = f.reason.value; }
     ["since", "until"].forEach(function (k) {
       if (f[k].value) { out[k] = new Date(f[k].value).toISOString(); }
@@ -475,7 +485,7 @@
     c[3].textContent = j.priority === null ? "–" : j.priority;
     clear(c[4]);
     var status;
-    if (j.pillar === "hot") { status = j.status; }
+    if (j.pillar === "hot") { status = j.state || j.status; }
     else if (j.pillar === "archive") { status = "succeeded"; }
     else { status = "failed"; }
     c[4].appendChild(el("span", { className: "st-" + status }, status.toUpperCase()));
@@ -884,7 +894,7 @@
   // -- inspector & editor ---------------------------------------------------------------------
 
   var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "priority", "tags",
-    "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
+    "parents_left", "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
     "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "started_at",
     "heartbeat_at", "updated_at", "finished_at", "failed_at", "duration_seconds", "cancel_requested_at"];
 
@@ -913,10 +923,14 @@
     state.jobData = j;
     var banner = $("insp-banner");
     var where = { hot: "ACTIVE", archive: "ARCHIVE · SUCCEEDED", dlq: "DLQ · " + String(j.failure_reason).toUpperCase() }[j.pillar];
-    banner.textContent = where + (j.status ? " · " + j.status.toUpperCase() : "");
-    banner.className = "banner " + j.pillar;
+    var now = j.pillar === "hot" ? (j.state || j.status) : null;
+    banner.textContent = where + (now ? " · " + now.toUpperCase() : "");
+    banner.className = "banner " + j.pillar + (j.state === "blocked" ? " blocked" : "");
     $("drawer").dataset.pillar = j.pillar;
     $("drawer").dataset.status = j.status || "";
+    $("drawer").dataset.state = j.state || "";
+    renderResult(j);
+    renderRelatives(j);
     var dl = $("insp-fields");
     clear(dl);
     FIELD_ORDER.forEach(function (k) {
@@ -938,9 +952,160 @@
     }
   }
 
+  // An archived job's return value (JSON, pretty-printed as text), or why it was not kept.
+  function renderResult(j) {
+    var box = $("insp-result-box"), pre = $("insp-result");
+    box.hidden = j.pillar !== "archive";
+    if (j.result_error) {
+      pre.textContent = "not kept: " + j.result_error;
+      pre.className = "code not-kept";
+    } else {
+      pre.textContent = j.result === null || j.result === undefined ? "null (nothing returned)" : pretty(j.result);
+      pre.className = "code";
+    }
+  }
+
+  function stateBadge(st) {
+    return el("span", { className: "badge st-" + st }, String(st).toUpperCase());
+  }
+
+  // One job at the other end of a dependency: its state, a link that opens it, its type and,
+  // when it failed, why.
+  function linkItem(link) {
+    var li = el("li", { dataset: { id: link.id, state: link.state } }, stateBadge(link.state), " ",
+      jobLink(link.id), " ", el("span", { className: "ltype" }, link.type || "?"));
+    if (link.failure_reason) { li.appendChild(el("span", { className: "chip" }, link.failure_reason)); }
+    return li;
+  }
+
+  function fillLinks(list, note, links, limit) {
+    clear(list);
+    links.forEach(function (link) { list.appendChild(linkItem(link)); });
+    if (links.length === 0) { list.appendChild(el("li", { className: "hint" }, "none")); }
+    note.textContent = links.length >= limit ? "(the first " + limit + ")" : "(" + links.length + ")";
+  }
+
+  function renderRelatives(j) {
+    var parents = j.parents || [], children = j.children || [];
+    var box = $("insp-relatives");
+    box.hidden = !j.workflow_id && parents.length === 0 && children.length === 0;
+    var link = $("insp-workflow-link");
+    link.textContent = j.workflow_id ? j.workflow_id : "";
+    link.dataset.workflow = j.workflow_id || "";
+    $("insp-workflow").hidden = !j.workflow_id;
+    fillLinks($("insp-parents"), $("insp-parents-note"), parents, j.relatives_limit || 1000);
+    fillLinks($("insp-children"), $("insp-children-note"), children, j.relatives_limit || 1000);
+    document.querySelector('#drawer-tabs [data-tab="workflow"]').disabled = !j.workflow_id && !state.workflow;
+  }
+
+  // -- workflow view --------------------------------------------------------------------------
+
+  var STATE_ORDER = ["pending", "fetched", "processing", "waiting", "blocked", "succeeded", "failed", "purged"];
+
+  function openWorkflow(id) {
+    if (!id) { return; }
+    if (state.workflow !== id) {
+      state.workflowData = null; state.workflowText = "";
+      clear($("wf-levels")); clear($("wf-counts"));
+      $("wf-banner").textContent = "WORKFLOW";
+      $("wf-banner").className = "banner";
+      $("workflow").dataset.finished = "";
+    }
+    state.workflow = id;
+    $("drawer").hidden = false;
+    $("workflow").dataset.id = id;
+    $("wf-id").textContent = id;
+    document.querySelector('#drawer-tabs [data-tab="workflow"]').disabled = false;
+    showTab("workflow");
+    refreshWorkflow();
+  }
+
+  function refreshWorkflow() {
+    var id = state.workflow;
+    if (!id) { return; }
+    api("/api/workflows/" + encodeURIComponent(id)).then(function (w) {
+      if (state.workflow === id) { renderWorkflow(w); }
+    }).catch(function (e) {
+      if (state.workflow === id) {
+        state.workflowText = "";
+        $("wf-banner").textContent = e.message;
+        $("wf-banner").className = "banner gone";
+        $("workflow").dataset.finished = "";
+      }
+    });
+  }
+
+  // Jobs grouped by depth (a step holds the jobs whose deepest parent is in the step before),
+  // each with its state, a link to the inspector and the parents it waits on. The list is
+  // rebuilt only when the workflow changed, so a click is never lost to a refresh.
+  function renderWorkflow(w) {
+    var text = JSON.stringify(w);
+    state.workflowData = w;
+    var box = $("workflow");
+    box.dataset.finished = String(w.finished);
+    if (isAdmin) { $("wf-cancel").disabled = w.finished; }
+    if (text !== state.workflowText) { state.workflowText = text; buildWorkflow(w); }
+    document.querySelectorAll("#wf-levels .wf-job").forEach(function (li) { li.classList.toggle("on", li.dataset.id === state.job); });
+  }
+
+  function buildWorkflow(w) {
+    var banner = $("wf-banner");
+    banner.textContent = "WORKFLOW · " + (w.finished ? "FINISHED" : "UNFINISHED") + " · " + w.total + " job(s) in " + w.depth + " step(s)";
+    banner.className = "banner " + (w.finished ? "archive" : ((w.counts.blocked || 0) > 0 ? "blocked" : "hot"));
+    var counts = $("wf-counts");
+    clear(counts);
+    STATE_ORDER.forEach(function (st) {
+      var n = w.counts[st];
+      if (n) { counts.appendChild(el("span", { className: "chip count", dataset: { state: st } }, stateBadge(st), " " + fmtNum(n))); }
+    });
+    var short = {};
+    w.jobs.forEach(function (job) { short[job.id] = job.id.slice(0, 8) + "…" + job.id.slice(-4); });
+    var levels = $("wf-levels");
+    clear(levels);
+    var lists = [];
+    w.jobs.forEach(function (job) {
+      var ol = lists[job.depth];
+      if (!ol) {
+        ol = lists[job.depth] = el("ul", { className: "links" });
+        levels.appendChild(el("section", { className: "wf-level", dataset: { depth: String(job.depth) } },
+          el("h4", null, "Step " + (job.depth + 1)), ol));
+      }
+      var li = el("li", { className: "wf-job", dataset: { id: job.id, state: job.state } },
+        stateBadge(job.state), " ", jobLink(job.id), " ", el("span", { className: "ltype" }, job.type || "?"),
+        " ", el("span", { className: "chip" }, job.queue || "?"));
+      if (job.parents.length) {
+        li.appendChild(el("span", { className: "after hint" }, "after " + job.parents.map(function (p) { return short[p] || p; }).join(", ")));
+      }
+      if (job.failure_reason) { li.appendChild(el("span", { className: "chip" }, job.failure_reason)); }
+      if (job.error) { li.appendChild(el("span", { className: "err", title: job.error }, job.error.split("\n").slice(-1)[0])); }
+      ol.appendChild(li);
+    });
+    $("wf-truncated").hidden = !w.truncated;
+    $("wf-truncated").textContent = w.truncated ? "Only the first " + w.total + " jobs are listed." : "";
+  }
+
+  function cancelWorkflow() {
+    var w = state.workflowData;
+    if (!w) { return; }
+    var open = w.jobs.filter(function (job) { return ["succeeded", "failed", "purged"].indexOf(job.state) < 0; });
+    var blocked = open.filter(function (job) { return job.state === "blocked"; }).length;
+    confirmAction("Cancel workflow " + w.id.slice(0, 8) + "…?",
+      "Its " + open.length + " unfinished job(s) stop: " + blocked + " blocked one(s) go to the DLQ as dependency_failed, " +
+      "the others are cancelled (running ones are stopped by their worker). Recorded as " + document.body.dataset.user + ".",
+      "CANCEL").then(function (ok) {
+      if (!ok) { return; }
+      api("/api/workflows/" + encodeURIComponent(w.id) + "/cancel", { confirm: "CANCEL" }).then(function (r) {
+        toast("Workflow cancelled: " + r.cancelled.length + " job(s) to the DLQ" +
+          (r.requested.length ? ", stop requested for " + r.requested.length : ""));
+        refreshWorkflow(); loadJobs(); refreshInspector();
+      }).catch(function (e) { toast(e.message, true); });
+    });
+  }
+
   function showTab(tab) {
     document.querySelectorAll("#drawer-tabs button").forEach(function (b) { b.classList.toggle("on", b.dataset.tab === tab); });
     $("inspector").hidden = tab !== "inspector";
+    $("workflow").hidden = tab !== "workflow";
     if ($("editor")) { $("editor").hidden = tab !== "editor"; }
     if (tab === "editor") { fillEditor(); }
   }
@@ -982,7 +1147,11 @@
     }).catch(function (e) { toast(e.message, true); });
   }
 
-  function closeDrawer() { state.job = null; state.jobData = null; $("drawer").hidden = true; }
+  function closeDrawer() {
+    state.job = null; state.jobData = null;
+    state.workflow = null; state.workflowData = null; state.workflowText = "";
+    $("drawer").hidden = true;
+  }
 
   // -- wiring ---------------------------------------------------------------------------------
 
@@ -1003,8 +1172,13 @@
   $("drawer-close").addEventListener("click", closeDrawer);
   $("sch-close").addEventListener("click", closeSchedule);
   document.querySelectorAll("#drawer-tabs button").forEach(function (b) {
-    b.addEventListener("click", function () { showTab(b.dataset.tab); });
+    b.addEventListener("click", function () {
+      if (b.dataset.tab === "workflow") {
+        openWorkflow((state.jobData && state.jobData.workflow_id) || state.workflow);
+      } else { showTab(b.dataset.tab); }
+    });
   });
+  $("insp-workflow-link").addEventListener("click", function () { openWorkflow(this.dataset.workflow); });
   if (isAdmin) {
     $("select-all").addEventListener("change", function () {
       var on = this.checked;
@@ -1024,6 +1198,7 @@
     $("insp-retry").addEventListener("click", function () { resurrect([state.job]); });
     $("insp-cancel").addEventListener("click", function () { cancelJobs([state.job]); });
     $("insp-purge").addEventListener("click", function () { purge([state.job]); });
+    $("wf-cancel").addEventListener("click", cancelWorkflow);
     $("ed-payload").addEventListener("input", checkJson);
     $("editor").addEventListener("submit", function (ev) { ev.preventDefault(); saveEditor(false); });
     $("ed-requeue").addEventListener("click", function () { saveEditor(true); });
@@ -1063,7 +1238,7 @@
       setOnline(true);
       state.lastEventAt = Date.now();
       // Reconcile everything with storage after every (re)connect.
-      loadSeries(); loadJobs(); refreshInspector(); loadSchedules();
+      loadSeries(); loadJobs(); refreshInspector(); refreshWorkflow(); loadSchedules();
     });
     source.addEventListener("snapshot", function (ev) {
       state.lastEventAt = Date.now();
