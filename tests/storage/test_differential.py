@@ -263,9 +263,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ),
         (
             "key on a parent",
-            lambda b, s: b.jobs_enqueue(
-                [_job(W1, idempotency_key="k9"), _job(W2, W1)], now=at(10)
-            ),
+            lambda b, s: b.jobs_enqueue([_job(W1, idempotency_key="k9"), _job(W2, W1)], now=at(10)),
         ),
         ("repeated id", lambda b, s: b.jobs_enqueue([_job(W1), _job(W1), _job(W2, W1)])),
         ("nothing written", lambda b, s: b.job_get(W1)),

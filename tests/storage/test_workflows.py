@@ -129,9 +129,7 @@ async def test_a_workflow_of_ten_thousand_jobs_enqueues_in_one_call(backend: Bac
     for _ in range(10):
         batch = await claim(backend, 1000, queues=["wf"], now=at(1))
         assert callback not in {job.id for job in batch}
-        await backend.jobs_finalize(
-            moves=[SucceedMove(job.lease, 0.0) for job in batch], now=at(1)
-        )
+        await backend.jobs_finalize(moves=[SucceedMove(job.lease, 0.0) for job in batch], now=at(1))
     [last] = await claim(backend, 1000, queues=["wf"], now=at(2))
     assert last.id == callback
 
