@@ -75,7 +75,7 @@ class WorkflowOperations(OperationGroup):
         linked to it."""
         check_job_id("id", id)
         cap = checks.bounded_int("limit", limit, 1, MAX_WORKFLOW_JOBS)
-        members = await self.driver.workflow_members(id, cap)
+        members = _blocked(await self.driver.workflow_members(id, cap))
         if not members:
             return None
         return Workflow(id=id, jobs=tuple(_parents_first(members)))
@@ -93,11 +93,11 @@ class WorkflowOperations(OperationGroup):
         who = checks.actor(actor)
         clock = checks.now(now)
         members = await self.driver.workflow_members(id, MAX_WORKFLOW_JOBS)
-        states = {job.id: job for job in members}
+        states = {job.id: job.state for job in members}
         blocked: list[tuple[str, str]] = []
         for job in members:
-            if job.state == "blocked" or job.state == "waiting":
-                failed = [p for p in job.parents if states.get(p) and states[p].state == "failed"]
+            if job.state == "waiting":
+                failed = [p for p in job.parents if states.get(p) == "failed"]
                 if failed:
                     blocked.append((job.id, failed[0]))
         moved: list[str] = []
@@ -119,6 +119,18 @@ class WorkflowOperations(OperationGroup):
                 result.not_found + part.not_found,
             )
         return CancelResult(tuple(moved) + result.cancelled, result.requested, result.not_found)
+
+
+def _blocked(members: list[WorkflowMember]) -> list[WorkflowMember]:
+    """The members with ``blocked`` for a waiting one whose parent is in the DLQ (every parent
+    of a member waiting in the workflow is a member: its edges name the workflow)."""
+    failed = {job.id for job in members if job.state == "failed"}
+    return [
+        replace(job, state="blocked")
+        if job.state == "waiting" and failed.intersection(job.parents)
+        else job
+        for job in members
+    ]
 
 
 def _parents_first(members: list[WorkflowMember]) -> list[WorkflowMember]:

@@ -1481,7 +1481,12 @@ WITH links AS (
      ORDER BY e.created_at, e.child_id LIMIT %(limit)s)
 )
 SELECT l.id::text, l.side, l.workflow_id::text, coalesce(h.type, a.type, d.type), h.status,
-       a.id IS NOT NULL, d.failure_reason
+       a.id IS NOT NULL, d.failure_reason,
+       h.status = 3 AND EXISTS (
+           SELECT 1 FROM {schema}.job_edges x
+           JOIN {schema}.jobs_dlq q ON q.id = x.parent_id
+           WHERE x.child_id = l.id
+       )
 FROM links l
 LEFT JOIN {schema}.jobs_hot h ON h.id = l.id
 LEFT JOIN {schema}.jobs_archive a ON a.id = l.id

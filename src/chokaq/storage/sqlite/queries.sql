@@ -875,7 +875,10 @@ WHERE e.child_id = :id
 
 -- name: job_relatives
 SELECT l.id, l.side, l.workflow_id, coalesce(h.type, a.type, d.type), h.status,
-       a.id IS NOT NULL, d.failure_reason
+       a.id IS NOT NULL, d.failure_reason,
+       coalesce(h.status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges x
+                                         JOIN {p}jobs_dlq q ON q.id = x.parent_id
+                                         WHERE x.child_id = l.id), 0)
 FROM (
     SELECT * FROM (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at
                    FROM {p}job_edges e WHERE e.child_id = :id

@@ -69,12 +69,13 @@ def job_relatives(
     sides: tuple[list[JobLink], list[JobLink]] = ([], [])
     # Its own workflow is the one it is a child in; a first job's, its children's.
     workflow = next((row[2] for row in rows if row[1] == 0), rows[0][2] if rows else None)
-    for job_id, side, _, type_, status, archived, reason in rows:
+    for job_id, side, _, type_, status, archived, reason, blocked in rows:
+        state = link_state(status, bool(archived), reason)
         sides[side].append(
             JobLink(
                 id=job_id,
                 type=type_,
-                state=link_state(status, bool(archived), reason),
+                state="blocked" if blocked else state,
                 failure_reason=_reason(reason),
             )
         )
