@@ -11,8 +11,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from chokaq import App, FatalError, JobContext
 from tests.apps.sample import app as sample
+
+from chokaq import App, FatalError, JobContext
 
 MARKERS = Path(os.environ.get("CHOKAQ_TEST_DIR", "/tmp"))
 
