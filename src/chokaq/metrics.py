@@ -416,6 +416,16 @@ class StoreMetrics:
             "paused": GaugeMetricFamily(
                 "chokaq_queue_paused", "1 when the queue is paused.", labels=["queue"]
             ),
+            "waiting": GaugeMetricFamily(
+                "chokaq_queue_waiting",
+                "Jobs waiting on parents (after=), blocked ones included.",
+                labels=["queue"],
+            ),
+            "blocked": GaugeMetricFamily(
+                "chokaq_queue_blocked",
+                "Jobs waiting on a parent that is in the DLQ.",
+                labels=["queue"],
+            ),
         }
         lifetime = {
             "succeeded": CounterMetricFamily(
@@ -434,6 +444,8 @@ class StoreMetrics:
             families["processing"].add_metric(name, q.fetched + q.processing)
             families["lag"].add_metric(name, q.lag_max_seconds)
             families["paused"].add_metric(name, 1 if q.queue.paused else 0)
+            families["waiting"].add_metric(name, q.waiting)
+            families["blocked"].add_metric(name, q.blocked)
             lifetime["succeeded"].add_metric(name, q.succeeded_total)
             lifetime["failed"].add_metric(name, q.failed_total)
             lifetime["retried"].add_metric(name, q.retried_total)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from chokaq import App
+from chokaq import App, Pillar
 from chokaq.http import deck_routes
 
 from .conftest import free_port, until
@@ -183,6 +183,13 @@ async def test_deck_routes_serve_store_metrics_and_health(store: Any) -> None:
 
     await seed(store, ok=2, poison=1, flaky=0)
     app = App(store.url, schema=store.schema)
+    await app.open()
+    [dead] = (await app.backend.jobs_page(pillar=Pillar.DLQ)).items
+    [archived, _] = (await app.backend.jobs_page(pillar=Pillar.ARCHIVE)).items
+    await app.enqueue_raw("child", {}, after=[dead.id])  # blocked: its parent is in the DLQ
+    await app.enqueue_raw("child", {}, after=[archived.id, dead.id])  # blocked too
+    waits = app.raw("parent", {})
+    await app.enqueue_many([waits, app.raw("child", {}, after=[waits])])  # waiting only
     asgi = Starlette(routes=deck_routes(app))
     transport = httpx.ASGITransport(app=asgi)
     try:
@@ -190,7 +197,9 @@ async def test_deck_routes_serve_store_metrics_and_health(store: Any) -> None:
             data = samples((await http.get("/metrics")).text)
             assert value(data, "chokaq_queue_succeeded_total", queue="default") == 2
             assert value(data, "chokaq_queue_failed_total", queue="default") == 1
-            assert value(data, "chokaq_queue_pending", queue="default") == 0
+            assert value(data, "chokaq_queue_pending", queue="default") == 1  # "parent"
+            assert value(data, "chokaq_queue_waiting", queue="default") == 3
+            assert value(data, "chokaq_queue_blocked", queue="default") == 2
             active = ("chokaq_schedules", frozenset({("state", "active")}))
             assert data[active] == 0  # served, and none declared
             ready = await http.get("/health/ready")
