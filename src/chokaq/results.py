@@ -30,6 +30,9 @@ __all__ = ["LOST_POLL_SECONDS", "POLL_SECONDS", "ResultWaiter", "value_of"]
 # notifier that cannot listen right now).
 POLL_SECONDS = 1.0
 LOST_POLL_SECONDS = 0.1
+# The notifier is stopped once no wait has run for this long (a web app that waited once does
+# not keep a LISTEN connection, or SQLite's signal watch, for good); the next wait starts it.
+IDLE_SECONDS = 30.0
 
 
 def value_of(job_id: str, outcome: JobOutcome) -> Any:
@@ -60,6 +63,8 @@ class ResultWaiter:
         self._notifier: Notifier | None = None
         self._starting: asyncio.Lock | None = None
         self._waiting: dict[str, set[asyncio.Event]] = {}
+        self._idle: asyncio.TimerHandle | None = None
+        self._stopping: asyncio.Future[None] | None = None
 
     async def outcome(self, job_id: str, timeout: float | None) -> JobOutcome:
         """The outcome of job ``job_id`` once it has left the hot table. Raises
@@ -69,6 +74,9 @@ class ResultWaiter:
         limit = check_timeout(timeout)
         loop = asyncio.get_running_loop()
         deadline = None if limit is None else loop.time() + limit
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
         await self._listen()
         event = asyncio.Event()
         self._waiting.setdefault(job_id, set()).add(event)
@@ -95,6 +103,8 @@ class ResultWaiter:
                 events.discard(event)
                 if not events:
                     del self._waiting[job_id]
+            if not self._waiting and self._idle is None:
+                self._idle = loop.call_later(IDLE_SECONDS, self._stop_idle)
 
     async def _listen(self) -> None:
         if self._notifier is not None:
@@ -120,7 +130,20 @@ class ResultWaiter:
         for event in targets:
             event.set()
 
+    def _stop_idle(self) -> None:
+        self._idle = None
+        if not self._waiting and self._notifier is not None:
+            notifier, self._notifier = self._notifier, None
+            self._stopping = asyncio.ensure_future(notifier.stop())
+
     async def close(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        stopping, self._stopping = self._stopping, None
+        if stopping is not None:
+            with contextlib.suppress(Exception):
+                await stopping
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
             await notifier.stop()

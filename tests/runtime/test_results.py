@@ -181,3 +181,26 @@ async def test_a_waiter_in_another_process_is_woken_by_the_notifier(
             assert await app.result(job_id, timeout=60) == {"url": "x" * n, "size": n}
     finally:
         await app.close()
+
+
+async def test_the_listener_stops_once_no_one_waits(
+    make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.runtime.conftest import until
+
+    monkeypatch.setattr(results_module, "IDLE_SECONDS", 0.05)
+    app = make_app()
+    jobs = register(app)
+    await app.open()
+    await app.backend.migrate()
+    async with running(app):
+        assert await app.result(await jobs["double"].enqueue(n=1), timeout=30) == 2
+        waiter = app._waiter
+        assert waiter is not None
+
+        async def stopped() -> bool:
+            return waiter._notifier is None
+
+        await until(stopped, timeout=10)
+        assert await app.result(await jobs["double"].enqueue(n=2), timeout=30) == 4
+        assert waiter._notifier is not None  # started again for the new wait
