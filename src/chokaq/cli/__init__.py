@@ -62,6 +62,7 @@ def _register() -> None:
         schedules,
         stats,
         worker,
+        workflows,
     )
 
     for module in (
@@ -72,6 +73,7 @@ def _register() -> None:
         enqueue,
         stats,
         jobs,
+        workflows,
         dlq,
         schedules,
         purge,
