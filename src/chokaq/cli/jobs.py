@@ -184,13 +184,19 @@ def _block(title: str, text: str) -> None:
     click.echo(text)
 
 
+def _not_kept(why: str) -> str:
+    """Why a result was not kept, in one phrase (the worker's text starts "not kept: ")."""
+    return why.removeprefix("not kept: ")
+
+
 def _pretty(json_text: str) -> str:
     return json.dumps(json.loads(json_text), indent=2, ensure_ascii=False)
 
 
 def _print_job(view: JobView, limit: int) -> None:
     out = console()
-    table = Table(show_header=False, title=f"job {view.id}", title_justify="left")
+    click.secho(f"job {view.id}", bold=True)  # not a table title: that wraps to its width
+    table = Table(show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for name, value in _rows(view):
@@ -204,7 +210,7 @@ def _print_job(view: JobView, limit: int) -> None:
     _block("payload", view.payload or "")
     if view.pillar is Pillar.ARCHIVE:
         if view.result_error is not None:
-            _block("result", f"not kept: {view.result_error}")
+            _block("result", f"not kept: {_not_kept(view.result_error)}")
         else:
             _block("result", "null" if view.result is None else _pretty(view.result))
     if view.error:
@@ -295,7 +301,8 @@ def _finished(job_id: str, found: JobOutcome, as_json: bool) -> int:
             )
         else:
             click.secho(
-                f"job {job_id} succeeded, but its result was not kept: {found.result_error}",
+                f"job {job_id} succeeded, but its result was not kept: "
+                f"{_not_kept(found.result_error)}",
                 fg="yellow",
                 err=True,
             )
@@ -344,6 +351,7 @@ def job_wait(
       3    no pillar holds it (never enqueued, or purged)
       4    it succeeded, but its result was not kept (too large, or not JSON)
       124  it has not finished within --timeout seconds
+
     A job waiting on a parent that is in the DLQ (blocked) runs only once that parent is
     requeued and succeeds: give such a wait a --timeout.
 
@@ -360,7 +368,7 @@ def job_wait(
             return "not_found", None
         except TimeoutError:
             # Name where it stands, so that a wait on a blocked job says why it never ended.
-            return "timeout", await app.backend.job_get_related(id=job_id, limit=100)
+            return "timeout", await app.backend.job_get_related(id=job_id)
 
     what, found = run_with_app(app, wait)
     if isinstance(found, JobOutcome):

@@ -95,9 +95,8 @@ def _print(workflow: Workflow, states: dict[str, str]) -> None:
     failed job's error follows the table, unwrapped (a table cell would cut it)."""
     number = {job.id: str(i) for i, job in enumerate(workflow.jobs, 1)}
     progress = "finished" if workflow.finished else "in progress"
-    table = Table(
-        title=f"workflow {workflow.id} ({progress}): {_summary(states)}", title_justify="left"
-    )
+    click.secho(f"workflow {workflow.id} ({progress}): {_summary(states)}", bold=True)
+    table = Table()
     for column in ("#", "id", "type", "queue", "state", "parents"):
         table.add_column(column, overflow="fold" if column == "parents" else "ellipsis")
     errors: list[str] = []
