@@ -33,6 +33,16 @@ def build(url: str | None = None, schema: str | None = None) -> App:
     async def ok(n: int = 0) -> int:
         return n
 
+    @app.job(queue="default")
+    async def summary(n: int = 0) -> dict[str, object]:
+        """A result with some shape, for ``chokaq job show`` and ``job wait``."""
+        return {"n": n, "squares": [i * i for i in range(n)], "label": f"summary {n}"}
+
+    @app.job(queue="default")
+    async def opaque() -> object:
+        """Succeeds with a value JSON cannot hold: the worker does not keep it."""
+        return {1, 2}
+
     @app.job(queue="default", max_attempts=1)
     async def poison(n: int = 0) -> None:
         raise FatalError(f"poison {n}")

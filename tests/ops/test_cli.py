@@ -218,6 +218,13 @@ COMMANDS = [
     ["stats"],
     ["purge"],
     ["config-reference"],
+    ["job"],
+    ["job", "show"],
+    ["job", "wait"],
+    ["job", "cancel"],
+    ["workflow"],
+    ["workflow", "show"],
+    ["workflow", "cancel"],
     ["dlq"],
     ["dlq", "list"],
     ["dlq", "show"],
@@ -254,6 +261,8 @@ def test_every_store_command_takes_app_database_and_schema() -> None:
 
     for command in COMMANDS:
         if command[0] in ("config-reference", "demo") or command in (
+            ["job"],
+            ["workflow"],
             ["dlq"],
             ["queue"],
             ["schedule"],

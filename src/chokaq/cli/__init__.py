@@ -50,9 +50,35 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import config, deck, demo, dlq, enqueue, migrate, purge, schedules, stats, worker
+    from . import (
+        config,
+        deck,
+        demo,
+        dlq,
+        enqueue,
+        jobs,
+        migrate,
+        purge,
+        schedules,
+        stats,
+        worker,
+        workflows,
+    )
 
-    for module in (worker, migrate, deck, demo, enqueue, stats, dlq, schedules, purge, config):
+    for module in (
+        worker,
+        migrate,
+        deck,
+        demo,
+        enqueue,
+        stats,
+        jobs,
+        workflows,
+        dlq,
+        schedules,
+        purge,
+        config,
+    ):
         for command in module.COMMANDS:
             main.add_command(command)
 

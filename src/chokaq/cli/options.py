@@ -2,8 +2,9 @@
 
 Every such command takes ``--app module:attr`` and/or ``--database URL`` plus ``--schema``; this
 module defines them once, loads the App they name (``load_app``), opens it around a coroutine,
-parses the operator-friendly values (failure reasons, relative times) the DLQ and purge commands
-accept, and writes the audit line (``ADMIN_COMPLETED``) of the commands that change something.
+parses the operator-friendly values (job ids, failure reasons, relative times) the job, DLQ and
+purge commands accept, and writes the audit line (``ADMIN_COMPLETED``) of the commands that
+change something.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import click
 from rich.console import Console
 
 from ..app import App
+from ..ids import is_job_id
 from ..limits import MAX_TIME, MIN_TIME
 from ..logs import PlainFormatter, logger
 from ..models import FailureReason
@@ -34,6 +36,7 @@ __all__ = [
     "load_app",
     "logged",
     "make_app",
+    "parse_job_id",
     "parse_reason",
     "parse_when",
     "run_with_app",
@@ -162,6 +165,18 @@ def run_with_app(app: App, fn: Callable[[App], Awaitable[T]]) -> T:
             await app.close()
 
     return asyncio.run(main())
+
+
+def parse_job_id(value: str, param: str = "ID") -> str:
+    """A job id as the operator pasted it (surrounding blanks and upper case are forgiven);
+    anything else is a usage error naming ``param``, before a database is opened."""
+    job_id = value.strip().lower()
+    if not is_job_id(job_id):
+        raise click.BadParameter(
+            f"{value!r} is not a job id (a UUID such as 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77)",
+            param_hint=f"'{param}'",
+        )
+    return job_id
 
 
 def parse_reason(value: str | None) -> FailureReason | None:

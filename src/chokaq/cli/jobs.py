@@ -1,0 +1,470 @@
+"""``chokaq job show | wait | cancel``: one job wherever it lives, its result and its workflow.
+
+``show`` reads a job with its relatives (``Backend.job_get_related``); ``wait`` blocks on
+``App.wait`` (woken by LISTEN/NOTIFY or SQLite's signal, with a poll as fallback) and says how
+the job ended through its exit code; ``cancel`` cancels jobs from any process and logs its
+audit line (``ADMIN_COMPLETED``). ``--json`` prints one JSON object instead of the tables. The
+JSON shapes and the rendering helpers here are shared with ``chokaq workflow``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import fields
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from ..app import App
+from ..errors import NotFoundError
+from ..logs import log_admin
+from ..models import CancelResult, JobLink, JobOutcome, JobView, Pillar
+from ..storage.workflows import MAX_RELATIVES
+from .options import (
+    actor_name,
+    actor_option,
+    console,
+    logged,
+    make_app,
+    parse_job_id,
+    run_with_app,
+    store_options,
+)
+
+__all__ = [
+    "COMMANDS",
+    "EXIT_FAILED",
+    "EXIT_NOT_FOUND",
+    "EXIT_NOT_KEPT",
+    "EXIT_TIMEOUT",
+    "json_value",
+    "state_style",
+]
+
+# ``chokaq job wait``'s exit codes besides 0 (succeeded) and 2 (bad usage). 124 is what
+# timeout(1) exits with when the command it runs outlives its limit.
+EXIT_FAILED = 1
+EXIT_NOT_FOUND = 3
+EXIT_NOT_KEPT = 4
+EXIT_TIMEOUT = 124
+
+_STYLES = {
+    "succeeded": "green",
+    "failed": "red",
+    "blocked": "red",
+    "purged": "dim",
+    "processing": "cyan",
+    "fetched": "cyan",
+    "waiting": "yellow",
+}
+
+# JobView fields that hold JSON text: --json embeds them as values, not as strings.
+_JSON_TEXT = {"payload", "result"}
+
+
+def state_style(state: str) -> Text:
+    return Text(state, style=_STYLES.get(state, ""))
+
+
+def json_value(value: Any) -> Any:
+    """A model value as JSON holds it: enums by lower-case name (``fatal_error``, ``waiting``;
+    a pillar by its value), times as ISO 8601, tuples as lists."""
+    if isinstance(value, Pillar):
+        return value.value
+    if isinstance(value, Enum):
+        return value.name.lower()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, JobLink):
+        return {f.name: json_value(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [json_value(item) for item in value]
+    return value
+
+
+def _job_json(view: JobView) -> dict[str, Any]:
+    """Every field of the view under its ``JobView`` name, plus ``state``; the payload and
+    the result as JSON values (``result`` is null when the job returned None, or has no
+    result yet: ``state`` and ``result_error`` tell which)."""
+    out: dict[str, Any] = {"id": view.id, "state": view.state}
+    for f in fields(view):
+        value = getattr(view, f.name)
+        if f.name in _JSON_TEXT and value is not None:
+            out[f.name] = json.loads(value)
+        else:
+            out[f.name] = json_value(value)
+    return out
+
+
+def _utc(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
+
+
+def _duration(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return f"{seconds:.3f} s" if seconds >= 1 else f"{seconds * 1000:.3g} ms"
+
+
+def _reason(link: JobLink | JobView) -> str:
+    return link.failure_reason.name.lower() if link.failure_reason is not None else ""
+
+
+def _state_line(view: JobView) -> Text:
+    text = state_style(view.state)
+    if view.parents_left is not None and view.parents:
+        text.append(f": waiting on {view.parents_left} of {len(view.parents)} parent(s)")
+        failed = [p.id for p in view.parents if p.state == "failed"]
+        if failed:
+            text.append(f"; parent {failed[0]} is in the DLQ (requeue it, or cancel this job)")
+    if view.pillar is Pillar.DLQ and view.failure_reason is not None:
+        text.append(f" ({_reason(view)})")
+    return text
+
+
+def _rows(view: JobView) -> list[tuple[str, str | Text]]:
+    attempts = str(view.attempt_count)
+    if view.max_attempts is not None:
+        attempts += f" of {view.max_attempts}"
+    rows: list[tuple[str, str | Text]] = [
+        ("pillar", view.pillar.value),
+        ("state", _state_line(view)),
+        ("type", view.type),
+        ("queue", view.queue),
+        ("priority", "-" if view.priority is None else str(view.priority)),
+        ("tags", ", ".join(view.tags) or "-"),
+        ("attempts", attempts),
+    ]
+    optional: list[tuple[str, Any]] = [
+        ("timeout", None if view.timeout_seconds is None else f"{view.timeout_seconds:g} s"),
+        ("idempotency key", view.idempotency_key),
+        ("created", _utc(view.created_at)),
+        ("scheduled", view.scheduled_at and _utc(view.scheduled_at)),
+        ("started", view.started_at and _utc(view.started_at)),
+        ("heartbeat", view.heartbeat_at and _utc(view.heartbeat_at)),
+        ("updated", view.updated_at and _utc(view.updated_at)),
+        ("finished", view.finished_at and _utc(view.finished_at)),
+        ("failed", view.failed_at and _utc(view.failed_at)),
+        ("duration", _duration(view.duration_seconds)),
+        ("progress", None if view.progress is None else f"{view.progress} %"),
+        ("worker", view.worker_id),
+        ("created by", view.created_by),
+        ("last modified by", view.last_modified_by),
+        ("cancel requested", view.cancel_requested_at and _utc(view.cancel_requested_at)),
+        ("cancelled by", view.cancelled_by),
+    ]
+    rows += [(name, str(value)) for name, value in optional if value is not None]
+    if view.workflow_id is not None:
+        first = " (its first job)" if view.workflow_id == view.id else ""
+        rows.append(("workflow", view.workflow_id + first))
+    return rows
+
+
+def _links(title: str, links: tuple[JobLink, ...], failed: bool) -> Table:
+    """Parents or children with their states. A child still waiting on a ``failed`` job is
+    blocked by definition (its link only knows its hot status)."""
+    table = Table(title=f"{title} ({len(links)})", title_justify="left")
+    for column in ("id", "type", "state", "reason"):
+        table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
+    for link in links:
+        state = "blocked" if failed and link.state == "waiting" else link.state
+        table.add_row(link.id, Text(link.type or "-"), state_style(state), _reason(link))
+    return table
+
+
+def _block(title: str, text: str) -> None:
+    """A heading and text as it is (no wrapping: JSON and tracebacks stay copyable)."""
+    click.secho(title, bold=True)
+    click.echo(text)
+
+
+def _not_kept(why: str) -> str:
+    """Why a result was not kept, in one phrase (the worker's text starts "not kept: ")."""
+    return why.removeprefix("not kept: ")
+
+
+def _pretty(json_text: str) -> str:
+    return json.dumps(json.loads(json_text), indent=2, ensure_ascii=False)
+
+
+def _print_job(view: JobView, limit: int) -> None:
+    out = console()
+    click.secho(f"job {view.id}", bold=True)  # not a table title: that wraps to its width
+    table = Table(show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for name, value in _rows(view):
+        table.add_row(name, value if isinstance(value, Text) else Text(value))
+    out.print(table)
+    for title, links in (("parents", view.parents), ("children", view.children)):
+        if links:
+            out.print(_links(title, links, title == "children" and view.state == "failed"))
+            if len(links) >= limit:
+                out.print(f"(the first {limit} {title} are shown)", style="yellow")
+    _block("payload", view.payload or "")
+    if view.pillar is Pillar.ARCHIVE:
+        if view.result_error is not None:
+            _block("result", f"not kept: {_not_kept(view.result_error)}")
+        else:
+            _block("result", "null" if view.result is None else _pretty(view.result))
+    if view.error:
+        _block("error", view.error)
+    elif view.last_error:
+        _block("last error (of the attempt before)", view.last_error)
+
+
+def _job_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    return parse_job_id(value)
+
+
+def _job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    return list(dict.fromkeys(parse_job_id(v) for v in value))
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
+
+@click.group()
+def job() -> None:
+    """Show a job with its result and workflow, wait for one, cancel jobs.
+
+    \b
+    Example:
+      chokaq job show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --database sqlite:///jobs.db
+    """
+
+
+@job.command("show")
+@click.argument("job_id", metavar="ID", callback=_job_id)
+@json_option
+@store_options
+def job_show(
+    job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
+) -> None:
+    """Show job ID wherever it lives: pillar, state, type, queue, attempts, times, its
+    payload, its result (or why it was not kept) or its error, its workflow, and its parents
+    and children with their states. Exit code 1 when no pillar holds it.
+
+    \b
+    Example:
+      chokaq job show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq .result
+    """
+    app = make_app(app_spec, database, schema, existing=True)
+    view = run_with_app(app, lambda a: a.backend.job_get_related(id=job_id))
+    if view is None:
+        raise NotFoundError(f"no job {job_id} in hot, archive or DLQ (never enqueued, or purged)")
+    if as_json:
+        click.echo(json.dumps(_job_json(view), ensure_ascii=False))
+        return
+    _print_job(view, MAX_RELATIVES)
+
+
+def _wait_json(job_id: str, outcome: str, **fields: Any) -> str:
+    line = {
+        "id": job_id,
+        "outcome": outcome,
+        "state": None,
+        "result": None,
+        "result_error": None,
+        "failure_reason": None,
+        "error": None,
+    }
+    line.update(fields)
+    return json.dumps(line, ensure_ascii=False)
+
+
+def _finished(job_id: str, found: JobOutcome, as_json: bool) -> int:
+    """Print how a job that left the hot table ended; its exit code."""
+    if found.pillar is Pillar.DLQ:
+        reason = json_value(found.failure_reason)
+        if as_json:
+            click.echo(
+                _wait_json(
+                    job_id, "failed", state="failed", failure_reason=reason, error=found.error
+                )
+            )
+        else:
+            click.secho(f"job {job_id} failed: {reason}", fg="red", err=True)
+            if found.error:
+                click.echo(found.error, err=True)
+        return EXIT_FAILED
+    if found.result_error is not None:
+        if as_json:
+            click.echo(
+                _wait_json(job_id, "succeeded", state="succeeded", result_error=found.result_error)
+            )
+        else:
+            click.secho(
+                f"job {job_id} succeeded, but its result was not kept: "
+                f"{_not_kept(found.result_error)}",
+                fg="yellow",
+                err=True,
+            )
+        return EXIT_NOT_KEPT
+    if as_json:
+        value = None if found.result is None else json.loads(found.result)
+        click.echo(_wait_json(job_id, "succeeded", state="succeeded", result=value))
+    else:
+        click.echo("null" if found.result is None else found.result)
+    return 0
+
+
+def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> Any:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(
+            "must be a finite number of seconds (leave it out to wait without a limit)"
+        )
+    return value
+
+
+@job.command("wait")
+@click.argument("job_id", metavar="ID", callback=_job_id)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    callback=_check_timeout,
+    help="Give up after this many seconds (exit code 124); default: wait as long as it takes.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line, whatever the outcome.")
+@store_options
+def job_wait(
+    job_id: str,
+    timeout: float | None,
+    as_json: bool,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Wait until job ID has finished and print its result as JSON.
+
+    \b
+    Exit codes:
+      0    it succeeded; its result is printed (null when it returned None)
+      1    it failed (is in the DLQ); the reason and error go to stderr
+      2    bad usage (an id that is not one, a bad --timeout)
+      3    no pillar holds it (never enqueued, or purged)
+      4    it succeeded, but its result was not kept (too large, or not JSON)
+      124  it has not finished within --timeout seconds
+
+    A job waiting on a parent that is in the DLQ (blocked) runs only once that parent is
+    requeued and succeeds: give such a wait a --timeout.
+
+    \b
+    Example:
+      chokaq job wait 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --timeout 300 | jq .total
+    """
+    app = make_app(app_spec, database, schema, existing=True)
+
+    async def wait(app: App) -> tuple[str, JobOutcome | JobView | None]:
+        try:
+            return "finished", await app.wait(job_id, timeout=timeout)
+        except NotFoundError:
+            return "not_found", None
+        except TimeoutError:
+            # Name where it stands, so that a wait on a blocked job says why it never ended.
+            return "timeout", await app.backend.job_get_related(id=job_id)
+
+    what, found = run_with_app(app, wait)
+    if isinstance(found, JobOutcome):
+        sys.exit(_finished(job_id, found, as_json))
+    if what == "not_found":
+        if as_json:
+            click.echo(_wait_json(job_id, "not_found"))
+        else:
+            click.secho(
+                f"error: job {job_id} is not stored (never enqueued, or purged)",
+                fg="red",
+                err=True,
+            )
+        sys.exit(EXIT_NOT_FOUND)
+    state = found.state if isinstance(found, JobView) else "purged"
+    if as_json:
+        click.echo(_wait_json(job_id, "timeout", state=state))
+    else:
+        assert timeout is not None
+        message = f"job {job_id} has not finished within {timeout:g} s; it is {state}"
+        if isinstance(found, JobView):
+            message += "".join(
+                f"; parent {p.id} is in the DLQ" for p in found.parents if p.state == "failed"
+            )
+        click.secho(message, fg="yellow", err=True)
+    sys.exit(EXIT_TIMEOUT)
+
+
+async def _explain(app: App, ids: tuple[str, ...]) -> dict[str, str]:
+    """Why each of ``ids`` (not in the hot table) was not cancelled."""
+    why: dict[str, str] = {}
+    for job_id in ids:
+        found = await app.backend.job_outcome(id=job_id)
+        if found is None:
+            why[job_id] = "not stored (never enqueued, or purged)"
+        elif found.pillar is Pillar.ARCHIVE:
+            why[job_id] = "already succeeded"
+        elif found.pillar is Pillar.DLQ:
+            why[job_id] = f"already failed ({json_value(found.failure_reason)})"
+        else:  # it entered hot again in between (a requeue): cancel it anew
+            why[job_id] = "back in the hot table since; run the cancel again"
+    return why
+
+
+def print_cancelled(result: CancelResult, why: dict[str, str]) -> None:
+    """The outcome of a cancel, one line per job, after a summary line."""
+    click.echo(
+        f"cancelled {len(result.cancelled)}, cancel requested {len(result.requested)}, "
+        f"not cancelled {len(result.not_found)}"
+    )
+    for job_id in result.cancelled:
+        click.echo(f"  cancelled (now in the DLQ): {job_id}")
+    for job_id in result.requested:
+        click.echo(f"  cancel requested (running; its worker stops it): {job_id}")
+    for job_id in result.not_found:
+        reason = why.get(job_id, "already finished")
+        click.secho(f"  not cancelled, {reason}: {job_id}", fg="yellow")
+
+
+@job.command("cancel")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=_job_ids)
+@actor_option
+@store_options
+@logged
+def job_cancel(
+    job_ids: list[str],
+    actor: str | None,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Cancel jobs by id, from any process: a pending, fetched or waiting job goes to the DLQ
+    as cancelled at once; a running one is asked to stop (its worker hears it). A job that has
+    finished is left alone and named. Jobs waiting on a cancelled job are blocked from then
+    on: 'chokaq workflow cancel' cancels a whole workflow.
+
+    \b
+    Example:
+      chokaq job cancel 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
+    """
+    app = make_app(app_spec, database, schema, existing=True)
+    who = actor_name(actor)
+
+    async def cancel(app: App) -> tuple[CancelResult, dict[str, str]]:
+        result = await app.backend.jobs_cancel(ids=job_ids, actor=who)
+        return result, await _explain(app, result.not_found)
+
+    result, why = run_with_app(app, cancel)
+    log_admin(
+        "cli",
+        "jobs.cancel",
+        who,
+        f"{len(job_ids)} id(s)",
+        len(result.cancelled) + len(result.requested),
+    )
+    print_cancelled(result, why)
+
+
+COMMANDS = [job]
