@@ -83,13 +83,13 @@ class JobFailedError(ChokaqError):
 
 
 class ResultUnavailableError(ChokaqError):
-    """The job succeeded, but its return value was not kept (``reason``: too large for
-    ``Limits.max_result_bytes``, or not JSON)."""
+    """The job succeeded, but its return value was not kept: ``reason`` says why ("not kept:
+    2000314 bytes of JSON, over the limit of 1000000", or not JSON)."""
 
     def __init__(self, job_id: str, reason: str) -> None:
         self.job_id = job_id
         self.reason = reason
-        super().__init__(f"job {job_id} succeeded but its result was not kept: {reason}")
+        super().__init__(f"job {job_id} succeeded; its result was {reason}")
 
 
 class LeadershipLostError(ChokaqError):

@@ -183,7 +183,15 @@ def test_the_plan_orders_parents_first_and_names_workflows() -> None:
     assert graph.stored == (stored,)
     assert graph.children_of({a}) == {a: f"{c},{b}"} or graph.children_of({a}) == {a: f"{b},{c}"}
     assert graph.waiting({stored}) == {d: 2, c: 1, b: 1}
-    assert graph.workflows({}) == {b: a, c: a, d: a}
+    assert graph.workflows({}) == {b: stored, c: stored, d: stored}  # linked through b
+    # Two roots of one batch joined by a child are one workflow, named by the first of them.
+    e, f, g, h = (str(uuid.UUID(int=n)) for n in range(5, 9))
+    _, joined = plan([_job(e), _job(f), _job(g, e), _job(h, f, g)])
+    assert joined is not None and joined.workflows({}) == {g: e, h: e}
+    _, fan_in = plan([_job(e), _job(f), _job(g, f, e)])
+    assert fan_in is not None and fan_in.workflows({}) == {g: e}
+    _, parted = plan([_job(g, e), _job(h, f)])
+    assert parted is not None and parted.workflows({e: "w", f: f}) == {g: "w", h: f}
     assert plan([_job(a)]) == ([_job(a)], None)
 
 

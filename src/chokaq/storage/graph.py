@@ -38,6 +38,7 @@ class Graph:
     batch: frozenset[str]
     stored: tuple[str, ...]
     order: tuple[str, ...]  # the jobs with parents, every parent before its children
+    ids: tuple[str, ...] = ()  # the batch's ids in input order
 
     def children_of(self, parent_ids: frozenset[str] | set[str] | None = None) -> dict[str, str]:
         """Parent id -> its new children's ids, comma-joined (the ``dependents`` text), for the
@@ -58,19 +59,34 @@ class Graph:
         }
 
     def workflows(self, stored: dict[str, str]) -> dict[str, str]:
-        """The workflow of each job with parents: that of its first parent, where a job of the
-        batch without parents is its own workflow's first job and a stored parent's workflow
-        is ``stored[parent]`` (default: the parent's own id)."""
-        out: dict[str, str] = {}
+        """The workflow of each job with parents. The jobs a batch links (through its own
+        edges, or through a stored parent they share) are one workflow: that of the first
+        stored parent among them (``stored[parent]``, default the parent's own id) when they
+        have one, else the id of the batch's first job among them."""
+        root: dict[str, str] = {}
+
+        def find(job: str) -> str:
+            top = root.setdefault(job, job)
+            while top != root[top]:
+                top = root[top]
+            while root[job] != top:  # path compression
+                root[job], job = top, root[job]
+            return top
+
         for child in self.order:
-            first = self.parents[child][0]
-            if first in out:
-                out[child] = out[first]
-            elif first in self.batch:
-                out[child] = first
-            else:
-                out[child] = stored.get(first, first)
-        return out
+            for parent in self.parents[child]:
+                a, b = find(child), find(parent)
+                if a != b:
+                    root[b] = a
+        names: dict[str, str] = {}
+        for child in self.order:  # the first stored parent names its workflow
+            for parent in self.parents[child]:
+                if parent not in self.batch:
+                    names.setdefault(find(parent), stored.get(parent, parent))
+        for job in self.ids:  # else the batch's first job among them
+            if job in root:
+                names.setdefault(find(job), job)
+        return {child: names[find(child)] for child in self.order}
 
     def edges(self, workflows: dict[str, str]) -> list[tuple[str, str, str]]:
         """(child, parent, workflow) for every dependency, children in ``order``."""
@@ -144,6 +160,7 @@ def plan(jobs: Sequence[NewJob]) -> tuple[list[NewJob], Graph | None]:
         batch=frozenset(position),
         stored=tuple(sorted(stored)),
         order=order,
+        ids=tuple(position),
     )
 
 
