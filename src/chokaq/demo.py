@@ -2,7 +2,9 @@
 
 Fast jobs, slow jobs that report progress, delayed jobs, retries that later succeed, a throttled
 partner, a poison pill, a job that times out, an unknown job type, an operator cancel and a job
-type whose circuit opens and recovers. Everything that matters happens on a schedule counted
+type whose circuit opens and recovers, and workflows (a fetch, two parses after it and a digest
+after both, whose result it returns), one in three with a parse that fails, leaving its digest
+blocked. Everything that matters happens on a schedule counted
 from the start of the demo (not from the wall clock), so the first minute always shows each
 behaviour: the payment gateway is down from second 4 to second 24 (the circuit opens, defers
 jobs, probes and closes again), and then again for 20 seconds of every two minutes.
@@ -119,6 +121,25 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
             raise TimeoutError("payment gateway did not answer")
         await asyncio.sleep(0.05)
 
+    @app.job(queue="feeds")
+    async def fetch_feed(feed: str) -> dict[str, object]:
+        """The first job of a workflow: its result is read by the parses after it."""
+        await asyncio.sleep(random.uniform(0.05, 0.2))
+        return {"feed": feed, "items": random.randint(5, 50)}
+
+    @app.job(queue="feeds", max_attempts=1)
+    async def parse_feed(part: str, ctx: JobContext) -> int:
+        """Runs after fetch_feed; a "corrupt" part fails, so its digest stays blocked."""
+        if part.startswith("corrupt"):
+            raise FatalError(f"feed part {part!r} is not valid XML")
+        [fetched] = ctx.parent_results.values()
+        return int(fetched["items"]) // 2
+
+    @app.job(queue="feeds")
+    async def publish_digest(ctx: JobContext) -> dict[str, object]:
+        """Runs once both parses succeeded (a fan-in); returns what it published."""
+        return {"items": sum(ctx.parent_results.values()), "parts": len(ctx.parent_results)}
+
     @app.periodic(every_seconds=15, name="demo.report-every-15-seconds", kwargs={"report_id": 0})
     @app.periodic(cron="*/5 * * * *", timezone="Europe/Berlin", name="demo.cleanup-every-5-minutes")
     @app.job(queue="reports")
@@ -156,6 +177,14 @@ async def produce(app: App, *, stop: asyncio.Event, rate_per_second: float = 20.
         if n % 40 == 0:
             # A job type nobody handles (an old deploy's leftovers): released, then REJECTED.
             jobs.append(app.raw("legacy_fax", {"number": n}, queue="default"))
+        if n % 20 == 1:
+            # A workflow, enqueued as one: fetch -> (parse a, parse b) -> digest.
+            fetched = h["fetch_feed"].prepare(feed=f"feed-{n}")
+            bad = "corrupt-b" if n % 60 == 1 else "b"
+            parts = [
+                h["parse_feed"].prepare(part=part, after=[fetched]) for part in ("a", bad)
+            ]
+            jobs += [fetched, *parts, h["publish_digest"].prepare(after=parts)]
         ids = await app.enqueue_many(jobs)
         if n % 50 == 0:
             # An operator changes their mind about a delayed job: DLQ CANCELLED.

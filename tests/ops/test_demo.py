@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chokaq.models import Pillar
+from chokaq.models import JobFilter, Pillar
 from chokaq.storage import create_backend
 
 from .conftest import free_port, until
@@ -78,7 +78,19 @@ async def test_demo_fills_every_pillar_and_stops_on_sigint(
             reasons = {v.failure_reason.name for v in dlq.items if v.failure_reason is not None}
             series = await backend.stats_series(since=datetime.now(UTC) - timedelta(minutes=5))
             recovered = "open" in circuit_states and circuit_states[-1] == "closed"
-            return archive.total > 0 and reasons >= EVERY_REASON and bool(series) and recovered
+            # Workflows: a digest ran after both its parses, and one waits on a failed parse.
+            digests = await backend.jobs_page(
+                pillar=Pillar.ARCHIVE, filter=JobFilter(type="publish_digest"), page_size=1
+            )
+            blocked = await backend.jobs_page(pillar=Pillar.HOT, filter=JobFilter(blocked=True))
+            return (
+                archive.total > 0
+                and reasons >= EVERY_REASON
+                and bool(series)
+                and recovered
+                and digests.total > 0
+                and blocked.total > 0
+            )
 
         # The demo's schedule fills everything within its first minute; the deadline leaves a
         # busy machine room (a throttled job reaches the DLQ only after several retries).
