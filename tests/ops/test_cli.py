@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -77,6 +78,11 @@ def test_migrate_then_enqueue_a_raw_job_with_options(cli: Cli, store: Any) -> No
     assert view.scheduled_at is not None and view.scheduled_at > view.created_at
     again = cli("enqueue", "send_receipt", "{}", "--idempotency-key", "order-42").output
     assert again.startswith(job_id) and "duplicate" in again
+    child = cli("enqueue", "report", "{}", "--after", job_id).output.strip()
+    waiting = read(store, lambda b: b.job_get_related(id=child))
+    assert waiting.state == "waiting" and [p.id for p in waiting.parents] == [job_id]
+    unknown = cli("enqueue", "report", "{}", "--after", str(uuid.UUID(int=5)), expect=1).output
+    assert unknown.startswith("error: after: names jobs that are not stored")
 
 
 def test_enqueue_rejects_bad_input_with_one_line_and_an_exit_code(cli: Cli) -> None:

@@ -28,6 +28,13 @@ __all__ = ["COMMANDS"]
 @click.option("--max-attempts", type=int, help="Executions allowed, the first included.")
 @click.option("--timeout", type=float, help="Execution timeout in seconds.")
 @click.option("--created-by", default="cli", show_default=True, help="Recorded on the job.")
+@click.option(
+    "--after",
+    "after",
+    multiple=True,
+    metavar="ID",
+    help="A stored job it waits on: it runs once every --after job has succeeded (repeatable).",
+)
 @store_options
 def enqueue(
     job_type: str,
@@ -41,6 +48,7 @@ def enqueue(
     max_attempts: int | None,
     timeout: float | None,
     created_by: str,
+    after: tuple[str, ...],
     app_spec: str | None,
     database: str | None,
     schema: str | None,
@@ -51,6 +59,7 @@ def enqueue(
     Example:
       chokaq enqueue send_receipt '{"order_id": 42}' --queue emails --delay 60 \\
           --database postgresql://app@db/app
+      chokaq enqueue publish '{}' --after 0190d1c2-... --after 0190d1c3-...
     """
     try:
         check_payload("payload", payload)  # strict JSON, before the database is opened
@@ -67,6 +76,7 @@ def enqueue(
         "created_by": created_by,
         "max_attempts": max_attempts,
         "timeout": timeout,
+        "after": list(after) or None,
     }
     if priority is not None:
         options["priority"] = priority
