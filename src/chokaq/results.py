@@ -80,10 +80,12 @@ class ResultWaiter:
         await self._listen()
         event = asyncio.Event()
         self._waiting.setdefault(job_id, set()).add(event)
+        watch = True  # the mark stays on the row: later reads need not write it again
         try:
             while True:
                 event.clear()
-                found = await self._backend.job_outcome(id=job_id, watch=True)
+                found = await self._backend.job_outcome(id=job_id, watch=watch)
+                watch = False
                 if found is None:
                     raise NotFoundError(f"job {job_id} is not stored (never enqueued, or purged)")
                 if found.pillar is not Pillar.HOT:
