@@ -5,14 +5,16 @@ fan-in's callback starts once its last child succeeded, and whether waiting jobs
     .venv/bin/python bench/workflows.py --quick --backends sqlite   # a check only, seconds
 
 Every measurement gets a fresh store: a new SQLite file in a temporary folder, or a new
-PostgreSQL schema (dropped afterwards). Every process that touches the store is a fresh
-interpreter with ``PYTHONPATH=<this tree>/src`` (each checks that the ``chokaq`` it imported lies
-in this tree); jobs run in the real CLI worker, ``python -m chokaq worker --app
-chokaq_workflows_app:app --database <url> --concurrency 10 --burst``, started as a subprocess
-after the seed and timed from just before its start. In each round the backends run one after
-the other, and in each backend the three measurements; figures are the median (min-max) over
-the rounds. Times come from the archive (``started_at``, ``finished_at``: the worker's claim and
-the finalize statement, one clock on one machine), so they do not include the worker's exit.
+PostgreSQL schema (dropped afterwards). Every process that runs chokaq (seeding, the worker, the
+fetch loop) is a fresh interpreter with ``PYTHONPATH=<this tree>/src``, and each checks that the
+``chokaq`` it imported lies in this tree; this process only reads the figures from the store
+afterwards (and runs ANALYZE, below). Jobs run in the real CLI worker, ``python -m chokaq worker
+--app chokaq_workflows_app:app --database <url> --concurrency 10 --burst``, started as a
+subprocess after the seed and timed from just before its start. In each round the backends run
+one after the other, and in each backend the three measurements; figures are the median
+(min-max) over the rounds. Times come from the archive (``started_at``, ``finished_at``: the
+worker's claim and the finalize statement, one clock on one machine), so they do not include the
+worker's exit.
 
 * chain: ``--chain`` jobs (default 1,000), each prepared ``after=[previous]``, enqueued in one
   ``app.enqueue_many``; the handler returns its index (kept as the result). jobs/s is reported
