@@ -41,9 +41,8 @@ worker's exit.
   taken within each round, where the drift of a shared machine cancels out. The waiting jobs are
   seeded in ``enqueue_many`` calls of 10,000 children, each call with its own parent prepared in
   the same batch and left Pending in queue ``parked``, which the fetch does not serve, so that
-  no child is ever released (the store is checked afterwards: every one still waits). One
-  parent per call, not one for all: each child appends its id to the parent's ``dependents``
-  text, which a single parent would rewrite whole on each call. The pending jobs are enqueued
+  no child is ever released (the store is checked afterwards: every one still waits). The
+  pending jobs are enqueued
   after the waiting ones (they sit last in the heap either way). On PostgreSQL both stores are
   ANALYZEd after seeding: the benchmark server runs with autovacuum off, and a server with it
   on would have analyzed a table that just took 100,000 rows; SQLite gets no ANALYZE (chokaq
