@@ -181,9 +181,7 @@ async def produce(app: App, *, stop: asyncio.Event, rate_per_second: float = 20.
             # A workflow, enqueued as one: fetch -> (parse a, parse b) -> digest.
             fetched = h["fetch_feed"].prepare(feed=f"feed-{n}")
             bad = "corrupt-b" if n % 60 == 1 else "b"
-            parts = [
-                h["parse_feed"].prepare(part=part, after=[fetched]) for part in ("a", bad)
-            ]
+            parts = [h["parse_feed"].prepare(part=part, after=[fetched]) for part in ("a", bad)]
             jobs += [fetched, *parts, h["publish_digest"].prepare(after=parts)]
         ids = await app.enqueue_many(jobs)
         if n % 50 == 0:

@@ -73,6 +73,8 @@ FALLBACK: dict[str, dict[str, str]] = {
     },
     "Limits": {
         "max_payload_bytes": "UTF-8 bytes of a job's JSON payload at most.",
+        "max_result_bytes": "UTF-8 bytes of a handler's return value as JSON kept at most "
+        "(above it the job succeeds and its result says it was not kept).",
         "max_batch": "jobs per enqueue call (and rows per bulk action) at most.",
     },
     "HealthSettings": {
