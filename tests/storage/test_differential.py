@@ -630,6 +630,15 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("orphaned", lambda b, s: b.schedule_delete("s", actor="ops", now=at(100))),
         ("gone", lambda b, s: b.schedules_list(now=at(100))),
     ],
+    "jobs_release_missed": [
+        ("none", lambda b, s: b.jobs_release_missed()),
+        ("bad fence", lambda b, s: b.jobs_release_missed(fence="x")),  # type: ignore[arg-type]
+        ("diamond", lambda b, s: _diamond(b)),
+        ("first", lambda b, s: _take(b, "wf", 11)),
+        ("first done", lambda b, s: _move(b, 11)),
+        ("nothing left over", lambda b, s: b.jobs_release_missed(fence=_term())),
+        ("released", lambda b, s: b.jobs_fetch(worker_id="w3", limit=5, queues=["wf"], now=at(12))),
+    ],
     "job_outcome": [
         ("bad id", lambda b, s: b.job_outcome(id="x")),
         ("unknown", lambda b, s: b.job_outcome(id=UNKNOWN)),

@@ -153,6 +153,8 @@ class Maintenance:
                 "abandoned prefetched jobs back to pending",
                 count=len(result.requeued),
             )
+        # A release a worker left for later and did not finish (it crashed in between).
+        await self.backend.jobs_release_missed(fence=term)
         if result.zombies:
             log_event(
                 Event.ZOMBIES_DEAD_LETTERED,

@@ -267,6 +267,10 @@ class Driver(abc.ABC):
         """Move each (child, parent) child still WAITING to the DLQ as DEPENDENCY_FAILED,
         naming the parent and ``why``; the ids moved."""
 
+    @abc.abstractmethod
+    async def jobs_release_missed(self, fence: LeaderTerm | None) -> int:
+        """See ``Backend.jobs_release_missed``."""
+
     # -- retention (retention.py) -------------------------------------------------------------
 
     async def jobs_hot_tidy(self, fence: LeaderTerm | None) -> bool:

@@ -50,6 +50,14 @@ class Graph:
                     out.setdefault(parent, []).append(child)
         return {parent: ",".join(children) for parent, children in out.items()}
 
+    def child_counts(self) -> dict[str, int]:
+        """Each parent's number of new children (counted on its row: see ``Driver``)."""
+        out: dict[str, int] = {}
+        for child in self.order:
+            for parent in self.parents[child]:
+                out[parent] = out.get(parent, 0) + 1
+        return out
+
     def waiting(self, succeeded: set[str]) -> dict[str, int]:
         """Each job's count of parents still to succeed, given the stored parents that have
         (``succeeded``: found in the archive)."""

@@ -54,6 +54,17 @@ class UpkeepOperations(OperationGroup):
         return await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
 
     @operation
+    async def jobs_release_missed(self, *, fence: LeaderTerm | None = None) -> int:
+        """Finish the releases a parent's move left for later (a child enqueued while its
+        parent was finishing, which the move's snapshot could not see; the move recorded the
+        parent in its own transaction): each such child counts the parent as succeeded, and
+        goes to Pending when no parent is left. Returns how many parents were settled; 0 where
+        a move always sees every child (SQLite's single writer). The worker that made such a
+        move calls it at once; the elected worker's rescue pass calls it too (after a crash
+        in between). Any process may run it: a release is applied once however many do."""
+        return await self.driver.jobs_release_missed(_fence(fence))
+
+    @operation
     async def jobs_hot_tidy(self, *, fence: LeaderTerm | None = None) -> bool:
         """Reclaim the hot table's dead row versions when they pile up; returns whether it did.
 

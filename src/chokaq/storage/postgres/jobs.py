@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
+from logging import WARNING
 from typing import Any, LiteralString
 
 import psycopg
@@ -23,6 +24,7 @@ from psycopg.rows import tuple_row
 from ...encoding import dump_json
 from ...errors import StorageError, ValidationError
 from ...ids import new_job_ids
+from ...logs import Event, log_event
 from ...models import (
     CancelResult,
     ClaimedJob,
@@ -48,6 +50,7 @@ from .rows import claimed_rows, join_tags
 __all__ = ["PostgresJobs", "edit_params"]
 
 _SUCCEED, _FAIL, _RETRY = 0, 1, 2
+_MISSED = "release"  # what jobs_finalize returns for a release left to jobs_release_missed
 
 
 def _leases(leases: Sequence[Lease]) -> dict[str, list[str]]:
@@ -65,6 +68,8 @@ BULKHEAD_CACHE_SECONDS = 1.0
 BULKHEAD_MAX_AGE_SECONDS = 5.0
 # Jobs per statement of a large enqueue (its statements overlap with the client's work).
 ENQUEUE_CHUNK = 1_000
+# Per job id of a batch with dependencies: its parents still to succeed, its children.
+GraphColumns = tuple[dict[str, int], dict[str, int]]
 # How often an enqueue looks for a stored parent that moved between pillars while it looked.
 GRAPH_LOCATE_TRIES = 5
 
@@ -164,7 +169,7 @@ class PostgresJobs(PostgresCore):
         results: list[EnqueueResult | None],
         now: datetime | None,
         chunk: int | None = ENQUEUE_CHUNK,
-        waits: dict[str, int] | None = None,
+        columns: GraphColumns | None = None,
     ) -> None:
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
@@ -177,7 +182,7 @@ class PostgresJobs(PostgresCore):
             query = self._q["jobs_enqueue_plain"]
         while todo:
             conflicted = await self._insert(
-                execute, query, jobs, ids, todo, results, now, chunk, waits
+                execute, query, jobs, ids, todo, results, now, chunk, columns
             )
             if not conflicted:
                 return
@@ -205,10 +210,10 @@ class PostgresJobs(PostgresCore):
         now: datetime | None,
         chunk: int | None = ENQUEUE_CHUNK,
     ) -> None:
-        """Enqueue a batch with dependencies, in the transaction the caller holds: lock the
-        stored parents that are in hot or the DLQ until commit (a parent's move out of them
-        then waits, and the release after it sees the new edges), count each job's parents
-        still to succeed, insert the jobs, then the edges."""
+        """Enqueue a batch with dependencies, in the transaction the caller holds: count the
+        new children on the stored parents that are in hot or the DLQ (their rows stay locked
+        until commit, so a parent's move out of them waits and reads the new count), count
+        each job's parents still to succeed, insert the jobs, then the edges."""
         q = self._q
         stored = list(graph.stored)
         succeeded: set[str] = set()
@@ -218,21 +223,21 @@ class PostgresJobs(PostgresCore):
             unknown = [p for p in stored if p not in known]
             if unknown:
                 raise unknown_parents(jobs, unknown)
+            counts = graph.child_counts()
             left = stored
             for _ in range(GRAPH_LOCATE_TRIES):
                 locked: set[str] = set()
-                for name in ("jobs_graph_lock_hot", "jobs_graph_lock_dlq"):
+                for name in ("jobs_graph_attach_hot", "jobs_graph_attach_dlq"):
                     rest = [p for p in left if p not in locked]
                     if rest:
-                        locked.update(
-                            row[0] for row in await _rows(execute, q[name], {"ids": rest})
-                        )
+                        params = {"ids": rest, "counts": [counts[p] for p in rest]}
+                        locked.update(row[0] for row in await _rows(execute, q[name], params))
                 rest = [p for p in left if p not in locked]
                 if rest:
                     archived = await _rows(execute, q["jobs_graph_archived"], {"ids": rest})
                     succeeded.update(row[0] for row in archived)
-                # Neither locked nor archived: it moved between two of these statements (a
-                # resurrection out of the DLQ, say); lock it where it is now.
+                # Neither counted nor archived: it moved between two of these statements (a
+                # resurrection out of the DLQ, say); count it where it is now.
                 left = [p for p in rest if p not in succeeded]
                 if not left:
                     break
@@ -240,8 +245,8 @@ class PostgresJobs(PostgresCore):
                 raise unknown_parents(jobs, left)
             rows = await _rows(execute, q["jobs_graph_workflows"], {"ids": stored})
             workflows = {row[0]: row[1] for row in rows}
-        waits = graph.waiting(succeeded)
-        await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, waits)
+        columns = (graph.waiting(succeeded), graph.child_counts())
+        await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, columns)
         edges = graph.edges(graph.workflows(workflows))
         await execute(
             q["jobs_graph_edges"],
@@ -264,7 +269,7 @@ class PostgresJobs(PostgresCore):
         results: list[EnqueueResult | None],
         now: datetime | None,
         chunk: int | None,
-        waits: dict[str, int] | None,
+        columns: GraphColumns | None,
     ) -> list[int]:
         """Insert the jobs ``todo`` and record them in ``results``; returns those whose key was
         taken. More than ``chunk`` jobs go as statements of ``chunk`` (the caller holds the
@@ -276,7 +281,7 @@ class PostgresJobs(PostgresCore):
         pending: tuple[list[int], asyncio.Future[list[Any]]] | None = None
         try:
             for part in parts:
-                params = self._enqueue_params(jobs, ids, part, now, waits)
+                params = self._enqueue_params(jobs, ids, part, now, columns)
                 done = None
                 if pending is not None:
                     done = (pending[0], await pending[1])
@@ -302,7 +307,7 @@ class PostgresJobs(PostgresCore):
         ids: list[str | None],
         todo: list[int],
         now: datetime | None,
-        waits: dict[str, int] | None = None,
+        columns: GraphColumns | None = None,
     ) -> Params:
         """The parameters of an enqueue statement for the jobs ``todo``; jobs without an id get
         one here, in order."""
@@ -310,9 +315,13 @@ class PostgresJobs(PostgresCore):
         for i, job_id in zip(missing, new_job_ids(len(missing)), strict=True):
             ids[i] = job_id
         batch = [jobs[i] for i in todo] if len(todo) < len(jobs) else jobs
-        # A job with parents still to succeed waits; the rest of a batch with dependencies
-        # (and every job of one without) is Pending at once.
-        left = None if waits is None else _column([waits.get(j.id or "") for j in batch])
+        # A job with parents still to succeed waits, and a job's children are counted on it;
+        # a batch without dependencies sends neither.
+        if columns is None:
+            left = children = None
+        else:
+            left = _column([columns[0].get(j.id or "") for j in batch])
+            children = _column([columns[1].get(j.id or "") for j in batch])
         return {
             "ids": ",".join([ids[i] for i in todo]),  # type: ignore[misc]
             "queues": _joined("queue", [j.queue for j in batch]),
@@ -330,6 +339,7 @@ class PostgresJobs(PostgresCore):
             "created_by": _column([j.created_by for j in batch]),
             "traces": _column([j.trace_context for j in batch]),
             "waits": left,
+            "children": children,
             "now": now,
             "channel": self.channel,
             "wake": list({j.queue: None for j in batch}),  # read by jobs_enqueue_plain only
@@ -438,46 +448,57 @@ class PostgresJobs(PostgresCore):
                             name = _statement(move)
                             params = self._finalize_params([move], now, self.channel)
                             rows += await self._run(conn, name, params)
-                            if isinstance(move, SucceedMove):
-                                release = {
-                                    "ids": [move.lease.job_id],
-                                    "now": now,
-                                    "channel": self.channel,
-                                }
-                                await self._run(conn, "jobs_finalize_release", release)
                     except psycopg.IntegrityError:
                         continue
+            if any(row[0] == _MISSED for row in rows):
+                await self._release_missed()
         applied = {row[0] for row in rows}
         return [move.lease.job_id in applied for move in moves]
 
     async def _finalize_batch(self, moves: list[Move], now: datetime | None) -> list[Any]:
-        """Succeed and fail moves in one statement, then the release of the children of the
-        jobs that succeeded (a statement of its own, for its fresh snapshot: see
-        jobs_finalize_release), retries in a third; those of a batch go in one transaction and
-        one round trip."""
+        """Succeed and fail moves in one statement, retries in another; a batch of both sends
+        the two in one transaction and one round trip. A move that left a release unfinished
+        (a child enqueued while its parent finished: see fragment_release_children) is
+        followed by jobs_release_missed."""
         retries = [m for m in moves if isinstance(m, RetryMove)]
-        ends = [m for m in moves if not isinstance(m, RetryMove)]
-        succeeded = [m.lease.job_id for m in ends if isinstance(m, SucceedMove)]
-        if not succeeded and (not retries or not ends):
+        if not retries or len(retries) == len(moves):
             name = "jobs_finalize_retry" if retries else "jobs_finalize"
-            return await self._rows(
+            rows = await self._rows(
                 name, self._finalize_params(moves, now, self.channel), lane="finalize"
             )
-        async with self._connection("finalize") as conn:
-            async with conn.pipeline(), conn.transaction():
-                cursors = []
-                if ends:
-                    params = self._finalize_params(ends, now, self.channel)
-                    cursors.append(await conn.execute(self._q["jobs_finalize"], params))
-                if succeeded:
-                    await conn.execute(
-                        self._q["jobs_finalize_release"],
-                        {"ids": succeeded, "now": now, "channel": self.channel},
+        else:
+            ends = [m for m in moves if not isinstance(m, RetryMove)]
+            async with self._connection("finalize") as conn:
+                async with conn.pipeline(), conn.transaction():
+                    first = await conn.execute(
+                        self._q["jobs_finalize"], self._finalize_params(ends, now, self.channel)
                     )
-                if retries:
-                    params = self._finalize_params(retries, now, self.channel)
-                    cursors.append(await conn.execute(self._q["jobs_finalize_retry"], params))
-            return [row for cur in cursors for row in await cur.fetchall()]
+                    second = await conn.execute(
+                        self._q["jobs_finalize_retry"],
+                        self._finalize_params(retries, now, self.channel),
+                    )
+                rows = [*await first.fetchall(), *await second.fetchall()]
+        if any(row[0] == _MISSED for row in rows):
+            await self._release_missed()
+        return rows
+
+    async def _release_missed(self) -> None:
+        """Finish the releases the moves just committed left for later; a failure here is
+        left to the elected worker's rescue pass, which runs the same statement (the moves
+        themselves are done and must be reported as such)."""
+        try:
+            await self.jobs_release_missed(None)
+        except Exception as exc:
+            log_event(
+                Event.MAINTENANCE_FAILED,
+                "could not finish a release now; the rescue pass will",
+                level=WARNING,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+
+    async def jobs_release_missed(self, fence: LeaderTerm | None) -> int:
+        rows = await self._rows("jobs_release_missed", {"channel": self.channel})
+        return int(rows[0][0]) if rows else 0
 
     @staticmethod
     def _finalize_params(moves: Sequence[Move], now: datetime | None, channel: str) -> Params:

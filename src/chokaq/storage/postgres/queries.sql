@@ -76,9 +76,10 @@ input AS (
         %(tags)b::text[], %(keys)b::text[], string_to_array(%(priorities)s, ',')::integer[],
         %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
         %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[],
-        %(waits)b::integer[]
+        %(waits)b::integer[], %(children)b::integer[]
     ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
-           timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left)
+           timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left,
+           children)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
@@ -91,7 +92,7 @@ SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
        CASE WHEN i.parents_left > 0 THEN 3 ELSE 0 END, 0,
        i.max_attempts, i.timeout_seconds,
        coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
-       c.now, c.now, i.created_by, i.trace_context, i.parents_left
+       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.children
 FROM input i CROSS JOIN clock c
 
 -- name: fragment_enqueue_insert
@@ -104,7 +105,7 @@ keyed AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left
+        trace_context, parents_left, children
     )
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NOT NULL
@@ -116,7 +117,7 @@ plain AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left
+        trace_context, parents_left, children
     )
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NULL
@@ -163,7 +164,7 @@ plain AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left
+        trace_context, parents_left, children
     )
 -- include: fragment_enqueue_rows
     RETURNING 1
@@ -340,7 +341,7 @@ RETURNING h.id::text
 INSERT INTO {schema}.jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
     max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-    created_at, started_at, failed_at, duration_seconds
+    created_at, started_at, failed_at, duration_seconds, children
 )
 
 -- name: fragment_failed_counts
@@ -384,6 +385,42 @@ SET completed_count = b.completed_count + excluded.completed_count,
     max_duration_seconds = greatest(b.max_duration_seconds, excluded.max_duration_seconds),
     updated_at = excluded.updated_at
 
+-- name: fragment_release_children
+-- The children of the jobs of ``done`` that succeeded (``children`` counts them on the parent's
+-- row; NULL for a job nobody waits on, which skips all of this): each edge from such a parent
+-- is satisfied, once, and each child counts its ``parents_left`` down, going to Pending at zero
+-- (``rl``). Two parents of one child finishing at once update the child's row in turn, the
+-- second from the first's result, so exactly one releases it. A child enqueued while its
+-- parent was finishing is counted on the parent's row (its enqueue updated that row, and the
+-- move waited for it, so ``done`` reads the new count) but its edge is not in this
+-- statement's snapshot: the parent is then left in ``job_releases`` (``missed``), in this
+-- transaction, for jobs_release_missed to finish with a fresh snapshot right after the commit.
+sat AS (
+    UPDATE {schema}.job_edges e
+    SET satisfied = true
+    FROM done d
+    WHERE d.k = 0 AND d.children > 0 AND e.parent_id = d.id AND NOT e.satisfied
+    RETURNING e.child_id, e.parent_id
+),
+nc AS (
+    SELECT child_id, count(*) AS n FROM sat GROUP BY child_id
+),
+rl AS (
+    UPDATE {schema}.jobs_hot c
+    SET parents_left = greatest(c.parents_left - nc.n, 0),
+        status = CASE WHEN c.parents_left <= nc.n THEN 0 ELSE 3 END, updated_at = k.now
+    FROM nc, clock k
+    WHERE c.id = nc.child_id AND c.status = 3
+    RETURNING c.queue, c.status
+),
+missed AS (
+    INSERT INTO {schema}.job_releases (parent_id, created_at)
+    SELECT d.id, k.now FROM done d, clock k
+    WHERE d.k = 0 AND d.children > (SELECT count(*) FROM sat WHERE sat.parent_id = d.id)
+    ON CONFLICT (parent_id) DO NOTHING
+    RETURNING 1
+)
+
 -- name: fragment_notify_waited
 -- Tell whoever waits on a job of ``done`` (``App.result`` marked it ``waited``) that it left
 -- the hot table; delivered when the transaction commits.
@@ -410,9 +447,8 @@ clock AS MATERIALIZED (
 -- name: jobs_finalize
 -- Succeed and fail moves of a batch in one statement: the rows leave hot, land in archive or
 -- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
--- parent succeeded are released by jobs_finalize_release, run next in the same transaction, and
--- waiters are told. Every move is guarded by its lease; a stale one matches nothing. (Retry
--- moves: jobs_finalize_retry.)
+-- parent succeeded are released (fragment_release_children), and waiters are told. Every move
+-- is guarded by its lease; a stale one matches nothing. (Retry moves: jobs_finalize_retry.)
 -- include: fragment_finalize_input
 ,
 done AS (
@@ -438,9 +474,15 @@ buried AS (
 -- include: fragment_dlq_insert
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.r, d.e,
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du
+           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du, d.children
     FROM done d, clock k
     WHERE d.k = 1
+),
+-- include: fragment_release_children
+,
+woke AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'j:' || q.queue)
+    FROM (SELECT DISTINCT queue FROM rl WHERE status = 0) q
 ),
 -- include: fragment_notify_waited
 ,
@@ -467,7 +509,11 @@ buckets AS (
 )
 SELECT id::text FROM done
 UNION ALL
+SELECT 'release' FROM missed
+UNION ALL
 SELECT NULL FROM told
+UNION ALL
+SELECT NULL FROM woke
 
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
@@ -546,7 +592,7 @@ buried AS (
            'Zombie: heartbeat expired (no heartbeat for more than '
                || d.timeout::numeric::text || ' s)',
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -674,7 +720,7 @@ buried AS (
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
            'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
            d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
-           d.started_at, k.now, NULL
+           d.started_at, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -737,7 +783,7 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error, parents_left
+        last_modified_by, last_error, parents_left, children
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
@@ -745,7 +791,8 @@ inserted AS (
            m.timeout_seconds, k.now, m.created_at, k.now, m.created_by, %(actor)s, m.error,
            -- a job enqueued with after= runs with whatever results its parents left
            CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
-                THEN 0 END
+                THEN 0 END,
+           m.children
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
@@ -1342,22 +1389,24 @@ SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
 UNION ALL
 SELECT id::text FROM {schema}.jobs_dlq WHERE id = ANY(%(ids)b::uuid[])
 
--- name: jobs_graph_lock_hot
--- Lock the stored parents still in hot until the enqueue commits: a parent's move out of hot
--- (finalize, cancel, rescue) waits for it, and the release statement that follows that move in
--- its transaction, run with a fresh snapshot, then sees the new edges. KEY SHARE does not hold
--- up heartbeats or claims. Returns the parents found.
-SELECT id::text FROM {schema}.jobs_hot
-WHERE id = ANY(%(ids)b::uuid[])
-ORDER BY id
-FOR KEY SHARE
+-- name: jobs_graph_attach_hot
+-- Count new children on the stored parents still in hot. The row lock this takes holds a
+-- parent's move out of hot (finalize, cancel, rescue) until the enqueue commits, and the move
+-- then reads the new count (see fragment_release_children). Returns the parents found.
+UPDATE {schema}.jobs_hot h
+SET children = coalesce(h.children, 0) + v.n
+FROM unnest(%(ids)b::uuid[], %(counts)b::integer[]) AS v(id, n)
+WHERE h.id = v.id
+RETURNING h.id::text
 
--- name: jobs_graph_lock_dlq
--- The same for parents in the DLQ (a resurrection or a purge waits for the enqueue).
-SELECT id::text FROM {schema}.jobs_dlq
-WHERE id = ANY(%(ids)b::uuid[])
-ORDER BY id
-FOR KEY SHARE
+-- name: jobs_graph_attach_dlq
+-- The same for parents in the DLQ (a resurrection carries the count back to hot; a purge
+-- waits for the enqueue).
+UPDATE {schema}.jobs_dlq d
+SET children = coalesce(d.children, 0) + v.n
+FROM unnest(%(ids)b::uuid[], %(counts)b::integer[]) AS v(id, n)
+WHERE d.id = v.id
+RETURNING d.id::text
 
 -- name: jobs_graph_archived
 SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
@@ -1377,40 +1426,46 @@ FROM unnest(
     %(children)b::uuid[], %(parents)b::uuid[], %(workflows)b::uuid[], %(satisfied)b::bool[]
 ) AS v(c, p, w, s)
 
--- name: jobs_finalize_release
--- Run after jobs_finalize in its transaction, with a snapshot of its own, so that it sees the
--- edges of children enqueued while the parents finished (their enqueue held the parent's row
--- until it committed, and the move waited for it). Each edge from a parent now in the archive
--- is satisfied once (the flag is set under the edge's row lock), and its child counts its
--- parents left down, going to Pending at zero. Two parents of one child finishing at once
--- update the child's row in turn, the second from the first's result, so the last one releases
--- it. The queues that got a released child are woken.
-WITH s AS (
+-- name: jobs_release_missed
+-- Finish the releases a move left in ``job_releases`` (see fragment_release_children), with a
+-- snapshot taken after that move committed, so after the enqueue it waited for: each
+-- unsatisfied edge from such a parent, now in the archive, is satisfied and counted down on its
+-- child, as the move does. Run by the worker right after such a move, and by the elected
+-- worker's rescue pass (after a crash in between).
+WITH m AS (
+    DELETE FROM {schema}.job_releases RETURNING parent_id
+),
+sat AS (
     UPDATE {schema}.job_edges e
     SET satisfied = true
-    FROM {schema}.jobs_archive a
-    WHERE e.parent_id = ANY(%(ids)b::uuid[]) AND NOT e.satisfied AND a.id = e.parent_id
+    FROM m, {schema}.jobs_archive a
+    WHERE e.parent_id = m.parent_id AND a.id = m.parent_id AND NOT e.satisfied
     RETURNING e.child_id
 ),
-n AS (
-    SELECT child_id, count(*) AS n FROM s GROUP BY child_id
+nc AS (
+    SELECT child_id, count(*) AS n FROM sat GROUP BY child_id
 ),
-released AS (
+rl AS (
     UPDATE {schema}.jobs_hot c
-    SET parents_left = greatest(c.parents_left - n.n, 0),
-        status = CASE WHEN c.parents_left <= n.n THEN 0 ELSE 3 END,
-        updated_at = coalesce(%(now)s::timestamptz, now())
-    FROM n
-    WHERE c.id = n.child_id AND c.status = 3
+    SET parents_left = greatest(c.parents_left - nc.n, 0),
+        status = CASE WHEN c.parents_left <= nc.n THEN 0 ELSE 3 END, updated_at = now()
+    FROM nc
+    WHERE c.id = nc.child_id AND c.status = 3
     RETURNING c.queue, c.status
+),
+woke AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'j:' || q.queue)
+    FROM (SELECT DISTINCT queue FROM rl WHERE status = 0) q
 )
-SELECT pg_notify(%(channel)s, 'j:' || q.queue)
-FROM (SELECT DISTINCT queue FROM released WHERE status = 0) q
+SELECT count(*) FROM m
+UNION ALL
+SELECT count(*) FROM woke
 
 -- name: jobs_orphans_fail
--- Run after dlq_purge in its transaction, with a snapshot of its own (see
--- jobs_finalize_release): each child still waiting on a purged parent (a parent now in no
--- pillar) goes to the DLQ as DEPENDENCY_FAILED (11) naming it, with counters and bucket.
+-- Run after dlq_purge in its transaction, with a snapshot of its own (so that it sees the edges
+-- of a child whose enqueue the purge waited for: see jobs_graph_attach_dlq): each child still
+-- waiting on a purged parent (a parent now in no pillar) goes to the DLQ as DEPENDENCY_FAILED
+-- (11) naming it, with counters and bucket.
 WITH clock AS MATERIALIZED (
     SELECT now() AS now
 ),
@@ -1432,7 +1487,7 @@ buried AS (
     SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
            'Dependency failed: parent ' || d.parent::text || ' was purged from the DLQ',
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL
+           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -1546,7 +1601,7 @@ buried AS (
            'Dependency failed: parent ' || d.parent::text || ' is in the DLQ; '
                || %(why)s::text,
            d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL
+           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited

@@ -172,8 +172,14 @@ def _enqueue_graph(
             raise unknown_parents(jobs, unknown)
         for child, workflow in conn.execute(q["jobs_graph_workflows"], {"ids": ids}).fetchall():
             workflows[child] = workflow  # the oldest edge last: it wins
+    counts = graph.child_counts()
+    for parent, place in where.items():
+        if place != 1:  # counted on the parent's row: its move out of hot releases them
+            name = "jobs_graph_attach_hot" if place == 0 else "jobs_graph_attach_dlq"
+            conn.execute(q[name], {"id": parent, "n": counts[parent]})
     succeeded = {p for p, place in where.items() if place == 1}
-    results = _enqueue(db, jobs, *_enqueue_rows(jobs, now, graph.waiting(succeeded)), now)
+    columns = (graph.waiting(succeeded), counts)
+    results = _enqueue(db, jobs, *_enqueue_rows(jobs, now, columns), now)
     conn.executemany(
         q["jobs_graph_edge"],
         [
@@ -191,11 +197,14 @@ def _enqueue_graph(
 
 
 def _enqueue_rows(
-    jobs: Sequence[NewJob], now: float, waits: dict[str, int] | None = None
+    jobs: Sequence[NewJob],
+    now: float,
+    columns: tuple[dict[str, int], dict[str, int]] | None = None,
 ) -> tuple[list[str], list[dict[str, object]], dict[str, int]]:
-    """The ids, the rows to insert and the first job of each idempotency key; ``waits``
-    holds, per job id of a batch with dependencies, its parents still to succeed."""
-    waits = waits or {}
+    """The ids, the rows to insert and the first job of each idempotency key; ``columns``
+    holds, per job id of a batch with dependencies, its parents still to succeed and its
+    children."""
+    waits, children = columns or ({}, {})
     fresh = iter(new_job_ids(sum(job.id is None for job in jobs)))
     ids = [job.id or next(fresh) for job in jobs]
     first_by_key: dict[str, int] = {}
@@ -230,6 +239,7 @@ def _enqueue_rows(
                 "created_by": job.created_by,
                 "trace_context": job.trace_context,
                 "parents_left": waits.get(ids[i]),
+                "children": children.get(ids[i]),
             }
         )
     return ids, rows, first_by_key
@@ -423,10 +433,10 @@ class Moved:
     waited: list[str] = field(default_factory=list)
     succeeded: list[str] = field(default_factory=list)  # parents whose children to release
 
-    def left_hot(self, job_id: str, waited: object, succeeded: bool) -> None:
+    def left_hot(self, job_id: str, waited: object, succeeded: bool, children: object) -> None:
         if waited:
             self.waited.append(job_id)
-        if succeeded:
+        if succeeded and children:  # a job nobody waits on costs the release nothing
             self.succeeded.append(job_id)
 
     def release(self, db: Database, now: float) -> None:
@@ -497,10 +507,10 @@ def _succeed_batch(
         return {}
     conn.execute(q["savepoint_batch_release"])
     done = dict.fromkeys(index.values(), False)
-    for job_id, queue, waited in deleted:
+    for job_id, queue, waited, children in deleted:
         i = index[job_id]
         done[i] = True
-        moved.left_hot(job_id, waited, True)
+        moved.left_hot(job_id, waited, True, children)
         move = moves[i]
         assert isinstance(move, SucceedMove)
         counters.outcome(queue, None, move.duration_seconds)
@@ -570,7 +580,7 @@ def _move_out(
     row = db.conn.execute(db.q["jobs_finalize_delete"], params).fetchone()
     if row is None:
         return None
-    moved.left_hot(str(params["id"]), row[1], succeeded)
+    moved.left_hot(str(params["id"]), row[1], succeeded, row[2])
     return str(row[0])
 
 
@@ -631,7 +641,7 @@ def move_by_status(
             row = conn.execute(q["hot_to_dlq_delete"], params).fetchone()
             if row is not None:
                 queue = str(row[0])
-                moved.left_hot(str(params["id"]), row[1], False)
+                moved.left_hot(str(params["id"]), row[1], False, None)
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])

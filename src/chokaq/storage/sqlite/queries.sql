@@ -29,12 +29,12 @@ INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context,
-    parents_left
+    parents_left, children
 ) VALUES (
     :id, :queue, :type, :payload, :tags, :idempotency_key, :priority,
     CASE WHEN :parents_left > 0 THEN 3 ELSE 0 END, 0,
     :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context,
-    :parents_left
+    :parents_left, :children
 )
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
@@ -165,34 +165,34 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds
+    started_at, failed_at, duration_seconds, children
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration
+       started_at, :now, :duration, children
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
 -- name: jobs_finalize_delete
 DELETE FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
-RETURNING queue, waited
+RETURNING queue, waited, children
 
 -- name: hot_to_dlq_insert
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds
+    started_at, failed_at, duration_seconds, children
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL
+       created_at, started_at, :now, NULL, children
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
 -- name: hot_to_dlq_delete
-DELETE FROM {p}jobs_hot WHERE id = :id AND status = :status RETURNING queue, waited
+DELETE FROM {p}jobs_hot WHERE id = :id AND status = :status RETURNING queue, waited, children
 
 -- name: stats_bump
 INSERT INTO {p}stats_summary (queue, succeeded_total, failed_total, retried_total,
@@ -263,13 +263,14 @@ WHERE id = :id
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    last_modified_by, last_error, parents_left
+    last_modified_by, last_error, parents_left, children
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
        max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error,
        CASE WHEN EXISTS (SELECT 1 FROM {p}job_edges e WHERE e.child_id = {p}jobs_dlq.id)
-            THEN 0 END
+            THEN 0 END,
+       children
 FROM {p}jobs_dlq
 WHERE id = :id
 ON CONFLICT DO NOTHING
@@ -626,7 +627,7 @@ WHERE id IN (SELECT h.id
              WHERE h.worker_id = json_extract(m.value, '$[1]')
                AND h.lease_token = json_extract(m.value, '$[2]')
                AND h.status IN (1, 2))
-RETURNING id, queue, waited
+RETURNING id, queue, waited, children
 
 -- ---------------------------------------------------------------------------------------------
 -- Leadership: leases on the database's clock (SQLite's own 'now', the same for every process
@@ -808,6 +809,13 @@ SELECT id, 1 FROM {p}jobs_archive WHERE id IN (SELECT value FROM json_each(:ids)
 UNION ALL
 SELECT id, 2 FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids))
 
+-- name: jobs_graph_attach_hot
+-- Count new children on a stored parent (its move out of hot releases them).
+UPDATE {p}jobs_hot SET children = coalesce(children, 0) + :n WHERE id = :id
+
+-- name: jobs_graph_attach_dlq
+UPDATE {p}jobs_dlq SET children = coalesce(children, 0) + :n WHERE id = :id
+
 -- name: jobs_graph_workflows
 SELECT child_id, workflow_id FROM {p}job_edges
 WHERE child_id IN (SELECT value FROM json_each(:ids))
@@ -849,11 +857,11 @@ RETURNING queue, status
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds
+    started_at, failed_at, duration_seconds, children
 )
 SELECT id, queue, type, payload, tags, priority, 11, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL
+       created_at, started_at, :now, NULL, children
 FROM {p}jobs_hot
 WHERE id = :id AND status = 3
 

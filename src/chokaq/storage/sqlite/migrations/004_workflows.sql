@@ -29,6 +29,7 @@ CREATE TABLE {p}jobs_hot_next (
     cancelled_by        TEXT,
     trace_context       TEXT,
     parents_left        INTEGER,
+    children            INTEGER,
     waited              INTEGER
 );
 INSERT INTO {p}jobs_hot_next (
@@ -55,6 +56,8 @@ CREATE INDEX {p}jobs_hot_waiting ON {p}jobs_hot (queue) WHERE status = 3;
 
 ALTER TABLE {p}jobs_archive ADD COLUMN result TEXT;
 ALTER TABLE {p}jobs_archive ADD COLUMN result_error TEXT;
+
+ALTER TABLE {p}jobs_dlq ADD COLUMN children INTEGER;
 
 CREATE TABLE {p}job_edges (
     child_id    TEXT NOT NULL,
