@@ -376,8 +376,9 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         and job.max_attempts is None
         and job.timeout_seconds is None
         and job.trace_context is None
-        and job.id is None
     ):
+        if job.id is not None:  # prepare() gives every job its id
+            check_job_id("id", job.id)
         if job.tags != ():
             job = replace(job, tags=())
         return job  # nothing optional given: the common shape of a bulk enqueue
