@@ -52,8 +52,8 @@ def new_job_id() -> str:
             digits = f"{ms & _MS_MASK:012x}"
             _head_ms, _head = ms, f"{digits[:8]}-{digits[8:]}-7"
         head = _head
-    tail = f"{_VARIANT | _rng.getrandbits(62):016x}"
-    return f"{head}{counter:03x}-{tail[:4]}-{tail[4:]}"
+    bits = _rng.getrandbits(62)  # the variant (0b10) above 14 bits, then 48 more
+    return "%s%03x-%04x-%012x" % (head, counter, 0x8000 | bits >> 48, bits & 0xFFFFFFFFFFFF)
 
 
 def new_job_ids(count: int) -> list[str]:
