@@ -53,7 +53,7 @@ def new_job_id() -> str:
             _head_ms, _head = ms, f"{digits[:8]}-{digits[8:]}-7"
         head = _head
     bits = _rng.getrandbits(62)  # the variant (0b10) above 14 bits, then 48 more
-    return "%s%03x-%04x-%012x" % (head, counter, 0x8000 | bits >> 48, bits & 0xFFFFFFFFFFFF)
+    return f"{head}{counter:03x}-{0x8000 | bits >> 48:04x}-{bits & 0xFFFFFFFFFFFF:012x}"
 
 
 def new_job_ids(count: int) -> list[str]:

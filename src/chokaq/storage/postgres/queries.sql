@@ -1568,18 +1568,6 @@ LEFT JOIN {schema}.jobs_dlq d ON d.id = m.id
 ORDER BY m.id
 LIMIT %(limit)s
 
--- name: workflow_of
--- The workflow a job belongs to: its own as a child, else the one it is a parent in.
-SELECT workflow_id::text FROM (
-    (SELECT workflow_id, 0 AS side FROM {schema}.job_edges
-     WHERE child_id = %(id)s::uuid ORDER BY created_at LIMIT 1)
-    UNION ALL
-    (SELECT workflow_id, 1 FROM {schema}.job_edges
-     WHERE parent_id = %(id)s::uuid ORDER BY created_at LIMIT 1)
-) w
-ORDER BY side
-LIMIT 1
-
 -- name: jobs_dependency_fail
 -- Waiting children given with the parent that failed them -> DLQ as DEPENDENCY_FAILED (11),
 -- with counters and buckets (a cancelled workflow's blocked jobs).

@@ -1,28 +1,18 @@
 """Results and workflows on SQLite: where a job is for a waiter, its parents' results, its
 relatives and the jobs of a workflow.
 
-Each function runs on the connection's thread (a read, or one short write transaction).
-Arguments arrive checked; it owns these statements' use only.
+Each function runs on the connection's thread (a read, or one short write transaction); the
+rows become models in ``chokaq.storage.links``. Arguments arrive checked; it owns these
+statements' use only.
 """
 
 from __future__ import annotations
 
-from ...models import (
-    FailureReason,
-    JobLink,
-    JobOutcome,
-    JobStatus,
-    Pillar,
-    WorkflowMember,
-)
-from ...models import located_state as link_state
+from ...models import JobLink, JobOutcome, JobStatus, Pillar, WorkflowMember
+from ..links import members_of, outcome_of, relatives_of
 from .connection import Database
 
 __all__ = ["job_outcome", "job_parent_results", "job_relatives", "workflow_members"]
-
-
-def _reason(value: int | None) -> FailureReason | None:
-    return None if value is None else FailureReason(value)
 
 
 def job_outcome(db: Database, id: str, watch: bool) -> JobOutcome | None:
@@ -34,67 +24,22 @@ def job_outcome(db: Database, id: str, watch: bool) -> JobOutcome | None:
         marked = db.write(mark)
         if marked is not None:
             return marked
-
-    def read() -> JobOutcome | None:
-        found = db.conn.execute(db.q["job_outcome"], {"id": id}).fetchone()
-        if found is None:
-            return None
-        return JobOutcome(
-            pillar=Pillar(found[0]),
-            status=None if found[1] is None else JobStatus(found[1]),
-            failure_reason=_reason(found[2]),
-            error=found[3],
-            result=found[4],
-            result_error=found[5],
-        )
-
-    return db.read(read)
+    found = db.read(lambda: db.conn.execute(db.q["job_outcome"], {"id": id}).fetchone())
+    return None if found is None else outcome_of(found)
 
 
 def job_parent_results(db: Database, id: str) -> list[tuple[str, str | None, str | None]]:
-    return db.read(
-        lambda: [
-            (row[0], row[1], row[2])
-            for row in db.conn.execute(db.q["job_parent_results"], {"id": id}).fetchall()
-        ]
-    )
+    rows = db.read(lambda: db.conn.execute(db.q["job_parent_results"], {"id": id}).fetchall())
+    return [(row[0], row[1], row[2]) for row in rows]
 
 
 def job_relatives(
     db: Database, id: str, limit: int
 ) -> tuple[str | None, list[JobLink], list[JobLink]]:
-    rows = db.read(
-        lambda: db.conn.execute(db.q["job_relatives"], {"id": id, "limit": limit}).fetchall()
-    )
-    sides: tuple[list[JobLink], list[JobLink]] = ([], [])
-    # Its own workflow is the one it is a child in; a first job's, its children's.
-    workflow = next((row[2] for row in rows if row[1] == 0), rows[0][2] if rows else None)
-    for job_id, side, _, type_, status, archived, reason, blocked in rows:
-        state = link_state(status, bool(archived), reason)
-        sides[side].append(
-            JobLink(
-                id=job_id,
-                type=type_,
-                state="blocked" if blocked else state,
-                failure_reason=_reason(reason),
-            )
-        )
-    return workflow, sides[0], sides[1]
+    params = {"id": id, "limit": limit}
+    return relatives_of(db.read(lambda: db.conn.execute(db.q["job_relatives"], params).fetchall()))
 
 
 def workflow_members(db: Database, id: str, limit: int) -> list[WorkflowMember]:
-    rows = db.read(
-        lambda: db.conn.execute(db.q["workflow_members"], {"id": id, "limit": limit}).fetchall()
-    )
-    return [
-        WorkflowMember(
-            id=row[0],
-            type=row[1],
-            queue=row[2],
-            state=link_state(row[3], bool(row[4]), row[5]),
-            parents=tuple(row[7].split(",")) if row[7] else (),
-            failure_reason=_reason(row[5]),
-            error=row[6],
-        )
-        for row in rows
-    ]
+    params = {"id": id, "limit": limit}
+    return members_of(db.read(lambda: db.conn.execute(db.q["workflow_members"], params).fetchall()))

@@ -1,0 +1,68 @@
+"""The job graph read back into models, the same for every driver: where a job is for a
+waiter, a job's relatives and a workflow's members, from the rows of the statements that read
+them (each driver's ``job_outcome``, ``job_relatives`` and ``workflow_members``, whose columns
+are in the same order on every database). It must not run queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..models import (
+    FailureReason,
+    JobLink,
+    JobOutcome,
+    JobStatus,
+    Pillar,
+    WorkflowMember,
+    located_state,
+)
+
+__all__ = ["members_of", "outcome_of", "relatives_of"]
+
+Row = Sequence[Any]
+
+
+def _reason(value: int | None) -> FailureReason | None:
+    return None if value is None else FailureReason(value)
+
+
+def outcome_of(row: Row) -> JobOutcome:
+    """(pillar, hot status, DLQ reason, error, result, result_error)."""
+    return JobOutcome(
+        pillar=Pillar(row[0]),
+        status=None if row[1] is None else JobStatus(row[1]),
+        failure_reason=_reason(row[2]),
+        error=row[3],
+        result=row[4],
+        result_error=row[5],
+    )
+
+
+def relatives_of(rows: Sequence[Row]) -> tuple[str | None, list[JobLink], list[JobLink]]:
+    """(id, side 0 parent / 1 child, workflow, type, hot status, archived, DLQ reason, blocked)
+    rows: the job's workflow (the one it is a child in; a first job's, its children's), its
+    parents and its children."""
+    sides: tuple[list[JobLink], list[JobLink]] = ([], [])
+    workflow = next((row[2] for row in rows if row[1] == 0), rows[0][2] if rows else None)
+    for job_id, side, _, type_, status, archived, reason, blocked in rows:
+        state = "blocked" if blocked else located_state(status, bool(archived), reason)
+        sides[side].append(JobLink(job_id, type_, state, _reason(reason)))
+    return workflow, sides[0], sides[1]
+
+
+def members_of(rows: Sequence[Row]) -> list[WorkflowMember]:
+    """(id, type, queue, hot status, archived, DLQ reason, error, comma-joined parents) rows."""
+    return [
+        WorkflowMember(
+            id=row[0],
+            type=row[1],
+            queue=row[2],
+            state=located_state(row[3], bool(row[4]), row[5]),
+            parents=tuple(row[7].split(",")) if row[7] else (),
+            failure_reason=_reason(row[5]),
+            error=row[6],
+        )
+        for row in rows
+    ]
