@@ -1,5 +1,6 @@
 """Workflows (``after=``) end to end on SQLite and PostgreSQL: how fast a chain runs, how soon a
-fan-in's callback starts once its last child succeeded, and whether waiting jobs cost the fetch.
+fan-in's callback starts once its last child succeeded, whether waiting jobs cost the fetch, and
+how soon ``app.result`` returns once a job has finished.
 
     .venv/bin/python bench/workflows.py                       # 5 rounds, both backends
     .venv/bin/python bench/workflows.py --quick --backends sqlite   # a check only, seconds
@@ -32,6 +33,11 @@ worker's exit.
   statement); entry = the time the callback's handler began (``time.time()``, written to a file)
   minus that same ``finished_at``, so it also holds the read of every parent's result for
   ``ctx.parent_results`` (the handler checks it holds one value per child).
+* wake: an idle CLI worker (no ``--burst``) and another process that enqueues ``--waits`` single
+  jobs (default 200), one at a time about 50/s, and waits on each with ``app.result``; wake =
+  the time that wait returned (``time.time()``) minus the job's ``finished_at`` (the clock the
+  archive move read when it began: its commit, which sends the notification, comes after), p50
+  and p99.
 * fetch: the claim statement through the storage seam, ``backend.jobs_fetch(worker_id=...,
   limit=10, queues=["default"], start=True)`` (what the CLI worker sends for the queues its
   handlers declare) and a ``jobs_finalize`` of what it claimed, until ``--pending`` jobs
@@ -83,7 +89,7 @@ from bench.report import cell
 from bench.worker_throughput import drop_schema
 
 BACKENDS = ("sqlite", "postgres")
-MEASUREMENTS = ("chain", "fan_in", "fetch")
+MEASUREMENTS = ("chain", "fan_in", "fetch", "wake")
 CONCURRENCY = 10
 FETCH_LIMIT = 10
 SEED_CHUNK = 10_000
@@ -207,6 +213,31 @@ async def main():
     out = {"chokaq": chokaq.__file__, "fetch_ms": fetch_ms, "drained": drained,
            "seconds": seconds}
     print(json.dumps(out, separators=(",", ":")))
+
+asyncio.run(main())
+"""
+
+
+# Waits on single jobs one at a time (an idle worker runs them) and prints when each wait
+# returned; the figures are those times against the archive's finished_at.
+WAITS = r"""
+import asyncio, json, os, time
+import chokaq
+from chokaq_workflows_app import app, step
+
+async def main():
+    count = int(os.environ["WAITS"])
+    await app.open()
+    returned = []
+    for i in range(count):
+        job = step.prepare(i=i)
+        await app.enqueue_many([job])
+        value = await app.result(job.id, timeout=60)
+        returned.append([job.id, time.time()])
+        assert value == i, (value, i)
+        await asyncio.sleep(0.02)  # single jobs, about 50/s: the worker idles between them
+    await app.close()
+    print(json.dumps({"chokaq": chokaq.__file__, "returned": returned}, separators=(",", ":")))
 
 asyncio.run(main())
 """
@@ -399,6 +430,33 @@ def fetch_arm(backend: str, app_dir: Path, pending: int, waiting: int) -> dict[s
     }
 
 
+def wake(backend: str, app_dir: Path, waits: int) -> dict[str, float]:
+    """An idle CLI worker; ``waits`` single jobs, each enqueued and waited on with
+    ``app.result`` by another process; wake = the wait's return minus the job's
+    ``finished_at`` (the archive move's commit sends the notification)."""
+    with fresh_store(backend, app_dir) as store:
+        _seed(store, "pending", 1)  # the schema, and a first job the worker runs at once
+        argv = [sys.executable, "-m", "chokaq", "worker", "--app", f"{APP_NAME}:app"]
+        argv += ["--database", store.url, "--concurrency", str(CONCURRENCY)]
+        log = store.tmp / "worker.log"
+        with log.open("wb") as err:
+            proc = subprocess.Popen(
+                argv,
+                env=child_env(**store.env()),
+                cwd=store.tmp,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+            try:
+                out = _script(store, WAITS, WAITS=str(waits))
+            finally:
+                _stop(proc)
+        rows = store.rows("jobs_archive", "id, finished_at", "WHERE type = 'step'")
+    ends = {str(job_id): finished for job_id, finished in rows}
+    wake_ms = [(at - _epoch(ends[job_id])) * 1000 for job_id, at in out["returned"]]
+    return {"wake_p50_ms": percentile(wake_ms, 50), "wake_p99_ms": percentile(wake_ms, 99)}
+
+
 # -- the run ---------------------------------------------------------------------------------
 
 Raw = dict[str, dict[str, list[dict[str, float]]]]  # backend, measurement (or fetch arm), runs
@@ -431,6 +489,9 @@ def run_rounds(args: argparse.Namespace, app_dir: Path) -> Raw:
                         f"{what} fetch {arm}", call, backend, app_dir, args.pending, waiting
                     )
                     _record(raw, backend, f"fetch_{arm}", round_no, got)
+            if "wake" in args.measurements:
+                got = _attempt(f"{what} wake", wake, backend, app_dir, args.waits)
+                _record(raw, backend, "wake", round_no, got)
     return raw
 
 
@@ -475,6 +536,8 @@ def _rows(summary: dict[str, dict[str, Any]], args: argparse.Namespace) -> list[
         ("fetch_without", "fetch_p99_ms", "fetch p99 ms, no waiting jobs"),
         ("fetch_with", "fetch_p99_ms", f"fetch p99 ms, {wait} waiting"),
         ("fetch_with", "seed_waiting_s", f"seeding {wait} waiting jobs s"),
+        ("wake", "wake_p50_ms", "result: archive move to the wait's return p50 ms"),
+        ("wake", "wake_p99_ms", "result: archive move to the wait's return p99 ms"),
     )
     lines: list[tuple[str, ...]] = [("backend", "figure", "median (min-max)")]
     for backend, figures in summary.items():
@@ -501,6 +564,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--children", type=int, default=10_000, help="fan-in children (max 10,000)")
     p.add_argument("--pending", type=int, default=20_000, help="jobs the fetch drains")
     p.add_argument("--waiting", type=int, default=100_000, help="waiting jobs beside them")
+    p.add_argument("--waits", type=int, default=200, help="single jobs waited on (wake)")
     p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated")
     p.add_argument("--measurements", default=",".join(MEASUREMENTS), help="comma-separated")
     p.add_argument(
@@ -514,6 +578,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
     if args.quick:
         args.rounds, args.chain, args.children, args.pending, args.waiting = 1, 20, 200, 300, 2_000
+        args.waits = 10
     args.backends = [b for b in args.backends.split(",") if b]
     args.measurements = [m for m in args.measurements.split(",") if m]
     if unknown := set(args.measurements) - set(MEASUREMENTS):
