@@ -29,12 +29,20 @@ def test_workflows_short_form_on_sqlite(tmp_path: Path) -> None:
         "chain: hand-off p50 ms",
         "fan-in: last child end to callback start ms",
         "fetch p50: with / without (within rounds)",
+        "result: archive move to the wait's return p50 ms",
     ):
         assert label in done.stdout
     record = json.loads(out.read_text())
     assert record["quick"] and record["config"]["backends"] == ["sqlite"]
     figures = record["summary"]["sqlite"]
-    assert set(figures) == {"chain", "fan_in", "fetch_without", "fetch_with", "fetch_ratio"}
+    assert set(figures) == {
+        "chain",
+        "fan_in",
+        "fetch_without",
+        "fetch_with",
+        "fetch_ratio",
+        "wake",
+    }
     for key in ("jobs_s_from_worker_start", "jobs_s_from_first_start", "peak_rss_mib"):
         assert figures["chain"][key]["median"] > 0, key
     for key in ("enqueue_ms", "children_jobs_s", "peak_rss_mib"):
@@ -47,3 +55,5 @@ def test_workflows_short_form_on_sqlite(tmp_path: Path) -> None:
         # Every pending job was drained 10 at a time, plus the fetch that found none.
         assert figures[arm]["fetches"]["median"] == -(-record["config"]["pending"] // 10) + 1, arm
     assert figures["fetch_ratio"]["p50"]["median"] > 0
+    # A wait returns after the archive move that ended its job, never before.
+    assert 0 < figures["wake"]["wake_p50_ms"]["median"] <= figures["wake"]["wake_p99_ms"]["median"]
