@@ -85,6 +85,16 @@ def test_migrate_then_enqueue_a_raw_job_with_options(cli: Cli, store: Any) -> No
     assert unknown.startswith("error: after: names jobs that are not stored")
 
 
+def test_migrate_reads_the_schema_from_the_environment(cli: Cli, store: Any) -> None:
+    # As every other store command does: CHOKAQ_SCHEMA, not the default schema.
+    env = {"CHOKAQ_SCHEMA": store.schema, "CHOKAQ_DATABASE_URL": store.url}
+    result = cli.runner.invoke(main, ["migrate"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "applied migrations" in result.output
+    backend = create_backend(store.url, schema=store.schema)
+    assert read(store, lambda b: b.schema_version()) == backend.latest_version()
+
+
 def test_enqueue_rejects_bad_input_with_one_line_and_an_exit_code(cli: Cli) -> None:
     cli("migrate")
     bad_json = cli("enqueue", "x", "{nope", expect=2)

@@ -15,7 +15,12 @@ __all__ = ["COMMANDS"]
 @click.command()
 @click.option("--app", "app_spec", help="An App as module:attribute (for its URL and schema).")
 @click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Database URL.")
-@click.option("--schema", default=None, help="Schema (PostgreSQL) or table prefix (SQLite).")
+@click.option(
+    "--schema",
+    envvar="CHOKAQ_SCHEMA",
+    default=None,
+    help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
+)
 @logged
 def migrate(app_spec: str | None, database: str | None, schema: str | None) -> None:
     """Apply pending migrations (safe to run from several processes at once).
