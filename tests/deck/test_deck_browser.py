@@ -274,8 +274,9 @@ def test_reconnects_and_reconciles_after_a_dropped_connection(
     wait_for(lambda: page.locator("#job-rows tr .due").count() == 3, what="delayed rows")
 
 
-def seed_showcase(url: str) -> None:
-    """A varied store for the screenshots: queues, delayed and failed jobs, two workers."""
+def seed_showcase(url: str) -> str:
+    """A varied store for the screenshots: queues, delayed and failed jobs, two workers, and a
+    workflow with a failed branch; returns the id of its blocked job."""
     dead_letter(
         url,
         12,
@@ -359,6 +360,8 @@ def seed_showcase(url: str) -> None:
         await app.backend.schedule_trigger("nightly-report", actor="alice")
 
     run(steer, url)
+    ids = run(lambda app: diamond(app, result=json.dumps({"total": 3}), type="fetch_feed"), url)
+    return ids["d"]
 
 
 PANELS = ("overview", "queues", "jobs", "schedules", "errors", "circuits", "workers")
@@ -371,7 +374,7 @@ def test_screenshots_of_every_panel_in_both_themes(
     # test run leaves the work tree clean; otherwise they go to a temporary folder.
     folder = SCREENSHOTS if os.environ.get("CHOKAQ_SCREENSHOTS") == "1" else tmp_path
     url = deck_server.db_url
-    seed_showcase(url)
+    blocked = seed_showcase(url)
     enqueue(url, "quick", [{"n": i} for i in range(60)])
     enqueue(url, "steady", [{"steps": 400, "step_seconds": 0.1} for _ in range(2)])
     folder.mkdir(parents=True, exist_ok=True)
@@ -404,13 +407,27 @@ def test_screenshots_of_every_panel_in_both_themes(
         page.locator("#drawer").screenshot(path=str(folder / f"inspector-{theme}.png"))
         page.click("#insp-edit")
         page.locator("#drawer").screenshot(path=str(folder / f"editor-{theme}.png"))
+        # A blocked job of a workflow, then the workflow itself.
+        page.click("#drawer-close")
+        page.click("#source button[data-source=active]")
+        page.click("#clear-filters")  # the DLQ's error family was a filter
+        page.check("#filters input[name=blocked]")
+        page.click("#filters button[type=submit]")
+        page.click(f"#job-rows tr[data-id='{blocked}']")
+        page.wait_for_selector("#drawer[data-state=blocked] #insp-parents li[data-state=failed]")
+        page.locator("#drawer").screenshot(path=str(folder / f"blocked-{theme}.png"))
+        page.click("#insp-workflow-link")
+        page.wait_for_selector(f".wf-job[data-id='{blocked}'][data-state=blocked]")
+        page.locator("#drawer").screenshot(path=str(folder / f"workflow-{theme}.png"))
+        page.uncheck("#filters input[name=blocked]")
+        page.click("#filters button[type=submit]")
         assert page.evaluate("localStorage.getItem('chokaq-deck-theme')") == theme
         no_js_errors(page)
     # The theme is remembered per browser: a reload keeps Carbon.
     page.reload()
     assert page.get_attribute("html", "data-theme") == "carbon"
     names = sorted(p.name for p in folder.glob("*.png"))
-    assert len(names) >= 2 * (len(PANELS) + 5)
+    assert len(names) >= 2 * (len(PANELS) + 7)
 
 
 def declare(url: str, *schedules: ScheduleDeclaration) -> None:
