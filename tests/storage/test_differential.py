@@ -690,6 +690,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("blocked", lambda b, s: b.job_get_related(id=W4)),
         ("one side", lambda b, s: b.job_get_related(id=W1, limit=1)),
         ("filter blocked", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(blocked=True))),
+        ("filter blocked as text", lambda b, s: b.jobs_page(filter=_f(blocked="yes"))),
         (
             "filter waiting",
             lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(status=JobStatus.WAITING)),

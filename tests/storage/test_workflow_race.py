@@ -28,10 +28,14 @@ def store(pg_store: Any) -> Any:
 
 
 async def _waiting_on_a_lock(store: Any) -> bool:
+    """Whether a statement on this test's schema waits for a lock (any other session of the
+    server, or of another test, is not this one's move)."""
     async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
         cur = await conn.execute(
             "SELECT count(*) FROM pg_stat_activity"
-            " WHERE wait_event_type = 'Lock' AND query LIKE '%%jobs_hot%%'"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            " AND strpos(query, %s) > 0",
+            (f'"{store.schema}".jobs_hot',),
         )
         row = await cur.fetchone()
         return bool(row and row[0])

@@ -166,15 +166,14 @@ def _rows(view: JobView) -> list[tuple[str, str | Text]]:
     return rows
 
 
-def _links(title: str, links: tuple[JobLink, ...], failed: bool) -> Table:
-    """Parents or children with their states. A child still waiting on a ``failed`` job is
-    blocked by definition (its link only knows its hot status)."""
+def _links(title: str, links: tuple[JobLink, ...]) -> Table:
+    """Parents or children with their states (a waiting one whose parent is in the DLQ reads
+    ``blocked``, as the storage seam says)."""
     table = Table(title=f"{title} ({len(links)})", title_justify="left")
     for column in ("id", "type", "state", "reason"):
         table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
     for link in links:
-        state = "blocked" if failed and link.state == "waiting" else link.state
-        table.add_row(link.id, Text(link.type or "-"), state_style(state), _reason(link))
+        table.add_row(link.id, Text(link.type or "-"), state_style(link.state), _reason(link))
     return table
 
 
@@ -204,7 +203,7 @@ def _print_job(view: JobView, limit: int) -> None:
     out.print(table)
     for title, links in (("parents", view.parents), ("children", view.children)):
         if links:
-            out.print(_links(title, links, title == "children" and view.state == "failed"))
+            out.print(_links(title, links))
             if len(links) >= limit:
                 out.print(f"(the first {limit} {title} are shown)", style="yellow")
     _block("payload", view.payload or "")

@@ -39,15 +39,9 @@ _FINISHED = ("succeeded", "failed", "purged")
 
 
 def _states(workflow: Workflow) -> dict[str, str]:
-    """Each job's state, a waiting job whose parent in the workflow is in the DLQ as
-    ``blocked`` (the word ``chokaq job show`` uses; the members carry ``waiting``)."""
-    states = {job.id: job.state for job in workflow.jobs}
-    return {
-        job.id: "blocked"
-        if job.state == "waiting" and any(states.get(p) == "failed" for p in job.parents)
-        else job.state
-        for job in workflow.jobs
-    }
+    """Each job's state, by id (the storage seam says ``blocked`` of a waiting job whose
+    parent is in the DLQ)."""
+    return {job.id: job.state for job in workflow.jobs}
 
 
 def _counts(states: dict[str, str]) -> dict[str, int]:

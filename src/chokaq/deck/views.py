@@ -69,14 +69,10 @@ def dump(value: Any) -> Any:
 def job_json(view: JobView) -> dict[str, Any]:
     """A job with its relatives for the inspector: every field, ``state`` (pending, fetched,
     processing, waiting, blocked, succeeded or failed) and its ``parents`` and ``children``,
-    each with its own state. A waiting child of a failed job is ``blocked``: the job it waits
-    on is in the DLQ (the storage seam reads relatives by location only)."""
+    each with its own state (the storage seam says ``blocked`` of a waiting one whose parent
+    is in the DLQ)."""
     data: dict[str, Any] = dump(view)
     data["state"] = view.state
-    if view.state == "failed":
-        for child in data["children"]:
-            if child["state"] == "waiting":
-                child["state"] = "blocked"
     return data
 
 
@@ -84,12 +80,8 @@ def workflow_json(workflow: Workflow, limit: int) -> dict[str, Any]:
     """A workflow for the Deck: every job (parents first) with its ``state``, its ``parents``
     and its ``depth`` (0 for a job with no parent in the workflow, else one more than its
     deepest parent), the ``counts`` per state and whether it has ``finished``, for its first
-    ``limit`` jobs; ``truncated`` says there were more (read ``limit + 1`` to know).
-
-    A waiting job with a parent of the workflow in the DLQ is ``blocked``, as
-    ``JobView.state`` says of it: ``Workflow`` members carry only where each job is, so the
-    rule is applied here (a parent that belongs to another workflow is not looked up)."""
-    failed = {job.id for job in workflow.jobs if job.state == "failed"}
+    ``limit`` jobs; ``truncated`` says there were more (read ``limit + 1`` to know). A waiting
+    job with a parent in the DLQ is ``blocked`` (the storage seam says so of its members)."""
     jobs: list[dict[str, Any]] = []
     depth: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -97,8 +89,6 @@ def workflow_json(workflow: Workflow, limit: int) -> dict[str, Any]:
         level = 1 + max((depth[p] for p in job.parents if p in depth), default=-1)
         depth[job.id] = level
         state = job.state
-        if state == "waiting" and any(p in failed for p in job.parents):
-            state = "blocked"
         counts[state] = counts.get(state, 0) + 1
         jobs.append({**dump(job), "state": state, "depth": level})
     return {

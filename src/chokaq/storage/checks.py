@@ -356,6 +356,8 @@ def job_filter(filter: object) -> JobFilter:
         changes["until"] = check_time("filter.until", filter.until)
     if filter.ids is not None:
         changes["ids"] = tuple(filter.ids)
+    if filter.blocked is not None and not isinstance(filter.blocked, bool):
+        raise ValidationError("filter.blocked", "must be true, false or None")
     if all(getattr(filter, k) is v for k, v in changes.items()):
         return filter
     return replace(filter, **changes)

@@ -40,16 +40,6 @@ class Graph:
     order: tuple[str, ...]  # the jobs with parents, every parent before its children
     ids: tuple[str, ...] = ()  # the batch's ids in input order
 
-    def children_of(self, parent_ids: frozenset[str] | set[str] | None = None) -> dict[str, str]:
-        """Parent id -> its new children's ids, comma-joined (the ``dependents`` text), for the
-        parents in ``parent_ids`` (default: every parent)."""
-        out: dict[str, list[str]] = {}
-        for child in self.order:
-            for parent in self.parents[child]:
-                if parent_ids is None or parent in parent_ids:
-                    out.setdefault(parent, []).append(child)
-        return {parent: ",".join(children) for parent, children in out.items()}
-
     def child_counts(self) -> dict[str, int]:
         """Each parent's number of new children (counted on its row: see ``Driver``)."""
         out: dict[str, int] = {}

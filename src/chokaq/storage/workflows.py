@@ -92,14 +92,13 @@ class WorkflowOperations(OperationGroup):
         check_job_id("id", id)
         who = checks.actor(actor)
         clock = checks.now(now)
-        members = await self.driver.workflow_members(id, MAX_WORKFLOW_JOBS)
-        states = {job.id: job.state for job in members}
-        blocked: list[tuple[str, str]] = []
-        for job in members:
-            if job.state == "waiting":
-                failed = [p for p in job.parents if states.get(p) == "failed"]
-                if failed:
-                    blocked.append((job.id, failed[0]))
+        members = _blocked(await self.driver.workflow_members(id, MAX_WORKFLOW_JOBS))
+        failed = {job.id for job in members if job.state == "failed"}
+        blocked = [
+            (job.id, next(p for p in job.parents if p in failed))
+            for job in members
+            if job.state == "blocked"
+        ]
         moved: list[str] = []
         if blocked:
             why = f"workflow {id} cancelled by {who}"

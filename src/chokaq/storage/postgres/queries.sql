@@ -416,7 +416,8 @@ rl AS (
 missed AS (
     INSERT INTO {schema}.job_releases (parent_id, created_at)
     SELECT d.id, k.now FROM done d, clock k
-    WHERE d.k = 0 AND d.children > (SELECT count(*) FROM sat WHERE sat.parent_id = d.id)
+    WHERE d.k = 0 AND d.children > 0
+      AND d.children > (SELECT count(*) FROM sat WHERE sat.parent_id = d.id)
     ON CONFLICT (parent_id) DO NOTHING
     RETURNING 1
 )
