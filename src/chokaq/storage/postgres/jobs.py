@@ -218,13 +218,17 @@ class PostgresJobs(PostgresCore):
         stored = list(graph.stored)
         succeeded: set[str] = set()
         workflows: dict[str, str] = {}
+        counts = graph.child_counts()
         if stored:
-            known = {row[0] for row in await _rows(execute, q["jobs_graph_known"], {"ids": stored})}
-            unknown = [p for p in stored if p not in known]
+            rows = await _rows(execute, q["jobs_graph_where"], {"ids": stored})
+            where = {row[0]: row[1] for row in rows}
+            unknown = [p for p in stored if p not in where]
             if unknown:
                 raise unknown_parents(jobs, unknown)
-            counts = graph.child_counts()
-            left = stored
+            # A parent in the archive has succeeded: nothing to count on it or to lock. The
+            # others are counted, and so locked, where they are now.
+            succeeded.update(p for p, place in where.items() if place == 1)
+            left = [p for p in stored if p not in succeeded]
             for _ in range(GRAPH_LOCATE_TRIES):
                 locked: set[str] = set()
                 for name in ("jobs_graph_attach_hot", "jobs_graph_attach_dlq"):
@@ -245,7 +249,7 @@ class PostgresJobs(PostgresCore):
                 raise unknown_parents(jobs, left)
             rows = await _rows(execute, q["jobs_graph_workflows"], {"ids": stored})
             workflows = {row[0]: row[1] for row in rows}
-        columns = (graph.waiting(succeeded), graph.child_counts())
+        columns = (graph.waiting(succeeded), counts)
         await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, columns)
         edges = graph.edges(graph.workflows(workflows))
         await execute(

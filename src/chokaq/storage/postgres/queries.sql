@@ -1382,13 +1382,14 @@ DELETE FROM {schema}.schedules WHERE name = %(name)s
 -- Results and workflows
 -- ---------------------------------------------------------------------------------------------
 
--- name: jobs_graph_known
--- The stored parents of an enqueue that exist somewhere (checked before anything is written).
-SELECT id::text FROM {schema}.jobs_hot WHERE id = ANY(%(ids)b::uuid[])
+-- name: jobs_graph_where
+-- Where each stored parent of an enqueue is: 0 hot, 1 archive, 2 DLQ (none: not stored),
+-- read before anything is written.
+SELECT id::text, 0 FROM {schema}.jobs_hot WHERE id = ANY(%(ids)b::uuid[])
 UNION ALL
-SELECT id::text FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
+SELECT id::text, 1 FROM {schema}.jobs_archive WHERE id = ANY(%(ids)b::uuid[])
 UNION ALL
-SELECT id::text FROM {schema}.jobs_dlq WHERE id = ANY(%(ids)b::uuid[])
+SELECT id::text, 2 FROM {schema}.jobs_dlq WHERE id = ANY(%(ids)b::uuid[])
 
 -- name: jobs_graph_attach_hot
 -- Count new children on the stored parents still in hot. The row lock this takes holds a
