@@ -27,6 +27,7 @@ __all__ = [
     "check_job_id",
     "check_max_attempts",
     "check_name",
+    "check_partition",
     "check_payload",
     "check_priority",
     "check_tags",
@@ -43,6 +44,7 @@ MAX_TAG_LENGTH = 100
 MAX_TAGS = 50
 MAX_TAGS_TOTAL_LENGTH = 1000
 MAX_KEY_LENGTH = 255
+MAX_PARTITION_LENGTH = 255
 MAX_ACTOR_LENGTH = 100
 MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
@@ -376,6 +378,7 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         and job.max_attempts is None
         and job.timeout_seconds is None
         and job.trace_context is None
+        and job.partition is None
     ):
         if job.id is not None:  # prepare() gives every job its id
             check_job_id("id", job.id)
@@ -404,11 +407,23 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         "timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True
     )
     check_text("trace_context", job.trace_context, max_length=1000)
+    check_partition("partition", job.partition)
     if job.id is not None:
         check_job_id("id", job.id)
     if key != job.idempotency_key or tags != job.tags or run_at is not job.run_at:
         job = replace(job, idempotency_key=key, tags=tags, run_at=run_at)
     return job
+
+
+def check_partition(field: str, value: object) -> str | None:
+    """A partition value: text of 1..MAX_PARTITION_LENGTH characters, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be text (got {type(value).__name__})")
+    if not value:
+        raise ValidationError(field, "must not be empty (leave it out for no partition)")
+    return check_text(field, value, max_length=MAX_PARTITION_LENGTH)
 
 
 def check_max_attempts(field: str, value: object) -> None:

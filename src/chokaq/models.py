@@ -16,6 +16,7 @@ __all__ = [
     "NO_HANDLER_ERROR",
     "CancelResult",
     "Capabilities",
+    "Claim",
     "ClaimedJob",
     "EnqueueResult",
     "ErrorGroup",
@@ -30,10 +31,12 @@ __all__ = [
     "JobView",
     "LeaderTerm",
     "Lease",
+    "LimitInfo",
     "Move",
     "NewJob",
     "Outcome",
     "Page",
+    "PartitionLoad",
     "PendingGroup",
     "Pillar",
     "Preview",
@@ -51,6 +54,7 @@ __all__ = [
     "SucceedMove",
     "Summary",
     "Throughput",
+    "TypeLimit",
     "WorkerControl",
     "WorkerInfo",
     "Workflow",
@@ -152,6 +156,7 @@ class NewJob:
     trace_context: str | None = None
     id: str | None = None  # a UUIDv7 is generated when None
     after: tuple[str, ...] = ()  # ids of the parents it waits on (all must succeed first)
+    partition: str | None = None  # its type's limits apply per partition value
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +199,7 @@ class ClaimedJob:
     trace_context: str | None
     lease: Lease
     has_parents: bool = False  # enqueued with ``after=``: its parents' results are there to read
+    partition: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,6 +424,7 @@ class JobFilter:
     search: str | None = None
     ids: tuple[str, ...] | None = None
     blocked: bool | None = None  # hot only: waiting on a parent that is in the DLQ
+    partition: str | None = None
 
 
 T = TypeVar("T")
@@ -487,6 +494,7 @@ class JobView:
     workflow_id: str | None = None  # with ``relatives``: the workflow it belongs to
     parents: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs it waits on, and where
     children: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs that wait on it
+    partition: str | None = None
 
     @property
     def state(self) -> str:
@@ -743,3 +751,66 @@ def run_outcome(hot_status: int | None, archived: bool, dlq_reason: int | None) 
 def ordered_ids(ids: Sequence[str]) -> tuple[str, ...]:
     """Ids de-duplicated in first-seen order (bulk operations act on each id once)."""
     return tuple(dict.fromkeys(ids))
+
+
+@dataclass(frozen=True, slots=True)
+class TypeLimit:
+    """What a job type's code declares (``@app.job(rate_limit=, partition_concurrency=)``):
+    a rate (text, "10/s") and a cap on running jobs, each per partition value when a job has
+    one. ``None``: no such limit."""
+
+    type: str
+    rate_limit: str | None = None
+    partition_concurrency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLoad:
+    """One partition of a limited type: its due pending jobs and its running ones."""
+
+    partition: str
+    waiting: int
+    running: int
+
+
+@dataclass(frozen=True, slots=True)
+class LimitInfo:
+    """A limited queue or job type: the limits in force, where they come from, and its load.
+
+    ``scope``: "queue" or "type". ``rate_limit`` and ``partition_concurrency`` are in force (an
+    operator's setting when ``rate_set`` / ``concurrency_set``, else what the code declared).
+    ``current_rate``: jobs started per second over the last ``RATE_WINDOW_SECONDS``.
+    ``pending``: due pending jobs; ``held``: those of them the limit holds back now (the rate
+    has no start left, or their partition is at its cap); ``running``: Fetched or Processing.
+    ``partitions``: partitions with pending jobs; ``top_partitions``: the busiest, by waiting.
+    """
+
+    scope: str
+    name: str
+    rate_limit: str | None
+    partition_concurrency: int | None
+    declared_rate_limit: str | None
+    declared_partition_concurrency: int | None
+    rate_set: bool
+    concurrency_set: bool
+    updated_at: datetime
+    last_modified_by: str | None
+    current_rate: float = 0.0
+    pending: int = 0
+    held: int = 0
+    running: int = 0
+    partitions: int = 0
+    top_partitions: tuple[PartitionLoad, ...] = ()
+
+    @property
+    def limited(self) -> bool:
+        return self.rate_limit is not None or self.partition_concurrency is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a fetch claimed, and when a limit that held jobs back allows the next start
+    (``retry_at``; ``None``: nothing held back by a rate)."""
+
+    jobs: list[ClaimedJob]
+    retry_at: datetime | None = None

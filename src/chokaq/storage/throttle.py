@@ -1,0 +1,207 @@
+"""The claim under rate limits and partitions: one plan for every database.
+
+A limited claim runs in one transaction that holds the limits it may spend (row locks on
+PostgreSQL, the write lock on SQLite), in three steps; the driver does the reading and writing,
+this module every decision, so that both databases decide alike:
+
+1. ``plan``: from the limits in force, the jobs running per (type, partition) and the rate state
+   of each key, the quota of every key: how many jobs each queue's rate, each limited type's
+   unpartitioned jobs and each partition may start now.
+2. The driver reads candidates: each serving queue's unpartitioned head (as the plain claim, with
+   the types whose quota is zero excluded) and, for each type that has partitioned jobs, a walk
+   over its partitions in key order from the one after its cursor (wrapping), each partition's
+   head up to its quota. ``pick`` orders them (priority first, then round by round across
+   partitions, so that one hot partition cannot starve the others) and keeps what the quotas, the
+   bulkheads and the limit allow.
+3. The driver claims the picked rows and writes ``spend``: each rate key's new ``tat`` and each
+   walked type's new cursor (the last partition served).
+
+A key is (scope, name, partition): ("queue", name, "") or ("type", name, partition or "").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..rates import next_start, take
+
+__all__ = ["Candidate", "LimitRow", "Plan", "Spend", "Walk", "pick", "plan", "spend"]
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitRow:
+    """A limit in force, as the claim reads it under its lock."""
+
+    scope: str  # "queue" or "type"
+    name: str
+    interval: float | None  # seconds between starts; None: no rate
+    burst: int | None
+    concurrency: int | None  # types: running jobs per partition; None: no cap
+    cursor: str | None = None  # types: the partition the last walk served
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """The partitions of one type to walk: after ``cursor`` (wrapping), ``steps`` at most,
+    each partition's head up to ``quotas`` (``default`` for a partition not listed)."""
+
+    type: str
+    cursor: str
+    steps: int
+    default: int
+    quotas: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    exclude: list[str]  # types none of whose unpartitioned jobs may start now
+    queue_quota: dict[str, int]  # rate-limited queues: jobs they may start now
+    plain_quota: dict[str, int]  # limited types: unpartitioned jobs they may start now
+    walks: list[Walk]
+    retry_at: float | None  # the soonest a rate now spent allows another start (epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    id: str
+    queue: str
+    type: str
+    partition: str | None  # None: an unpartitioned job (the queue's scan)
+    priority: int
+    due: float
+    created: float
+    ord: int = 0  # walked: the partition's place in the walk (1, 2, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    tats: list[tuple[str, str, str, float]] = field(default_factory=list)
+    cursors: dict[str, str] = field(default_factory=dict)
+
+
+def plan(
+    limits: Sequence[LimitRow],
+    partitioned: Iterable[str],
+    running: dict[tuple[str, str | None], int],
+    tats: dict[Key, float],
+    now: float,
+    room: int,
+    exclude: Sequence[str],
+) -> Plan:
+    """The quotas at ``now`` (epoch seconds) for a claim of up to ``room`` jobs. ``running``:
+    Fetched or Processing rows by (type, partition or None); ``tats``: the rate state of the keys
+    that have one; ``partitioned``: the types with partitioned pending jobs."""
+    excluded = set(exclude)
+    retry: list[float] = []
+
+    def tokens(key: Key, row: LimitRow) -> int:
+        if row.interval is None or row.burst is None:
+            return room
+        tat = tats.get(key)
+        granted, _ = take(tat, now, row.interval, row.burst, room)
+        if granted == 0 and tat is not None:
+            retry.append(next_start(tat, row.interval, row.burst))
+        return granted
+
+    queue_quota = {
+        row.name: tokens(("queue", row.name, ""), row) for row in limits if row.scope == "queue"
+    }
+    types = {row.name: row for row in limits if row.scope == "type"}
+    plain_quota: dict[str, int] = {}
+    for name, row in types.items():
+        if row.interval is None and row.concurrency is None:
+            continue
+        quota = tokens(("type", name, ""), row)
+        if row.concurrency is not None:
+            quota = min(quota, max(0, row.concurrency - running.get((name, None), 0)))
+        plain_quota[name] = quota
+    walks = []
+    for name in sorted(set(partitioned) - excluded):
+        row = types.get(name) or LimitRow("type", name, None, None, None)
+        default = room
+        if row.concurrency is not None:
+            default = min(default, row.concurrency)
+        if row.interval is not None and row.burst is not None:
+            default = min(default, row.burst)
+        quotas: dict[str, int] = {}
+        for (kind, type_name, part), _ in tats.items():
+            if kind == "type" and type_name == name and part:
+                quotas[part] = tokens((kind, type_name, part), row)
+        if row.concurrency is not None:
+            for (type_name, part), count in running.items():
+                if type_name == name and part is not None:
+                    free = max(0, row.concurrency - count)
+                    quotas[part] = min(quotas.get(part, default), free)
+        blocked = sum(1 for quota in quotas.values() if quota == 0)
+        walks.append(Walk(name, row.cursor or "", room + blocked, default, quotas))
+    return Plan(
+        exclude=sorted(excluded | {name for name, quota in plain_quota.items() if quota == 0}),
+        queue_quota=queue_quota,
+        plain_quota=plain_quota,
+        walks=walks,
+        retry_at=min(retry, default=None),
+    )
+
+
+def pick(
+    candidates: Sequence[Candidate], plan: Plan, rooms: dict[str, int], limit: int
+) -> list[Candidate]:
+    """The candidates to claim, in claim order: by priority, then round by round (a
+    partition's first job, then its second...), unpartitioned jobs first within a round, then
+    partitions in walk order, then due time and creation. ``rooms``: what each serving queue's
+    bulkhead leaves (a queue not listed does not serve)."""
+    rounds: Counter[tuple[str, str]] = Counter()
+    ranked = []
+    for c in sorted(
+        candidates, key=lambda c: (c.partition is not None, c.type, c.partition, -c.priority)
+    ):
+        if c.partition is None:
+            ranked.append((1, c))
+        else:
+            rounds[(c.type, c.partition)] += 1
+            ranked.append((rounds[(c.type, c.partition)], c))
+    ranked.sort(key=lambda rc: (-rc[1].priority, rc[0], rc[1].ord, rc[1].due, rc[1].created))
+    taken: list[Candidate] = []
+    per_queue: Counter[str] = Counter()
+    per_plain: Counter[str] = Counter()
+    for _, c in ranked:
+        if len(taken) >= limit:
+            break
+        if per_queue[c.queue] >= min(rooms.get(c.queue, 0), plan.queue_quota.get(c.queue, limit)):
+            continue
+        if c.partition is None and c.type in plan.plain_quota:
+            if per_plain[c.type] >= plan.plain_quota[c.type]:
+                continue
+            per_plain[c.type] += 1
+        per_queue[c.queue] += 1
+        taken.append(c)
+    return taken
+
+
+def spend(
+    picked: Sequence[Candidate], limits: Sequence[LimitRow], tats: dict[Key, float], now: float
+) -> Spend:
+    """The new rate state of every key the picked jobs spend, and each walked type's cursor."""
+    rows = {(row.scope, row.name): row for row in limits}
+    used: Counter[Key] = Counter()
+    cursors: dict[str, tuple[int, str]] = {}
+    for c in picked:
+        used[("queue", c.queue, "")] += 1
+        used[("type", c.type, c.partition or "")] += 1
+        if c.partition is not None and (c.ord, c.partition) > cursors.get(c.type, (-1, "")):
+            cursors[c.type] = (c.ord, c.partition)
+    out = Spend(cursors={name: part for name, (_, part) in cursors.items()})
+    for key, count in used.items():
+        row = rows.get((key[0], key[1]))
+        if row is None or row.interval is None or row.burst is None:
+            continue
+        granted, tat = take(tats.get(key), now, row.interval, row.burst, count)
+        if granted < count:  # the plan never allows more than the tokens: a bug if reached
+            raise AssertionError(f"limit {key} spent {count} of {granted} allowed")
+        out.tats.append((key[0], key[1], key[2], tat))
+    return out
+
