@@ -78,8 +78,10 @@ def take(
     ``tat``. ``tat`` None: never used."""
     base = now if tat is None else max(tat, now)
     tolerance = (burst - 1) * interval
-    # A hair of slack so that a start exactly on its due instant is not refused by rounding.
-    allowed = math.floor((now + tolerance - base) / interval + 1e-9) + 1
+    # Epoch seconds carry about 0.2 microseconds of rounding: a hair of slack, so that a start
+    # exactly on its due instant is not refused by it. (base - now) is computed first so that
+    # the large epoch values cancel exactly.
+    allowed = math.floor((tolerance - (base - now)) / interval + 1e-6) + 1
     granted = max(0, min(wanted, allowed))
     return granted, (base + granted * interval) if granted else (base if tat is None else tat)
 

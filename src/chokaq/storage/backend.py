@@ -40,6 +40,7 @@ from ..limits import check_name, validate_new_jobs
 from ..logs import Event, log_event
 from ..models import (
     Capabilities,
+    Claim,
     ClaimedJob,
     EnqueueResult,
     FailMove,
@@ -60,6 +61,7 @@ from .group import OperationGroup
 from .leadership import DEFAULT_LEASE_SECONDS, Leadership
 from .observed import Observer, observed_operations, operation, unobserved
 from .operators import OperatorOperations
+from .ratelimits import LimitOperations
 from .schedules import ScheduleOperations
 from .upkeep import UpkeepOperations
 from .views import ReadOperations
@@ -77,6 +79,7 @@ class Backend(
     ControlOperations,
     ScheduleOperations,
     WorkflowOperations,
+    LimitOperations,
     OperationGroup,
 ):
     """Every storage operation, for the database its ``driver`` adapts.
@@ -239,22 +242,65 @@ class Backend(
         coalesce(scheduled_at, created_at), then created_at. Each claim gets a fresh lease token.
         ``start=True`` claims straight into Processing (counting the attempt, setting started_at
         and heartbeat) for a worker that has a free slot for each; otherwise rows become Fetched.
-        Concurrent fetchers never receive the same job.
+        Concurrent fetchers never receive the same job. Limits apply as ``jobs_claim`` says.
         """
+        claim = await self._claim(worker_id, limit, queues, exclude_types, start, now)
+        return claim.jobs
+
+    @operation
+    async def jobs_claim(
+        self,
+        *,
+        worker_id: str,
+        limit: int,
+        queues: Sequence[str] | None = None,
+        exclude_types: Sequence[str] = (),
+        start: bool = False,
+        now: datetime | None = None,
+    ) -> Claim:
+        """``jobs_fetch``, and when the limits that held jobs back allow the next start.
+
+        Limits (``limit_set``, ``@app.job(rate_limit=, partition_concurrency=)``) are enforced
+        here, across every process: a job whose queue rate, type rate or partition cap has no
+        room now is not claimed (no attempt is spent) and stays Pending. A type's partitioned
+        jobs are claimed partition by partition in turn (from the one after the partition the
+        last claim served), so one busy partition cannot starve the others; within a partition
+        and among unpartitioned jobs, the order is ``jobs_fetch``'s."""
+        return await self._claim(worker_id, limit, queues, exclude_types, start, now)
+
+    async def _claim(
+        self,
+        worker_id: str,
+        limit: int,
+        queues: Sequence[str] | None,
+        exclude_types: Sequence[str],
+        start: bool,
+        now: datetime | None,
+    ) -> Claim:
         check_name("worker_id", worker_id)
         limit = checks.bounded_int("limit", limit, 0, checks.MAX_FETCH)
         names = checks.names("queues", queues)
         excluded = checks.names("exclude_types", exclude_types) or []
         clock = checks.now(now)
         if limit == 0 or names == []:
-            return []
-        rows = await self.driver.jobs_fetch(worker_id, limit, names, excluded, bool(start), clock)
+            return Claim([])
+        retry_at = None
+        if (await self._active_limits()).apply_to(names):
+            rows, retry_at = await self.driver.jobs_fetch_limited(
+                worker_id, limit, names, excluded, bool(start), clock
+            )
+        else:
+            rows = await self.driver.jobs_fetch(
+                worker_id, limit, names, excluded, bool(start), clock
+            )
+            if not rows:  # a limit or a partitioned job may have come since the last read
+                await self._active_limits(fresh=True)
         jobs = [row for row in rows if not isinstance(row, UndecodableRow)]
         if len(jobs) < len(rows):
             await self._reject_undecodable(
                 [row for row in rows if isinstance(row, UndecodableRow)], clock
             )
-        return jobs
+        return Claim(jobs, retry_at)
 
     async def _reject_undecodable(self, rows: list[UndecodableRow], now: datetime | None) -> None:
         """Bury claimed rows that cannot be decoded as REJECTED, under the leases just minted

@@ -34,6 +34,7 @@ from ..models import (
     JobView,
     LeaderTerm,
     Lease,
+    LimitInfo,
     Move,
     NewJob,
     Page,
@@ -51,6 +52,7 @@ from ..models import (
     Started,
     Summary,
     Throughput,
+    TypeLimit,
     WorkerControl,
     WorkerInfo,
     WorkflowMember,
@@ -200,6 +202,20 @@ class Driver(abc.ABC):
         as an ``UndecodableRow`` (still claimed under its lease), in its place."""
 
     @abc.abstractmethod
+    async def jobs_fetch_limited(
+        self,
+        worker_id: str,
+        limit: int,
+        queues: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
+        """Claim as ``Backend.jobs_claim`` says, in one transaction that holds the limits it
+        spends, deciding with ``chokaq.storage.throttle``; also the soonest a rate that held
+        jobs back allows another start."""
+
+    @abc.abstractmethod
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
         """Fetched -> Processing for each lease; the ones that applied, by job id."""
 
@@ -313,6 +329,38 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def leadership_get(self, name: str) -> LeaderTerm | None: ...
+
+    # -- rate limits ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
+        """Queues with a rate in force, types with a limit in force, and the types that have
+        partitioned pending jobs."""
+
+    @abc.abstractmethod
+    async def limits_declare(self, limits: list[TypeLimit]) -> None:
+        """Upsert each type's declared limits; recompute what is in force where no operator
+        setting overrides it."""
+
+    @abc.abstractmethod
+    async def limit_set(
+        self,
+        scope: str,
+        name: str,
+        rate: str | object | None,
+        concurrency: int | object | None,
+        actor: str | None,
+    ) -> LimitInfo:
+        """An operator's setting (``UNSET``: leave that one alone); the row is made if
+        missing. Returns the row with its load."""
+
+    @abc.abstractmethod
+    async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
+        """Drop the operator's settings (``NotFoundError`` without a row)."""
+
+    @abc.abstractmethod
+    async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
+        """Every row that declares or has a limit in force, with its load."""
 
     # -- periodic schedules (schedules.py) ----------------------------------------------------
     # Times are the caller's (aware UTC, never None): slots are computed by the process that

@@ -8,7 +8,9 @@ this module every decision, so that both databases decide alike:
    of each key, the quota of every key: how many jobs each queue's rate, each limited type's
    unpartitioned jobs and each partition may start now.
 2. The driver reads candidates: each serving queue's unpartitioned head (as the plain claim, with
-   the types whose quota is zero excluded) and, for each type that has partitioned jobs, a walk
+   the limited types left out), each limited type's own unpartitioned head in each serving queue
+   (up to its quota: a limited type never hides the work behind it), and, for each type that
+   has partitioned jobs, a walk
    over its partitions in key order from the one after its cursor (wrapping), each partition's
    head up to its quota. ``pick`` orders them (priority first, then round by round across
    partitions, so that one hot partition cannot starve the others) and keeps what the quotas, the
@@ -23,13 +25,28 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
 
-from ..rates import next_start, take
+from ..models import LimitInfo, PartitionLoad
+from ..rates import check_rate, next_start, take
 
-__all__ = ["Candidate", "LimitRow", "Plan", "Spend", "Walk", "pick", "plan", "spend"]
+__all__ = [
+    "Candidate",
+    "LimitRow",
+    "Plan",
+    "Spend",
+    "Walk",
+    "describe",
+    "in_force",
+    "pick",
+    "plan",
+    "spend",
+]
 
 Key = tuple[str, str, str]
+TOP_PARTITIONS = 5  # the busiest partitions a limit's row lists
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +75,7 @@ class Walk:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    exclude: list[str]  # types none of whose unpartitioned jobs may start now
+    exclude: list[str]  # types the queue scan leaves out (the limited ones are read per type)
     queue_quota: dict[str, int]  # rate-limited queues: jobs they may start now
     plain_quota: dict[str, int]  # limited types: unpartitioned jobs they may start now
     walks: list[Walk]
@@ -81,6 +98,7 @@ class Candidate:
 class Spend:
     tats: list[tuple[str, str, str, float]] = field(default_factory=list)
     cursors: dict[str, str] = field(default_factory=dict)
+    retry_at: float | None = None  # the soonest a key just spent allows another start
 
 
 def plan(
@@ -132,14 +150,14 @@ def plan(
             if kind == "type" and type_name == name and part:
                 quotas[part] = tokens((kind, type_name, part), row)
         if row.concurrency is not None:
-            for (type_name, part), count in running.items():
-                if type_name == name and part is not None:
+            for (running_type, running_part), count in running.items():
+                if running_type == name and running_part is not None:
                     free = max(0, row.concurrency - count)
-                    quotas[part] = min(quotas.get(part, default), free)
+                    quotas[running_part] = min(quotas.get(running_part, default), free)
         blocked = sum(1 for quota in quotas.values() if quota == 0)
         walks.append(Walk(name, row.cursor or "", room + blocked, default, quotas))
     return Plan(
-        exclude=sorted(excluded | {name for name, quota in plain_quota.items() if quota == 0}),
+        exclude=sorted(excluded | set(plain_quota)),
         queue_quota=queue_quota,
         plain_quota=plain_quota,
         walks=walks,
@@ -195,6 +213,7 @@ def spend(
         if c.partition is not None and (c.ord, c.partition) > cursors.get(c.type, (-1, "")):
             cursors[c.type] = (c.ord, c.partition)
     out = Spend(cursors={name: part for name, (_, part) in cursors.items()})
+    soonest: list[float] = []
     for key, count in used.items():
         row = rows.get((key[0], key[1]))
         if row is None or row.interval is None or row.burst is None:
@@ -203,5 +222,60 @@ def spend(
         if granted < count:  # the plan never allows more than the tokens: a bug if reached
             raise AssertionError(f"limit {key} spent {count} of {granted} allowed")
         out.tats.append((key[0], key[1], key[2], tat))
-    return out
+        soonest.append(next_start(tat, row.interval, row.burst))
+    return replace(out, retry_at=min(soonest, default=None))
 
+
+def in_force(rate: str | None) -> tuple[float | None, int | None]:
+    """The interval and burst a rate in force is enforced with (``None``: no rate)."""
+    if rate is None:
+        return None, None
+    parsed = check_rate("rate_limit", rate)
+    return parsed.interval_seconds, parsed.burst
+
+
+def describe(
+    r: Any,
+    updated_at: datetime,
+    current_rate: float,
+    loads: list[tuple[str, int, int]],
+    tats: dict[tuple[str, str, str], float],
+    now: float,
+) -> LimitInfo:
+    """A limit's row (scope, name, rate, concurrency, declared rate, declared concurrency,
+    rate_set, concurrency_set, updated_at, last_modified_by) with its load: ``loads`` holds
+    (partition or "", due pending, running) rows."""
+    scope, name, rate, concurrency = r[0], r[1], r[2], r[3]
+    interval, burst = in_force(rate)
+    held = 0
+    for part, due, busy in loads:
+        key = (scope, name, part if scope == "type" else "")
+        capped = concurrency is not None and busy >= concurrency
+        spent = (
+            interval is not None
+            and burst is not None
+            and key in tats
+            and (tats[key] - (burst - 1) * interval > now)
+        )
+        if capped or spent:
+            held += due
+    partitions = [PartitionLoad(p, due, busy) for p, due, busy in loads if p]
+    partitions.sort(key=lambda load: (-load.waiting, -load.running, load.partition))
+    return LimitInfo(
+        scope=scope,
+        name=name,
+        rate_limit=rate,
+        partition_concurrency=concurrency,
+        declared_rate_limit=r[4],
+        declared_partition_concurrency=r[5],
+        rate_set=bool(r[6]),
+        concurrency_set=bool(r[7]),
+        updated_at=updated_at,
+        last_modified_by=r[9],
+        current_rate=round(current_rate, 3),
+        pending=sum(due for _, due, _ in loads),
+        held=held,
+        running=sum(busy for _, _, busy in loads),
+        partitions=len(partitions),
+        top_partitions=tuple(partitions[:TOP_PARTITIONS]),
+    )

@@ -15,6 +15,7 @@ from .jobs import PostgresJobs
 from .leadership import PostgresLeadership
 from .notify import PgNotifier
 from .queues import PostgresQueues
+from .ratelimits import PostgresLimits
 from .reads import PostgresReads
 from .retention import PostgresRetention
 from .schedules import PostgresSchedules
@@ -32,6 +33,7 @@ class PostgresDriver(
     PostgresReads,
     PostgresLeadership,
     PostgresWorkflows,
+    PostgresLimits,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

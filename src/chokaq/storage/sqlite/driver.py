@@ -30,6 +30,7 @@ from ...models import (
     JobView,
     LeaderTerm,
     Lease,
+    LimitInfo,
     Move,
     NewJob,
     Page,
@@ -47,6 +48,7 @@ from ...models import (
     Started,
     Summary,
     Throughput,
+    TypeLimit,
     WorkerControl,
     WorkerInfo,
     WorkflowMember,
@@ -54,10 +56,10 @@ from ...models import (
 from ..checks import UNSET, Edits, QueueLimits
 from ..driver import Driver, Notifier, StorageSettings, UndecodableRow
 from ..graph import Graph
-from . import dlq, jobs, leadership, queues, reads, retention, schedules, workflows
+from . import dlq, jobs, leadership, queues, ratelimits, reads, retention, schedules, workflows
 from .connection import Database, database_path
 from .notify import FileNotifier, broadcast_cancel, broadcast_done, broadcast_jobs
-from .rows import tags_in, ts_now
+from .rows import from_ts, tags_in, ts_now
 
 __all__ = ["SQLiteDriver"]
 
@@ -140,6 +142,20 @@ class SQLiteDriver(Driver):
         return await self._db.call(
             jobs.fetch, worker_id, limit, queues_, exclude_types, start, ts_now(now)
         )
+
+    async def jobs_fetch_limited(
+        self,
+        worker_id: str,
+        limit: int,
+        queues_: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
+        rows, retry_at = await self._db.call(
+            ratelimits.fetch_limited, worker_id, limit, queues_, exclude_types, start, ts_now(now)
+        )
+        return rows, from_ts(retry_at)
 
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
         return await self._db.call(jobs.start_many, leases, ts_now(now))
@@ -235,6 +251,32 @@ class SQLiteDriver(Driver):
 
     async def leadership_get(self, name: str) -> LeaderTerm | None:
         return await self._db.call(leadership.get, name)
+
+    # -- rate limits ------------------------------------------------------------------------
+
+    async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
+        return await self._db.call(ratelimits.active)
+
+    async def limits_declare(self, limits: list[TypeLimit]) -> None:
+        await self._db.call(ratelimits.declare, limits, ts_now(None))
+
+    async def limit_set(
+        self,
+        scope: str,
+        name: str,
+        rate: str | object | None,
+        concurrency: int | object | None,
+        actor: str | None,
+    ) -> LimitInfo:
+        return await self._db.call(
+            ratelimits.set_limit, scope, name, rate, concurrency, actor, ts_now(None)
+        )
+
+    async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
+        return await self._db.call(ratelimits.reset, scope, name, actor, ts_now(None))
+
+    async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
+        return await self._db.call(ratelimits.listed, ts_now(now))
 
     # -- periodic schedules -----------------------------------------------------------------
 

@@ -45,6 +45,7 @@ __all__ = [
     "Counters",
     "Moved",
     "cancel",
+    "claim_ids",
     "dependency_fail",
     "edit_params",
     "enqueue",
@@ -323,7 +324,15 @@ def _fetch(
     if not picked:
         return []
     picked.sort(key=order_key)
-    order = [row["id"] for row in picked[:limit]]
+    return claim_ids(db, worker_id, [row["id"] for row in picked[:limit]], start, now)
+
+
+def claim_ids(
+    db: Database, worker_id: str, order: list[str], start: bool, now: float
+) -> list[ClaimedJob | UndecodableRow]:
+    """Claim the Pending rows ``order`` (in the write transaction), each with a new lease;
+    returned in that order."""
+    conn, q = db.conn, db.q
     claims = json.dumps([[job_id, new_lease_token()] for job_id in order])
     status = JobStatus.PROCESSING if start else JobStatus.FETCHED
     params = {

@@ -1,0 +1,304 @@
+"""Rate limits and partitions on PostgreSQL: the limited claim, declarations, settings, the list.
+
+The limited claim is one transaction: it locks the ``limits`` rows first (every limited claim
+does, in one order, so claims of limited keys take turns across processes and hosts), reads the
+running counts and rate state with the snapshot that follows the lock, reads candidates
+(``FOR UPDATE SKIP LOCKED``), claims what ``chokaq.storage.throttle`` picked and writes what it
+spent. Every decision is the planner's, as on SQLite. Arguments arrive checked; no SQL text.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ...errors import NotFoundError
+from ...models import ClaimedJob, LimitInfo, TypeLimit
+from ..checks import UNSET
+from ..driver import UndecodableRow
+from ..throttle import Candidate, LimitRow, describe, in_force, pick, plan, spend
+from .connection import PostgresCore
+from .rows import claimed_rows
+
+__all__ = ["PostgresLimits"]
+
+RATE_WINDOW_SECONDS = 10.0
+
+
+def _at(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+class PostgresLimits(PostgresCore):
+    """The ``limits`` and ``limit_state`` tables and the limited claim."""
+
+    async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
+        rows = await self._rows("limits_rows")
+        queues = [r[1] for r in rows if r[0] == "queue" and r[2] is not None]
+        types = [r[1] for r in rows if r[0] == "type" and (r[2] is not None or r[4] is not None)]
+        partitioned = [r[0] for r in await self._rows("limits_partitioned_types")]
+        return queues, types, partitioned
+
+    async def jobs_fetch_limited(
+        self,
+        worker_id: str,
+        limit: int,
+        queues: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
+        q = self._q
+        async with self.pool.connection() as conn, conn.transaction():
+
+            async def rows(name: str, params: dict[str, Any]) -> list[Any]:
+                cur = await conn.execute(q[name], params)
+                return await cur.fetchall()
+
+            await conn.execute(
+                q["jobs_fetch_lock"],
+                {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues},
+            )
+            locked = await rows("limits_lock", {"now": now})
+            clock = (await rows("limits_clock", {"now": now}))[0][0]
+            wanted = None if queues is None else set(queues)
+            rooms: dict[str, int] = {}
+            known = set()
+            for name, paused, active_, max_workers, busy in await rows("limits_serving", {}):
+                known.add(name)
+                if (wanted is not None and name not in wanted) or paused or not active_:
+                    continue
+                rooms[name] = (
+                    limit if max_workers is None else max(0, min(limit, max_workers - busy))
+                )
+            for name in wanted or ():
+                if name not in known:
+                    rooms[name] = limit
+            limits = [
+                LimitRow(r[0], r[1], r[2], r[3], r[4], r[5])
+                for r in locked
+                if (r[2] is not None or r[4] is not None or r[0] == "type")
+                and (r[0] == "type" or r[1] in rooms)
+            ]
+            running = {(r[0], r[1]): int(r[2]) for r in await rows("limits_running", {})}
+            tats = {
+                (r[0], r[1], r[2]): float(r[3]) for r in await rows("limits_tats", {"now": clock})
+            }
+            partitioned = [r[0] for r in await rows("limits_partitioned_types", {})]
+            decided = plan(limits, partitioned, running, tats, clock, limit, exclude_types)
+            for name, quota in decided.queue_quota.items():
+                if name in rooms:
+                    rooms[name] = min(rooms[name], quota)
+            serving = [name for name, room in rooms.items() if room > 0]
+            heads: tuple[list[str], list[str | None], list[int]] = ([], [], [])
+            for name in serving:
+                heads[0].append(name)
+                heads[1].append(None)
+                heads[2].append(rooms[name])
+                for type_, quota in decided.plain_quota.items():
+                    if quota > 0 and type_ not in exclude_types:
+                        heads[0].append(name)
+                        heads[1].append(type_)
+                        heads[2].append(min(quota, rooms[name]))
+            candidates: list[Candidate] = []
+            if heads[0]:
+                params = {
+                    "queues": heads[0],
+                    "types": heads[1],
+                    "limits": heads[2],
+                    "exclude": decided.exclude,
+                    "now": now,
+                }
+                for r in await rows("limits_queue_heads", params):
+                    candidates.append(Candidate(r[0], r[1], r[2], None, r[3], r[4], r[5]))
+            for walk in decided.walks if serving else ():
+                walked = [
+                    r[0]
+                    for r in await rows(
+                        "limits_walk",
+                        {
+                            "type": walk.type,
+                            "after": walk.cursor,
+                            "steps": walk.steps,
+                            "before": None,
+                        },
+                    )
+                ]
+                if walk.cursor and len(walked) < walk.steps:
+                    walked += [
+                        r[0]
+                        for r in await rows(
+                            "limits_walk",
+                            {
+                                "type": walk.type,
+                                "after": "",
+                                "steps": walk.steps - len(walked),
+                                "before": walk.cursor,
+                            },
+                        )
+                    ]
+                parts, quotas, ords = [], [], []
+                for order, part in enumerate(walked, 1):
+                    quota = min(walk.quotas.get(part, walk.default), limit)
+                    if quota > 0:
+                        parts.append(part)
+                        quotas.append(quota)
+                        ords.append(order)
+                if not parts:
+                    continue
+                params = {
+                    "type": walk.type,
+                    "parts": parts,
+                    "quotas": quotas,
+                    "ords": ords,
+                    "serving": serving,
+                    "now": now,
+                }
+                for r in await rows("limits_partition_heads", params):
+                    candidates.append(Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]))
+            picked = pick(candidates, decided, rooms, limit)
+            if not picked:
+                return [], _at(decided.retry_at)
+            spent = spend(picked, limits, tats, clock)
+            await conn.execute(
+                q["limits_spend"],
+                {
+                    "scopes": [t[0] for t in spent.tats],
+                    "names": [t[1] for t in spent.tats],
+                    "parts": [t[2] for t in spent.tats],
+                    "tats": [t[3] for t in spent.tats],
+                    "cursor_types": list(spent.cursors),
+                    "cursors": list(spent.cursors.values()),
+                },
+            )
+            cur = await conn.execute(
+                q["limits_claim"],
+                {"ids": [c.id for c in picked], "start": start, "worker_id": worker_id, "now": now},
+            )
+            claimed = await claimed_rows(cur)
+        position = {c.id: i for i, c in enumerate(picked)}
+        claimed.sort(
+            key=lambda job: position[job.id if isinstance(job, ClaimedJob) else job.lease.job_id]
+        )
+        retry = [t for t in (decided.retry_at, spent.retry_at) if t is not None]
+        return claimed, _at(min(retry, default=None))
+
+    # -- declarations and settings ----------------------------------------------------------
+
+    async def _put(
+        self,
+        conn: Any,
+        scope: str,
+        name: str,
+        declared: tuple[str | None, int | None],
+        rate_set: bool,
+        rate: str | None,
+        concurrency_set: bool,
+        concurrency: int | None,
+        actor: str | None,
+    ) -> None:
+        interval, burst = in_force(rate)
+        await conn.execute(
+            self._q["limits_put"],
+            {
+                "scope": scope,
+                "name": name,
+                "declared_rate": declared[0],
+                "declared_concurrency": declared[1],
+                "rate_set": rate_set,
+                "concurrency_set": concurrency_set,
+                "rate": rate,
+                "interval": interval,
+                "burst": burst,
+                "concurrency": concurrency,
+                "actor": actor,
+            },
+        )
+        # Wake every worker: a limit raised or cleared lets held jobs start now.
+        await conn.execute(self._q["limits_notify"], {"channel": self.channel})
+
+    async def _get(self, conn: Any, scope: str, name: str) -> Any:
+        cur = await conn.execute(self._q["limits_get"], {"scope": scope, "name": name})
+        return await cur.fetchone()
+
+    async def limits_declare(self, limits: list[TypeLimit]) -> None:
+        async with self.pool.connection() as conn, conn.transaction():
+            for limit in sorted(limits, key=lambda item: item.type):
+                row = await self._get(conn, "type", limit.type)
+                rate_set = bool(row and row[6])
+                concurrency_set = bool(row and row[7])
+                await self._put(
+                    conn,
+                    "type",
+                    limit.type,
+                    (limit.rate_limit, limit.partition_concurrency),
+                    rate_set,
+                    row[2] if rate_set else limit.rate_limit,
+                    concurrency_set,
+                    row[3] if concurrency_set else limit.partition_concurrency,
+                    None,
+                )
+
+    async def limit_set(
+        self,
+        scope: str,
+        name: str,
+        rate: str | object | None,
+        concurrency: int | object | None,
+        actor: str | None,
+    ) -> LimitInfo:
+        async with self.pool.connection() as conn, conn.transaction():
+            row = await self._get(conn, scope, name)
+            await self._put(
+                conn,
+                scope,
+                name,
+                (row[4], row[5]) if row else (None, None),
+                bool(row and row[6]) or rate is not UNSET,
+                (row[2] if row else None) if rate is UNSET else rate,  # type: ignore[arg-type]
+                bool(row and row[7]) or concurrency is not UNSET,
+                (row[3] if row else None) if concurrency is UNSET else concurrency,  # type: ignore[arg-type]
+                actor,
+            )
+        return (await self._listed(None, (scope, name)))[0]
+
+    async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
+        async with self.pool.connection() as conn, conn.transaction():
+            row = await self._get(conn, scope, name)
+            if row is None:
+                raise NotFoundError(f"no limit for {scope} {name!r}")
+            await self._put(
+                conn, scope, name, (row[4], row[5]), False, row[4], False, row[5], actor
+            )
+        return (await self._listed(None, (scope, name)))[0]
+
+    async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
+        return await self._listed(now, None)
+
+    async def _listed(self, now: datetime | None, only: tuple[str, str] | None) -> list[LimitInfo]:
+        async with self.pool.connection() as conn:
+
+            async def rows(name: str, params: dict[str, Any]) -> list[Any]:
+                cur = await conn.execute(self._q[name], params)
+                return await cur.fetchall()
+
+            clock = (await rows("limits_clock", {"now": now}))[0][0]
+            if only is None:
+                found = await rows("limits_all", {})
+            else:
+                found = [r for r in [await self._get(conn, *only)] if r is not None]
+            tats = {
+                (r[0], r[1], r[2]): float(r[3]) for r in await rows("limits_tats", {"now": clock})
+            }
+            out = []
+            for r in found:
+                scope, name = r[0], r[1]
+                params = {"since": clock - RATE_WINDOW_SECONDS, "scope": scope, "name": name}
+                started = (await rows("limits_load_started", params))[0][0]
+                params = {"now": clock, "scope": scope, "name": name}
+                loads = [
+                    (p, int(d), int(b)) for p, d, b in await rows("limits_load_pending", params)
+                ]
+                out.append(describe(r, r[8], started / RATE_WINDOW_SECONDS, loads, tats, clock))
+            await conn.rollback()
+        return out

@@ -1,0 +1,319 @@
+"""Rate limits and partitions on SQLite: the limited claim, declarations, settings, the list.
+
+The limited claim runs in one write transaction (``BEGIN IMMEDIATE``): the write lock is what
+makes claims of a limited key take turns, across processes. Every decision is
+``chokaq.storage.throttle``'s; this module reads its inputs and writes what it decided. Runs on
+the connection's thread; arguments arrive checked; no SQL text here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import NotFoundError
+from ...models import ClaimedJob, LimitInfo, TypeLimit
+from ..checks import UNSET
+from ..driver import UndecodableRow
+from ..throttle import Candidate, LimitRow, describe, in_force, pick, plan, spend
+from .connection import Database
+from .jobs import claim_ids
+from .rows import from_ts
+
+__all__ = [
+    "RATE_WINDOW_SECONDS",
+    "active",
+    "declare",
+    "fetch_limited",
+    "listed",
+    "reset",
+    "set_limit",
+    "tidy",
+]
+
+RATE_WINDOW_SECONDS = 10.0
+# The most partitioned types a claim walks (a skip scan step each to find them).
+MAX_WALKED_TYPES = 1000
+
+
+def _partitioned_types(db: Database) -> list[str]:
+    found: list[str] = []
+    after = ""
+    while len(found) < MAX_WALKED_TYPES:
+        row = db.conn.execute(db.q["limits_next_partitioned_type"], {"after": after}).fetchone()
+        if row is None or row[0] is None:
+            break
+        found.append(row[0])
+        after = row[0]
+    return found
+
+
+def active(db: Database) -> tuple[list[str], list[str], list[str]]:
+    def run() -> tuple[list[str], list[str], list[str]]:
+        rows = db.conn.execute(db.q["limits_rows"]).fetchall()
+        queues = [r[1] for r in rows if r[0] == "queue" and r[2] is not None]
+        types = [r[1] for r in rows if r[0] == "type" and (r[2] is not None or r[4] is not None)]
+        return queues, types, _partitioned_types(db)
+
+    return db.read(run)
+
+
+def _limit_rows(db: Database) -> list[LimitRow]:
+    return [
+        LimitRow(r[0], r[1], r[2], r[3], r[4], r[5])
+        for r in db.conn.execute(db.q["limits_rows"]).fetchall()
+        if r[2] is not None or r[4] is not None or r[0] == "type"
+    ]
+
+
+def _walk(db: Database, type_: str, cursor: str, steps: int) -> list[str]:
+    """Up to ``steps`` partitions of ``type_`` with pending jobs: those after ``cursor``,
+    then from the first up to it."""
+    q, conn = db.q["limits_next_partition"], db.conn
+    found: list[str] = []
+    after = cursor
+    while len(found) < steps:
+        row = conn.execute(q, {"type": type_, "after": after}).fetchone()
+        if row is None or row[0] is None:
+            break
+        found.append(row[0])
+        after = row[0]
+    after = ""
+    while cursor and len(found) < steps:
+        row = conn.execute(q, {"type": type_, "after": after}).fetchone()
+        if row is None or row[0] is None or row[0] > cursor:
+            break
+        found.append(row[0])
+        after = row[0]
+    return found
+
+
+def fetch_limited(
+    db: Database,
+    worker_id: str,
+    limit: int,
+    queues: Sequence[str] | None,
+    exclude_types: Sequence[str],
+    start: bool,
+    now: float,
+) -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
+    def run() -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
+        conn, q = db.conn, db.q
+        wanted = None if queues is None else set(queues)
+        rooms: dict[str, int] = {}
+        known = set()
+        for name, paused, active_, max_workers, busy in conn.execute(q["limits_serving"]):
+            known.add(name)
+            if (wanted is not None and name not in wanted) or paused or not active_:
+                continue
+            rooms[name] = limit if max_workers is None else max(0, min(limit, max_workers - busy))
+        for name in wanted or ():
+            if name not in known:
+                rooms[name] = limit  # a queue without a row counts as active and unpaused
+        limits = [row for row in _limit_rows(db) if row.scope == "type" or row.name in rooms]
+        running = {(r[0], r[1]): int(r[2]) for r in conn.execute(q["limits_running"]).fetchall()}
+        tats = {
+            (r[0], r[1], r[2]): float(r[3])
+            for r in conn.execute(q["limits_tats"], {"now": now}).fetchall()
+        }
+        decided = plan(limits, _partitioned_types(db), running, tats, now, limit, exclude_types)
+        for name, quota in decided.queue_quota.items():
+            if name in rooms:
+                rooms[name] = min(rooms[name], quota)
+        serving = [name for name, room in rooms.items() if room > 0]
+        candidates: list[Candidate] = []
+        exclude = json.dumps(decided.exclude)
+        for name in serving:
+            params = {"queue": name, "now": now, "exclude": exclude, "limit": rooms[name]}
+            for r in conn.execute(q["limits_queue_head"], params).fetchall():
+                candidates.append(Candidate(r[0], r[1], r[2], None, r[3], r[4], r[5]))
+            for type_, quota in decided.plain_quota.items():
+                if quota <= 0 or type_ in exclude_types:
+                    continue
+                params = {
+                    "queue": name,
+                    "type": type_,
+                    "now": now,
+                    "limit": min(quota, rooms[name]),
+                }
+                for r in conn.execute(q["limits_type_head"], params).fetchall():
+                    candidates.append(Candidate(r[0], r[1], r[2], None, r[3], r[4], r[5]))
+        served = json.dumps(serving)
+        for walk in decided.walks if serving else ():
+            for order, partition in enumerate(_walk(db, walk.type, walk.cursor, walk.steps), 1):
+                quota = min(walk.quotas.get(partition, walk.default), limit)
+                if quota <= 0:
+                    continue
+                params = {
+                    "type": walk.type,
+                    "partition": partition,
+                    "now": now,
+                    "queues": served,
+                    "limit": quota,
+                }
+                for r in conn.execute(q["limits_partition_head"], params).fetchall():
+                    candidates.append(
+                        Candidate(r[0], r[1], r[2], partition, r[3], r[4], r[5], order)
+                    )
+        picked = pick(candidates, decided, rooms, limit)
+        if not picked:
+            return [], decided.retry_at
+        spent = spend(picked, limits, tats, now)
+        for scope, name, partition, tat in spent.tats:
+            conn.execute(
+                q["limits_spend_tat"],
+                {"scope": scope, "name": name, "partition": partition, "tat": tat},
+            )
+        for name, cursor in spent.cursors.items():
+            conn.execute(q["limits_spend_cursor"], {"name": name, "cursor": cursor, "now": now})
+        retry = [t for t in (decided.retry_at, spent.retry_at) if t is not None]
+        return claim_ids(db, worker_id, [c.id for c in picked], start, now), min(
+            retry, default=None
+        )
+
+    return db.write(run)
+
+
+# -- declarations and settings --------------------------------------------------------------
+
+
+def _row(db: Database, scope: str, name: str) -> Any:
+    return db.conn.execute(db.q["limits_get"], {"scope": scope, "name": name}).fetchone()
+
+
+def _put(
+    db: Database,
+    scope: str,
+    name: str,
+    declared: tuple[str | None, int | None],
+    rate_set: bool,
+    rate: str | None,
+    concurrency_set: bool,
+    concurrency: int | None,
+    actor: str | None,
+    now: float,
+) -> None:
+    interval, burst = in_force(rate)
+    db.conn.execute(
+        db.q["limits_put"],
+        {
+            "scope": scope,
+            "name": name,
+            "declared_rate": declared[0],
+            "declared_concurrency": declared[1],
+            "rate_set": int(rate_set),
+            "concurrency_set": int(concurrency_set),
+            "rate": rate,
+            "interval": interval,
+            "burst": burst,
+            "concurrency": concurrency,
+            "now": now,
+            "actor": actor,
+        },
+    )
+
+
+def declare(db: Database, limits: Sequence[TypeLimit], now: float) -> None:
+    def run() -> None:
+        for limit in limits:
+            row = _row(db, "type", limit.type)
+            rate_set = bool(row and row[6])
+            concurrency_set = bool(row and row[7])
+            _put(
+                db,
+                "type",
+                limit.type,
+                (limit.rate_limit, limit.partition_concurrency),
+                rate_set,
+                row[2] if rate_set else limit.rate_limit,
+                concurrency_set,
+                row[3] if concurrency_set else limit.partition_concurrency,
+                None,
+                now,
+            )
+
+    db.write(run)
+
+
+def set_limit(
+    db: Database,
+    scope: str,
+    name: str,
+    rate: object,
+    concurrency: object,
+    actor: str | None,
+    now: float,
+) -> LimitInfo:
+    def run() -> None:
+        row = _row(db, scope, name)
+        declared = (row[4], row[5]) if row else (None, None)
+        rate_set = bool(row and row[6]) or rate is not UNSET
+        concurrency_set = bool(row and row[7]) or concurrency is not UNSET
+        _put(
+            db,
+            scope,
+            name,
+            declared,
+            rate_set,
+            (row[2] if row else None) if rate is UNSET else rate,  # type: ignore[arg-type]
+            concurrency_set,
+            (row[3] if row else None) if concurrency is UNSET else concurrency,  # type: ignore[arg-type]
+            actor,
+            now,
+        )
+
+    db.write(run)
+    return listed(db, now, (scope, name))[0]
+
+
+def reset(db: Database, scope: str, name: str, actor: str | None, now: float) -> LimitInfo:
+    def run() -> bool:
+        row = _row(db, scope, name)
+        if row is None:
+            return False
+        _put(db, scope, name, (row[4], row[5]), False, row[4], False, row[5], actor, now)
+        return True
+
+    if not db.write(run):
+        raise NotFoundError(f"no limit for {scope} {name!r}")
+    return listed(db, now, (scope, name))[0]
+
+
+# -- the list --------------------------------------------------------------------------------
+
+
+def listed(db: Database, now: float, only: tuple[str, str] | None = None) -> list[LimitInfo]:
+    def run() -> list[LimitInfo]:
+        conn, q = db.conn, db.q
+        if only is None:
+            rows = conn.execute(q["limits_all"]).fetchall()
+        else:
+            rows = [r for r in [_row(db, *only)] if r is not None]
+        tats = {
+            (r[0], r[1], r[2]): float(r[3])
+            for r in conn.execute(q["limits_tats"], {"now": now}).fetchall()
+        }
+        out = []
+        for r in rows:
+            scope, name = r[0], r[1]
+            started = conn.execute(
+                q["limits_load_started"],
+                {"since": now - RATE_WINDOW_SECONDS, "scope": scope, "name": name},
+            ).fetchone()[0]
+            loads = [
+                (part, int(due or 0), int(busy or 0))
+                for part, due, busy in conn.execute(
+                    q["limits_load_pending"], {"now": now, "scope": scope, "name": name}
+                ).fetchall()
+            ]
+            moment = from_ts(r[8])
+            assert moment is not None
+            out.append(describe(r, moment, started / RATE_WINDOW_SECONDS, loads, tats, now))
+        return out
+
+    return db.read(run)
+
+
+def tidy(db: Database, before: float) -> int:
+    return db.write(lambda: db.conn.execute(db.q["limit_state_tidy"], {"before": before}).rowcount)
