@@ -33,10 +33,12 @@ from .models import (
 from .payloads import encode_payload, tags_option
 from .periodic import Timing, check_misfire
 from .portal import Portal, abandon
+from .rates import check_rate
 from .results import ResultWaiter, value_of
 from .runtime.host import Middleware
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
+from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ OPTION_NAMES = frozenset(
         "max_attempts",
         "timeout",
         "after",
+        "partition",
         "connection",
     }
 )
@@ -97,6 +100,7 @@ class _Options:
     max_attempts: int | None = None
     timeout: float | None = None
     after: Iterable[NewJob | str] | None = None
+    partition: str | None = None
 
 
 _NO_OPTIONS = _Options()
@@ -153,6 +157,8 @@ class JobHandle(Generic[P, R]):
     signature: inspect.Signature = field(repr=False)
     context_param: str | None = None
     is_async: bool = True
+    rate_limit: str | None = None  # per partition value for a job that has one
+    partition_concurrency: int | None = None
     _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
     _required: frozenset[str] = field(default=frozenset(), repr=False)
     # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
@@ -234,6 +240,7 @@ class JobHandle(Generic[P, R]):
             timeout_seconds=options.timeout,
             id=job_id,
             after=parent_ids(options.after),
+            partition=options.partition,
         )
 
     async def enqueue(self, *args: Any, **kwargs: Any) -> JobId:
@@ -331,6 +338,8 @@ class App:
         priority: int = 10,
         max_attempts: int | None = None,
         timeout: float | None = None,
+        rate_limit: str | None = None,
+        partition_concurrency: int | None = None,
     ) -> Callable[[Callable[P, R]], JobHandle[P, R]]: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
@@ -343,14 +352,23 @@ class App:
         priority: int = 10,
         max_attempts: int | None = None,
         timeout: float | None = None,
+        rate_limit: str | None = None,
+        partition_concurrency: int | None = None,
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
         ``name`` is the persisted type key (default: the function's name); ``timeout`` is the
         execution timeout in seconds (default: the worker's); ``max_attempts`` counts executions
-        (1 to 1000, else ``ValidationError``).
+        (1 to 1000, else ``ValidationError``). ``rate_limit`` ("10/s", "5/m", "100/h") and
+        ``partition_concurrency`` (running jobs at most) hold across every worker process and
+        host, per partition value for a job enqueued with ``partition=``; the workers that
+        serve the type record them in the store, where operators can override them
+        (``chokaq limits set``, The Deck).
         """
         check_max_attempts("max_attempts", max_attempts)
+        if rate_limit is not None:
+            rate_limit = str(check_rate("rate_limit", rate_limit))
+        check_concurrency("partition_concurrency", partition_concurrency)
 
         def register(fn: Callable[P, R]) -> JobHandle[P, R]:
             key = name or fn.__name__
@@ -382,6 +400,8 @@ class App:
                 signature=signature,
                 context_param=context_param,
                 is_async=inspect.iscoroutinefunction(fn),
+                rate_limit=rate_limit,
+                partition_concurrency=partition_concurrency,
             )
             self.handlers[key] = handle
             return handle

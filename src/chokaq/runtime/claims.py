@@ -51,6 +51,8 @@ class Claims:
         self.registry = registry
         self.worker_id = worker_id
         self.launch = launch
+        # When a rate limit that held jobs back in the last claim allows the next start.
+        self.retry_at: datetime | None = None
 
     async def claim(self, free: int) -> int:
         """Start buffered jobs, then claim more straight into Processing (up to ``free`` in
@@ -64,15 +66,18 @@ class Claims:
             if started:
                 await asyncio.sleep(0)  # let them begin first: see below
         got = 0
+        self.retry_at = None
         if free > 0:
             sent = time.monotonic()  # before the statement: each claim is proven from here
-            jobs = await backend.jobs_fetch(
+            claim = await backend.jobs_claim(
                 worker_id=self.worker_id,
                 limit=free,
                 queues=self.settings.queues,
                 exclude_types=self.circuits.blocked(),
                 start=True,
             )
+            jobs = claim.jobs
+            self.retry_at = claim.retry_at
             for job in jobs:
                 self.launch(job, sent)
             got = len(jobs)

@@ -39,7 +39,12 @@ class PipeHandler(Protocol):
 
 
 class JobHandler(PipeHandler, Protocol):
-    """What the executor needs of a typed handler (``chokaq.app.JobHandle`` is one)."""
+    """What the executor needs of a typed handler (``chokaq.app.JobHandle`` is one), and the
+    limits the worker records for its type."""
+
+    name: str
+    rate_limit: str | None
+    partition_concurrency: int | None
 
     def misfit(self, arguments: Mapping[str, Any]) -> str | None: ...
 

@@ -31,6 +31,7 @@ from ..models import (
     ClaimedJob,
     Move,
     RetryMove,
+    TypeLimit,
     WorkerInfo,
 )
 from .burst import BurstWatch, Leftover
@@ -202,6 +203,7 @@ class Worker(Generic[H]):
                 level=WARNING,
                 worker_id=self.id,
             )
+        await self._declare_limits(backend)
         self.unhandled = Unhandled(settings.unknown_type_grace_seconds, self.id)
         verbose = logger.isEnabledFor(10)
         self.finalizer = Finalizer(
@@ -292,6 +294,23 @@ class Worker(Generic[H]):
             if owns_app:
                 await self.app.close()
 
+    async def _declare_limits(self, backend: Any) -> None:
+        """Record the rate limits and partition caps this app's handlers declare (each type
+        it serves; a type declaring none clears an earlier declaration)."""
+        declared = [
+            TypeLimit(handle.name, handle.rate_limit, handle.partition_concurrency)
+            for handle in self.app.handlers.values()
+        ]
+        try:
+            await backend.limits_declare(limits=declared)
+        except StorageError as exc:  # the claim enforces what is stored; say it and go on
+            log_event(
+                Event.WORKER_LIMITS_NOT_DECLARED,
+                "could not record the declared rate limits; the stored ones stay in force",
+                level=WARNING,
+                error=str(exc),
+            )
+
     def _poll_interval(self, notifier_ok: bool) -> float:
         if self.settings.poll_interval_seconds is not None:
             return self.settings.poll_interval_seconds
@@ -341,7 +360,11 @@ class Worker(Generic[H]):
                 continue
             # Only a backend that notifies across processes lets an idle worker sleep long.
             healthy = notifier is not None and notifier.healthy and notifier.cross_process
-            await self._wait(self._wake, self._poll_interval(healthy))
+            wait = self._poll_interval(healthy)
+            retry_at = self.claims.retry_at
+            if retry_at is not None:  # a rate held jobs back: come back when it allows one
+                wait = min(wait, max(0.001, retry_at.timestamp() - time.time()))
+            await self._wait(self._wake, wait)
 
     async def _release(self, jobs: list[ClaimedJob]) -> None:
         await release(self.app.backend, jobs, worker_id=self.id)
