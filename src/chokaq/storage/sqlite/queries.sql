@@ -103,7 +103,7 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS t
 WHERE {p}jobs_hot.id = c.id AND {p}jobs_hot.status = 0
 RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_attempts,
           timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
-          last_error, trace_context, worker_id, lease_token, parents_left
+          last_error, trace_context, worker_id, lease_token, parents_left, partition_key
 
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
@@ -111,7 +111,7 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.status, h.attempt_count,
        h.max_attempts, h.timeout_seconds, h.idempotency_key, h.created_at, h.scheduled_at,
        h.started_at, h.created_by, h.last_error, h.trace_context, h.worker_id, h.lease_token,
-       h.parents_left
+       h.parents_left, h.partition_key
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
       FROM json_each(:claims)) AS c
 JOIN {p}jobs_hot h ON h.id = c.id AND h.lease_token = c.token AND h.worker_id = :worker_id
