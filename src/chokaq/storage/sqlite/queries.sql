@@ -426,6 +426,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:status IS NULL OR status = :status)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
@@ -437,12 +438,13 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
        max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
-       cancel_requested_at, cancelled_by, parents_left
+       cancel_requested_at, cancelled_by, parents_left, partition_key
 FROM {p}jobs_hot
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:status IS NULL OR status = :status)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
@@ -457,6 +459,7 @@ SELECT count(*) FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 
@@ -465,6 +468,7 @@ SELECT * FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 ORDER BY {order}
@@ -476,6 +480,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 
@@ -485,6 +490,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 ORDER BY failed_at DESC, id DESC
@@ -496,6 +502,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 ORDER BY {order}

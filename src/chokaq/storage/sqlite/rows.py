@@ -226,6 +226,8 @@ def _job_view(
         extra["status"] = JobStatus(row["status"])
     if "failure_reason" in keys and row["failure_reason"] is not None:
         extra["failure_reason"] = FailureReason(row["failure_reason"])
+    if "partition_key" in keys:
+        extra["partition"] = plain("partition", row["partition_key"])
     return JobView(
         pillar=pillar,
         id=row["id"],
