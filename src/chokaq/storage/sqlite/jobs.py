@@ -241,6 +241,7 @@ def _enqueue_rows(
                 "trace_context": job.trace_context,
                 "parents_left": waits.get(ids[i]),
                 "children": children.get(ids[i]),
+                "partition": job.partition,
             }
         )
     return ids, rows, first_by_key

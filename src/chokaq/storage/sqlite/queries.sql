@@ -29,12 +29,12 @@ INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context,
-    parents_left, children
+    parents_left, children, partition_key
 ) VALUES (
     :id, :queue, :type, :payload, :tags, :idempotency_key, :priority,
     CASE WHEN :parents_left > 0 THEN 3 ELSE 0 END, 0,
     :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context,
-    :parents_left, :children
+    :parents_left, :children, :partition
 )
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
@@ -103,7 +103,7 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS t
 WHERE {p}jobs_hot.id = c.id AND {p}jobs_hot.status = 0
 RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_attempts,
           timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
-          last_error, trace_context, worker_id, lease_token, parents_left
+          last_error, trace_context, worker_id, lease_token, parents_left, partition_key
 
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
@@ -111,7 +111,7 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.status, h.attempt_count,
        h.max_attempts, h.timeout_seconds, h.idempotency_key, h.created_at, h.scheduled_at,
        h.started_at, h.created_by, h.last_error, h.trace_context, h.worker_id, h.lease_token,
-       h.parents_left
+       h.parents_left, h.partition_key
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
       FROM json_each(:claims)) AS c
 JOIN {p}jobs_hot h ON h.id = c.id AND h.lease_token = c.token AND h.worker_id = :worker_id
@@ -153,11 +153,11 @@ RETURNING queue
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
-    result, result_error
+    result, result_error, partition_key
 )
 SELECT id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
        worker_id, created_by, last_modified_by, created_at, started_at, :now, :duration,
-       :result, :result_error
+       :result, :result_error, partition_key
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -165,12 +165,12 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children
+    started_at, failed_at, duration_seconds, children, partition_key
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration, children
+       started_at, :now, :duration, children, partition_key
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -183,11 +183,11 @@ RETURNING queue, waited, children
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children
+    started_at, failed_at, duration_seconds, children, partition_key
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL, children
+       created_at, started_at, :now, NULL, children, partition_key
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
@@ -263,14 +263,14 @@ WHERE id = :id
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    last_modified_by, last_error, parents_left, children
+    last_modified_by, last_error, parents_left, children, partition_key
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
        max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error,
        CASE WHEN EXISTS (SELECT 1 FROM {p}job_edges e WHERE e.child_id = {p}jobs_dlq.id)
             THEN 0 END,
-       children
+       children, partition_key
 FROM {p}jobs_dlq
 WHERE id = :id
 ON CONFLICT DO NOTHING
@@ -426,6 +426,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:status IS NULL OR status = :status)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
@@ -437,12 +438,13 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
        max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
-       cancel_requested_at, cancelled_by, parents_left
+       cancel_requested_at, cancelled_by, parents_left, partition_key
 FROM {p}jobs_hot
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:status IS NULL OR status = :status)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
@@ -457,6 +459,7 @@ SELECT count(*) FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 
@@ -465,6 +468,7 @@ SELECT * FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 ORDER BY {order}
@@ -476,6 +480,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 
@@ -485,6 +490,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 ORDER BY failed_at DESC, id DESC
@@ -496,6 +502,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 ORDER BY {order}
@@ -607,12 +614,12 @@ ROLLBACK TO SAVEPOINT batch
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
-    result, result_error
+    result, result_error, partition_key
 )
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count, h.max_attempts,
        h.timeout_seconds, h.worker_id, h.created_by, h.last_modified_by, h.created_at,
        h.started_at, :now, json_extract(m.value, '$[3]'), json_extract(m.value, '$[4]'),
-       json_extract(m.value, '$[5]')
+       json_extract(m.value, '$[5]'), h.partition_key
 FROM json_each(:moves) AS m
 JOIN {p}jobs_hot AS h ON h.id = json_extract(m.value, '$[0]')
 WHERE h.worker_id = json_extract(m.value, '$[1]')
@@ -857,11 +864,11 @@ RETURNING queue, status
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children
+    started_at, failed_at, duration_seconds, children, partition_key
 )
 SELECT id, queue, type, payload, tags, priority, 11, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL, children
+       created_at, started_at, :now, NULL, children, partition_key
 FROM {p}jobs_hot
 WHERE id = :id AND status = 3
 

@@ -72,6 +72,7 @@ def filter_params(filter: JobFilter) -> dict[str, object]:
         "ids": None if filter.ids is None else json.dumps(list(filter.ids)),
         "search": _like(search) if search else None,
         "blocked": None if filter.blocked is None else int(filter.blocked),
+        "partition": filter.partition,
     }
 
 

@@ -125,6 +125,7 @@ def claimed_job(row: sqlite3.Row) -> ClaimedJob:
         trace_context=_value(row, "trace_context", _TEXT),
         lease=Lease(job_id=job_id, worker_id=row["worker_id"], token=row["lease_token"]),
         has_parents=row["parents_left"] is not None,
+        partition=_value(row, "partition_key", _TEXT),
     )
 
 
@@ -225,6 +226,8 @@ def _job_view(
         extra["status"] = JobStatus(row["status"])
     if "failure_reason" in keys and row["failure_reason"] is not None:
         extra["failure_reason"] = FailureReason(row["failure_reason"])
+    if "partition_key" in keys:
+        extra["partition"] = plain("partition", row["partition_key"])
     return JobView(
         pillar=pillar,
         id=row["id"],
