@@ -40,6 +40,7 @@ from chokaq.models import (
     RetryMove,
     ScheduleDeclaration,
     SucceedMove,
+    TypeLimit,
     WorkerInfo,
 )
 from chokaq.storage import UNSET, Backend, create_backend
@@ -890,6 +891,28 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("unknown", lambda b, s: b.queue_activate(name="nope", active=False, create=False)),
         ("ok", lambda b, s: b.queue_activate(name="q", active=False)),
         ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
+    ],
+    "limits_declare": [
+        ("bad rate", lambda b, s: b.limits_declare(limits=[TypeLimit("t", "10/d")])),
+        ("zero cap", lambda b, s: b.limits_declare(limits=[TypeLimit("t", None, 0)])),
+        ("ok", lambda b, s: b.limits_declare(limits=[TypeLimit("t", "2/s", 1)])),
+        ("list", lambda b, s: b.limits_list(now=at(10))),
+    ],
+    "limit_set": [
+        ("bad scope", lambda b, s: b.limit_set(scope="job", name="q", rate_limit="1/s")),
+        ("queue cap", lambda b, s: b.limit_set(scope="queue", name="q", partition_concurrency=1)),
+        ("ok", lambda b, s: b.limit_set(scope="queue", name="q", rate_limit="1/s", actor="ops")),
+        ("claim", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
+        ("held", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10.5))),
+    ],
+    "limit_reset": [
+        ("missing", lambda b, s: b.limit_reset(scope="type", name="nothing")),
+        ("blank", lambda b, s: b.limit_reset(scope="type", name="")),
+    ],
+    "limits_list": [("empty", lambda b, s: b.limits_list(now=at(10)))],
+    "jobs_claim": [
+        ("zero", lambda b, s: b.jobs_claim(worker_id="w2", limit=0)),
+        ("some", lambda b, s: b.jobs_claim(worker_id="w2", limit=2, queues=["q"], now=at(10))),
     ],
     "queue_configure": [
         ("workers 0", lambda b, s: b.queue_configure(name="q", max_workers=0)),
