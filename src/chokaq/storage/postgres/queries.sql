@@ -85,9 +85,17 @@ clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
 
+-- name: fragment_enqueue_columns
+-- The columns of an enqueue insert, in the order fragment_enqueue_rows gives them.
+INSERT INTO {schema}.jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
+    trace_context, parents_left, children
+)
+
 -- name: fragment_enqueue_rows
--- The hot rows of the batch's jobs (the columns of an enqueue insert, in order): a job with
--- parents still to succeed waits (status 3).
+-- The hot rows of the batch's jobs (fragment_enqueue_columns): a job with parents still to
+-- succeed waits (status 3).
 SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
        CASE WHEN i.parents_left > 0 THEN 3 ELSE 0 END, 0,
        i.max_attempts, i.timeout_seconds,
@@ -102,11 +110,7 @@ FROM input i CROSS JOIN clock c
 -- probe and a confirm record per row) and returns only their count. Every queue that got a job
 -- is notified; the notification is delivered when the transaction commits.
 keyed AS (
-    INSERT INTO {schema}.jobs_hot (
-        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, children
-    )
+-- include: fragment_enqueue_columns
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NOT NULL
     ORDER BY i.idempotency_key
@@ -114,11 +118,7 @@ keyed AS (
     RETURNING id, queue
 ),
 plain AS (
-    INSERT INTO {schema}.jobs_hot (
-        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, children
-    )
+-- include: fragment_enqueue_columns
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NULL
     RETURNING queue
@@ -161,11 +161,7 @@ WITH
 -- include: fragment_enqueue_input
 ,
 plain AS (
-    INSERT INTO {schema}.jobs_hot (
-        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, children
-    )
+-- include: fragment_enqueue_columns
 -- include: fragment_enqueue_rows
     RETURNING 1
 ),
@@ -336,12 +332,20 @@ WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.toke
   AND h.status = 1
 RETURNING h.id::text
 
+-- name: fragment_kept_columns
+-- The columns a row keeps unchanged when it leaves hot for the archive or the DLQ, named alike
+-- in all three tables: one list for both the INSERT's columns and its SELECT from ``done``
+-- (unqualified there: nothing ``done`` is joined with may have a column of these names).
+id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
+worker_id, created_by, created_at, started_at
+
 -- name: fragment_dlq_insert
--- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel).
+-- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
+-- dependency failures): the kept ones, then those its SELECT gives in this order.
 INSERT INTO {schema}.jobs_dlq (
-    id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
-    max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-    created_at, started_at, failed_at, duration_seconds, children
+-- include: fragment_kept_columns
+    , failure_reason, error, last_modified_by, cancelled_by, failed_at, duration_seconds,
+    children
 )
 
 -- name: fragment_failed_counts
@@ -429,18 +433,14 @@ told AS MATERIALIZED (
     SELECT pg_notify(%(channel)s, 'd:' || d.id::text) FROM done d WHERE d.waited
 )
 
--- name: fragment_finalize_input
--- The moves of a batch, as one JSON array of rows with short keys: for a batch of a few moves
--- that is several times cheaper to send from Python than binary arrays, and the statements
--- must fit the driver's cache of 4096 bytes. The keys (``jobs._finalize_params``): i id, w
--- worker, t lease token, k kind (0 succeed, 1 fail, 2 retry), du duration, r reason, e error,
--- a actor, ra run_at, dl delay, rf refund the attempt, cr count the retry, rs result, re why
--- the result was not kept. Keys left out read as NULL.
-WITH v AS (
-    SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, ra timestamptz,
-             dl float8, rf bool, cr bool, rs text, re text)
-),
+-- name: fragment_finalize_clock
+-- The clock of a finalize. Its moves (``v``) come as one JSON array of rows with short keys:
+-- for a batch of a few moves that is several times cheaper to send from Python than binary
+-- arrays, and the statements must fit the driver's cache of 4096 bytes. The keys
+-- (``jobs._finalize_params``): i id, w worker, t lease token, k kind (0 succeed, 1 fail,
+-- 2 retry), du duration, r reason, e error, a actor, ra run_at, dl delay, rf refund the
+-- attempt, cr count the retry, rs result, re why the result was not kept. Keys left out read
+-- as NULL; each statement declares only the keys it reads (json_to_recordset skips the rest).
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
@@ -450,7 +450,11 @@ clock AS MATERIALIZED (
 -- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
 -- parent succeeded are released (fragment_release_children), and waiters are told. Every move
 -- is guarded by its lease; a stale one matches nothing. (Retry moves: jobs_finalize_retry.)
--- include: fragment_finalize_input
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, rs text, re text)
+),
+-- include: fragment_finalize_clock
 ,
 done AS (
     DELETE FROM {schema}.jobs_hot h
@@ -461,21 +465,20 @@ done AS (
 ),
 archived AS (
     INSERT INTO {schema}.jobs_archive (
-        id, queue, type, payload, tags, priority, attempt_count, max_attempts,
-        timeout_seconds, worker_id, created_by, last_modified_by, created_at, started_at,
-        finished_at, duration_seconds, result, result_error
+-- include: fragment_kept_columns
+        , last_modified_by, finished_at, duration_seconds, result, result_error
     )
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.attempt_count,
-           d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by, d.last_modified_by,
-           d.created_at, d.started_at, k.now, d.du, d.rs, d.re
+    SELECT
+-- include: fragment_kept_columns
+           , d.last_modified_by, k.now, d.du, d.rs, d.re
     FROM done d, clock k
     WHERE d.k = 0
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.r, d.e,
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du, d.children
+    SELECT
+-- include: fragment_kept_columns
+           , d.r, d.e, d.last_modified_by, d.a, k.now, d.du, d.children
     FROM done d, clock k
     WHERE d.k = 1
 ),
@@ -519,7 +522,11 @@ SELECT NULL FROM woke
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
 -- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
--- include: fragment_finalize_input
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, e text, ra timestamptz, dl float8, rf bool, cr bool)
+),
+-- include: fragment_finalize_clock
 ,
 retried AS (
     UPDATE {schema}.jobs_hot h
@@ -589,11 +596,12 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
            'Zombie: heartbeat expired (no heartbeat for more than '
                || d.timeout::numeric::text || ' s)',
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.children
+           d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -718,10 +726,10 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
-           'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
-           d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
-           d.started_at, k.now, NULL, d.children
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason, 'Cancelled by ' || %(actor)s::text, %(actor)s, %(actor)s,
+           k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -1486,10 +1494,11 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
            'Dependency failed: parent ' || d.parent::text || ' was purged from the DLQ',
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.children
+           d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -1587,11 +1596,12 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
            'Dependency failed: parent ' || d.parent::text || ' is in the DLQ; '
                || %(why)s::text,
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL, d.children
+           %(actor)s, %(actor)s, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
