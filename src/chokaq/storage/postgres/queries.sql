@@ -76,10 +76,10 @@ input AS (
         %(tags)b::text[], %(keys)b::text[], string_to_array(%(priorities)s, ',')::integer[],
         %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
         %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[],
-        %(waits)b::integer[], %(children)b::integer[]
+        %(waits)b::integer[], %(children)b::integer[], %(partitions)b::text[]
     ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
            timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left,
-           children)
+           children, partition_key)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
@@ -90,7 +90,7 @@ clock AS MATERIALIZED (
 INSERT INTO {schema}.jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    trace_context, parents_left, children
+    trace_context, parents_left, children, partition_key
 )
 
 -- name: fragment_enqueue_rows
@@ -100,7 +100,8 @@ SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
        CASE WHEN i.parents_left > 0 THEN 3 ELSE 0 END, 0,
        i.max_attempts, i.timeout_seconds,
        coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
-       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.children
+       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.children,
+       i.partition_key
 FROM input i CROSS JOIN clock c
 
 -- name: fragment_enqueue_insert
@@ -261,7 +262,8 @@ claimed AS (
     RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
               h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
               h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
-              h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL
+              h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
+              h.partition_key
 )
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
@@ -337,7 +339,7 @@ RETURNING h.id::text
 -- in all three tables: one list for both the INSERT's columns and its SELECT from ``done``
 -- (unqualified there: nothing ``done`` is joined with may have a column of these names).
 id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-worker_id, created_by, created_at, started_at
+worker_id, created_by, created_at, started_at, partition_key
 
 -- name: fragment_dlq_insert
 -- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
@@ -792,7 +794,7 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error, parents_left, children
+        last_modified_by, last_error, parents_left, children, partition_key
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
@@ -801,7 +803,7 @@ inserted AS (
            -- a job enqueued with after= runs with whatever results its parents left
            CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
                 THEN 0 END,
-           m.children
+           m.children, m.partition_key
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
@@ -817,6 +819,7 @@ RETURNING id::text
 -- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(partition)s::text IS NULL OR partition_key = %(partition)s::text)
   AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
@@ -837,6 +840,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The ``JobFilter`` of an archive listing (no status or reason: every row succeeded).
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(partition)s::text IS NULL OR partition_key = %(partition)s::text)
   AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
@@ -849,6 +853,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The ``JobFilter`` of a DLQ listing or a bulk action by filter.
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(partition)s::text IS NULL OR partition_key = %(partition)s::text)
   AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
   AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
@@ -863,14 +868,14 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The columns ``rows.job_view`` maps for the archive, in its order.
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       finished_at, duration_seconds, result, result_error
+       finished_at, duration_seconds, result, result_error, partition_key
 FROM {schema}.jobs_archive
 
 -- name: fragment_dlq_view
 -- The columns ``rows.job_view`` maps for the DLQ, in its order.
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       failed_at, duration_seconds, failure_reason, error, cancelled_by
+       failed_at, duration_seconds, failure_reason, error, cancelled_by, partition_key
 FROM {schema}.jobs_dlq
 
 -- name: dlq_count
@@ -1029,7 +1034,7 @@ FROM {schema}.jobs_hot
 SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left
+       progress, cancel_requested_at, cancelled_by, parents_left, partition_key
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
 ORDER BY {order}
@@ -1056,7 +1061,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left
+       progress, cancel_requested_at, cancelled_by, parents_left, partition_key
 FROM {schema}.jobs_hot
 WHERE id = %(id)s::uuid
 
