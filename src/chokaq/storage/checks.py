@@ -28,6 +28,7 @@ from ..limits import (
     check_actor,
     check_job_id,
     check_name,
+    check_partition,
     check_payload,
     check_priority,
     check_tags,
@@ -338,6 +339,7 @@ def job_filter(filter: object) -> JobFilter:
     if filter.type is not None:
         check_name("filter.type", filter.type)
     check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
+    check_partition("filter.partition", filter.partition)
     if filter.ids is not None:
         if isinstance(filter.ids, str) or len(filter.ids) > 100_000:
             raise ValidationError("filter.ids", "must be a list of at most 100000 job ids")

@@ -342,6 +342,7 @@ class PostgresJobs(PostgresCore):
             "delays": _column([_float(j.delay_seconds) for j in batch]),
             "created_by": _column([j.created_by for j in batch]),
             "traces": _column([j.trace_context for j in batch]),
+            "partitions": _column([j.partition for j in batch]),
             "waits": left,
             "children": children,
             "now": now,

@@ -76,23 +76,32 @@ input AS (
         %(tags)b::text[], %(keys)b::text[], string_to_array(%(priorities)s, ',')::integer[],
         %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
         %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[],
-        %(waits)b::integer[], %(children)b::integer[]
+        %(waits)b::integer[], %(children)b::integer[], %(partitions)b::text[]
     ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
            timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left,
-           children)
+           children, partition_key)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
 
+-- name: fragment_enqueue_columns
+-- The columns of an enqueue insert, in the order fragment_enqueue_rows gives them.
+INSERT INTO {schema}.jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
+    trace_context, parents_left, children, partition_key
+)
+
 -- name: fragment_enqueue_rows
--- The hot rows of the batch's jobs (the columns of an enqueue insert, in order): a job with
--- parents still to succeed waits (status 3).
+-- The hot rows of the batch's jobs (fragment_enqueue_columns): a job with parents still to
+-- succeed waits (status 3).
 SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
        CASE WHEN i.parents_left > 0 THEN 3 ELSE 0 END, 0,
        i.max_attempts, i.timeout_seconds,
        coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
-       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.children
+       c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.children,
+       i.partition_key
 FROM input i CROSS JOIN clock c
 
 -- name: fragment_enqueue_insert
@@ -102,11 +111,7 @@ FROM input i CROSS JOIN clock c
 -- probe and a confirm record per row) and returns only their count. Every queue that got a job
 -- is notified; the notification is delivered when the transaction commits.
 keyed AS (
-    INSERT INTO {schema}.jobs_hot (
-        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, children
-    )
+-- include: fragment_enqueue_columns
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NOT NULL
     ORDER BY i.idempotency_key
@@ -114,11 +119,7 @@ keyed AS (
     RETURNING id, queue
 ),
 plain AS (
-    INSERT INTO {schema}.jobs_hot (
-        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, children
-    )
+-- include: fragment_enqueue_columns
 -- include: fragment_enqueue_rows
     WHERE i.idempotency_key IS NULL
     RETURNING queue
@@ -161,11 +162,7 @@ WITH
 -- include: fragment_enqueue_input
 ,
 plain AS (
-    INSERT INTO {schema}.jobs_hot (
-        id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-        max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        trace_context, parents_left, children
-    )
+-- include: fragment_enqueue_columns
 -- include: fragment_enqueue_rows
     RETURNING 1
 ),
@@ -265,7 +262,8 @@ claimed AS (
     RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
               h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
               h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
-              h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL
+              h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
+              h.partition_key
 )
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
@@ -336,12 +334,20 @@ WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.toke
   AND h.status = 1
 RETURNING h.id::text
 
+-- name: fragment_kept_columns
+-- The columns a row keeps unchanged when it leaves hot for the archive or the DLQ, named alike
+-- in all three tables: one list for both the INSERT's columns and its SELECT from ``done``
+-- (unqualified there: nothing ``done`` is joined with may have a column of these names).
+id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
+worker_id, created_by, created_at, started_at, partition_key
+
 -- name: fragment_dlq_insert
--- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel).
+-- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
+-- dependency failures): the kept ones, then those its SELECT gives in this order.
 INSERT INTO {schema}.jobs_dlq (
-    id, queue, type, payload, tags, priority, failure_reason, error, attempt_count,
-    max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by,
-    created_at, started_at, failed_at, duration_seconds, children
+-- include: fragment_kept_columns
+    , failure_reason, error, last_modified_by, cancelled_by, failed_at, duration_seconds,
+    children
 )
 
 -- name: fragment_failed_counts
@@ -429,18 +435,14 @@ told AS MATERIALIZED (
     SELECT pg_notify(%(channel)s, 'd:' || d.id::text) FROM done d WHERE d.waited
 )
 
--- name: fragment_finalize_input
--- The moves of a batch, as one JSON array of rows with short keys: for a batch of a few moves
--- that is several times cheaper to send from Python than binary arrays, and the statements
--- must fit the driver's cache of 4096 bytes. The keys (``jobs._finalize_params``): i id, w
--- worker, t lease token, k kind (0 succeed, 1 fail, 2 retry), du duration, r reason, e error,
--- a actor, ra run_at, dl delay, rf refund the attempt, cr count the retry, rs result, re why
--- the result was not kept. Keys left out read as NULL.
-WITH v AS (
-    SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, ra timestamptz,
-             dl float8, rf bool, cr bool, rs text, re text)
-),
+-- name: fragment_finalize_clock
+-- The clock of a finalize. Its moves (``v``) come as one JSON array of rows with short keys:
+-- for a batch of a few moves that is several times cheaper to send from Python than binary
+-- arrays, and the statements must fit the driver's cache of 4096 bytes. The keys
+-- (``jobs._finalize_params``): i id, w worker, t lease token, k kind (0 succeed, 1 fail,
+-- 2 retry), du duration, r reason, e error, a actor, ra run_at, dl delay, rf refund the
+-- attempt, cr count the retry, rs result, re why the result was not kept. Keys left out read
+-- as NULL; each statement declares only the keys it reads (json_to_recordset skips the rest).
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
@@ -450,7 +452,11 @@ clock AS MATERIALIZED (
 -- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
 -- parent succeeded are released (fragment_release_children), and waiters are told. Every move
 -- is guarded by its lease; a stale one matches nothing. (Retry moves: jobs_finalize_retry.)
--- include: fragment_finalize_input
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, rs text, re text)
+),
+-- include: fragment_finalize_clock
 ,
 done AS (
     DELETE FROM {schema}.jobs_hot h
@@ -461,21 +467,20 @@ done AS (
 ),
 archived AS (
     INSERT INTO {schema}.jobs_archive (
-        id, queue, type, payload, tags, priority, attempt_count, max_attempts,
-        timeout_seconds, worker_id, created_by, last_modified_by, created_at, started_at,
-        finished_at, duration_seconds, result, result_error
+-- include: fragment_kept_columns
+        , last_modified_by, finished_at, duration_seconds, result, result_error
     )
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.attempt_count,
-           d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by, d.last_modified_by,
-           d.created_at, d.started_at, k.now, d.du, d.rs, d.re
+    SELECT
+-- include: fragment_kept_columns
+           , d.last_modified_by, k.now, d.du, d.rs, d.re
     FROM done d, clock k
     WHERE d.k = 0
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.r, d.e,
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, d.a, d.created_at, d.started_at, k.now, d.du, d.children
+    SELECT
+-- include: fragment_kept_columns
+           , d.r, d.e, d.last_modified_by, d.a, k.now, d.du, d.children
     FROM done d, clock k
     WHERE d.k = 1
 ),
@@ -519,7 +524,11 @@ SELECT NULL FROM woke
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
 -- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
--- include: fragment_finalize_input
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, e text, ra timestamptz, dl float8, rf bool, cr bool)
+),
+-- include: fragment_finalize_clock
 ,
 retried AS (
     UPDATE {schema}.jobs_hot h
@@ -589,11 +598,12 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
            'Zombie: heartbeat expired (no heartbeat for more than '
                || d.timeout::numeric::text || ' s)',
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.children
+           d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -718,10 +728,10 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
-           'Cancelled by ' || %(actor)s::text, d.attempt_count, d.max_attempts,
-           d.timeout_seconds, d.worker_id, d.created_by, %(actor)s, %(actor)s, d.created_at,
-           d.started_at, k.now, NULL, d.children
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason, 'Cancelled by ' || %(actor)s::text, %(actor)s, %(actor)s,
+           k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -784,7 +794,7 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error, parents_left, children
+        last_modified_by, last_error, parents_left, children, partition_key
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
@@ -793,7 +803,7 @@ inserted AS (
            -- a job enqueued with after= runs with whatever results its parents left
            CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
                 THEN 0 END,
-           m.children
+           m.children, m.partition_key
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
@@ -809,6 +819,7 @@ RETURNING id::text
 -- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(partition)s::text IS NULL OR partition_key = %(partition)s::text)
   AND (%(status)s::integer IS NULL OR status = %(status)s::integer)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
@@ -829,6 +840,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The ``JobFilter`` of an archive listing (no status or reason: every row succeeded).
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(partition)s::text IS NULL OR partition_key = %(partition)s::text)
   AND (%(since)s::timestamptz IS NULL OR finished_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
@@ -841,6 +853,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The ``JobFilter`` of a DLQ listing or a bulk action by filter.
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (%(partition)s::text IS NULL OR partition_key = %(partition)s::text)
   AND (%(reason)s::integer IS NULL OR failure_reason = %(reason)s::integer)
   AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
@@ -855,14 +868,14 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 -- The columns ``rows.job_view`` maps for the archive, in its order.
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       finished_at, duration_seconds, result, result_error
+       finished_at, duration_seconds, result, result_error, partition_key
 FROM {schema}.jobs_archive
 
 -- name: fragment_dlq_view
 -- The columns ``rows.job_view`` maps for the DLQ, in its order.
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       failed_at, duration_seconds, failure_reason, error, cancelled_by
+       failed_at, duration_seconds, failure_reason, error, cancelled_by, partition_key
 FROM {schema}.jobs_dlq
 
 -- name: dlq_count
@@ -1021,7 +1034,7 @@ FROM {schema}.jobs_hot
 SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left
+       progress, cancel_requested_at, cancelled_by, parents_left, partition_key
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
 ORDER BY {order}
@@ -1048,7 +1061,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left
+       progress, cancel_requested_at, cancelled_by, parents_left, partition_key
 FROM {schema}.jobs_hot
 WHERE id = %(id)s::uuid
 
@@ -1486,10 +1499,11 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
            'Dependency failed: parent ' || d.parent::text || ' was purged from the DLQ',
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           d.last_modified_by, NULL, d.created_at, d.started_at, k.now, NULL, d.children
+           d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited
@@ -1587,11 +1601,12 @@ done AS (
 ),
 buried AS (
 -- include: fragment_dlq_insert
-    SELECT d.id, d.queue, d.type, d.payload, d.tags, d.priority, d.failure_reason,
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
            'Dependency failed: parent ' || d.parent::text || ' is in the DLQ; '
                || %(why)s::text,
-           d.attempt_count, d.max_attempts, d.timeout_seconds, d.worker_id, d.created_by,
-           %(actor)s, %(actor)s, d.created_at, d.started_at, k.now, NULL, d.children
+           %(actor)s, %(actor)s, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
 -- include: fragment_notify_waited

@@ -60,6 +60,7 @@ def filter_params(filter: JobFilter) -> dict[str, Any]:
         "ids": None if filter.ids is None else list(filter.ids),
         "search": _like_pattern(search) if search else None,
         "blocked": filter.blocked,
+        "partition": filter.partition,
     }
 
 

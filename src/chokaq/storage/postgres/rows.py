@@ -77,6 +77,7 @@ def claimed_job(row: Row) -> ClaimedJob:
         trace_context=row[16],
         lease=Lease(job_id=row[0], worker_id=row[17], token=row[18]),
         has_parents=row[19],
+        partition=row[20],
     )
 
 
@@ -210,6 +211,7 @@ _VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
         "cancel_requested_at",
         "cancelled_by",
         "parents_left",
+        "partition",
     ),
     Pillar.ARCHIVE: (
         *_SHARED,
@@ -218,6 +220,7 @@ _VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
         "duration_seconds",
         "result",
         "result_error",
+        "partition",
     ),
     Pillar.DLQ: (
         *_SHARED,
@@ -227,6 +230,7 @@ _VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
         "failure_reason",
         "error",
         "cancelled_by",
+        "partition",
     ),
 }
 
