@@ -1720,7 +1720,8 @@ WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status = 0
 RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
           h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
-          h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL
+          h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
+          h.partition_key
 
 -- name: limits_spend
 WITH tats AS (
