@@ -155,7 +155,7 @@ async def test_worker_serves_metrics_and_health_matching_the_workload(
         )
         assert lag_count == 14
         assert value(data, "chokaq_worker_concurrency") == 10
-        assert value(data, "chokaq_storage_operation_seconds_count", operation="jobs_fetch") > 0
+        assert value(data, "chokaq_storage_operation_seconds_count", operation="jobs_claim") > 0
 
         live = await http.get("/health/live")
         assert live.status_code == 200

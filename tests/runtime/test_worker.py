@@ -726,15 +726,15 @@ async def test_claimed_jobs_start_before_the_next_claim_is_sent(
 
     await app.open()
     backend = app.backend
-    fetch = backend.jobs_fetch
+    fetch = backend.jobs_claim
 
-    async def recorded(**kwargs: object) -> list[object]:
+    async def recorded(**kwargs: object) -> object:
         order.append("claim sent")
         got = await fetch(**kwargs)  # type: ignore[arg-type]
-        order.append(f"claimed {len(got)}")
-        return got  # type: ignore[return-value]
+        order.append(f"claimed {len(got.jobs)}")
+        return got
 
-    backend.jobs_fetch = recorded  # type: ignore[method-assign,assignment]
+    backend.jobs_claim = recorded  # type: ignore[method-assign,assignment]
     await first_step.enqueue_many([{"i": 1}, {"i": 2}])
     await app.run_worker(burst=True, concurrency=5)
     at = order.index("claimed 2")

@@ -1,6 +1,7 @@
 """The worker's registry row and what operators ask of it.
 
-Every few seconds the worker refreshes its row in the workers table (queues, concurrency,
+First it records the rate limits and partition caps its handlers declare. Every few seconds
+the worker refreshes its row in the workers table (queues, concurrency,
 running jobs, circuit snapshot), applies what operators asked (a new concurrency, circuits to
 force-close), refreshes its view of the queues' settings (``queues``), and releases prefetched
 jobs of queues that were paused or deactivated, and warns (once per queue and value) of a stored
@@ -17,7 +18,7 @@ from collections.abc import Callable
 
 from ..errors import StorageError
 from ..logs import Event, log_event
-from ..models import ClaimedJob, QueueInfo, WorkerInfo
+from ..models import ClaimedJob, QueueInfo, TypeLimit, WorkerInfo
 from ..storage import Backend
 from ..storage.checks import ZOMBIE_HEARTBEAT_MARGIN
 from .circuit import CircuitBreakers
@@ -46,6 +47,7 @@ class Registry:
         worker_id: str,
         row: Callable[[], WorkerInfo],
         resize: Callable[[int], None],
+        limits: list[TypeLimit] | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -55,6 +57,8 @@ class Registry:
         self.worker_id = worker_id
         self.row = row
         self.resize = resize
+        # The handlers' declared limits, recorded once (retried with each beat until then).
+        self.limits = limits
         self.queues: dict[str, QueueInfo] = {}
         self._warned: dict[str, float] = {}  # queue -> the unsafe timeout already warned of
 
@@ -63,6 +67,9 @@ class Registry:
         slots = self.slots
         while True:
             try:
+                if self.limits is not None:
+                    await backend.limits_declare(limits=self.limits)
+                    self.limits = None
                 control = await backend.worker_beat(self.row())
                 if control.desired_concurrency and control.desired_concurrency != slots.concurrency:
                     self.resize(control.desired_concurrency)

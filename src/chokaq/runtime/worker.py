@@ -203,7 +203,6 @@ class Worker(Generic[H]):
                 level=WARNING,
                 worker_id=self.id,
             )
-        await self._declare_limits(backend)
         self.unhandled = Unhandled(settings.unknown_type_grace_seconds, self.id)
         verbose = logger.isEnabledFor(10)
         self.finalizer = Finalizer(
@@ -232,6 +231,10 @@ class Worker(Generic[H]):
             worker_id=self.id,
             row=self.info,
             resize=self.set_concurrency,
+            limits=[
+                TypeLimit(handle.name, handle.rate_limit, handle.partition_concurrency)
+                for handle in self.app.handlers.values()
+            ],
         )
         self.claims = Claims(
             backend,
@@ -293,23 +296,6 @@ class Worker(Generic[H]):
             await self._shutdown(notifier, maintenance)
             if owns_app:
                 await self.app.close()
-
-    async def _declare_limits(self, backend: Any) -> None:
-        """Record the rate limits and partition caps this app's handlers declare (each type
-        it serves; a type declaring none clears an earlier declaration)."""
-        declared = [
-            TypeLimit(handle.name, handle.rate_limit, handle.partition_concurrency)
-            for handle in self.app.handlers.values()
-        ]
-        try:
-            await backend.limits_declare(limits=declared)
-        except StorageError as exc:  # the claim enforces what is stored; say it and go on
-            log_event(
-                Event.WORKER_LIMITS_NOT_DECLARED,
-                "could not record the declared rate limits; the stored ones stay in force",
-                level=WARNING,
-                error=str(exc),
-            )
 
     def _poll_interval(self, notifier_ok: bool) -> float:
         if self.settings.poll_interval_seconds is not None:
