@@ -279,3 +279,104 @@ def describe(
         partitions=len(partitions),
         top_partitions=tuple(partitions[:TOP_PARTITIONS]),
     )
+
+
+def rooms(
+    serving: Iterable[Sequence[Any]], queues: Sequence[str] | None, limit: int
+) -> dict[str, int]:
+    """What each serving queue's bulkhead leaves for a claim of ``limit``, from its rows
+    (name, paused, active, max_workers, Fetched + Processing). A queue asked for without a row
+    counts as active and unpaused."""
+    wanted = None if queues is None else set(queues)
+    out: dict[str, int] = {}
+    known = set()
+    for name, paused, active, max_workers, busy in serving:
+        known.add(name)
+        if (wanted is not None and name not in wanted) or paused or not active:
+            continue
+        out[name] = limit if max_workers is None else max(0, min(limit, max_workers - busy))
+    for name in wanted or ():
+        if name not in known:
+            out[name] = limit
+    return out
+
+
+def limit_rows(rows: Iterable[Sequence[Any]], rooms: dict[str, int]) -> list[LimitRow]:
+    """The ``limits`` rows (scope, name, interval, burst, concurrency, cursor) a claim over
+    ``rooms`` reads: every type's (for its cursor too), and the rates of the serving queues."""
+    return [
+        LimitRow(r[0], r[1], r[2], r[3], r[4], r[5])
+        for r in rows
+        if r[0] == "type" or (r[2] is not None and r[1] in rooms)
+    ]
+
+
+def active(rows: Iterable[Sequence[Any]]) -> tuple[list[str], list[str]]:
+    """Queues with a rate in force and types with a limit in force, from ``limits`` rows."""
+    rows = list(rows)
+    queues = [r[1] for r in rows if r[0] == "queue" and r[2] is not None]
+    types = [r[1] for r in rows if r[0] == "type" and (r[2] is not None or r[4] is not None)]
+    return queues, types
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A ``limits`` row to write: what the code declares, whether an operator set each limit,
+    and what is in force."""
+
+    declared_rate: str | None
+    declared_concurrency: int | None
+    rate_set: bool
+    rate: str | None
+    concurrency_set: bool
+    concurrency: int | None
+
+
+def settle(
+    row: Sequence[Any] | None,
+    *,
+    declared: tuple[str | None, int | None] | None = None,
+    rate: object = None,
+    concurrency: object = None,
+    reset: bool = False,
+    unset: object = None,
+) -> Settled:
+    """The row after a declaration (``declared``), an operator's setting (``rate`` /
+    ``concurrency``, ``unset`` where left alone) or a reset, from the stored ``row`` (rate,
+    concurrency, declared rate, declared concurrency, rate_set, concurrency_set at 2..7)."""
+    stored = (None, None, None, None, False, False) if row is None else tuple(row[2:8])
+    old_rate, old_conc, dec_rate, dec_conc, rate_set, conc_set = stored
+    if declared is not None:
+        dec_rate, dec_conc = declared
+    if reset:
+        rate_set = conc_set = False
+    if rate is not unset:
+        rate_set, old_rate = True, rate
+    if concurrency is not unset:
+        conc_set, old_conc = True, concurrency
+    return Settled(
+        dec_rate,
+        dec_conc,
+        bool(rate_set),
+        old_rate if rate_set else dec_rate,
+        bool(conc_set),
+        old_conc if conc_set else dec_conc,
+    )
+
+
+def put_params(scope: str, name: str, row: Settled, actor: str | None) -> dict[str, Any]:
+    """The parameters of ``limits_put`` for ``row`` (both databases' statement take these)."""
+    interval, burst = in_force(row.rate)
+    return {
+        "scope": scope,
+        "name": name,
+        "declared_rate": row.declared_rate,
+        "declared_concurrency": row.declared_concurrency,
+        "rate_set": row.rate_set,
+        "concurrency_set": row.concurrency_set,
+        "rate": row.rate,
+        "interval": interval,
+        "burst": burst,
+        "concurrency": row.concurrency,
+        "actor": actor,
+    }

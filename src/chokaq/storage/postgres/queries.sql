@@ -1626,8 +1626,7 @@ SELECT scope, name, interval_seconds, burst, concurrency, cursor FROM {schema}.l
 -- name: limits_lock
 -- Every claim that may spend a limit locks the rows first, in one order, so that claims of
 -- limited keys take turns; the reads after it take a fresh snapshot that sees the last one.
-SELECT scope, name, interval_seconds, burst, concurrency, cursor,
-       extract(epoch FROM coalesce(%(now)s::timestamptz, now()))::float8
+SELECT scope, name, interval_seconds, burst, concurrency, cursor
 FROM {schema}.limits
 ORDER BY scope, name
 FOR UPDATE

@@ -14,9 +14,10 @@ from typing import Any
 
 from ...errors import NotFoundError
 from ...models import ClaimedJob, LimitInfo, TypeLimit
+from .. import throttle
 from ..checks import UNSET
 from ..driver import UndecodableRow
-from ..throttle import Candidate, LimitRow, describe, in_force, pick, plan, spend
+from ..throttle import Candidate, Settled, describe, pick, plan, put_params, settle, spend
 from .connection import PostgresCore
 from .rows import claimed_rows
 
@@ -33,9 +34,7 @@ class PostgresLimits(PostgresCore):
     """The ``limits`` and ``limit_state`` tables and the limited claim."""
 
     async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
-        rows = await self._rows("limits_rows")
-        queues = [r[1] for r in rows if r[0] == "queue" and r[2] is not None]
-        types = [r[1] for r in rows if r[0] == "type" and (r[2] is not None or r[4] is not None)]
+        queues, types = throttle.active(await self._rows("limits_rows"))
         partitioned = [r[0] for r in await self._rows("limits_partitioned_types")]
         return queues, types, partitioned
 
@@ -59,27 +58,11 @@ class PostgresLimits(PostgresCore):
                 q["jobs_fetch_lock"],
                 {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues},
             )
-            locked = await rows("limits_lock", {"now": now})
+            locked = await rows("limits_lock", {})
             clock = (await rows("limits_clock", {"now": now}))[0][0]
-            wanted = None if queues is None else set(queues)
-            rooms: dict[str, int] = {}
-            known = set()
-            for name, paused, active_, max_workers, busy in await rows("limits_serving", {}):
-                known.add(name)
-                if (wanted is not None and name not in wanted) or paused or not active_:
-                    continue
-                rooms[name] = (
-                    limit if max_workers is None else max(0, min(limit, max_workers - busy))
-                )
-            for name in wanted or ():
-                if name not in known:
-                    rooms[name] = limit
-            limits = [
-                LimitRow(r[0], r[1], r[2], r[3], r[4], r[5])
-                for r in locked
-                if (r[2] is not None or r[4] is not None or r[0] == "type")
-                and (r[0] == "type" or r[1] in rooms)
-            ]
+            serving_rows = await rows("limits_serving", {})
+            rooms = throttle.rooms(serving_rows, queues, limit)
+            limits = throttle.limit_rows(locked, rooms)
             running = {(r[0], r[1]): int(r[2]) for r in await rows("limits_running", {})}
             tats = {
                 (r[0], r[1], r[2]): float(r[3]) for r in await rows("limits_tats", {"now": clock})
@@ -185,35 +168,8 @@ class PostgresLimits(PostgresCore):
 
     # -- declarations and settings ----------------------------------------------------------
 
-    async def _put(
-        self,
-        conn: Any,
-        scope: str,
-        name: str,
-        declared: tuple[str | None, int | None],
-        rate_set: bool,
-        rate: str | None,
-        concurrency_set: bool,
-        concurrency: int | None,
-        actor: str | None,
-    ) -> None:
-        interval, burst = in_force(rate)
-        await conn.execute(
-            self._q["limits_put"],
-            {
-                "scope": scope,
-                "name": name,
-                "declared_rate": declared[0],
-                "declared_concurrency": declared[1],
-                "rate_set": rate_set,
-                "concurrency_set": concurrency_set,
-                "rate": rate,
-                "interval": interval,
-                "burst": burst,
-                "concurrency": concurrency,
-                "actor": actor,
-            },
-        )
+    async def _put(self, conn: Any, scope: str, name: str, row: Settled, actor: str | None) -> None:
+        await conn.execute(self._q["limits_put"], put_params(scope, name, row, actor))
         # Wake every worker: a limit raised or cleared lets held jobs start now.
         await conn.execute(self._q["limits_notify"], {"channel": self.channel})
 
@@ -225,19 +181,8 @@ class PostgresLimits(PostgresCore):
         async with self.pool.connection() as conn, conn.transaction():
             for limit in sorted(limits, key=lambda item: item.type):
                 row = await self._get(conn, "type", limit.type)
-                rate_set = bool(row and row[6])
-                concurrency_set = bool(row and row[7])
-                await self._put(
-                    conn,
-                    "type",
-                    limit.type,
-                    (limit.rate_limit, limit.partition_concurrency),
-                    rate_set,
-                    row[2] if rate_set else limit.rate_limit,
-                    concurrency_set,
-                    row[3] if concurrency_set else limit.partition_concurrency,
-                    None,
-                )
+                declared = (limit.rate_limit, limit.partition_concurrency)
+                await self._put(conn, "type", limit.type, settle(row, declared=declared), None)
 
     async def limit_set(
         self,
@@ -249,17 +194,8 @@ class PostgresLimits(PostgresCore):
     ) -> LimitInfo:
         async with self.pool.connection() as conn, conn.transaction():
             row = await self._get(conn, scope, name)
-            await self._put(
-                conn,
-                scope,
-                name,
-                (row[4], row[5]) if row else (None, None),
-                bool(row and row[6]) or rate is not UNSET,
-                (row[2] if row else None) if rate is UNSET else rate,  # type: ignore[arg-type]
-                bool(row and row[7]) or concurrency is not UNSET,
-                (row[3] if row else None) if concurrency is UNSET else concurrency,  # type: ignore[arg-type]
-                actor,
-            )
+            settled = settle(row, rate=rate, concurrency=concurrency, unset=UNSET)
+            await self._put(conn, scope, name, settled, actor)
         return (await self._listed(None, (scope, name)))[0]
 
     async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
@@ -268,7 +204,11 @@ class PostgresLimits(PostgresCore):
             if row is None:
                 raise NotFoundError(f"no limit for {scope} {name!r}")
             await self._put(
-                conn, scope, name, (row[4], row[5]), False, row[4], False, row[5], actor
+                conn,
+                scope,
+                name,
+                settle(row, reset=True, unset=UNSET, rate=UNSET, concurrency=UNSET),
+                actor,
             )
         return (await self._listed(None, (scope, name)))[0]
 

@@ -14,9 +14,10 @@ from typing import Any
 
 from ...errors import NotFoundError
 from ...models import ClaimedJob, LimitInfo, TypeLimit
+from .. import throttle
 from ..checks import UNSET
 from ..driver import UndecodableRow
-from ..throttle import Candidate, LimitRow, describe, in_force, pick, plan, spend
+from ..throttle import Candidate, Settled, describe, pick, plan, put_params, settle, spend
 from .connection import Database
 from .jobs import claim_ids
 from .rows import from_ts
@@ -51,20 +52,10 @@ def _partitioned_types(db: Database) -> list[str]:
 
 def active(db: Database) -> tuple[list[str], list[str], list[str]]:
     def run() -> tuple[list[str], list[str], list[str]]:
-        rows = db.conn.execute(db.q["limits_rows"]).fetchall()
-        queues = [r[1] for r in rows if r[0] == "queue" and r[2] is not None]
-        types = [r[1] for r in rows if r[0] == "type" and (r[2] is not None or r[4] is not None)]
+        queues, types = throttle.active(db.conn.execute(db.q["limits_rows"]).fetchall())
         return queues, types, _partitioned_types(db)
 
     return db.read(run)
-
-
-def _limit_rows(db: Database) -> list[LimitRow]:
-    return [
-        LimitRow(r[0], r[1], r[2], r[3], r[4], r[5])
-        for r in db.conn.execute(db.q["limits_rows"]).fetchall()
-        if r[2] is not None or r[4] is not None or r[0] == "type"
-    ]
 
 
 def _walk(db: Database, type_: str, cursor: str, steps: int) -> list[str]:
@@ -100,18 +91,8 @@ def fetch_limited(
 ) -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
     def run() -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
         conn, q = db.conn, db.q
-        wanted = None if queues is None else set(queues)
-        rooms: dict[str, int] = {}
-        known = set()
-        for name, paused, active_, max_workers, busy in conn.execute(q["limits_serving"]):
-            known.add(name)
-            if (wanted is not None and name not in wanted) or paused or not active_:
-                continue
-            rooms[name] = limit if max_workers is None else max(0, min(limit, max_workers - busy))
-        for name in wanted or ():
-            if name not in known:
-                rooms[name] = limit  # a queue without a row counts as active and unpaused
-        limits = [row for row in _limit_rows(db) if row.scope == "type" or row.name in rooms]
+        rooms = throttle.rooms(conn.execute(q["limits_serving"]).fetchall(), queues, limit)
+        limits = throttle.limit_rows(conn.execute(q["limits_rows"]).fetchall(), rooms)
         running = {(r[0], r[1]): int(r[2]) for r in conn.execute(q["limits_running"]).fetchall()}
         tats = {
             (r[0], r[1], r[2]): float(r[3])
@@ -182,56 +163,16 @@ def _row(db: Database, scope: str, name: str) -> Any:
     return db.conn.execute(db.q["limits_get"], {"scope": scope, "name": name}).fetchone()
 
 
-def _put(
-    db: Database,
-    scope: str,
-    name: str,
-    declared: tuple[str | None, int | None],
-    rate_set: bool,
-    rate: str | None,
-    concurrency_set: bool,
-    concurrency: int | None,
-    actor: str | None,
-    now: float,
-) -> None:
-    interval, burst = in_force(rate)
-    db.conn.execute(
-        db.q["limits_put"],
-        {
-            "scope": scope,
-            "name": name,
-            "declared_rate": declared[0],
-            "declared_concurrency": declared[1],
-            "rate_set": int(rate_set),
-            "concurrency_set": int(concurrency_set),
-            "rate": rate,
-            "interval": interval,
-            "burst": burst,
-            "concurrency": concurrency,
-            "now": now,
-            "actor": actor,
-        },
-    )
+def _put(db: Database, scope: str, name: str, row: Settled, actor: str | None, now: float) -> None:
+    db.conn.execute(db.q["limits_put"], {**put_params(scope, name, row, actor), "now": now})
 
 
 def declare(db: Database, limits: Sequence[TypeLimit], now: float) -> None:
     def run() -> None:
         for limit in limits:
-            row = _row(db, "type", limit.type)
-            rate_set = bool(row and row[6])
-            concurrency_set = bool(row and row[7])
-            _put(
-                db,
-                "type",
-                limit.type,
-                (limit.rate_limit, limit.partition_concurrency),
-                rate_set,
-                row[2] if rate_set else limit.rate_limit,
-                concurrency_set,
-                row[3] if concurrency_set else limit.partition_concurrency,
-                None,
-                now,
-            )
+            declared = (limit.rate_limit, limit.partition_concurrency)
+            row = settle(_row(db, "type", limit.type), declared=declared)
+            _put(db, "type", limit.type, row, None, now)
 
     db.write(run)
 
@@ -246,22 +187,8 @@ def set_limit(
     now: float,
 ) -> LimitInfo:
     def run() -> None:
-        row = _row(db, scope, name)
-        declared = (row[4], row[5]) if row else (None, None)
-        rate_set = bool(row and row[6]) or rate is not UNSET
-        concurrency_set = bool(row and row[7]) or concurrency is not UNSET
-        _put(
-            db,
-            scope,
-            name,
-            declared,
-            rate_set,
-            (row[2] if row else None) if rate is UNSET else rate,  # type: ignore[arg-type]
-            concurrency_set,
-            (row[3] if row else None) if concurrency is UNSET else concurrency,  # type: ignore[arg-type]
-            actor,
-            now,
-        )
+        row = settle(_row(db, scope, name), rate=rate, concurrency=concurrency, unset=UNSET)
+        _put(db, scope, name, row, actor, now)
 
     db.write(run)
     return listed(db, now, (scope, name))[0]
@@ -272,7 +199,8 @@ def reset(db: Database, scope: str, name: str, actor: str | None, now: float) ->
         row = _row(db, scope, name)
         if row is None:
             return False
-        _put(db, scope, name, (row[4], row[5]), False, row[4], False, row[5], actor, now)
+        settled = settle(row, reset=True, rate=UNSET, concurrency=UNSET, unset=UNSET)
+        _put(db, scope, name, settled, actor, now)
         return True
 
     if not db.write(run):
