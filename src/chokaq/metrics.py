@@ -25,7 +25,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from .errors import ConfigurationError
-from .models import EnqueueResult, NewJob, Schedule
+from .models import EnqueueResult, LimitInfo, NewJob, Schedule
+from .rates import RATE_WINDOW_SECONDS, check_rate
 
 if TYPE_CHECKING:
     from .app import App
@@ -403,6 +404,7 @@ class StoreMetrics:
         throughput = await backend.stats_throughput()
         now = datetime.now(UTC)
         schedules = await backend.schedules_list(now=now)
+        limits = await backend.limits_list(now=now)
         families = {
             "pending": GaugeMetricFamily(
                 "chokaq_queue_pending", "Pending jobs (due or not).", labels=["queue"]
@@ -459,7 +461,57 @@ class StoreMetrics:
             *lifetime.values(),
             rate,
             *self._schedules(schedules, now),
+            *self._limits(limits),
         ]
+
+    def _limits(self, limits: Sequence[LimitInfo]) -> list[Metric]:
+        """Each limited queue and job type (labels ``scope`` and ``name``; partitions are
+        never labels: their count is a gauge of its own)."""
+        labels = ["scope", "name"]
+        families = {
+            "rate": GaugeMetricFamily(
+                "chokaq_limit_rate_per_second",
+                "The rate limit in force, in jobs per second (absent: no rate).",
+                labels=labels,
+            ),
+            "concurrency": GaugeMetricFamily(
+                "chokaq_limit_partition_concurrency",
+                "The cap on running jobs per partition value (absent: no cap).",
+                labels=labels,
+            ),
+            "started": GaugeMetricFamily(
+                "chokaq_limit_started_per_second",
+                f"Jobs started per second over the last {RATE_WINDOW_SECONDS:g} s.",
+                labels=labels,
+            ),
+            "pending": GaugeMetricFamily(
+                "chokaq_limit_pending", "Due pending jobs under the limit.", labels=labels
+            ),
+            "held": GaugeMetricFamily(
+                "chokaq_limit_held",
+                "Due pending jobs the limit holds back now (waiting on the limit).",
+                labels=labels,
+            ),
+            "running": GaugeMetricFamily(
+                "chokaq_limit_running", "Fetched or processing jobs.", labels=labels
+            ),
+            "partitions": GaugeMetricFamily(
+                "chokaq_limit_partitions", "Partitions with due pending jobs.", labels=labels
+            ),
+        }
+        for info in limits:
+            key = [info.scope, self.label(info.scope, info.name)]
+            if info.rate_limit is not None:
+                rate = check_rate("rate_limit", info.rate_limit)
+                families["rate"].add_metric(key, rate.per_second)
+            if info.partition_concurrency is not None:
+                families["concurrency"].add_metric(key, info.partition_concurrency)
+            families["started"].add_metric(key, info.current_rate)
+            families["pending"].add_metric(key, info.pending)
+            families["held"].add_metric(key, info.held)
+            families["running"].add_metric(key, info.running)
+            families["partitions"].add_metric(key, info.partitions)
+        return list(families.values())
 
     def _schedules(self, schedules: Sequence[Schedule], now: datetime) -> list[Metric]:
         lag = GaugeMetricFamily(

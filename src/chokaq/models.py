@@ -779,7 +779,7 @@ class LimitInfo:
 
     ``scope``: "queue" or "type". ``rate_limit`` and ``partition_concurrency`` are in force (an
     operator's setting when ``rate_set`` / ``concurrency_set``, else what the code declared).
-    ``current_rate``: jobs started per second over the last ``RATE_WINDOW_SECONDS``.
+    ``current_rate``: jobs started per second over the last ``chokaq.rates.RATE_WINDOW_SECONDS``.
     ``pending``: due pending jobs; ``held``: those of them the limit holds back now (the rate
     has no start left, or their partition is at its cap); ``running``: Fetched or Processing.
     ``partitions``: partitions with pending jobs; ``top_partitions``: the busiest, by waiting.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .errors import ValidationError
 
-__all__ = ["MAX_RATE_PER_SECOND", "Rate", "check_rate", "take"]
+__all__ = ["MAX_RATE_PER_SECOND", "RATE_WINDOW_SECONDS", "Rate", "check_rate", "take"]
 
 _PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _FORM = re.compile(r"\s*(\d+(?:\.\d+)?)\s*/\s*([smh])\s*")
@@ -24,6 +24,8 @@ _FORM = re.compile(r"\s*(\d+(?:\.\d+)?)\s*/\s*([smh])\s*")
 # saves) and the slowest (one job a week).
 MAX_RATE_PER_SECOND = 100_000.0
 MIN_RATE_PER_SECOND = 1 / (7 * 24 * 3600.0)
+# A limit's current rate is its starts over this many seconds, divided by them.
+RATE_WINDOW_SECONDS = 10.0
 # A burst is this many seconds' worth of the rate (at least one job).
 BURST_SECONDS = 0.1
 

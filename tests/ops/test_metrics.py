@@ -16,6 +16,7 @@ from tests.conftest import schedule_declaration
 
 from chokaq import ConfigurationError
 from chokaq.metrics import LabelBudget, MetricsSettings, StoreMetrics, WorkerMetrics
+from chokaq.models import NewJob, TypeLimit
 
 from .conftest import until
 from .ops_app import build
@@ -219,3 +220,35 @@ async def test_a_job_span_is_linked_to_the_span_that_enqueued_it(store: Any) -> 
     assert linked.kind is trace.SpanKind.CONSUMER
     alone = by_id[str(untraced)]
     assert alone.parent is None and list(alone.links) == []
+
+
+async def test_store_metrics_show_each_limit_without_partition_labels(store: Any) -> None:
+    app = build(store.url, store.schema)
+    await app.open()
+    try:
+        backend = app.backend
+        await backend.limits_declare(limits=[TypeLimit("sync", "1/m", 1)])
+        await backend.limit_set(scope="queue", name="partner", rate_limit="100/s", actor="ops")
+        jobs = [
+            NewJob(queue="default", type="sync", payload="{}", partition=f"account:{i}")
+            for i in range(3)
+            for _ in range(3)
+        ]
+        await backend.jobs_enqueue(jobs)
+        claimed = await backend.jobs_claim(worker_id="w1", limit=10, start=True)
+        assert len(claimed.jobs) == 3  # one per partition: each is then at its cap
+        text = (await StoreMetrics(app).render()).decode()
+    finally:
+        await app.close()
+    sync = '{name="sync",scope="type"}'
+    assert _sample(text, f"chokaq_limit_rate_per_second{sync}") == pytest.approx(1 / 60)
+    assert _sample(text, f"chokaq_limit_partition_concurrency{sync}") == 1.0
+    assert _sample(text, f"chokaq_limit_pending{sync}") == 6.0
+    assert _sample(text, f"chokaq_limit_held{sync}") == 6.0
+    assert _sample(text, f"chokaq_limit_running{sync}") == 3.0
+    assert _sample(text, f"chokaq_limit_partitions{sync}") == 3.0
+    assert _sample(text, f"chokaq_limit_started_per_second{sync}") == pytest.approx(0.3)
+    partner = '{name="partner",scope="queue"}'
+    assert _sample(text, f"chokaq_limit_rate_per_second{partner}") == 100.0
+    assert f"chokaq_limit_partition_concurrency{partner}" not in text
+    assert "account:" not in text

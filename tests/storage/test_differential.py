@@ -456,6 +456,11 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("rest", lambda b, s: b.dlq_purge_older(older_than=at(100))),
         ("kept", lambda b, s: b.job_get(E)),
     ],
+    "limits_tidy": [
+        ("naive", lambda b, s: b.limits_tidy(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.limits_tidy(older_than=at(100), fence=_term())),
+        ("ok", lambda b, s: b.limits_tidy(older_than=at(100))),
+    ],
     "metrics_prune": [
         ("width 0", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=0)),
         ("width huge", lambda b, s: b.metrics_prune(older_than=at(100), width_seconds=86_401)),

@@ -192,6 +192,7 @@ async def test_fenced_retention_after_losing_deletes_nothing(backend: Backend) -
         "dlq_purge_older": lambda fence: backend.dlq_purge_older(older_than=later, fence=fence),
         "metrics_rollup": lambda fence: backend.metrics_rollup(older_than=later, fence=fence),
         "metrics_prune": lambda fence: backend.metrics_prune(older_than=later, fence=fence),
+        "limits_tidy": lambda fence: backend.limits_tidy(older_than=later, fence=fence),
     }
     # (The hot tidy's fence is in test_hot_tidy.py: it writes only when dead rows pile up.)
     for write in writes.values():

@@ -72,6 +72,19 @@ async def test_a_rescued_zombie_frees_its_partition_slot(backend):
     assert successor.partition == "p" and successor.id != zombie.id
 
 
+async def test_tidy_forgets_only_keys_whose_next_start_is_past(backend):
+    await backend.limits_declare(limits=[TypeLimit("sync", "1/m")])
+    for account in ("a", "b"):
+        await enqueue(backend, 2, type="sync", partition=account, now=T0)
+    assert sorted(j.partition for j in await claim(backend, 10, now=at(1))) == ["a", "b"]
+    # Both keys' next start is at(61): a tidy before then keeps them, and they still hold.
+    assert await backend.limits_tidy(older_than=at(30)) == 0
+    assert await claim(backend, 10, now=at(30)) == []
+    assert await backend.limits_tidy(older_than=at(62)) == 2
+    assert sorted(j.partition for j in await claim(backend, 10, now=at(62))) == ["a", "b"]
+    assert await claim(backend, 10, now=at(63)) == []
+
+
 async def test_one_hot_partition_does_not_starve_the_others(backend):
     hot = await enqueue(backend, 90, type="report", partition="tenant:hot", now=T0)
     quiet = []

@@ -26,6 +26,8 @@ from .settings import WorkerSettings
 
 # How long a stopping maintenance task waits for its renewal to end.
 STOP_SECONDS = 5.0
+# A limited key's rate state is dropped this long after its next start came due.
+LIMIT_STATE_IDLE_SECONDS = 60.0
 
 __all__ = ["REST_RATIO", "STEP", "Maintenance", "purge_pillar", "run_retention"]
 
@@ -213,6 +215,10 @@ async def run_retention(
             older_than=now - timedelta(days=settings.metrics_minute_buckets_days),
             width_seconds=60,
             fence=fence,
+        ),
+        # A limited key idle for a minute has its whole burst back: its row says nothing.
+        "limit_keys": await backend.limits_tidy(
+            older_than=now - timedelta(seconds=LIMIT_STATE_IDLE_SECONDS), fence=fence
         ),
     }
     if done["rolled_up"]:

@@ -313,6 +313,10 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int: ...
 
+    @abc.abstractmethod
+    async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``limit_state`` rows whose ``tat`` is before ``older_than``."""
+
     # -- leadership (leadership.py) -----------------------------------------------------------
     # A write given a ``fence`` (above) first checks, in its own transaction and on the
     # database's clock, that the term is current, holding it there until the write commits;

@@ -129,6 +129,14 @@ class UpkeepOperations(OperationGroup):
         return await self.driver.metrics_prune(cutoff, width, _fence(fence))
 
     @operation
+    async def limits_tidy(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
+        """Forget the rate state of limited keys idle since ``older_than`` (a key whose next
+        start is past has its whole burst, the same as a key never used), so that a
+        partition seen once does not keep a row for ever. Returns how many were dropped."""
+        cutoff = check_time("older_than", older_than)
+        return await self.driver.limits_tidy(cutoff, _fence(fence))
+
+    @operation
     async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
         """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts
         and durations, keeping the max) and delete them, in one transaction. Returns the number

@@ -14,6 +14,7 @@ from typing import Any
 
 from ...errors import NotFoundError
 from ...models import ClaimedJob, LimitInfo, TypeLimit
+from ...rates import RATE_WINDOW_SECONDS
 from .. import throttle
 from ..checks import UNSET
 from ..driver import UndecodableRow
@@ -22,8 +23,6 @@ from .connection import PostgresCore
 from .rows import claimed_rows
 
 __all__ = ["PostgresLimits"]
-
-RATE_WINDOW_SECONDS = 10.0
 
 
 def _at(epoch: float | None) -> datetime | None:

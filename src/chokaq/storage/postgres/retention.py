@@ -78,6 +78,10 @@ class PostgresRetention(PostgresCore):
         params = {"older_than": older_than, "width": width_seconds}
         return await self._fenced_count("metrics_prune", params, fence)
 
+    async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        params = {"before": older_than.timestamp()}
+        return await self._fenced_count("limit_state_tidy", params, fence)
+
     async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         async with self._fenced(fence) as conn:
             rows: list[tuple[Any, ...]] = await self._run(

@@ -239,6 +239,9 @@ class SQLiteDriver(Driver):
         cutoff = older_than.timestamp()
         return await self._db.call(retention.metrics_rollup, cutoff, ts_now(None), fence)
 
+    async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        return await self._db.call(ratelimits.tidy, older_than.timestamp(), fence)
+
     # -- leadership -------------------------------------------------------------------------
 
     async def leadership_claim(

@@ -13,17 +13,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import NotFoundError
-from ...models import ClaimedJob, LimitInfo, TypeLimit
+from ...models import ClaimedJob, LeaderTerm, LimitInfo, TypeLimit
+from ...rates import RATE_WINDOW_SECONDS
 from .. import throttle
 from ..checks import UNSET
 from ..driver import UndecodableRow
 from ..throttle import Candidate, Settled, describe, pick, plan, put_params, settle, spend
 from .connection import Database
 from .jobs import claim_ids
+from .leadership import check_fence
 from .rows import from_ts
 
 __all__ = [
-    "RATE_WINDOW_SECONDS",
     "active",
     "declare",
     "fetch_limited",
@@ -33,7 +34,6 @@ __all__ = [
     "tidy",
 ]
 
-RATE_WINDOW_SECONDS = 10.0
 # The most partitioned types a claim walks (a skip scan step each to find them).
 MAX_WALKED_TYPES = 1000
 
@@ -243,5 +243,9 @@ def listed(db: Database, now: float, only: tuple[str, str] | None = None) -> lis
     return db.read(run)
 
 
-def tidy(db: Database, before: float) -> int:
-    return db.write(lambda: db.conn.execute(db.q["limit_state_tidy"], {"before": before}).rowcount)
+def tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    def run() -> int:
+        check_fence(db, fence)
+        return db.conn.execute(db.q["limit_state_tidy"], {"before": before}).rowcount
+
+    return db.write(run)
