@@ -74,7 +74,13 @@ async def test_retention_is_a_no_op_when_nothing_is_old(store: Any) -> None:
     await app.open()
     try:
         done = await run_retention(app.backend, app.worker_settings)
-        assert done == {"archive": 0, "dlq": 0, "rolled_up": 0, "minute_buckets": 0}
+        assert done == {
+            "archive": 0,
+            "dlq": 0,
+            "rolled_up": 0,
+            "minute_buckets": 0,
+            "limit_keys": 0,
+        }
         assert len(await ids(app, Pillar.ARCHIVE)) == 2 and len(await ids(app, Pillar.DLQ)) == 1
     finally:
         await app.close()
