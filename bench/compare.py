@@ -27,7 +27,10 @@ lie in its tree. Each measurement gets a fresh SQLite file or a fresh PostgreSQL
 ``--base-env`` / ``--head-env NAME=VALUE`` (repeatable) add environment variables to every
 process of one side, to compare two configurations of one tree: ``CHOKAQ_BENCH_SCHEDULES=N``
 makes the app declare N periodic schedules that never come due during a run (once a year), so
-the worker declares them, re-marks them and looks for due slots every second while it runs.
+the worker declares them, re-marks them and looks for due slots every second while it runs;
+``CHOKAQ_BENCH_RATE_LIMIT=100000/s``, ``CHOKAQ_BENCH_PARTITION_CONCURRENCY=N`` and
+``CHOKAQ_BENCH_PARTITIONS=N`` limit the no-op type and seed its jobs over N partitions (a tree
+with rate limits only).
 
 It writes a table to stdout and the figures as JSON (``--out``); it is not one of run_all's
 parts, so its JSON lives in a folder of its own, out of the report's way.
@@ -88,7 +91,20 @@ LAT = os.environ.get("LAT_FILE")
 EXIT = os.environ.get("EXIT_FILE")
 handled = 0
 
-@app.job(name="noop")
+# Rate limits and partitions (head trees only): CHOKAQ_BENCH_RATE_LIMIT="100000/s" limits the
+# type, CHOKAQ_BENCH_PARTITION_CONCURRENCY caps each partition, CHOKAQ_BENCH_PARTITIONS=N seeds
+# the jobs over N partitions in turn.
+_limits = {}
+if os.environ.get("CHOKAQ_BENCH_RATE_LIMIT"):
+    _limits["rate_limit"] = os.environ["CHOKAQ_BENCH_RATE_LIMIT"]
+if os.environ.get("CHOKAQ_BENCH_PARTITION_CONCURRENCY"):
+    _limits["partition_concurrency"] = int(os.environ["CHOKAQ_BENCH_PARTITION_CONCURRENCY"])
+PARTITIONS = int(os.environ.get("CHOKAQ_BENCH_PARTITIONS", "0"))
+
+def options(i):
+    return {"partition": f"p{i % PARTITIONS}"} if PARTITIONS else {}
+
+@app.job(name="noop", **_limits)
 async def noop(i: int = 0, sent: float = 0.0) -> None:
     global handled
     handled += 1
@@ -114,7 +130,7 @@ for _i in range(int(os.environ.get("CHOKAQ_BENCH_SCHEDULES", "0"))):
 SEED = r"""
 import asyncio, os, time
 import chokaq
-from chokaq_compare_app import app, noop
+from chokaq_compare_app import app, noop, options
 
 async def main():
     jobs, batch = int(os.environ["JOBS"]), int(os.environ["BATCH"])
@@ -123,7 +139,9 @@ async def main():
     started = time.perf_counter()
     for first in range(0, jobs, batch):
         size = min(batch, jobs - first)
-        await app.enqueue_many([noop.prepare(i=first + k) for k in range(size)])
+        await app.enqueue_many(
+            [noop.prepare(i=first + k, **options(first + k)) for k in range(size)]
+        )
     elapsed = time.perf_counter() - started
     await app.close()
     print(jobs / elapsed if jobs else 0.0, chokaq.__file__)
