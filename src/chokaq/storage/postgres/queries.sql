@@ -1638,7 +1638,9 @@ SELECT extract(epoch FROM coalesce(%(now)s::timestamptz, now()))::float8
 SELECT type, partition_key, count(*) FROM {schema}.jobs_hot WHERE status IN (1, 2) GROUP BY 1, 2
 
 -- name: limits_tats
-SELECT scope, name, partition_key, tat FROM {schema}.limit_state WHERE tat > %(now)s
+-- Keys whose next start is still ahead (a past one is the same as none).
+SELECT scope, name, partition_key, tat FROM {schema}.limit_state
+WHERE tat > extract(epoch FROM coalesce(%(now)s::timestamptz, now()))
 
 -- name: limits_partitioned_types
 -- A skip scan over the partition index: the types with partitioned pending jobs.

@@ -47,116 +47,132 @@ class PostgresLimits(PostgresCore):
         now: datetime | None,
     ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
         q = self._q
-        async with self.pool.connection() as conn, conn.transaction():
+        # Pipelined: each batch of statements that do not need each other's results costs one
+        # round trip (BEGIN and the reads under the locks; the heads and the walks; the
+        # partitions' heads; the spend, the claim and COMMIT). The server still runs them in
+        # order, so every read after the locks sees the claim that held them last.
+        async with self.pool.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
 
-            async def rows(name: str, params: dict[str, Any]) -> list[Any]:
-                cur = await conn.execute(q[name], params)
-                return await cur.fetchall()
+                async def send(name: str, params: dict[str, Any]) -> Any:
+                    return await conn.execute(q[name], params)
 
-            await conn.execute(
-                q["jobs_fetch_lock"],
-                {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues},
-            )
-            locked = await rows("limits_lock", {})
-            clock = (await rows("limits_clock", {"now": now}))[0][0]
-            serving_rows = await rows("limits_serving", {})
-            rooms = throttle.rooms(serving_rows, queues, limit)
-            limits = throttle.limit_rows(locked, rooms)
-            running = {(r[0], r[1]): int(r[2]) for r in await rows("limits_running", {})}
-            tats = {
-                (r[0], r[1], r[2]): float(r[3]) for r in await rows("limits_tats", {"now": clock})
-            }
-            partitioned = [r[0] for r in await rows("limits_partitioned_types", {})]
-            decided = plan(limits, partitioned, running, tats, clock, limit, exclude_types)
-            for name, quota in decided.queue_quota.items():
-                if name in rooms:
-                    rooms[name] = min(rooms[name], quota)
-            serving = [name for name, room in rooms.items() if room > 0]
-            heads: tuple[list[str], list[str | None], list[int]] = ([], [], [])
-            for name in serving:
-                heads[0].append(name)
-                heads[1].append(None)
-                heads[2].append(rooms[name])
-                for type_, quota in decided.plain_quota.items():
-                    if quota > 0 and type_ not in exclude_types:
-                        heads[0].append(name)
-                        heads[1].append(type_)
-                        heads[2].append(min(quota, rooms[name]))
-            candidates: list[Candidate] = []
-            if heads[0]:
-                params = {
-                    "queues": heads[0],
-                    "types": heads[1],
-                    "limits": heads[2],
-                    "exclude": decided.exclude,
-                    "now": now,
-                }
-                for r in await rows("limits_queue_heads", params):
-                    candidates.append(Candidate(r[0], r[1], r[2], None, r[3], r[4], r[5]))
-            for walk in decided.walks if serving else ():
-                walked = [
-                    r[0]
-                    for r in await rows(
-                        "limits_walk",
-                        {
-                            "type": walk.type,
-                            "after": walk.cursor,
-                            "steps": walk.steps,
-                            "before": None,
-                        },
+                await send(
+                    "jobs_fetch_lock",
+                    {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues},
+                )
+                reads = [
+                    await send(name, params)
+                    for name, params in (
+                        ("limits_lock", {}),
+                        ("limits_clock", {"now": now}),
+                        ("limits_serving", {}),
+                        ("limits_running", {}),
+                        ("limits_tats", {"now": now}),
+                        ("limits_partitioned_types", {}),
                     )
                 ]
-                if walk.cursor and len(walked) < walk.steps:
-                    walked += [
-                        r[0]
-                        for r in await rows(
-                            "limits_walk",
-                            {
-                                "type": walk.type,
-                                "after": "",
-                                "steps": walk.steps - len(walked),
-                                "before": walk.cursor,
-                            },
+                locked, clocked, serving_rows, running_rows, tat_rows, partitioned_rows = [
+                    await cur.fetchall() for cur in reads
+                ]
+                clock = clocked[0][0]
+                rooms = throttle.rooms(serving_rows, queues, limit)
+                limits = throttle.limit_rows(locked, rooms)
+                running = {(r[0], r[1]): int(r[2]) for r in running_rows}
+                tats = {(r[0], r[1], r[2]): float(r[3]) for r in tat_rows}
+                partitioned = [r[0] for r in partitioned_rows]
+                decided = plan(limits, partitioned, running, tats, clock, limit, exclude_types)
+                for name, quota in decided.queue_quota.items():
+                    if name in rooms:
+                        rooms[name] = min(rooms[name], quota)
+                serving = [name for name, room in rooms.items() if room > 0]
+                heads: tuple[list[str], list[str | None], list[int]] = ([], [], [])
+                for name in serving:
+                    heads[0].append(name)
+                    heads[1].append(None)
+                    heads[2].append(rooms[name])
+                    for type_, quota in decided.plain_quota.items():
+                        if quota > 0 and type_ not in exclude_types:
+                            heads[0].append(name)
+                            heads[1].append(type_)
+                            heads[2].append(min(quota, rooms[name]))
+                head_cur = None
+                if heads[0]:
+                    params = {
+                        "queues": heads[0],
+                        "types": heads[1],
+                        "limits": heads[2],
+                        "exclude": decided.exclude,
+                        "now": now,
+                    }
+                    head_cur = await send("limits_queue_heads", params)
+                # Each walk from the partition after its cursor, and (sent at once, used only for
+                # what the first part leaves) wrapped round from the first partition to the cursor.
+                walks = []
+                for walk in decided.walks if serving else ():
+                    after = {"type": walk.type, "after": walk.cursor, "steps": walk.steps}
+                    first = await send("limits_walk", {**after, "before": None})
+                    wrapped = None
+                    if walk.cursor:
+                        wrapped = await send(
+                            "limits_walk", {**after, "after": "", "before": walk.cursor}
                         )
-                    ]
-                parts, quotas, ords = [], [], []
-                for order, part in enumerate(walked, 1):
-                    quota = min(walk.quotas.get(part, walk.default), limit)
-                    if quota > 0:
-                        parts.append(part)
-                        quotas.append(quota)
-                        ords.append(order)
-                if not parts:
-                    continue
-                params = {
-                    "type": walk.type,
-                    "parts": parts,
-                    "quotas": quotas,
-                    "ords": ords,
-                    "serving": serving,
-                    "now": now,
-                }
-                for r in await rows("limits_partition_heads", params):
-                    candidates.append(Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]))
-            picked = pick(candidates, decided, rooms, limit)
-            if not picked:
-                return [], _at(decided.retry_at)
-            spent = spend(picked, limits, tats, clock)
-            await conn.execute(
-                q["limits_spend"],
-                {
-                    "scopes": [t[0] for t in spent.tats],
-                    "names": [t[1] for t in spent.tats],
-                    "parts": [t[2] for t in spent.tats],
-                    "tats": [t[3] for t in spent.tats],
-                    "cursor_types": list(spent.cursors),
-                    "cursors": list(spent.cursors.values()),
-                },
-            )
-            cur = await conn.execute(
-                q["limits_claim"],
-                {"ids": [c.id for c in picked], "start": start, "worker_id": worker_id, "now": now},
-            )
+                    walks.append((walk, first, wrapped))
+                candidates: list[Candidate] = []
+                if head_cur is not None:
+                    for r in await head_cur.fetchall():
+                        candidates.append(Candidate(r[0], r[1], r[2], None, r[3], r[4], r[5]))
+                part_curs = []
+                for walk, first, wrapped in walks:
+                    walked = [r[0] for r in await first.fetchall()]
+                    if wrapped is not None:
+                        walked += [r[0] for r in await wrapped.fetchall()][
+                            : walk.steps - len(walked)
+                        ]
+                    parts, quotas, ords = [], [], []
+                    for order, part in enumerate(walked, 1):
+                        quota = min(walk.quotas.get(part, walk.default), limit)
+                        if quota > 0:
+                            parts.append(part)
+                            quotas.append(quota)
+                            ords.append(order)
+                    if parts:
+                        params = {
+                            "type": walk.type,
+                            "parts": parts,
+                            "quotas": quotas,
+                            "ords": ords,
+                            "serving": serving,
+                            "now": now,
+                        }
+                        part_curs.append(await send("limits_partition_heads", params))
+                for cur in part_curs:
+                    for r in await cur.fetchall():
+                        candidates.append(Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]))
+                picked = pick(candidates, decided, rooms, limit)
+                if not picked:
+                    return [], _at(decided.retry_at)
+                spent = spend(picked, limits, tats, clock)
+                await send(
+                    "limits_spend",
+                    {
+                        "scopes": [t[0] for t in spent.tats],
+                        "names": [t[1] for t in spent.tats],
+                        "parts": [t[2] for t in spent.tats],
+                        "tats": [t[3] for t in spent.tats],
+                        "cursor_types": list(spent.cursors),
+                        "cursors": list(spent.cursors.values()),
+                    },
+                )
+                cur = await send(
+                    "limits_claim",
+                    {
+                        "ids": [c.id for c in picked],
+                        "start": start,
+                        "worker_id": worker_id,
+                        "now": now,
+                    },
+                )
             claimed = await claimed_rows(cur)
         position = {c.id: i for i, c in enumerate(picked)}
         claimed.sort(
@@ -227,7 +243,7 @@ class PostgresLimits(PostgresCore):
             else:
                 found = [r for r in [await self._get(conn, *only)] if r is not None]
             tats = {
-                (r[0], r[1], r[2]): float(r[3]) for r in await rows("limits_tats", {"now": clock})
+                (r[0], r[1], r[2]): float(r[3]) for r in await rows("limits_tats", {"now": now})
             }
             out = []
             for r in found:
