@@ -2,9 +2,9 @@
 
 Every such command takes ``--app module:attr`` and/or ``--database URL`` plus ``--schema``; this
 module defines them once, loads the App they name (``load_app``), opens it around a coroutine,
-parses the operator-friendly values (job ids, failure reasons, relative times) the job, DLQ and
-purge commands accept, and writes the audit line (``ADMIN_COMPLETED``) of the commands that
-change something.
+parses the operator-friendly values (job ids, failure reasons, relative times, rates) the job,
+DLQ, purge, queue and limits commands accept, and writes the audit line (``ADMIN_COMPLETED``)
+of the commands that change something.
 """
 
 from __future__ import annotations
@@ -25,12 +25,16 @@ import click
 from rich.console import Console
 
 from ..app import App
+from ..errors import ValidationError
 from ..ids import is_job_id
 from ..limits import MAX_TIME, MIN_TIME
 from ..logs import PlainFormatter, logger
 from ..models import FailureReason
+from ..rates import check_rate
+from ..storage import UNSET
 
 __all__ = [
+    "CLEAR_WORDS",
     "actor_option",
     "console",
     "load_app",
@@ -39,12 +43,16 @@ __all__ = [
     "parse_job_id",
     "parse_reason",
     "parse_when",
+    "rate_option",
     "run_with_app",
     "store_options",
 ]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+# What an operator may write to clear a limit (``--max-workers none``, ``--rate off``).
+CLEAR_WORDS = ("none", "off", "clear", "-")
 
 
 def console() -> Console:
@@ -235,3 +243,23 @@ def parse_when(
             param_hint=param,
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``--rate``'s value: the rate as the seam stores it ("100/s"), ``None`` for a clearing
+    word, ``UNSET`` when the option was left out. A bad rate is a usage error naming the option
+    and the form, before a database is opened."""
+    if value is None:
+        return UNSET
+    if value.strip().lower() in CLEAR_WORDS:
+        return None
+    try:
+        return str(check_rate("--rate", value))
+    except ValidationError as exc:
+        raise click.BadParameter(exc.limit) from None
+
+
+def rate_option(help: str) -> Callable[[F], F]:
+    """Add ``--rate N/s|N/m|N/h`` (or ``none``), parsed by ``check_rate``; ``help`` says what
+    the rate applies to."""
+    return click.option("--rate", metavar="N/s|N/m|N/h", callback=_rate, help=help)

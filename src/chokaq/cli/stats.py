@@ -1,10 +1,12 @@
-"""``chokaq stats`` and ``chokaq queue ...``: the overview, and the queues' control plane."""
+"""``chokaq stats`` and ``chokaq queue ...``: the overview, and the queues' control plane
+(pause, resume, and the limits: ``max_workers`` and the timeouts through ``queue_configure``,
+the rate through ``limit_set``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -16,14 +18,16 @@ from rich.text import Text
 from ..app import App
 from ..errors import NotFoundError
 from ..logs import log_admin
-from ..models import QueueStats, Summary, Throughput
+from ..models import LimitInfo, QueueInfo, QueueStats, Summary, Throughput
 from ..storage import UNSET
 from .options import (
+    CLEAR_WORDS,
     actor_name,
     actor_option,
     console,
     logged,
     make_app,
+    rate_option,
     run_with_app,
     store_options,
 )
@@ -38,9 +42,10 @@ def _lag(seconds: float) -> Text:
     return Text(f"{seconds:.1f}s", style=style)
 
 
-def queue_table(stats: list[QueueStats]) -> Table:
+def queue_table(stats: list[QueueStats], rates: Mapping[str, str] | None = None) -> Table:
+    """The queues' table; with ``rates`` (queue name to the rate in force) a rate column too."""
     table = Table(title="Queues", title_justify="left")
-    for column in (
+    columns = [
         "queue",
         "state",
         "pending",
@@ -51,14 +56,17 @@ def queue_table(stats: list[QueueStats]) -> Table:
         "retried",
         "max workers",
         "timeout",
-    ):
+    ]
+    if rates is not None:
+        columns.append("rate")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("queue", "state") else "right")
     for s in stats:
         q = s.queue
         state = Text("paused", style="yellow") if q.paused else Text("running", style="green")
         if not q.active:
             state = Text("inactive", style="dim")
-        table.add_row(
+        row: list[str | Text] = [
             q.name,
             state,
             str(s.pending),
@@ -69,8 +77,16 @@ def queue_table(stats: list[QueueStats]) -> Table:
             str(s.retried_total),
             str(q.max_workers) if q.max_workers is not None else "-",
             f"{q.execution_timeout_seconds:g}s" if q.execution_timeout_seconds else "-",
-        )
+        ]
+        if rates is not None:
+            row.append(rates.get(q.name, "-"))
+        table.add_row(*row)
     return table
+
+
+def queue_rates(limits: list[LimitInfo]) -> dict[str, str]:
+    """Queue name to the rate in force, for the queues that have one."""
+    return {i.name: i.rate_limit for i in limits if i.scope == "queue" and i.rate_limit}
 
 
 def _overview(summary: Summary, throughput: Throughput, workers: int) -> Table:
@@ -158,15 +174,19 @@ def queue() -> None:
 @queue.command("list")
 @store_options
 def queue_list(app_spec: str | None, database: str | None, schema: str | None) -> None:
-    """List every queue with its state, depth, lag and limits.
+    """List every queue with its state, depth, lag and limits (max workers, timeout, rate).
 
     \b
     Example:
       chokaq queue list --app myproject.jobs:app
     """
     app = make_app(app_spec, database, schema, existing=True)
-    stats = run_with_app(app, lambda a: a.backend.stats_queues())
-    console().print(queue_table(stats))
+
+    async def read(app: App) -> tuple[list[QueueStats], list[LimitInfo]]:
+        return await app.backend.stats_queues(), await app.backend.limits_list()
+
+    stats, limits = run_with_app(app, read)
+    console().print(queue_table(stats, queue_rates(limits)))
 
 
 def create_option(fn: Any) -> Any:
@@ -231,7 +251,7 @@ _pause_command(False)
 def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:
     if value is None:
         return UNSET
-    if value.lower() in ("none", "off", "clear", "-"):
+    if value.lower() in CLEAR_WORDS:
         return None
     try:
         return kind(value)
@@ -248,6 +268,10 @@ def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:
     "(three heartbeat intervals of a default worker).",
 )
 @click.option("--execution-timeout", help="Default execution timeout in seconds, or 'none'.")
+@rate_option(
+    "Cluster-wide cap on jobs of this queue started per second, minute or hour (100/s, 5/m), "
+    "or 'none'; on top of each job type's own rate."
+)
 @create_option
 @actor_option
 @store_options
@@ -257,6 +281,7 @@ def queue_limit(
     max_workers: str | None,
     zombie_timeout: str | None,
     execution_timeout: str | None,
+    rate: Any,
     create: bool,
     actor: str | None,
     app_spec: str | None,
@@ -268,30 +293,56 @@ def queue_limit(
     \b
     Example:
       chokaq queue limit partners --max-workers 2 --execution-timeout 30
+      chokaq queue limit partners --rate 100/s
     """
     changes = {
         "max_workers": _optional_number(max_workers, int),
         "zombie_timeout_seconds": _optional_number(zombie_timeout, float),
         "execution_timeout_seconds": _optional_number(execution_timeout, float),
     }
-    if all(v is UNSET for v in changes.values()):
+    if rate is UNSET and all(v is UNSET for v in changes.values()):
         raise click.UsageError(
-            "nothing to change: give --max-workers, --zombie-timeout or --execution-timeout"
+            "nothing to change: give --max-workers, --zombie-timeout, --execution-timeout or --rate"
         )
     app = make_app(app_spec, database, schema)
     who = actor_name(actor)
-    info = on_known_queue(
-        app,
-        name,
-        lambda a: a.backend.queue_configure(name=name, actor=who, create=create, **changes),
-    )
+
+    async def apply(app: App) -> tuple[QueueInfo, str | None]:
+        # Every value is checked before anything is written (the rate by its option, before
+        # the database is opened; the others by queue_configure before it writes), so a
+        # refusal changes nothing. The two writes are not one transaction: a storage failure
+        # between them leaves the first applied and the command exits non-zero with the
+        # error; running it again is safe, as each write sets values.
+        backend = app.backend
+        if any(v is not UNSET for v in changes.values()):
+            info = await backend.queue_configure(name=name, actor=who, create=create, **changes)
+        else:
+            info = await _known_queue(app, name, create)
+        if rate is not UNSET:
+            limit = await backend.limit_set(scope="queue", name=name, rate_limit=rate, actor=who)
+            return info, limit.rate_limit
+        return info, queue_rates(await backend.limits_list()).get(name)
+
+    info, in_force = on_known_queue(app, name, apply)
     given = {k: v for k, v in changes.items() if v is not UNSET}
+    if rate is not UNSET:
+        given["rate_limit"] = rate
     log_admin("cli", "queues.limits", who, name, 1, **given)
     click.echo(
         f"queue {info.name}: max_workers={info.max_workers}, "
         f"zombie_timeout={info.zombie_timeout_seconds}, "
-        f"execution_timeout={info.execution_timeout_seconds}"
+        f"execution_timeout={info.execution_timeout_seconds}, rate={in_force}"
     )
+
+
+async def _known_queue(app: App, name: str, create: bool) -> QueueInfo:
+    """The queue's row, created with ``create``; else ``NotFoundError`` when it has none."""
+    if create:
+        return await app.backend.queue_ensure(name)
+    found = await app.backend.queue_get(name)
+    if found is None:
+        raise NotFoundError(f"queue {name!r} does not exist")
+    return found
 
 
 COMMANDS = [stats, queue]
