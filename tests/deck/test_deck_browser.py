@@ -18,6 +18,7 @@ from chokaq.models import (
     FailMove,
     FailureReason,
     JobFilter,
+    NewJob,
     Pillar,
     ScheduleDeclaration,
     WorkerInfo,
@@ -360,11 +361,31 @@ def seed_showcase(url: str) -> str:
         await app.backend.schedule_trigger("nightly-report", actor="alice")
 
     run(steer, url)
+
+    async def limits(app: App) -> None:
+        # Operators' settings, so that the worker's own declarations leave them alone; the
+        # reports queue is paused, so its partitioned jobs wait.
+        await app.backend.limit_set(
+            scope="queue", name="payments", rate_limit="20/s", actor="alice"
+        )
+        await app.backend.limit_set(
+            scope="type", name="report", rate_limit="30/m", partition_concurrency=2, actor="alice"
+        )
+        tenants = {"tenant:acme": 5, "tenant:globex": 3, "tenant:initech": 1}
+        await app.enqueue_many(
+            [
+                NewJob(type="report", queue="reports", partition=tenant)
+                for tenant, n in tenants.items()
+                for _ in range(n)
+            ]
+        )
+
+    run(limits, url)
     ids = run(lambda app: diamond(app, result=json.dumps({"total": 3}), type="fetch_feed"), url)
     return ids["d"]
 
 
-PANELS = ("overview", "queues", "jobs", "schedules", "errors", "circuits", "workers")
+PANELS = ("overview", "queues", "limits", "jobs", "schedules", "errors", "circuits", "workers")
 
 
 def test_screenshots_of_every_panel_in_both_themes(
@@ -385,6 +406,7 @@ def test_screenshots_of_every_panel_in_both_themes(
         wait_for(functools.partial(chart_filled, page, 60), what="the chart to fill")
         page.wait_for_selector("#circuit-rows tr")
         page.wait_for_selector("#schedule-rows tr")
+        page.wait_for_selector("#limit-rows tr[data-key='type:report'] .part")
         page.wait_for_timeout(600)
         page.screenshot(path=str(folder / f"deck-{theme}.png"), full_page=True)
         page.click("#schedule-rows tr >> text=nightly-report")

@@ -1,5 +1,5 @@
 """The Deck's JSON API: every read and action the page (and automation) uses, with the route
-metadata the OpenAPI document is generated from.
+metadata the OpenAPI document is generated from (the limits' routes live in ``deck.limits``).
 
 Each handler authorizes (``admin`` routes need the admin role and, for cookie sessions, the CSRF
 header), validates its input before calling storage, and maps errors to 4xx answers with a
@@ -41,7 +41,7 @@ from .views import (
     workflow_json,
 )
 
-__all__ = ["ROUTES", "ApiRoute", "snapshot"]
+__all__ = ["ROUTES", "ApiRoute", "json_body", "snapshot"]
 
 Handler = Callable[[Request, "DeckState", Principal], Awaitable[Any]]
 MAX_IDS = 1000
@@ -126,7 +126,7 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-async def _body(request: Request) -> dict[str, Any]:
+async def json_body(request: Request) -> dict[str, Any]:
     try:
         data = json.loads(await request.body() or b"{}")
     except ValueError:
@@ -240,7 +240,7 @@ async def get_top_errors(request: Request, state: DeckState, who: Principal) -> 
 
 
 async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any:
-    data = await _body(request)
+    data = await json_body(request)
     ids = _ids(data)
     _confirm(data, "CANCEL", len(ids))
     result = await state.app.backend.jobs_cancel(ids=ids, actor=who.name)
@@ -249,7 +249,7 @@ async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any
 
 
 async def post_resurrect(request: Request, state: DeckState, who: Principal) -> Any:
-    data = await _body(request)
+    data = await json_body(request)
     ids = _ids(data)
     _confirm(data, "RETRY", len(ids))
     moved = await state.app.backend.dlq_resurrect(ids=ids, actor=who.name)
@@ -257,7 +257,7 @@ async def post_resurrect(request: Request, state: DeckState, who: Principal) -> 
 
 
 async def post_purge(request: Request, state: DeckState, who: Principal) -> Any:
-    data = await _body(request)
+    data = await json_body(request)
     ids = _ids(data)
     _confirm(data, "PURGE", len(ids), always=True)
     deleted = await state.app.backend.dlq_purge(ids=ids, actor=who.name)
@@ -284,7 +284,7 @@ async def post_edit(request: Request, state: DeckState, who: Principal) -> Any:
     """Save a pending job's or a DLQ job's payload, tags, priority; ``requeue`` (DLQ only)
     saves and resurrects in one transaction."""
     job_id = check_job_id("id", request.path_params["id"])
-    data = await _body(request)
+    data = await json_body(request)
     edits = _edits(data, state)
     requeue = data.get("requeue", False)
     if not isinstance(requeue, bool):
@@ -334,7 +334,7 @@ async def post_preview(request: Request, state: DeckState, who: Principal) -> An
     """What a bulk action by filter would touch. The filter comes back pinned to now
     (``until``), and executing with that pinned filter touches only rows that existed at
     preview time: a failure arriving in between is not swept up unseen."""
-    data = await _body(request)
+    data = await json_body(request)
     job_filter, cap = _dlq_filter(data)
     now = datetime.now(UTC)
     pinned = replace(job_filter, until=min(job_filter.until or now, now))
@@ -343,7 +343,7 @@ async def post_preview(request: Request, state: DeckState, who: Principal) -> An
 
 
 async def _by_filter(request: Request, state: DeckState, who: Principal, word: str) -> Any:
-    data = await _body(request)
+    data = await json_body(request)
     job_filter, cap = _dlq_filter(data)
     if job_filter.until is None:
         raise ValidationError("filter.until", "is required: send the filter the preview returned")
@@ -395,7 +395,7 @@ def _optional_number(data: dict[str, Any], name: str) -> Any:
 async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
     """Pause/resume (``paused``), hide/unhide (``active``) or set limits of one queue; an
     unknown queue is refused (404) unless ``create`` is true."""
-    data = await _body(request)
+    data = await json_body(request)
     name = check_name("queue", data.get("queue"))
     create = _flag(data, "create") if "create" in data else False
     backend = state.app.backend
@@ -428,14 +428,14 @@ async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
 
 
 async def post_close_circuit(request: Request, state: DeckState, who: Principal) -> Any:
-    data = await _body(request)
+    data = await json_body(request)
     key = check_name("key", data.get("key"))
     asked = await state.app.backend.worker_request(worker_id=None, close_circuit=key)
     return Done({"workers_asked": asked}, key, asked)
 
 
 async def post_concurrency(request: Request, state: DeckState, who: Principal) -> Any:
-    data = await _body(request)
+    data = await json_body(request)
     worker_id = check_name("worker_id", data.get("worker_id"))
     concurrency = parse_int("concurrency", data.get("concurrency"), default=0, low=1, high=1000)
     asked = await state.app.backend.worker_request(worker_id=worker_id, concurrency=concurrency)
@@ -472,7 +472,7 @@ async def post_workflow_cancel(request: Request, state: DeckState, who: Principa
     dependency_failed naming their failed parent, the others are cancelled as by
     ``/api/jobs/cancel``. It may touch many jobs, so the typed word is always required."""
     workflow_id = check_job_id("id", request.path_params["id"])
-    data = await _body(request)
+    data = await json_body(request)
     _confirm(data, "CANCEL", 0, always=True)
     await _workflow(state, workflow_id, 1)
     result = await state.app.backend.workflow_cancel(id=workflow_id, actor=who.name)
@@ -533,7 +533,7 @@ async def post_schedule_edit(request: Request, state: DeckState, who: Principal)
     """An operator's edit of a schedule's timing (``cron`` or ``every_seconds``, ``timezone``)
     and ``kwargs`` (a JSON object); the storage seam checks each and names the field."""
     name = _schedule_name(request)
-    data = await _body(request)
+    data = await json_body(request)
     edits = {k: data[k] for k in SCHEDULE_EDITS if data.get(k) is not None}
     if "kwargs" in edits and not isinstance(edits["kwargs"], dict):
         raise ValidationError("kwargs", "must be a JSON object of keyword arguments")
@@ -551,7 +551,17 @@ async def post_schedule_reset(request: Request, state: DeckState, who: Principal
     return Done(schedule_json(schedule, datetime.now(UTC)), name, 1)
 
 
-FILTER_QUERY = ("queue", "type", "status", "blocked", "reason", "since", "until", "search")
+FILTER_QUERY = (
+    "queue",
+    "type",
+    "partition",
+    "status",
+    "blocked",
+    "reason",
+    "since",
+    "until",
+    "search",
+)
 FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
 ROUTES: tuple[ApiRoute, ...] = (
@@ -757,10 +767,10 @@ ROUTES: tuple[ApiRoute, ...] = (
 REASONS = [r.name.lower() for r in FailureReason]
 
 
-def openapi(prefix: str = "") -> dict[str, Any]:
-    """The OpenAPI 3.1 document, generated from ``ROUTES``."""
+def openapi(prefix: str = "", routes: tuple[ApiRoute, ...] = ROUTES) -> dict[str, Any]:
+    """The OpenAPI 3.1 document, generated from ``routes`` (default: this module's)."""
     paths: dict[str, Any] = {}
-    for route in ROUTES:
+    for route in routes:
         op: dict[str, Any] = {
             "summary": route.summary,
             "operationId": route.handler.__name__,

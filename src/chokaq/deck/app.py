@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..app import App
 from ..errors import ChokaqError
 from ..logs import Event, log_event
-from . import api, audit
+from . import api, audit, limits
 from .auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -42,6 +42,8 @@ from .state import DeckState
 __all__ = ["DeckState", "create_deck"]
 
 HERE = Path(__file__).parent
+# Every API operation: the core ones and the limits' (a module of their own).
+ROUTES: tuple[api.ApiRoute, ...] = api.ROUTES + limits.ROUTES
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -182,7 +184,7 @@ async def logout(request: Request) -> Response:
 
 
 async def openapi_json(request: Request) -> Response:
-    return JSONResponse(api.openapi(_base(request)))
+    return JSONResponse(api.openapi(_base(request), ROUTES))
 
 
 async def events(request: Request) -> Response:
@@ -226,7 +228,7 @@ def _routes() -> list[BaseRoute]:
         Route("/api/openapi.json", openapi_json),
         Route("/api/events", events),
     ]
-    routes += [Route(r.path, api.endpoint(r), methods=[r.method]) for r in api.ROUTES]
+    routes += [Route(r.path, api.endpoint(r), methods=[r.method]) for r in ROUTES]
     routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     return routes
 

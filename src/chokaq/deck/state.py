@@ -1,6 +1,6 @@
 """What every request of one Deck shares (``DeckState``: the chokaq app, the authorizer, the
 session signer and settings) and the live snapshot it caches for the event stream and the
-overview (``snapshot``).
+overview (``snapshot``), the limited queues and types among it.
 
 Owns that shared state and the one cached read; the HTTP side (routes, cookies, headers) is
 ``app``'s and the API handlers are ``api``'s. It reaches data only through the backend and must
@@ -18,13 +18,17 @@ from typing import Any
 from starlette.requests import Request
 
 from ..app import App
-from ..models import PendingGroup
+from ..models import LimitInfo, PendingGroup
 from .auth import Authorizer, Credentials, Principal, SessionSigner, resolve
-from .views import circuits_of, dump, queue_json, throughput_json
+from .views import circuits_of, dump, limit_json, queue_json, throughput_json
 
-__all__ = ["TOP_ERRORS_SECONDS", "DeckState", "snapshot"]
+__all__ = ["LIMITS_SECONDS", "TOP_ERRORS_SECONDS", "DeckState", "snapshot"]
 
 TOP_ERRORS_SECONDS = 5.0
+# The limits list counts each limit's load (its pending, running and recently started jobs):
+# a few reads per limit, so the stream refreshes it at most this often, not every poll. Its
+# current rate is taken over 10 s, so a 2 s old reading is still a fair one.
+LIMITS_SECONDS = 2.0
 
 
 @dataclass
@@ -47,6 +51,8 @@ class DeckState:
     _errors_at: float = field(default=0.0, init=False, repr=False)
     _notices: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
     _notices_at: float = field(default=0.0, init=False, repr=False)
+    _limits: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
+    _limits_at: float = field(default=0.0, init=False, repr=False)
     _lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
 
     async def principal(self, request: Request) -> Principal | None:
@@ -78,11 +84,27 @@ class DeckState:
             self._notices_at = time.monotonic()
         return self._notices
 
+    async def limits(self) -> list[dict[str, Any]]:
+        """Every limited queue and type with its load (``limit_json`` rows), refreshed at most
+        every ``LIMITS_SECONDS``."""
+        if self._limits is None or time.monotonic() - self._limits_at >= LIMITS_SECONDS:
+            self._limits = [self.limit_json(i) for i in await self.app.backend.limits_list()]
+            self._limits_at = time.monotonic()
+        return self._limits
+
+    def limit_json(self, info: LimitInfo) -> dict[str, Any]:
+        """A limit's row, with the queue its type's handler is registered on when this Deck's
+        app registers the type (the store keeps no queue per type: jobs of one type may be
+        enqueued on any queue)."""
+        handler = self.app.handlers.get(info.name) if info.scope == "type" else None
+        return limit_json(info, handler.queue if handler is not None else None)
+
     def invalidate(self) -> None:
         """Forget cached reads after a mutation, so the next snapshot shows its effect."""
         self._snapshot = None
         self._errors = None
         self._notices = None
+        self._limits = None
 
     async def ensure_open(self) -> None:
         await self.app.open()
@@ -98,17 +120,25 @@ async def snapshot(state: DeckState) -> dict[str, Any]:
     workers = await backend.workers_list()
     series = await backend.stats_series(since=now - timedelta(seconds=15), width_seconds=1)
     errors = await state.top_errors()
+    limits = await state.limits()
+    rates = {row["name"]: row for row in limits if row["scope"] == "queue"}
     return {
         "at": dump(now),
         "summary": dump(summary),
         "throughput": throughput_json(throughput),
-        "queues": [queue_json(q) for q in queues],
+        "queues": [with_rate(queue_json(q), rates.get(q.queue.name)) for q in queues],
         "workers": [{k: v for k, v in dump(w).items() if k != "circuits"} for w in workers],
         "circuits": circuits_of([(w.id, w.circuits) for w in workers]),
         "series_tail": dump(series),
         "top_errors": dump(errors),
         "notices": await state.notices(),
+        "limits": limits,
     }
+
+
+def with_rate(queue: dict[str, Any], limit: dict[str, Any] | None) -> dict[str, Any]:
+    """A queue row with the rate in force for it (``rate_limit``, None when it has none)."""
+    return {**queue, "rate_limit": limit["rate_limit"] if limit is not None else None}
 
 
 def no_handler_notice(group: PendingGroup) -> dict[str, Any]:

@@ -16,12 +16,13 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import ValidationError
-from ..limits import MAX_SEARCH_LENGTH, check_name, check_text
+from ..limits import MAX_SEARCH_LENGTH, check_name, check_partition, check_text
 from ..models import (
     FailureReason,
     JobFilter,
     JobStatus,
     JobView,
+    LimitInfo,
     Pillar,
     QueueStats,
     Schedule,
@@ -35,6 +36,7 @@ __all__ = [
     "circuits_of",
     "dump",
     "job_json",
+    "limit_json",
     "parse_bool",
     "parse_datetime",
     "parse_filter",
@@ -123,6 +125,26 @@ def queue_json(q: QueueStats) -> dict[str, Any]:
     elif q.lag_count and q.lag_max_seconds >= LAG_WARNING_SECONDS:
         level = "warning"
     return {**info, **data, "lag_level": level}
+
+
+def limit_json(info: LimitInfo, queue: str | None = None) -> dict[str, Any]:
+    """A limited queue or job type for the Deck: every field of ``LimitInfo`` (its top
+    partitions as ``partition``, ``waiting``, ``running``), where the rate and the partition
+    concurrency in force come from (``rate_source`` / ``concurrency_source``: ``operator`` when
+    an operator set it, ``code`` when it is what the code declares, None when there is none),
+    and ``queue``: the queue a type's handler is registered on, when the Deck's app knows it."""
+    data: dict[str, Any] = dump(info)
+
+    def source(operator: bool, value: object) -> str | None:
+        if operator:
+            return "operator"
+        return "code" if value is not None else None
+
+    data["rate_source"] = source(info.rate_set, info.rate_limit)
+    data["concurrency_source"] = source(info.concurrency_set, info.partition_concurrency)
+    data["limited"] = info.limited
+    data["queue"] = queue
+    return data
 
 
 def expression(cron: str | None, every_seconds: float | None) -> str:
@@ -282,7 +304,7 @@ def _enum_by_name(field: str, value: str | None, kind: type[enum.IntEnum]) -> An
 
 def parse_filter(params: Mapping[str, Any]) -> JobFilter:
     """A ``JobFilter`` from query parameters or a JSON object (``queue``, ``type``, ``status``,
-    ``reason``, ``since``, ``until``, ``search``, ``ids``, ``blocked``)."""
+    ``reason``, ``since``, ``until``, ``search``, ``ids``, ``blocked``, ``partition``)."""
 
     def text(name: str) -> str | None:
         value = params.get(name)
@@ -311,6 +333,7 @@ def parse_filter(params: Mapping[str, Any]) -> JobFilter:
         search=check_text("search", text("search"), max_length=MAX_SEARCH_LENGTH),
         ids=tuple(ids) if ids is not None else None,
         blocked=parse_bool("blocked", params.get("blocked")),
+        partition=check_partition("partition", text("partition")),
     )
 
 
@@ -325,4 +348,5 @@ def filter_json(f: JobFilter) -> dict[str, Any]:
         "until": dump(f.until),
         "search": f.search,
         "blocked": f.blocked,
+        "partition": f.partition,
     }

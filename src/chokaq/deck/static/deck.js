@@ -1,6 +1,6 @@
 // The Deck's page logic: live snapshot over server-sent events, the jobs table, the inspector
-// and editor, the workflow view, actions with typed confirmation, the periodic schedules, and
-// the SVG throughput chart.
+// and editor, the workflow view, actions with typed confirmation, the periodic schedules, the
+// rate limits, and the SVG throughput chart.
 // All user data is written with textContent (never innerHTML); no inline handlers (CSP).
 (function () {
   "use strict";
@@ -17,7 +17,7 @@
     chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
     schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
-    workflowText: ""
+    workflowText: "", limits: []
   };
 
   function $(id) { return document.getElementById(id); }
@@ -159,6 +159,7 @@
     $("c-frate5").textContent = "5 min: " + t.failure_rate_5m.toFixed(1) + "%";
     renderNotices(snap.notices || []);
     renderQueues(snap.queues);
+    renderLimits(snap.limits || []);
     renderErrors(snap.top_errors);
     renderCircuits(snap.circuits);
     renderWorkers(snap.workers);
@@ -195,8 +196,9 @@
 
   function buildQueueRow(q) {
     var tr = el("tr");
-    for (var i = 0; i < 13; i++) { tr.appendChild(el("td")); }
+    for (var i = 0; i < 14; i++) { tr.appendChild(el("td")); }
     tr.children[0].className = "qname";
+    tr.children[11].dataset.col = "rate";
     if (isAdmin) {
       var ctl = el("td", { className: "admin-only" },
         el("button", { type: "button", className: "q-pause" }), " ",
@@ -205,8 +207,11 @@
       var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
       var zt = el("input", { type: "number", min: 15, max: 86400, className: "q-zombie", placeholder: "default",
         title: "at least 15 s: three heartbeat intervals of a default worker" });
+      var rate = el("input", { className: "q-rate", placeholder: "none", size: 7, spellcheck: false,
+        title: "N/s, N/m or N/h; empty: no rate" });
       clear(tr.children[9]); tr.children[9].appendChild(mw);
       clear(tr.children[10]); tr.children[10].appendChild(zt);
+      tr.children[11].appendChild(rate);
       ctl.querySelector(".q-pause").addEventListener("click", function () {
         queueAction({ queue: q.name, paused: tr.dataset.paused !== "true" });
       });
@@ -218,6 +223,13 @@
       });
       zt.addEventListener("change", function () {
         queueAction({ queue: q.name, zombie_timeout_seconds: zt.value === "" ? null : Number(zt.value) });
+      });
+      // A queue's code declares no rate: clearing it drops the limit (a reset), rather than
+      // leaving an operator's "none" behind in the Limits panel.
+      rate.addEventListener("change", function () {
+        var text = rate.value.trim();
+        if (text === "") { limitAction("reset", { scope: "queue", name: q.name }); }
+        else { limitAction("set", { scope: "queue", name: q.name, rate_limit: text }); }
       });
     }
     return tr;
@@ -246,21 +258,175 @@
     if (isAdmin) {
       setInput(c[9].firstChild, q.max_workers);
       setInput(c[10].firstChild, q.zombie_timeout_seconds);
-      c[13].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
-      c[13].querySelector(".q-pause").disabled = !q.active;
-      c[13].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
+      setInput(c[11].firstChild, q.rate_limit);
+      c[14].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
+      c[14].querySelector(".q-pause").disabled = !q.active;
+      c[14].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
     } else {
       c[9].textContent = q.max_workers === null ? "∞" : q.max_workers;
       c[10].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
+      c[11].textContent = q.rate_limit || "–";
     }
-    c[11].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
-    c[11].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
-    c[12].textContent = ago(q.last_activity_at);
+    c[12].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
+    c[12].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
+    c[13].textContent = ago(q.last_activity_at);
   }
 
   function queueAction(body) {
     api("/api/queues", body).then(function () { toast("Queue " + body.queue + " updated"); })
       .catch(function (e) { toast(e.message, true); });
+  }
+
+  // -- limits ---------------------------------------------------------------------------------
+
+  function limitKey(l) { return l.scope + ":" + l.name; }
+
+  // "OPERATOR" (set in the Deck or the CLI, kept until reset) or "CODE" (what the job's code
+  // declares), beside a limit's value.
+  function sourceMarker(source, declared, l) {
+    if (!source) { return null; }
+    var title = source === "operator"
+      ? "Set by " + (l.last_modified_by || "an operator") + "; the code declares " + (declared === null ? "none" : declared) + ". Kept until reset to code."
+      : "Declared by the job's code";
+    return el("span", { className: "chip src src-" + source, title: title }, source.toUpperCase());
+  }
+
+  function limitValue(cell, input, value, source, declared, l) {
+    // The cell keeps its input (admins) and rebuilds only the text and the marker around it.
+    Array.prototype.slice.call(cell.childNodes).forEach(function (n) { if (n !== input) { n.remove(); } });
+    if (input) { setInput(input, value); }
+    else { cell.appendChild(el("span", { className: "val" }, value === null ? "none" : String(value))); }
+    var marker = sourceMarker(source, declared, l);
+    if (marker) { cell.appendChild(document.createTextNode(" ")); cell.appendChild(marker); }
+    if (source === "operator" && l.scope === "type") {
+      cell.appendChild(el("span", { className: "hint declared" }, " code: " + (declared === null ? "none" : declared)));
+    }
+  }
+
+  function renderLimits(limits) {
+    state.limits = limits;
+    $("limits-empty").hidden = limits.length > 0;
+    syncRows($("limit-rows"), limits, limitKey, buildLimitRow, updateLimitRow);
+  }
+
+  function buildLimitRow(l) {
+    var tr = el("tr");
+    ["scope", "name", "queue", "rate", "concurrency", "current", "waiting", "held", "running", "partitions"]
+      .forEach(function (col) { tr.appendChild(el("td", { dataset: { col: col } })); });
+    tr.children[1].className = "lname";
+    if (isAdmin) {
+      var target = { scope: l.scope, name: l.name };
+      var rate = el("input", { className: "l-rate", placeholder: "none", size: 7, spellcheck: false,
+        title: "N/s, N/m or N/h; empty: none" });
+      rate.addEventListener("change", function () {
+        var text = rate.value.trim();
+        limitAction("set", Object.assign({ rate_limit: text === "" ? null : text }, target));
+      });
+      tr.children[3].appendChild(rate);
+      if (l.scope === "type") {
+        var conc = el("input", { type: "number", min: 1, max: 10000, className: "l-conc", placeholder: "∞" });
+        conc.addEventListener("change", function () {
+          limitAction("set", Object.assign({ partition_concurrency: conc.value === "" ? null : parseInt(conc.value, 10) }, target));
+        });
+        tr.children[4].appendChild(conc);
+      }
+      var reset = el("button", { type: "button", className: "l-reset ghost" }, "Reset to code");
+      reset.addEventListener("click", function () { resetLimit(tr.dataset.key); });
+      tr.appendChild(el("td", { className: "admin-only" }, reset));
+    }
+    return tr;
+  }
+
+  function updateLimitRow(tr, l) {
+    var c = tr.children;
+    tr.dataset.scope = l.scope;
+    tr.dataset.rateSource = l.rate_source || "";
+    tr.dataset.concurrencySource = l.concurrency_source || "";
+    c[0].textContent = l.scope;
+    c[1].textContent = l.name;
+    c[2].textContent = l.scope === "type" ? (l.queue || "–") : "–";
+    c[2].title = l.scope === "type" && !l.queue ? "not known: the Deck's app does not register this type" : "";
+    limitValue(c[3], isAdmin ? c[3].querySelector(".l-rate") : null, l.rate_limit, l.rate_source, l.declared_rate_limit, l);
+    if (l.scope === "type") {
+      limitValue(c[4], isAdmin ? c[4].querySelector(".l-conc") : null, l.partition_concurrency,
+        l.concurrency_source, l.declared_partition_concurrency, l);
+    } else { c[4].textContent = "–"; c[4].title = "a queue's concurrency is its max workers"; }
+    c[5].textContent = l.current_rate.toFixed(2) + "/s";
+    c[6].textContent = fmtNum(l.pending);
+    c[7].textContent = fmtNum(l.held);
+    c[7].className = l.held ? "lag-warning" : "";
+    c[8].textContent = fmtNum(l.running);
+    renderPartitions(c[9], l);
+    if (isAdmin) {
+      c[10].firstChild.disabled = !l.rate_set && !l.concurrency_set;
+      c[10].firstChild.textContent = l.scope === "queue" ? "Remove" : "Reset to code";
+    }
+  }
+
+  // A partition's value is user data: each one is a text node inside its own button, which
+  // filters the jobs table to that type and partition. Rebuilt only when the list changed, so
+  // a click is not lost to a refresh.
+  function renderPartitions(cell, l) {
+    var text = JSON.stringify([l.partitions, l.top_partitions]);
+    if (cell.dataset.sig === text) { return; }
+    cell.dataset.sig = text;
+    clear(cell);
+    if (l.scope !== "type" || l.top_partitions.length === 0) { cell.textContent = "–"; return; }
+    var list = el("ul", { className: "parts" });
+    l.top_partitions.forEach(function (p) {
+      var b = el("button", { type: "button", className: "link part", title: "Show the jobs of this partition" }, p.partition);
+      b.dataset.partition = p.partition;
+      b.addEventListener("click", function () { showPartition(l.name, p.partition); });
+      list.appendChild(el("li", { dataset: { waiting: String(p.waiting), running: String(p.running) } },
+        b, el("span", { className: "hint" }, " " + fmtNum(p.waiting) + " waiting · " + fmtNum(p.running) + " running")));
+    });
+    cell.appendChild(list);
+    if (l.partitions > l.top_partitions.length) {
+      cell.appendChild(el("span", { className: "hint" }, "and " + fmtNum(l.partitions - l.top_partitions.length) + " more"));
+    }
+  }
+
+  function showPartition(type, partition) {
+    var form = $("filters");
+    form.reset();
+    form.elements.type.value = type;
+    form.elements.partition.value = partition;
+    setSource("active");
+    $("jobs").scrollIntoView({ block: "start" });
+  }
+
+  // Shows the answer at once (the next snapshot, read after the change, agrees with it).
+  function patchLimit(info) {
+    var snap = state.lastSnapshot, key = limitKey(info);
+    var rows = (state.limits || []).filter(function (l) { return limitKey(l) !== key; });
+    if (info.limited || info.rate_set || info.concurrency_set || info.declared_rate_limit !== null ||
+        info.declared_partition_concurrency !== null) { rows.push(info); }
+    rows.sort(function (a, b) { return limitKey(a) < limitKey(b) ? -1 : 1; });
+    renderLimits(rows);
+    if (snap && info.scope === "queue") {
+      snap.queues.forEach(function (q) { if (q.name === info.name) { q.rate_limit = info.rate_limit; } });
+      renderQueues(snap.queues);
+    }
+  }
+
+  function limitAction(action, body) {
+    return api("/api/limits/" + action, body).then(function (info) {
+      patchLimit(info);
+      toast(action === "reset" ? info.scope + " " + info.name + ": back to its code"
+        : "Limit of " + info.scope + " " + info.name + " set");
+    }).catch(function (e) { toast(e.message, true); });
+  }
+
+  function resetLimit(key) {
+    var l = (state.limits || []).filter(function (x) { return limitKey(x) === key; })[0];
+    if (!l) { return; }
+    var code = l.scope === "queue" ? "The queue's rate is removed (a queue's code declares none)."
+      : "The code's rate (" + (l.declared_rate_limit || "none") + ") and partition concurrency (" +
+        (l.declared_partition_concurrency === null ? "none" : l.declared_partition_concurrency) + ") are in force again.";
+    confirmAction((l.scope === "queue" ? "Remove the rate of queue " : "Reset the limits of type ") + l.name + "?",
+      code + " Recorded as " + document.body.dataset.user + ".", null).then(function (ok) {
+      if (ok) { limitAction("reset", { scope: l.scope, name: l.name }); }
+    });
   }
 
   function renderErrors(groups) {
@@ -416,7 +582,7 @@
   function filterValues() {
     var f = $("filters").elements;
     var out = {};
-    ["search", "queue", "type"].forEach(function (k) { if (f[k].value.trim()) { out[k] = f[k].value.trim(); } });
+    ["search", "queue", "type", "partition"].forEach(function (k) { if (f[k].value.trim()) { out[k] = f[k].value.trim(); } });
     if (state.source === "active" && f.status.value) { out.status = f.status.value; }
     if (state.source === "active" && f.blocked.checked) { out.blocked = "true"; }
     if (state.source === "dlq" && f.reason.value) { out.reason = f.reason.value; }
@@ -482,6 +648,7 @@
     c[0].className = "id"; c[0].title = j.id;
     c[1].textContent = j.queue;
     c[2].textContent = j.type;
+    if (j.partition) { c[2].appendChild(el("span", { className: "chip part", title: "partition" }, j.partition)); }
     c[3].textContent = j.priority === null ? "–" : j.priority;
     clear(c[4]);
     var status;
@@ -893,7 +1060,7 @@
 
   // -- inspector & editor ---------------------------------------------------------------------
 
-  var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "priority", "tags",
+  var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "partition", "priority", "tags",
     "parents_left", "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
     "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "started_at",
     "heartbeat_at", "updated_at", "finished_at", "failed_at", "duration_seconds", "cancel_requested_at"];
