@@ -734,6 +734,7 @@ class App:
             timeout_seconds=opts.timeout,
             id=new_job_id(),
             after=parent_ids(opts.after),
+            partition=opts.partition,
         )
 
     async def enqueue_raw(
