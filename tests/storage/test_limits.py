@@ -3,6 +3,8 @@ how declarations, operators' settings and rescue change it."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from conformance import T0, at, claim, enqueue, succeed
 
@@ -104,6 +106,30 @@ async def test_the_walk_goes_on_after_the_partition_served_last(backend):
         await enqueue(backend, 5, type="sync", partition=name, now=T0)
     order = [j.partition for _ in range(6) for j in await claim(backend, 1, now=at(1))]
     assert order == ["a", "b", "c", "a", "b", "c"]
+
+
+async def test_every_limit_change_wakes_the_workers_of_other_backends(open_backend):
+    # A worker held by a rate waits until the rate allows a start or its poll comes round
+    # (a second by default wherever wake-ups cross processes): a limit raised or cleared
+    # must wake it, as new work does, or held jobs wait for nothing. Found by the reliability
+    # test of limits: on SQLite, clearing a 1/m limit started nothing for a whole poll.
+    operator, worker = await open_backend(), await open_backend()
+    await enqueue(operator, 1, type="slow", queue="partner", now=T0)  # the queue exists
+    woken = asyncio.Event()
+    notifier = worker.notifier()
+    await notifier.start(lambda queue: woken.set(), lambda job_id: None)
+    try:
+        changes = [
+            lambda: operator.limits_declare(limits=[TypeLimit("slow", "1/m")]),
+            lambda: operator.limit_set(scope="type", name="slow", rate_limit=None),
+            lambda: operator.limit_reset(scope="type", name="slow"),
+        ]
+        for change in changes:
+            woken.clear()
+            await change()
+            await asyncio.wait_for(woken.wait(), timeout=5)
+    finally:
+        await notifier.stop()
 
 
 async def test_an_operator_setting_outlives_declarations_until_reset(backend):

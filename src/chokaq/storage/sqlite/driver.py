@@ -58,7 +58,7 @@ from ..driver import Driver, Notifier, StorageSettings, UndecodableRow
 from ..graph import Graph
 from . import dlq, jobs, leadership, queues, ratelimits, reads, retention, schedules, workflows
 from .connection import Database, database_path
-from .notify import FileNotifier, broadcast_cancel, broadcast_done, broadcast_jobs
+from .notify import ANY_QUEUE, FileNotifier, broadcast_cancel, broadcast_done, broadcast_jobs
 from .rows import from_ts, tags_in, ts_now
 
 __all__ = ["SQLiteDriver"]
@@ -262,6 +262,7 @@ class SQLiteDriver(Driver):
 
     async def limits_declare(self, limits: list[TypeLimit]) -> None:
         await self._db.call(ratelimits.declare, limits, ts_now(None))
+        self._limits_changed()
 
     async def limit_set(
         self,
@@ -271,12 +272,22 @@ class SQLiteDriver(Driver):
         concurrency: int | object | None,
         actor: str | None,
     ) -> LimitInfo:
-        return await self._db.call(
+        info = await self._db.call(
             ratelimits.set_limit, scope, name, rate, concurrency, actor, ts_now(None)
         )
+        self._limits_changed()
+        return info
 
     async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
-        return await self._db.call(ratelimits.reset, scope, name, actor, ts_now(None))
+        info = await self._db.call(ratelimits.reset, scope, name, actor, ts_now(None))
+        self._limits_changed()
+        return info
+
+    def _limits_changed(self) -> None:
+        # Wake every worker, as PostgreSQL's NOTIFY does: a limit raised or cleared lets held
+        # jobs start now, and a worker a rate held back waits for its retry time or its poll
+        # (a second by default, the signal file being a wake-up across processes).
+        broadcast_jobs(self._db.key, [ANY_QUEUE])
 
     async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
         return await self._db.call(ratelimits.listed, ts_now(now))
