@@ -132,6 +132,27 @@ async def test_every_limit_change_wakes_the_workers_of_other_backends(open_backe
         await notifier.stop()
 
 
+async def test_a_rescue_wakes_the_workers_of_other_backends(open_backend):
+    # A worker held by a partition cap has no time to wait for: the rescue that frees the
+    # slot must wake it, or the partition waits for its poll.
+    leader, worker = await open_backend(), await open_backend()
+    await leader.limits_declare(limits=[TypeLimit("sync", None, 1)])
+    await enqueue(leader, 2, type="sync", partition="p", now=T0)
+    assert len(await claim(leader, 10, now=at(1))) == 1
+    woken = asyncio.Event()
+    notifier = worker.notifier()
+    await notifier.start(lambda queue: woken.set(), lambda job_id: None)
+    try:
+        woken.clear()
+        rescued = await leader.jobs_rescue(
+            fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(100)
+        )
+        assert len(rescued.zombies) == 1
+        await asyncio.wait_for(woken.wait(), timeout=5)
+    finally:
+        await notifier.stop()
+
+
 async def test_an_operator_setting_outlives_declarations_until_reset(backend):
     await backend.limits_declare(limits=[TypeLimit("t", "10/s", 2)])
     set_ = await backend.limit_set(scope="type", name="t", rate_limit="1/m", actor="alice")

@@ -1769,7 +1769,8 @@ ON CONFLICT (scope, name) DO UPDATE SET
     updated_at = excluded.updated_at,
     last_modified_by = coalesce(excluded.last_modified_by, {schema}.limits.last_modified_by)
 
--- name: limits_notify
+-- name: queues_wake
+-- Wake every worker of every queue (a limit changed, or a rescue freed slots).
 SELECT pg_notify(%(channel)s, 'j:' || name) FROM {schema}.queues
 
 -- name: limits_load_started

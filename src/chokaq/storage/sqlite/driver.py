@@ -195,6 +195,9 @@ class SQLiteDriver(Driver):
             jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now), fence
         )
         self._told(moved)
+        if requeued or zombies:
+            # As PostgreSQL: a freed partition slot or a requeued job wakes every worker.
+            broadcast_jobs(self._db.key, [ANY_QUEUE])
         return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
 
     async def jobs_cancel(
