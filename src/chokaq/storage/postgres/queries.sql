@@ -1643,28 +1643,35 @@ SELECT scope, name, partition_key, tat FROM {schema}.limit_state
 WHERE tat > extract(epoch FROM coalesce(%(now)s::timestamptz, now()))
 
 -- name: limits_partitioned_types
--- A skip scan over the partition index: the types with partitioned pending jobs.
+-- A skip scan over the partition index: the types with partitioned pending jobs. Each probe
+-- is ORDER BY ... LIMIT 1, not min(): with statistics from an emptier table the planner would
+-- aggregate the whole index range (every pending row of the type) instead of stopping early.
 WITH RECURSIVE t(type, n) AS (
-    SELECT (SELECT min(type) FROM {schema}.jobs_hot
-            WHERE status = 0 AND partition_key IS NOT NULL), 1
+    SELECT (SELECT h.type FROM {schema}.jobs_hot h
+            WHERE h.status = 0 AND h.partition_key IS NOT NULL
+            ORDER BY h.type LIMIT 1), 1
     UNION ALL
-    SELECT (SELECT min(h.type) FROM {schema}.jobs_hot h
-            WHERE h.status = 0 AND h.partition_key IS NOT NULL AND h.type > t.type), t.n + 1
+    SELECT (SELECT h.type FROM {schema}.jobs_hot h
+            WHERE h.status = 0 AND h.partition_key IS NOT NULL AND h.type > t.type
+            ORDER BY h.type LIMIT 1), t.n + 1
     FROM t WHERE t.type IS NOT NULL AND t.n < 1000
 )
 SELECT type FROM t WHERE type IS NOT NULL
 
 -- name: limits_walk
 -- Up to %(steps)s partitions of a type with pending jobs, in key order after %(after)s and
--- before %(before)s (NULL: no end): a skip scan, one index probe per partition.
+-- before %(before)s (NULL: no end): a skip scan, one index probe per partition (ORDER BY ...
+-- LIMIT 1, as above).
 WITH RECURSIVE w(p, n) AS (
-    SELECT (SELECT min(partition_key) FROM {schema}.jobs_hot
-            WHERE status = 0 AND partition_key IS NOT NULL AND type = %(type)s
-              AND partition_key > %(after)s), 1
-    UNION ALL
-    SELECT (SELECT min(h.partition_key) FROM {schema}.jobs_hot h
+    SELECT (SELECT h.partition_key FROM {schema}.jobs_hot h
             WHERE h.status = 0 AND h.partition_key IS NOT NULL AND h.type = %(type)s
-              AND h.partition_key > w.p), w.n + 1
+              AND h.partition_key > %(after)s
+            ORDER BY h.partition_key LIMIT 1), 1
+    UNION ALL
+    SELECT (SELECT h.partition_key FROM {schema}.jobs_hot h
+            WHERE h.status = 0 AND h.partition_key IS NOT NULL AND h.type = %(type)s
+              AND h.partition_key > w.p
+            ORDER BY h.partition_key LIMIT 1), w.n + 1
     FROM w WHERE w.p IS NOT NULL AND w.n < %(steps)s
 )
 SELECT p FROM w WHERE p IS NOT NULL AND (%(before)s::text IS NULL OR p <= %(before)s)

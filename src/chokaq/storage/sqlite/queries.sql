@@ -941,13 +941,16 @@ SELECT type, partition_key, count(*) FROM {p}jobs_hot WHERE status IN (1, 2) GRO
 SELECT scope, name, partition_key, tat FROM {p}limit_state WHERE tat > :now
 
 -- name: limits_next_partitioned_type
--- One step of a skip scan over the partition index: the next type with partitioned pending jobs.
-SELECT min(type) FROM {p}jobs_hot
+-- One step of a skip scan over the partition index: the next type with partitioned pending jobs
+-- (ORDER BY ... LIMIT 1 stops at the first index entry, whatever the planner thinks of min()).
+SELECT type FROM {p}jobs_hot
 WHERE status = 0 AND partition_key IS NOT NULL AND type > :after
+ORDER BY type LIMIT 1
 
 -- name: limits_next_partition
-SELECT min(partition_key) FROM {p}jobs_hot
+SELECT partition_key FROM {p}jobs_hot
 WHERE status = 0 AND partition_key IS NOT NULL AND type = :type AND partition_key > :after
+ORDER BY partition_key LIMIT 1
 
 -- name: limits_serving
 SELECT q.name, q.paused, q.active, q.max_workers,

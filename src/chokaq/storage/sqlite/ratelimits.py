@@ -43,7 +43,7 @@ def _partitioned_types(db: Database) -> list[str]:
     after = ""
     while len(found) < MAX_WALKED_TYPES:
         row = db.conn.execute(db.q["limits_next_partitioned_type"], {"after": after}).fetchone()
-        if row is None or row[0] is None:
+        if row is None:
             break
         found.append(row[0])
         after = row[0]
@@ -66,14 +66,14 @@ def _walk(db: Database, type_: str, cursor: str, steps: int) -> list[str]:
     after = cursor
     while len(found) < steps:
         row = conn.execute(q, {"type": type_, "after": after}).fetchone()
-        if row is None or row[0] is None:
+        if row is None:
             break
         found.append(row[0])
         after = row[0]
     after = ""
     while cursor and len(found) < steps:
         row = conn.execute(q, {"type": type_, "after": after}).fetchone()
-        if row is None or row[0] is None or row[0] > cursor:
+        if row is None or row[0] > cursor:
             break
         found.append(row[0])
         after = row[0]
