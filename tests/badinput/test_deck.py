@@ -27,7 +27,7 @@ from tests.conftest import Store
 
 from chokaq import App
 from chokaq.deck import Credentials, Role, create_deck
-from chokaq.deck.api import ROUTES
+from chokaq.deck.app import ROUTES
 
 from .conftest import Seeded, seed
 

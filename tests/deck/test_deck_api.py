@@ -495,7 +495,7 @@ async def test_mounts_under_a_prefix_in_a_host_app(app: App) -> None:
 
 
 async def test_openapi_lists_every_route_and_marks_admin_ones(client: Client) -> None:
-    from chokaq.deck.api import ROUTES
+    from chokaq.deck.app import ROUTES
 
     c = await client("bob")
     doc = (await c.get("/api/openapi.json")).json()
