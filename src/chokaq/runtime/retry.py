@@ -8,9 +8,9 @@ The formula (seconds), for the n-th retry (n = 1 after the first failed executio
     delay  = capped + uniform(0, min(jitter, max_delay - capped))
 
 so the first retry waits the base delay (plus jitter), the next twice that, and so on; jitter
-never pushes a delay past ``max_delay``. A throttled error's retry-after is honoured exactly,
-capped at ``max_delay``, without jitter. The cap is applied before the power is computed, so no
-retry number can overflow a float.
+never pushes a delay past ``max_delay``. A base delay of 0 retries at once (plus jitter) every
+time. A throttled error's retry-after is honoured exactly, capped at ``max_delay``, without
+jitter. The cap is applied before the power is computed, so no retry number can overflow a float.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Retry settings. ``max_attempts`` counts executions, the first included (default 3).
+
+    ``base_delay_seconds=0`` retries at once (plus up to ``jitter_seconds``). Raises
+    ``ConfigurationError`` naming the field for a value out of range.
 
     ``max_job_age_seconds`` (default one day; ``None`` disables) dead-letters a job as
     RETRY_LIFETIME_EXPIRED when its next retry would land past ``created_at`` + that age.
@@ -53,10 +56,11 @@ class RetryPolicy:
                 f"retry.max_attempts: must be an integer between 1 and {MAX_ATTEMPTS}"
             )
         for name in ("base_delay_seconds", "multiplier", "max_delay_seconds", "jitter_seconds"):
-            if not math.isfinite(getattr(self, name)):
+            if not _finite(getattr(self, name)):
                 raise ConfigurationError(f"retry.{name}: must be a finite number")
-        if self.base_delay_seconds <= 0:
-            raise ConfigurationError("retry.base_delay_seconds: must be greater than 0")
+        if self.base_delay_seconds < 0:
+            # 0 is an immediate retry (plus jitter): for tests, and Celery's countdown=0.
+            raise ConfigurationError("retry.base_delay_seconds: must not be negative")
         if self.multiplier < 1:
             raise ConfigurationError("retry.multiplier: must be at least 1")
         if self.max_delay_seconds < self.base_delay_seconds:
@@ -69,7 +73,7 @@ class RetryPolicy:
         if self.jitter_seconds < 0:
             raise ConfigurationError("retry.jitter_seconds: must not be negative")
         age = self.max_job_age_seconds
-        if age is not None and not (0 < age <= MAX_JOB_AGE_SECONDS):
+        if age is not None and not (_finite(age) and 0 < age <= MAX_JOB_AGE_SECONDS):
             raise ConfigurationError(
                 "retry.max_job_age_seconds: must be greater than 0 and at most "
                 f"{MAX_JOB_AGE_SECONDS:g} (ten years), or None"
@@ -81,8 +85,8 @@ class RetryPolicy:
         n = max(1, retry_number)
         base, cap = self.base_delay_seconds, self.max_delay_seconds
         capped = cap
-        if self.multiplier == 1:
-            capped = base
+        if self.multiplier == 1 or base == 0:
+            capped = base  # no growth: every retry waits the base delay (0: at once)
         elif n - 1 < math.log(cap / base) / math.log(self.multiplier):
             # Below the exponent where the cap is reached, so the power stays under cap / base.
             capped = min(base * self.multiplier ** (n - 1), cap)
@@ -93,3 +97,8 @@ class RetryPolicy:
     def throttled(self, retry_after_seconds: float) -> float:
         """A downstream's retry-after, honoured exactly but capped at ``max_delay_seconds``."""
         return max(0.0, min(retry_after_seconds, self.max_delay_seconds))
+
+
+def _finite(value: object) -> bool:
+    """A real number (not a bool, not text) that is neither infinite nor NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
