@@ -109,6 +109,31 @@ def test_a_zero_base_delay_retries_at_once_still_with_jitter_under_the_cap() -> 
     assert isinstance(move, RetryMove) and move.run_at == NOW
 
 
+def test_a_types_retry_on_and_fatal_on_decide_what_is_retried() -> None:
+    rules = {"retry_on": (OSError,), "fatal_on": (FileNotFoundError,)}
+    retried = decide_for(Result.RAISED, error=ConnectionResetError("x"), **rules)
+    assert isinstance(retried, RetryMove)
+    outside = decide_for(Result.RAISED, error=KeyError("k"), **rules)
+    assert isinstance(outside, FailMove) and outside.reason is FailureReason.FATAL_ERROR
+    assert outside.error.splitlines()[:3] == [
+        "KeyError: 'k'",
+        "",
+        "Not retried: KeyError is not in the retry_on of job type 't'",
+    ]
+    both = decide_for(Result.RAISED, error=FileNotFoundError("f"), **rules)
+    assert isinstance(both, FailMove) and both.reason is FailureReason.FATAL_ERROR
+    assert "is in the fatal_on of job type 't'" in both.error
+    # A throttle asks for a retry, as Retry() does: retry_on does not turn it fatal.
+    throttled = decide_for(Result.RAISED, error=ThrottledError("429"), retry_on=(OSError,))
+    assert isinstance(throttled, RetryMove)
+    assert isinstance(decide_for(Result.RETURNED_RETRY, retry_on=()), RetryMove)
+    # The worker's fatal types stay fatal, whatever retry_on lists; no note is added.
+    worker = decide_for(
+        Result.RAISED, error=PermissionError("p"), fatal_types=(PermissionError,), **rules
+    )
+    assert isinstance(worker, FailMove) and "Not retried" not in worker.error
+
+
 @pytest.mark.parametrize("multiplier", [1.0, 1.5, 2.0, 3.0, 1000.0, 1e300])
 def test_backoff_is_capped_before_it_is_computed_for_any_attempt(multiplier: float) -> None:
     # multiplier=3 and retry 700 used to raise OverflowError (3.0 ** 699), which the worker

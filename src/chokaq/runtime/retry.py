@@ -1,6 +1,7 @@
 """The retry policy: how many executions a job gets and how long it waits between them.
 
-Owns the backoff arithmetic only; deciding *whether* an error is retryable is the executor's job.
+Owns the backoff arithmetic and the checks of a job type's retry options (``retry=``,
+``retry_on=``, ``fatal_on=``); deciding *whether* an error is retryable is the executor's job.
 
 The formula (seconds), for the n-th retry (n = 1 after the first failed execution)::
 
@@ -19,10 +20,18 @@ import math
 import random
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ValidationError
 from ..limits import MAX_ATTEMPTS, MAX_DELAY_SECONDS
 
-__all__ = ["MAX_JOB_AGE_SECONDS", "RetryPolicy"]
+__all__ = [
+    "MAX_JOB_AGE_SECONDS",
+    "ExceptionTypes",
+    "RetryPolicy",
+    "check_exception_types",
+    "check_retry_policy",
+]
+
+ExceptionTypes = tuple[type[BaseException], ...]
 
 # Ten years: far past any retry, and a deadline every stored time can still hold.
 MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
@@ -32,8 +41,10 @@ MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
 class RetryPolicy:
     """Retry settings. ``max_attempts`` counts executions, the first included (default 3).
 
-    ``base_delay_seconds=0`` retries at once (plus up to ``jitter_seconds``). Raises
-    ``ConfigurationError`` naming the field for a value out of range.
+    The worker's policy (``WorkerSettings.retry``) is the default; ``@app.job(retry=...)`` gives
+    one job type its own, which replaces the worker's as a whole. ``base_delay_seconds=0``
+    retries at once (plus up to ``jitter_seconds``). Raises ``ConfigurationError`` naming the
+    field for a value out of range.
 
     ``max_job_age_seconds`` (default one day; ``None`` disables) dead-letters a job as
     RETRY_LIFETIME_EXPIRED when its next retry would land past ``created_at`` + that age.
@@ -102,3 +113,30 @@ class RetryPolicy:
 def _finite(value: object) -> bool:
     """A real number (not a bool, not text) that is neither infinite nor NaN."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_retry_policy(field: str, value: object) -> RetryPolicy | None:
+    """``value`` when it is a ``RetryPolicy`` or None; else ``ValidationError`` naming ``field``."""
+    if value is None or isinstance(value, RetryPolicy):
+        return value
+    raise ValidationError(field, f"must be a chokaq.RetryPolicy, not {type(value).__name__}")
+
+
+def check_exception_types(field: str, value: object) -> ExceptionTypes | None:
+    """``value`` (a tuple or list of exception classes, or None) as a tuple; anything else
+    raises ``ValidationError`` naming ``field`` (or the offending item, ``field[i]``)."""
+    if value is None:
+        return None
+    if isinstance(value, type):
+        # The commonest slip, ``retry_on=ConnectionError``: say what to write instead.
+        raise ValidationError(
+            field, f"must be a tuple of exception classes, such as ({value.__name__},)"
+        )
+    if not isinstance(value, tuple | list):
+        raise ValidationError(
+            field, f"must be a tuple of exception classes, not {type(value).__name__}"
+        )
+    for i, item in enumerate(value):
+        if not (isinstance(item, type) and issubclass(item, BaseException)):
+            raise ValidationError(f"{field}[{i}]", f"must be an exception class, not {item!r}")
+    return tuple(value)
