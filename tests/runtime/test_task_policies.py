@@ -1,13 +1,16 @@
 """Per-task retry policies, on both backends, through the public API with real burst workers:
 ``@app.job(retry=RetryPolicy(...), retry_on=(...), fatal_on=(...))`` over the worker's
-settings, the precedence of attempts, an immediate retry (``base_delay_seconds=0``), and options
-refused at decoration."""
+settings, the precedence of attempts, an immediate retry (``base_delay_seconds=0``), options
+refused at decoration, and the Celery port of docs/migrating-from-celery-rq.md run as written."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +27,8 @@ from chokaq import (
     ThrottledError,
     ValidationError,
 )
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 # Every retry of the handlers below is due at once, so a burst worker drains them.
 NOW = RetryPolicy(max_attempts=3, base_delay_seconds=0, jitter_seconds=0)
@@ -260,3 +265,36 @@ async def test_lists_are_accepted_as_tuples(make_app: Callable[..., App]) -> Non
     assert handler.retry_on == (ConnectionError,)
     assert handler.fatal_on == (ValueError, KeyError)
     assert handler.retry is None  # the worker's policy
+
+
+def _doc_block(name: str, marker: str) -> str:
+    """The Python block of ``docs/<name>`` that contains ``marker``."""
+    text = (DOCS / name).read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if marker in b]
+    assert len(blocks) == 1, f"{name}: {len(blocks)} python blocks hold {marker!r}"
+    return blocks[0]
+
+
+async def test_the_celery_port_in_the_migration_guide_runs_as_written(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(circuit=CALM)
+    code = compile(
+        _doc_block("migrating-from-celery-rq.md", "retry_on=(ConnectionError,)"),
+        "migrating-from-celery-rq.md",
+        "exec",
+        flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+    )
+    namespace: dict[str, Any] = {"app": app}
+    run = eval(code, namespace)  # the block awaits: it compiles to a coroutine
+    if run is not None:
+        await run
+    handle = namespace["sync_account"]
+    # autoretry_for, retry_backoff (1 s, doubling, up to 600 s) and max_retries=4, ported.
+    assert handle.retry_on == (ConnectionError,)
+    assert handle.retry.max_attempts == 5
+    steady = dataclasses.replace(handle.retry, jitter_seconds=0)
+    assert [steady.backoff(n) for n in (1, 2, 3, 4, 20)] == [1, 2, 4, 8, 600]
+    job = await view(app, namespace["job_id"])
+    assert (job.pillar, job.type, job.queue) == (Pillar.HOT, "sync_account", "sync")
+    assert job.scheduled_at is not None and job.scheduled_at > job.created_at
