@@ -36,6 +36,12 @@ from .portal import Portal, abandon
 from .rates import check_rate
 from .results import ResultWaiter, value_of
 from .runtime.host import Middleware
+from .runtime.retry import (
+    ExceptionTypes,
+    RetryPolicy,
+    check_exception_types,
+    check_retry_policy,
+)
 from .runtime.settings import WorkerSettings
 from .storage import Backend, create_backend
 from .storage.ratelimits import check_concurrency
@@ -159,6 +165,10 @@ class JobHandle(Generic[P, R]):
     is_async: bool = True
     rate_limit: str | None = None  # per partition value for a job that has one
     partition_concurrency: int | None = None
+    # The type's own retry rules (see ``App.job``), read by the worker when a job fails.
+    retry: RetryPolicy | None = None
+    retry_on: ExceptionTypes | None = None
+    fatal_on: ExceptionTypes = ()
     _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
     _required: frozenset[str] = field(default=frozenset(), repr=False)
     # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
@@ -340,6 +350,9 @@ class App:
         timeout: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
+        retry: RetryPolicy | None = None,
+        retry_on: Sequence[type[BaseException]] | None = None,
+        fatal_on: Sequence[type[BaseException]] = (),
     ) -> Callable[[Callable[P, R]], JobHandle[P, R]]: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
@@ -354,6 +367,9 @@ class App:
         timeout: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
+        retry: RetryPolicy | None = None,
+        retry_on: Sequence[type[BaseException]] | None = None,
+        fatal_on: Sequence[type[BaseException]] = (),
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
@@ -364,8 +380,22 @@ class App:
         host, per partition value for a job enqueued with ``partition=``; the workers that
         serve the type record them in the store, where operators can override them
         (``chokaq limits set``, The Deck).
+
+        Retries: ``retry`` (a ``RetryPolicy``) is this type's backoff and attempts, in place of
+        the worker's ``WorkerSettings.retry`` as a whole. Attempts come from the enqueue's
+        ``max_attempts``, else this ``max_attempts``, else ``retry.max_attempts``, else the
+        worker's policy. ``retry_on`` (a tuple of exception classes; default None: every
+        exception) retries only those and their subclasses: any other exception goes to the
+        DLQ at once as FATAL_ERROR (``ThrottledError`` still retries, as ``Retry()`` does).
+        ``fatal_on`` exceptions are never retried (FATAL_ERROR), checked before ``retry_on``;
+        the worker's ``fatal_exceptions`` and ``FatalError`` stay fatal too. All of these are
+        read when a job fails, so they apply to jobs enqueued before they changed. A bad value
+        raises ``ValidationError`` naming the option.
         """
         check_max_attempts("max_attempts", max_attempts)
+        policy = check_retry_policy("retry", retry)
+        retry_types = check_exception_types("retry_on", retry_on)
+        fatal_types = check_exception_types("fatal_on", fatal_on) or ()
         if rate_limit is not None:
             rate_limit = str(check_rate("rate_limit", rate_limit))
         check_concurrency("partition_concurrency", partition_concurrency)
@@ -402,6 +432,9 @@ class App:
                 is_async=inspect.iscoroutinefunction(fn),
                 rate_limit=rate_limit,
                 partition_concurrency=partition_concurrency,
+                retry=policy,
+                retry_on=retry_types,
+                fatal_on=fatal_types,
             )
             self.handlers[key] = handle
             return handle

@@ -74,7 +74,11 @@ def test_throttled_delay_is_exact_but_capped() -> None:
     ("kwargs", "field"),
     [
         ({"max_attempts": 0}, "max_attempts"),
-        ({"base_delay_seconds": 0}, "base_delay_seconds"),
+        ({"base_delay_seconds": -1}, "base_delay_seconds: must not be negative"),
+        ({"base_delay_seconds": "3"}, "base_delay_seconds: must be a finite number"),
+        ({"max_delay_seconds": None}, "max_delay_seconds: must be a finite number"),
+        ({"max_job_age_seconds": "1"}, "max_job_age_seconds: must be greater than 0"),
+        ({"max_job_age_seconds": float("nan")}, "max_job_age_seconds: must be greater than 0"),
         ({"multiplier": 0.5}, "multiplier"),
         ({"max_delay_seconds": 1, "base_delay_seconds": 2}, "max_delay_seconds"),
         ({"jitter_seconds": -1}, "jitter_seconds"),
@@ -90,6 +94,44 @@ def test_throttled_delay_is_exact_but_capped() -> None:
 def test_bad_retry_settings_name_the_field(kwargs: dict[str, float], field: str) -> None:
     with pytest.raises(ConfigurationError, match=field):
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_zero_base_delay_retries_at_once_still_with_jitter_under_the_cap() -> None:
+    # Refused before: Celery's countdown=0 and tests both want an immediate retry.
+    now = RetryPolicy(base_delay_seconds=0, jitter_seconds=0)
+    assert [now.backoff(n) for n in (1, 2, 3, 10**6)] == [0, 0, 0, 0]
+    jittered = RetryPolicy(base_delay_seconds=0, jitter_seconds=2, max_delay_seconds=1)
+    rng = random.Random(3)
+    delays = [jittered.backoff(n, rng) for n in range(1, 200)]
+    assert all(0 <= d <= 1 for d in delays) and max(delays) > 0
+    assert RetryPolicy(base_delay_seconds=0, max_delay_seconds=0).backoff(5) == 0
+    move = decide_for(Result.RAISED, error=ValueError("x"), policy=now)
+    assert isinstance(move, RetryMove) and move.run_at == NOW
+
+
+def test_a_types_retry_on_and_fatal_on_decide_what_is_retried() -> None:
+    rules = {"retry_on": (OSError,), "fatal_on": (FileNotFoundError,)}
+    retried = decide_for(Result.RAISED, error=ConnectionResetError("x"), **rules)
+    assert isinstance(retried, RetryMove)
+    outside = decide_for(Result.RAISED, error=KeyError("k"), **rules)
+    assert isinstance(outside, FailMove) and outside.reason is FailureReason.FATAL_ERROR
+    assert outside.error.splitlines()[:3] == [
+        "KeyError: 'k'",
+        "",
+        "Not retried: KeyError is not in the retry_on of job type 't'",
+    ]
+    both = decide_for(Result.RAISED, error=FileNotFoundError("f"), **rules)
+    assert isinstance(both, FailMove) and both.reason is FailureReason.FATAL_ERROR
+    assert "is in the fatal_on of job type 't'" in both.error
+    # A throttle asks for a retry, as Retry() does: retry_on does not turn it fatal.
+    throttled = decide_for(Result.RAISED, error=ThrottledError("429"), retry_on=(OSError,))
+    assert isinstance(throttled, RetryMove)
+    assert isinstance(decide_for(Result.RETURNED_RETRY, retry_on=()), RetryMove)
+    # The worker's fatal types stay fatal, whatever retry_on lists; no note is added.
+    worker = decide_for(
+        Result.RAISED, error=PermissionError("p"), fatal_types=(PermissionError,), **rules
+    )
+    assert isinstance(worker, FailMove) and "Not retried" not in worker.error
 
 
 @pytest.mark.parametrize("multiplier", [1.0, 1.5, 2.0, 3.0, 1000.0, 1e300])

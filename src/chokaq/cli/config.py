@@ -43,7 +43,7 @@ FALLBACK: dict[str, dict[str, str]] = {
     "RetryPolicy": {
         "max_attempts": "executions a job gets, the first included (1 to 1000; the same limit "
         "holds for @app.job, @app.pipe and enqueue).",
-        "base_delay_seconds": "wait before the first retry.",
+        "base_delay_seconds": "wait before the first retry (0: at once, plus jitter).",
         "multiplier": "each further retry waits this many times longer.",
         "max_delay_seconds": "cap on any single wait (jitter included), applied before the "
         "power is computed; at most 366 days.",

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..context import JobContext, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError
@@ -40,7 +40,7 @@ from ..models import (
 from ..outcomes import Fail, Retry
 from ..payloads import encode_result
 from .host import JobHandler, Middleware, PipeHandler
-from .retry import RetryPolicy
+from .retry import ExceptionTypes, RetryPolicy
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -146,10 +146,12 @@ class SyncRunner(Protocol):
     def overran(self, future: Future[Any], *, job_id: str) -> None: ...
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, note: str | None = None) -> str:
     # The exception line comes first, so the error's first line names it (the DLQ's error
-    # families group on it), then the full trace.
+    # families group on it), then why it was not retried (when a rule says so), then the trace.
     head = "".join(traceback.format_exception_only(exc)).strip()
+    if note is not None:
+        head = f"{head}\n\n{note}"
     trace = "".join(traceback.format_exception(exc)).strip()
     text = storable(f"{head}\n\n{trace}") or ""
     if len(text) > MAX_ERROR_CHARS:
@@ -170,13 +172,21 @@ def decide(
     message: str | None = None,
     stop_reason: StopReason | None = None,
     actor: str | None = None,
-    fatal_types: tuple[type[BaseException], ...] = (),
+    fatal_types: ExceptionTypes = (),
+    fatal_on: ExceptionTypes = (),
+    retry_on: ExceptionTypes | None = None,
     rng: random.Random | None = None,
 ) -> Move | None:
     """Map an execution's result to the move that records it (None: we no longer own it).
 
+    ``policy`` and ``max_attempts`` are the job's (its type's own when it has them, else the
+    worker's); ``fatal_types`` are the worker's fatal exceptions, ``fatal_on`` and ``retry_on``
+    the job type's (``retry_on=None``: every exception is retryable).
+
     * success -> archive;
-    * ``FatalError``, a configured fatal type, or ``Fail`` -> DLQ FATAL_ERROR, no retry;
+    * ``FatalError``, a fatal type of the worker's or of the job type's (``fatal_on``), an
+      exception outside the type's ``retry_on`` (``ThrottledError`` excepted: it asks for a
+      retry), or ``Fail`` -> DLQ FATAL_ERROR, no retry;
     * dispatch failure -> DLQ REJECTED;
     * timeout -> DLQ TIMEOUT; operator cancel -> DLQ CANCELLED (actor);
       heartbeat failure -> DLQ HEARTBEAT_FAILURE; shutdown -> back to pending now (the
@@ -233,12 +243,15 @@ def decide(
         return FailMove(
             lease, FailureReason.FATAL_ERROR, f"Fail: {message}", duration_seconds=duration
         )
-    if (result is Result.RAISED and error is not None) and (
-        isinstance(error, FatalError) or (fatal_types and isinstance(error, fatal_types))
-    ):
-        return FailMove(
-            lease, FailureReason.FATAL_ERROR, _error_text(error), duration_seconds=duration
-        )
+    if result is Result.RAISED and error is not None:
+        fatal = _fatal_note(job.type, error, fatal_types, fatal_on, retry_on)
+        if fatal is not None:
+            return FailMove(
+                lease,
+                FailureReason.FATAL_ERROR,
+                _error_text(error, fatal or None),
+                duration_seconds=duration,
+            )
 
     # Retryable: Retry(...) returned, a throttled error or any other exception.
     throttled = isinstance(error, ThrottledError)
@@ -277,6 +290,26 @@ def decide(
                 duration_seconds=duration,
             )
     return RetryMove(lease, text, run_at=run_at)
+
+
+def _fatal_note(
+    type_name: str,
+    error: BaseException,
+    fatal_types: ExceptionTypes,
+    fatal_on: ExceptionTypes,
+    retry_on: ExceptionTypes | None,
+) -> str | None:
+    """Why ``error`` is not to be retried ("" when it says so itself), or None: retryable.
+
+    ``fatal_on`` is checked before ``retry_on``, so an exception in both is fatal."""
+    if isinstance(error, FatalError) or (fatal_types and isinstance(error, fatal_types)):
+        return ""
+    name = type(error).__name__
+    if fatal_on and isinstance(error, fatal_on):
+        return f"Not retried: {name} is in the fatal_on of job type {type_name!r}"
+    if retry_on is not None and not isinstance(error, (ThrottledError, *retry_on)):
+        return f"Not retried: {name} is not in the retry_on of job type {type_name!r}"
+    return None
 
 
 class Executor:
@@ -338,11 +371,13 @@ class Executor:
             or (handle.timeout if handle is not None else None)
             or settings.default_timeout_seconds
         )
-        max_attempts = (
-            job.max_attempts
-            or (handle.max_attempts if handle is not None else None)
-            or settings.retry.max_attempts
-        )
+        # Per job, then the handler's max_attempts, then its own retry policy's, then the
+        # worker's policy's: read here, at execution, so a changed handler applies to jobs
+        # already enqueued (only a per-job value is stored with the job).
+        max_attempts = job.max_attempts or (handle.max_attempts if handle is not None else None)
+        if not max_attempts:
+            own = None if is_pipe or handle is None else cast("JobHandler", handle).retry
+            max_attempts = (own or settings.retry).max_attempts
         context = JobContext(
             job_id=job.id,
             type=job.type,
@@ -483,13 +518,23 @@ class Executor:
 
     def _finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
         settings = self.settings
+        policy = settings.retry
+        fatal_on: ExceptionTypes = ()
+        retry_on: ExceptionTypes | None = None
+        if not ex.is_pipe and ex.handle is not None:
+            # The job type's own rules, read from its handler now (see ``prepare``).
+            handler = cast("JobHandler", ex.handle)
+            policy = handler.retry or policy
+            fatal_on, retry_on = handler.fatal_on, handler.retry_on
         move = decide(
             job=ex.job,
             result=result,
-            policy=settings.retry,
+            policy=policy,
             max_attempts=ex.context.max_attempts,
             now=datetime.now(UTC),
             fatal_types=settings.fatal_exceptions,
+            fatal_on=fatal_on,
+            retry_on=retry_on,
             **kw,
         )
         error = kw.get("error")

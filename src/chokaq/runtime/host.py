@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from ..context import JobContext
 from ..models import ScheduleDeclaration
 from ..storage import Backend
+from .retry import ExceptionTypes, RetryPolicy
 
 __all__ = ["Host", "JobHandler", "Middleware", "PipeHandler"]
 
@@ -40,11 +41,17 @@ class PipeHandler(Protocol):
 
 class JobHandler(PipeHandler, Protocol):
     """What the executor needs of a typed handler (``chokaq.app.JobHandle`` is one), and the
-    limits the worker records for its type."""
+    limits the worker records for its type.
+
+    ``retry`` (None: the worker's policy), ``retry_on`` (None: every exception is retried) and
+    ``fatal_on`` are the type's own retry rules, read when a job of the type fails."""
 
     name: str
     rate_limit: str | None
     partition_concurrency: int | None
+    retry: RetryPolicy | None
+    retry_on: ExceptionTypes | None
+    fatal_on: ExceptionTypes
 
     def misfit(self, arguments: Mapping[str, Any]) -> str | None: ...
 

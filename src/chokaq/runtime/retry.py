@@ -1,6 +1,7 @@
 """The retry policy: how many executions a job gets and how long it waits between them.
 
-Owns the backoff arithmetic only; deciding *whether* an error is retryable is the executor's job.
+Owns the backoff arithmetic and the checks of a job type's retry options (``retry=``,
+``retry_on=``, ``fatal_on=``); deciding *whether* an error is retryable is the executor's job.
 
 The formula (seconds), for the n-th retry (n = 1 after the first failed execution)::
 
@@ -8,9 +9,9 @@ The formula (seconds), for the n-th retry (n = 1 after the first failed executio
     delay  = capped + uniform(0, min(jitter, max_delay - capped))
 
 so the first retry waits the base delay (plus jitter), the next twice that, and so on; jitter
-never pushes a delay past ``max_delay``. A throttled error's retry-after is honoured exactly,
-capped at ``max_delay``, without jitter. The cap is applied before the power is computed, so no
-retry number can overflow a float.
+never pushes a delay past ``max_delay``. A base delay of 0 retries at once (plus jitter) every
+time. A throttled error's retry-after is honoured exactly, capped at ``max_delay``, without
+jitter. The cap is applied before the power is computed, so no retry number can overflow a float.
 """
 
 from __future__ import annotations
@@ -19,10 +20,18 @@ import math
 import random
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ValidationError
 from ..limits import MAX_ATTEMPTS, MAX_DELAY_SECONDS
 
-__all__ = ["MAX_JOB_AGE_SECONDS", "RetryPolicy"]
+__all__ = [
+    "MAX_JOB_AGE_SECONDS",
+    "ExceptionTypes",
+    "RetryPolicy",
+    "check_exception_types",
+    "check_retry_policy",
+]
+
+ExceptionTypes = tuple[type[BaseException], ...]
 
 # Ten years: far past any retry, and a deadline every stored time can still hold.
 MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
@@ -31,6 +40,11 @@ MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Retry settings. ``max_attempts`` counts executions, the first included (default 3).
+
+    The worker's policy (``WorkerSettings.retry``) is the default; ``@app.job(retry=...)`` gives
+    one job type its own, which replaces the worker's as a whole. ``base_delay_seconds=0``
+    retries at once (plus up to ``jitter_seconds``). Raises ``ConfigurationError`` naming the
+    field for a value out of range.
 
     ``max_job_age_seconds`` (default one day; ``None`` disables) dead-letters a job as
     RETRY_LIFETIME_EXPIRED when its next retry would land past ``created_at`` + that age.
@@ -53,10 +67,11 @@ class RetryPolicy:
                 f"retry.max_attempts: must be an integer between 1 and {MAX_ATTEMPTS}"
             )
         for name in ("base_delay_seconds", "multiplier", "max_delay_seconds", "jitter_seconds"):
-            if not math.isfinite(getattr(self, name)):
+            if not _finite(getattr(self, name)):
                 raise ConfigurationError(f"retry.{name}: must be a finite number")
-        if self.base_delay_seconds <= 0:
-            raise ConfigurationError("retry.base_delay_seconds: must be greater than 0")
+        if self.base_delay_seconds < 0:
+            # 0 is an immediate retry (plus jitter): for tests, and Celery's countdown=0.
+            raise ConfigurationError("retry.base_delay_seconds: must not be negative")
         if self.multiplier < 1:
             raise ConfigurationError("retry.multiplier: must be at least 1")
         if self.max_delay_seconds < self.base_delay_seconds:
@@ -69,7 +84,7 @@ class RetryPolicy:
         if self.jitter_seconds < 0:
             raise ConfigurationError("retry.jitter_seconds: must not be negative")
         age = self.max_job_age_seconds
-        if age is not None and not (0 < age <= MAX_JOB_AGE_SECONDS):
+        if age is not None and not (_finite(age) and 0 < age <= MAX_JOB_AGE_SECONDS):
             raise ConfigurationError(
                 "retry.max_job_age_seconds: must be greater than 0 and at most "
                 f"{MAX_JOB_AGE_SECONDS:g} (ten years), or None"
@@ -81,8 +96,8 @@ class RetryPolicy:
         n = max(1, retry_number)
         base, cap = self.base_delay_seconds, self.max_delay_seconds
         capped = cap
-        if self.multiplier == 1:
-            capped = base
+        if self.multiplier == 1 or base == 0:
+            capped = base  # no growth: every retry waits the base delay (0: at once)
         elif n - 1 < math.log(cap / base) / math.log(self.multiplier):
             # Below the exponent where the cap is reached, so the power stays under cap / base.
             capped = min(base * self.multiplier ** (n - 1), cap)
@@ -93,3 +108,35 @@ class RetryPolicy:
     def throttled(self, retry_after_seconds: float) -> float:
         """A downstream's retry-after, honoured exactly but capped at ``max_delay_seconds``."""
         return max(0.0, min(retry_after_seconds, self.max_delay_seconds))
+
+
+def _finite(value: object) -> bool:
+    """A real number (not a bool, not text) that is neither infinite nor NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_retry_policy(field: str, value: object) -> RetryPolicy | None:
+    """``value`` when it is a ``RetryPolicy`` or None; else ``ValidationError`` naming ``field``."""
+    if value is None or isinstance(value, RetryPolicy):
+        return value
+    raise ValidationError(field, f"must be a chokaq.RetryPolicy, not {type(value).__name__}")
+
+
+def check_exception_types(field: str, value: object) -> ExceptionTypes | None:
+    """``value`` (a tuple or list of exception classes, or None) as a tuple; anything else
+    raises ``ValidationError`` naming ``field`` (or the offending item, ``field[i]``)."""
+    if value is None:
+        return None
+    if isinstance(value, type):
+        # The commonest slip, ``retry_on=ConnectionError``: say what to write instead.
+        raise ValidationError(
+            field, f"must be a tuple of exception classes, such as ({value.__name__},)"
+        )
+    if not isinstance(value, tuple | list):
+        raise ValidationError(
+            field, f"must be a tuple of exception classes, not {type(value).__name__}"
+        )
+    for i, item in enumerate(value):
+        if not (isinstance(item, type) and issubclass(item, BaseException)):
+            raise ValidationError(f"{field}[{i}]", f"must be an exception class, not {item!r}")
+    return tuple(value)

@@ -56,14 +56,17 @@ class WorkerSettings:
         worker_beat_interval_seconds: how often the worker refreshes its registry row and reads
             operator requests (concurrency, circuit force-close) and queue settings.
         finalize_batch_max: moves per finalize round trip at most.
-        retry: the retry policy (attempts, backoff, max job age).
+        retry: the retry policy (attempts, backoff, max job age) of every job type that has
+            none of its own (``@app.job(retry=...)``).
         circuit: the circuit-breaker policy per job type.
         circuit_delay_seconds: how far a job claimed while its circuit is open is deferred.
         unknown_type_grace_seconds: a job of a type this worker has no handler for (and whose
             queue has no pipe) is released, without using an attempt and with a growing delay
             (1 to 60 s), for this long after a worker first found no handler for it, then
             dead-lettered as REJECTED (0: rejected at once).
-        fatal_exceptions: exception types that skip retries (in addition to FatalError).
+        fatal_exceptions: exception types that skip retries (in addition to FatalError), for
+            every job type, whatever its own ``retry_on`` lists; ``@app.job(fatal_on=...)``
+            adds a type's own.
         sync_threads: threads for sync handlers (``None``: concurrency).
         sync_overrun_threads: how many threads of sync handlers that ran past their job's end
             (timed out, cancelled: a thread cannot be interrupted) may run on without holding
