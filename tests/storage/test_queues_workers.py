@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from conformance import T0, at
 
@@ -188,3 +190,27 @@ async def test_worker_remove(backend):
     await backend.worker_remove(worker_id="w1")
     assert await backend.workers_list(now=at(2)) == []
     await backend.worker_remove(worker_id="w1")  # removing twice is harmless
+
+
+async def test_resuming_activating_or_resizing_a_queue_wakes_its_workers(open_backend):
+    # Its pending jobs start now, not at the workers' next poll.
+    operator, worker = await open_backend(), await open_backend()
+    await operator.queue_ensure("mail")
+    await operator.queue_pause(name="mail", paused=True)
+    await operator.queue_activate(name="mail", active=False)
+    woken: asyncio.Queue[str] = asyncio.Queue()
+    notifier = worker.notifier()
+    await notifier.start(woken.put_nowait, lambda job_id: None)
+    try:
+        changes = [
+            lambda: operator.queue_pause(name="mail", paused=False),
+            lambda: operator.queue_activate(name="mail", active=True),
+            lambda: operator.queue_configure(name="mail", max_workers=3),
+        ]
+        for change in changes:
+            while not woken.empty():
+                woken.get_nowait()
+            await change()
+            assert await asyncio.wait_for(woken.get(), timeout=5) in ("mail", "")
+    finally:
+        await notifier.stop()

@@ -1117,6 +1117,10 @@ SET paused = excluded.paused, updated_at = excluded.updated_at,
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
           updated_at
 
+-- name: queue_wake
+-- Wake the workers of one queue (resumed, activated, or its bulkhead changed).
+SELECT pg_notify(%(channel)s, 'j:' || %(name)s)
+
 -- name: queue_activate
 INSERT INTO {schema}.queues AS q (name, active, updated_at, last_modified_by)
 VALUES (%(name)s, %(active)s, now(), %(actor)s)

@@ -488,14 +488,20 @@ class SQLiteDriver(Driver):
         return await self._db.call(queues.queue_ensure, name, ts_now(None))
 
     async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo:
-        return await self._db.call(
+        info = await self._db.call(
             queues.queue_set, "queue_pause", name, paused, actor, ts_now(None)
         )
+        if not paused:
+            broadcast_jobs(self._db.key, [name])  # as PostgreSQL: its workers start now
+        return info
 
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:
-        return await self._db.call(
+        info = await self._db.call(
             queues.queue_set, "queue_activate", name, active, actor, ts_now(None)
         )
+        if active:
+            broadcast_jobs(self._db.key, [name])
+        return info
 
     async def queue_configure(self, name: str, limits: QueueLimits, actor: str | None) -> QueueInfo:
         values = {
@@ -507,7 +513,10 @@ class SQLiteDriver(Driver):
         for key, value in values.items():
             params[f"set_{key}"] = int(value is not UNSET)
             params[key] = None if value is UNSET else value
-        return await self._db.call(queues.queue_configure, params)
+        info = await self._db.call(queues.queue_configure, params)
+        if limits.max_workers is not UNSET:
+            broadcast_jobs(self._db.key, [name])  # a bulkhead raised or lifted leaves room now
+        return info
 
     async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl:
         return await self._db.call(queues.worker_beat, info, ts_now(now))
