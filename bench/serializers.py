@@ -16,7 +16,10 @@ seam: ``encode_payload`` of the plain kwargs and of a typed payload (a dataclass
 datetime and a Decimal, plus a UUID and a date), and the worker's decode of each (JSON text to
 the handler's annotated arguments).
 
-    PYTHONPATH=src .venv/bin/python bench/serializers.py [--rounds 9] [--json out.json]
+With ``--enqueue`` it also times ``prepare`` plus ``enqueue_many`` of 20,000 plain and 20,000
+typed jobs into a SQLite file, alternating, in jobs/s.
+
+    PYTHONPATH=src .venv/bin/python bench/serializers.py [--rounds 9] [--enqueue] [--json out.json]
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ KWARGS = {
 }
 
 
+def _stdlib_dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _big() -> dict[str, Any]:
     rows = []
     i = 0
@@ -72,16 +79,12 @@ def _big() -> dict[str, Any]:
             }
         )
         i += 1
-        if i % 50 == 0 and len(json.dumps({"rows": rows}, ensure_ascii=False).encode()) >= 102_400:
+        if i % 50 == 0 and len(_stdlib_dumps({"rows": rows}).encode()) >= 100_000:
             return {"rows": rows}
 
 
 BIG = _big()
 SHAPES: dict[str, Any] = {"small": SMALL, "kwargs": KWARGS, "100KB": BIG}
-
-
-def _stdlib_dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _private_encoder() -> Callable[[Any], str] | None:
@@ -139,7 +142,7 @@ class Order:
     note: str
 
 
-def chokaq_cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+def chokaq_cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]]:
     """(encode, decode) closures of chokaq's own seam, when chokaq is importable."""
     try:
         from chokaq import App
@@ -176,6 +179,7 @@ def chokaq_cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     plain_text = encode_payload(KWARGS)
     typed_text = encode_payload({"order": order})
     return {
+        "100KB (raw mapping)": (lambda: encode_payload(BIG, "payload"), None),
         "kwargs": (
             lambda: encode_payload(KWARGS),
             lambda: decode_arguments(app.handlers["plain"], plain_text),
@@ -185,6 +189,57 @@ def chokaq_cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
             lambda: decode_arguments(app.handlers["typed"], typed_text),
         ),
     }
+
+
+def enqueue_rates(rounds: int, jobs: int = 20_000) -> dict[str, list[float]]:
+    """Jobs/s of ``prepare`` plus ``app.enqueue_many`` (batches of 10,000) of ``jobs`` plain
+    no-op jobs and of as many typed ones (an ``Order`` each), alternating, on a SQLite file."""
+    import asyncio
+    import tempfile
+    from pathlib import Path
+
+    try:
+        from chokaq import App
+    except ImportError:
+        return {}
+
+    async def run() -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            app = App(f"sqlite:///{Path(tmp) / 'bench.db'}", auto_migrate=True)
+
+            @app.job()
+            async def noop(i: int = 0) -> None: ...
+
+            @app.job()
+            async def ship(order: Order) -> None: ...
+
+            def plain(i: int) -> Any:
+                return noop.prepare(i=i)
+
+            def typed(i: int) -> Any:
+                return ship.prepare(
+                    order=Order(
+                        UUID(int=i),
+                        datetime(2026, 12, 1, 23, 59, 30, i % 1_000_000, tzinfo=UTC),
+                        Decimal(i) / 100,
+                        date(2026, 12, 3),
+                        "leave at the door",
+                    )
+                )
+
+            await app.open()
+            for r in range(rounds):
+                kinds = [("plain", plain), ("typed Order", typed)]
+                for name, make in kinds if r % 2 == 0 else kinds[::-1]:
+                    start = time.perf_counter()
+                    for first in range(0, jobs, 10_000):
+                        await app.enqueue_many([make(i) for i in range(first, first + 10_000)])
+                    out.setdefault(name, []).append(jobs / (time.perf_counter() - start))
+            await app.close()
+        return out
+
+    return asyncio.run(run())
 
 
 def _row(stats: list[float]) -> str:
@@ -197,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--json", help="write the figures (seconds per call) here")
+    parser.add_argument(
+        "--enqueue",
+        action="store_true",
+        help="also time prepare + bulk enqueue of 20,000 plain and typed jobs on SQLite",
+    )
     args = parser.parse_args(argv)
     libs = libraries()
     names = list(libs)
@@ -222,13 +282,23 @@ def main(argv: list[str] | None = None) -> int:
             figures.setdefault(f"chokaq encode_payload {case}", []).append(
                 _time_per_call(lambda _, f=encode: f(), None)
             )
-            figures.setdefault(f"chokaq worker decode {case}", []).append(
-                _time_per_call(lambda _, f=decode: f(), None)
-            )
+            if decode is not None:
+                figures.setdefault(f"chokaq worker decode {case}", []).append(
+                    _time_per_call(lambda _, f=decode: f(), None)
+                )
     print(f"Python {sys.version.split()[0]}, {args.rounds} rounds, median (min-max) per call")
     print("payload sizes: " + ", ".join(f"{s} {len(t.encode())} B" for s, t in texts.items()))
     for key in figures:
         print(f"{key:<52} {_row(figures[key])}")
+    if args.enqueue:
+        rates = enqueue_rates(args.rounds)
+        for name, values in rates.items():
+            med = statistics.median(values)
+            print(
+                f"{'chokaq bulk enqueue (SQLite) ' + name:<52} {med:12,.0f} jobs/s "
+                f"({min(values):,.0f}-{max(values):,.0f})"
+            )
+            figures[f"enqueue jobs/s {name}"] = values
     if args.json:
         with open(args.json, "w") as out:
             json.dump(figures, out, indent=1)
