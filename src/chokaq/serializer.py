@@ -285,6 +285,8 @@ def _union(args: tuple[Any, ...]) -> Converter | None:
         for member, conv in zip(members, convs, strict=True):
             if conv is None:
                 plain = typing.get_origin(member) or member
+                if plain is float and isinstance(value, int):
+                    return value  # a JSON number without a fraction: a float as plain JSON has it
                 if isinstance(plain, type) and isinstance(value, plain):
                     return value
                 continue
@@ -355,7 +357,10 @@ def _dataclass(tp: type) -> Converter:
         if not isinstance(value, dict):
             raise ValueError(f"{value!r} is not an object (for {tp.__name__})")
         if fields is None:  # resolved on first use: the dataclass may refer to later types
-            hints = typing.get_type_hints(tp, include_extras=True)
+            try:
+                hints = typing.get_type_hints(tp, include_extras=True)
+            except Exception:  # an annotation that cannot be resolved: its fields stay JSON
+                hints = {}
             fields = {
                 f.name: converter_for(hints.get(f.name, Any))
                 for f in dataclasses.fields(tp)
@@ -408,6 +413,6 @@ def decode_arguments(handle: Any, text: str) -> dict[str, Any]:
         if name in arguments:
             try:
                 arguments[name] = conv(arguments[name])
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"argument {name}: {exc}") from None
+            except Exception as exc:  # a constructor's own check (__post_init__) may raise anything
+                raise ValueError(f"argument {name}: {type(exc).__name__}: {exc}") from None
     return arguments

@@ -50,6 +50,15 @@ class Line:
 
 
 @dataclasses.dataclass(frozen=True)
+class Positive:
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n <= 0:
+            raise ArithmeticError(f"{self.n} is not positive")
+
+
+@dataclasses.dataclass(frozen=True)
 class Order:
     id: UUID
     placed_at: datetime
@@ -245,18 +254,40 @@ async def test_a_payload_that_does_not_fit_its_annotation_is_rejected_naming_it(
     received: list[Any] = []
 
     @app.job()
-    def dated(day: date, colour: Colour = Colour.RED) -> None:
+    def dated(day: date, colour: Colour = Colour.RED, p: Positive | None = None) -> None:
         received.append(day)
 
     bad_day = await app.enqueue_raw("dated", '{"day": "not a date"}')
     bad_colour = await app.enqueue_raw("dated", '{"day": "2024-01-01", "colour": "green"}')
+    bad_p = await app.enqueue_raw("dated", '{"day": "2024-01-01", "p": {"n": -1}}')
     await app.run_worker(burst=True)
     assert received == []
-    for job_id, name in ((bad_day, "day"), (bad_colour, "colour")):
+    for job_id, name in ((bad_day, "day"), (bad_colour, "colour"), (bad_p, "p")):
         outcome = await app.wait(job_id, timeout=30)
         assert outcome.pillar is Pillar.DLQ
         assert outcome.failure_reason is FailureReason.REJECTED
         assert f"argument {name}:" in (outcome.error or "")
+
+
+async def test_an_annotation_resolved_only_later_converts_from_the_first_job(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    received: list[Any] = []
+
+    @app.job()
+    def later(x: DefinedLater, n: float | date) -> None:  # noqa: F821 - defined below, on purpose
+        received.append((x, n))
+
+    assert later.converters is None  # not resolvable at decoration
+    globals()["DefinedLater"] = Positive
+    try:
+        await later.enqueue(x=Positive(3), n=4)
+        await app.run_worker(burst=True)
+    finally:
+        del globals()["DefinedLater"]
+    assert received == [(Positive(3), 4)]
+    assert [name for name, _ in later.converters or ()] == ["x", "n"]
 
 
 async def test_a_pydantic_model_round_trips(make_app: Callable[..., App]) -> None:
