@@ -43,6 +43,7 @@ from .runtime.retry import (
     check_retry_policy,
 )
 from .runtime.settings import WorkerSettings
+from .serializer import Converter, parameter_converters
 from .storage import Backend, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
@@ -173,6 +174,10 @@ class JobHandle(Generic[P, R]):
     _required: frozenset[str] = field(default=frozenset(), repr=False)
     # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
     _keywords_bind: bool = field(default=False, repr=False)
+    # The parameters whose annotation needs a conversion from JSON (chokaq.serializer), worked
+    # out once here: () for a handler of plain JSON types. None while an annotation cannot be
+    # resolved (a type defined after the handler): the first job resolves it.
+    converters: tuple[tuple[str, Converter], ...] | None = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
@@ -186,6 +191,24 @@ class JobHandle(Generic[P, R]):
         self._keywords_bind = not any(
             p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in params
         )
+        self.converters = self._converters()
+
+    def _converters(self) -> tuple[tuple[str, Converter], ...] | None:
+        names = [
+            p.name
+            for p in self.signature.parameters.values()
+            if p.name != self.context_param and p.kind is not p.VAR_KEYWORD
+        ]
+        if all(p.annotation is p.empty for p in self.signature.parameters.values()):
+            return ()
+        return parameter_converters(self.fn, names)
+
+    def resolve_converters(self) -> tuple[tuple[str, Converter], ...]:
+        """The converters, resolved now; a handler whose annotations still cannot be resolved
+        gets its arguments as plain JSON."""
+        found = self._converters()
+        self.converters = () if found is None else found
+        return self.converters
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)

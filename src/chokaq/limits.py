@@ -94,7 +94,7 @@ def _has_control(value: str) -> bool:
 
 
 class JsonText(str):
-    """JSON text that ``json.dumps`` produced in this process (``App`` serializing handler
+    """JSON text that chokaq's serializer produced in this process (``App`` serializing handler
     arguments): its syntax is known good, so enqueue checks only its size."""
 
     __slots__ = ()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import enum
-import json
 import random
 import time
 import traceback
@@ -39,6 +38,7 @@ from ..models import (
 )
 from ..outcomes import Fail, Retry
 from ..payloads import encode_result
+from ..serializer import decode_arguments
 from .host import JobHandler, Middleware, PipeHandler
 from .retry import ExceptionTypes, RetryPolicy
 
@@ -433,12 +433,7 @@ class Executor:
             call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, ex)
         else:
             try:
-                arguments = json.loads(job.payload)
-                if not isinstance(arguments, dict):
-                    raise ValueError("the payload is not a JSON object")
-                misfit = handle.misfit(arguments)  # type: ignore[attr-defined]
-                if misfit is not None:
-                    raise ValueError(misfit)
+                arguments = decode_arguments(handle, job.payload)
                 if handle.context_param is not None:
                     arguments[handle.context_param] = context
             except (ValueError, TypeError) as exc:
