@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 
 from chokaq import App
 from chokaq.cli import main
+from chokaq.storage import create_backend
 
 from .ops_app import build
 
@@ -36,6 +37,21 @@ async def until(
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met within {timeout} s")
         await asyncio.sleep(every)
+
+
+def on_store(store: Any, fn: Any) -> Any:
+    """Run ``fn(backend)`` on a backend of ``store`` opened for the call (what a CLI command
+    left behind, read from outside it)."""
+
+    async def run() -> Any:
+        backend = create_backend(store.url, schema=store.schema)
+        await backend.open()
+        try:
+            return await fn(backend)
+        finally:
+            await backend.close()
+
+    return asyncio.run(run())
 
 
 def poll(condition: Callable[[], Any], *, timeout: float = 20.0, every: float = 0.1) -> Any:

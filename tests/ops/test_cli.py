@@ -14,25 +14,13 @@ from chokaq.cli import main
 from chokaq.models import FailureReason, JobFilter, Pillar
 from chokaq.storage import create_backend
 
-from .conftest import Cli, seed
+from .conftest import Cli, on_store, seed
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
-def read(store: Any, fn: Any) -> Any:
-    async def run() -> Any:
-        backend = create_backend(store.url, schema=store.schema)
-        await backend.open()
-        try:
-            return await fn(backend)
-        finally:
-            await backend.close()
-
-    return asyncio.run(run())
-
-
 def dlq_ids(store: Any, **filters: Any) -> list[str]:
-    page = read(
+    page = on_store(
         store,
         lambda b: b.jobs_page(pillar=Pillar.DLQ, filter=JobFilter(**filters), page_size=1000),
     )
@@ -66,7 +54,7 @@ def test_migrate_then_enqueue_a_raw_job_with_options(cli: Cli, store: Any) -> No
     )
     job_id = result.output.strip()
     assert re.fullmatch(UUID, job_id)
-    view = read(store, lambda b: b.job_get(job_id))
+    view = on_store(store, lambda b: b.job_get(job_id))
     assert (view.queue, view.type, view.priority, view.tags) == (
         "emails",
         "send_receipt",
@@ -79,7 +67,7 @@ def test_migrate_then_enqueue_a_raw_job_with_options(cli: Cli, store: Any) -> No
     again = cli("enqueue", "send_receipt", "{}", "--idempotency-key", "order-42").output
     assert again.startswith(job_id) and "duplicate" in again
     child = cli("enqueue", "report", "{}", "--after", job_id).output.strip()
-    waiting = read(store, lambda b: b.job_get_related(id=child))
+    waiting = on_store(store, lambda b: b.job_get_related(id=child))
     assert waiting.state == "waiting" and [p.id for p in waiting.parents] == [job_id]
     unknown = cli("enqueue", "report", "{}", "--after", str(uuid.UUID(int=5)), expect=1).output
     assert unknown.startswith("error: after: names jobs that are not stored")
@@ -92,7 +80,7 @@ def test_migrate_reads_the_schema_from_the_environment(cli: Cli, store: Any) -> 
     assert result.exit_code == 0, result.output
     assert "applied migrations" in result.output
     backend = create_backend(store.url, schema=store.schema)
-    assert read(store, lambda b: b.schema_version()) == backend.latest_version()
+    assert on_store(store, lambda b: b.schema_version()) == backend.latest_version()
 
 
 def test_enqueue_rejects_bad_input_with_one_line_and_an_exit_code(cli: Cli) -> None:
@@ -111,16 +99,16 @@ def test_stats_and_queue_commands(cli: Cli, store: Any) -> None:
     assert row  # pending 0, fetched 0, processing 0, succeeded 3, failed 3, retried 1
     assert "mail" in cli("queue", "list").output
     assert "queue mail paused" in cli("queue", "pause", "mail").output
-    queues = {q.name: q for q in read(store, lambda b: b.queue_list())}
+    queues = {q.name: q for q in on_store(store, lambda b: b.queue_list())}
     assert queues["mail"].paused
     assert "paused" in cli("queue", "list").output
     assert "queue mail resumed" in cli("queue", "resume", "mail").output
     out = cli("queue", "limit", "mail", "--max-workers", "3", "--execution-timeout", "20").output
     assert "max_workers=3" in out
-    info = {q.name: q for q in read(store, lambda b: b.queue_list())}["mail"]
+    info = {q.name: q for q in on_store(store, lambda b: b.queue_list())}["mail"]
     assert (info.paused, info.max_workers, info.execution_timeout_seconds) == (False, 3, 20.0)
     cli("queue", "limit", "mail", "--max-workers", "none")
-    info = {q.name: q for q in read(store, lambda b: b.queue_list())}["mail"]
+    info = {q.name: q for q in on_store(store, lambda b: b.queue_list())}["mail"]
     assert info.max_workers is None and info.execution_timeout_seconds == 20.0
     assert "nothing to change" in cli("queue", "limit", "mail", expect=2).output
 
@@ -177,19 +165,19 @@ def test_dlq_requeue_by_filter_previews_and_asks(cli: Cli, store: Any) -> None:
     assert len(dlq_ids(store, failure_reason=FailureReason.FATAL_ERROR)) == 1
     [flaky] = dlq_ids(store, failure_reason=FailureReason.TRANSIENT)
     assert "requeued 1 of 1" in cli("dlq", "requeue", flaky).output
-    hot = read(store, lambda b: b.job_get(flaky))
+    hot = on_store(store, lambda b: b.job_get(flaky))
     assert hot.pillar is Pillar.HOT and hot.attempt_count == 0
 
 
 def test_dlq_purge_by_ids_and_by_filter_keeps_lifetime_counters(cli: Cli, store: Any) -> None:
     asyncio.run(seed(store, ok=1, poison=3, flaky=1))
-    before = read(store, lambda b: b.stats_summary())
+    before = on_store(store, lambda b: b.stats_summary())
     [flaky] = dlq_ids(store, failure_reason=FailureReason.TRANSIENT)
     assert "purged 1 of 1" in cli("dlq", "purge", flaky).output
     out = cli("dlq", "purge", "--type", "poison", "--yes").output
     assert "purged 3 job(s)" in out
     assert dlq_ids(store) == []
-    after = read(store, lambda b: b.stats_summary())
+    after = on_store(store, lambda b: b.stats_summary())
     assert (after.succeeded_total, after.failed_total, after.retried_total) == (
         before.succeeded_total,
         before.failed_total,

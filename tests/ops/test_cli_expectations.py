@@ -3,25 +3,10 @@ unknown queue names and unsafe zombie timeouts."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chokaq.storage import create_backend
-
-from .conftest import Cli
-
-
-def read(store: Any, fn: Any) -> Any:
-    async def run() -> Any:
-        backend = create_backend(store.url, schema=store.schema)
-        await backend.open()
-        try:
-            return await fn(backend)
-        finally:
-            await backend.close()
-
-    return asyncio.run(run())
+from .conftest import Cli, on_store
 
 
 def test_a_relative_run_at_is_from_now(cli: Cli, store: Any) -> None:
@@ -29,14 +14,14 @@ def test_a_relative_run_at_is_from_now(cli: Cli, store: Any) -> None:
     before = datetime.now(UTC)
     job_id = cli("enqueue", "report", "{}", "--run-at", "2h").output.strip()
     after = datetime.now(UTC)
-    view = read(store, lambda b: b.job_get(job_id))
+    view = on_store(store, lambda b: b.job_get(job_id))
     assert view.scheduled_at is not None
     assert before + timedelta(hours=2) - timedelta(seconds=1) <= view.scheduled_at
     assert view.scheduled_at <= after + timedelta(hours=2) + timedelta(seconds=1)
     # "in 2h" and "+2h" say the same; an ISO time is taken as it is.
     for spelling in ("in 2h", "+2h"):
         other = cli("enqueue", "report", "{}", "--run-at", spelling).output.strip()
-        at = read(store, lambda b, other=other: b.job_get(other)).scheduled_at
+        at = on_store(store, lambda b, other=other: b.job_get(other)).scheduled_at
         assert abs((at - view.scheduled_at).total_seconds()) < 60
     assert "from now" in cli("enqueue", "--help", store=False).output
 
@@ -51,7 +36,7 @@ def test_a_zombie_timeout_below_the_heartbeat_floor_is_refused(cli: Cli, store: 
     cli("queue", "limit", "default", "--zombie-timeout", "120")
     refused = cli("queue", "limit", "default", "--zombie-timeout", "1", expect=1)
     assert "zombie_timeout_seconds" in refused.output and "heartbeat" in refused.output
-    [queue] = [q for q in read(store, lambda b: b.queue_list()) if q.name == "default"]
+    [queue] = [q for q in on_store(store, lambda b: b.queue_list()) if q.name == "default"]
     assert queue.zombie_timeout_seconds == 120
     assert "at least 15" in cli("queue", "limit", "--help", store=False).output
 
@@ -65,7 +50,7 @@ def test_an_unknown_queue_is_refused_unless_asked_to_create_it(cli: Cli, store: 
     ):
         refused = cli(*argv, expect=1)
         assert "emials" in refused.output and "--create" in refused.output
-        assert "emials" not in [q.name for q in read(store, lambda b: b.queue_list())]
+        assert "emials" not in [q.name for q in on_store(store, lambda b: b.queue_list())]
     assert "queue emials paused" in cli("queue", "pause", "emials", "--create").output
     assert "queue emials resumed" in cli("queue", "resume", "emials").output
     assert "max_workers=2" in cli("queue", "limit", "emials", "--max-workers", "2").output

@@ -3,7 +3,6 @@ backends: what is stored, what is shown, and what is refused before anything is 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import fields
 from datetime import datetime
@@ -14,25 +13,12 @@ from click.testing import CliRunner
 
 from chokaq.cli import main
 from chokaq.models import LimitInfo, NewJob, TypeLimit
-from chokaq.storage import create_backend
 
-from .conftest import Cli
-
-
-def read(store: Any, fn: Any) -> Any:
-    async def run() -> Any:
-        backend = create_backend(store.url, schema=store.schema)
-        await backend.open()
-        try:
-            return await fn(backend)
-        finally:
-            await backend.close()
-
-    return asyncio.run(run())
+from .conftest import Cli, on_store
 
 
 def limits(store: Any) -> dict[tuple[str, str], LimitInfo]:
-    return {(i.scope, i.name): i for i in read(store, lambda b: b.limits_list())}
+    return {(i.scope, i.name): i for i in on_store(store, lambda b: b.limits_list())}
 
 
 def queue_row(output: str, name: str) -> str:
@@ -51,7 +37,7 @@ def test_a_queue_rate_is_set_shown_and_cleared(cli: Cli, store: Any) -> None:
     # The rate goes beside the other limits in one command; each lands where it belongs.
     out = cli("queue", "limit", "mail", "--max-workers", "2", "--rate", "5/m", "--actor", "ops")
     assert "max_workers=2" in out.output and "rate=5/m" in out.output
-    [queue] = [q for q in read(store, lambda b: b.queue_list()) if q.name == "mail"]
+    [queue] = [q for q in on_store(store, lambda b: b.queue_list()) if q.name == "mail"]
     info = limits(store)[("queue", "mail")]
     assert (queue.max_workers, info.rate_limit, info.last_modified_by) == (2, "5/m", "ops")
     # Left out, the rate is unchanged and still reported.
@@ -82,7 +68,7 @@ def test_a_bad_rate_is_refused_naming_the_option_and_nothing_changes(cli: Cli, s
         "limits", "set", "mail", "--scope", "queue", "--partition-concurrency", "2", expect=2
     )
     assert "job types only" in on_a_queue.output
-    [queue] = [q for q in read(store, lambda b: b.queue_list()) if q.name == "mail"]
+    [queue] = [q for q in on_store(store, lambda b: b.queue_list()) if q.name == "mail"]
     assert queue.max_workers == 3
     assert limits(store) == before
 
@@ -97,7 +83,7 @@ def test_an_unknown_queue_is_refused_unless_asked_to_create_it(cli: Cli, store: 
         assert (
             refused.lower().startswith("error: ") and "emials" in refused and "--create" in refused
         )
-    assert "emials" not in [q.name for q in read(store, lambda b: b.queue_list())]
+    assert "emials" not in [q.name for q in on_store(store, lambda b: b.queue_list())]
     assert limits(store) == {}
     assert "rate=1/s" in cli("queue", "limit", "emials", "--rate", "1/s", "--create").output
     assert limits(store)[("queue", "emials")].rate_limit == "1/s"
@@ -107,7 +93,7 @@ def test_an_unknown_queue_is_refused_unless_asked_to_create_it(cli: Cli, store: 
 
 def test_a_type_limit_is_set_over_the_code_and_reset_to_it(cli: Cli, store: Any) -> None:
     cli("migrate")
-    read(store, lambda b: b.limits_declare(limits=[TypeLimit("partner.call", "10/s", 2)]))
+    on_store(store, lambda b: b.limits_declare(limits=[TypeLimit("partner.call", "10/s", 2)]))
     row = queue_row(cli("limits", "list").output, "partner.call")
     assert "10/s (code)" in row and "2 (code)" in row
     result = cli(
@@ -163,7 +149,7 @@ def test_the_list_shows_the_load_and_its_json_holds_every_field(cli: Cli, store:
         await backend.jobs_enqueue([*jobs, NewJob(type="sync", partition="small")])
         await backend.jobs_fetch(worker_id="w1", limit=10, start=True)
 
-    read(store, load)
+    on_store(store, load)
     cli("enqueue", "send", "{}", "--queue", "mail")
     cli("queue", "limit", "mail", "--rate", "20/s")
     table = cli("limits", "list").output

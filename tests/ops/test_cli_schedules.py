@@ -4,7 +4,6 @@ orphans only, and bad input refused with one line naming the option, changing no
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -15,23 +14,11 @@ import pytest
 from tests.conftest import schedule_declaration
 
 from chokaq.models import Schedule, SlotOutcome
-from chokaq.storage import Backend, create_backend
+from chokaq.storage import Backend
 
-from .conftest import Cli
+from .conftest import Cli, on_store
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-
-
-def on_store(store: Any, fn: Any) -> Any:
-    async def run() -> Any:
-        backend = create_backend(store.url, schema=store.schema)
-        await backend.open()
-        try:
-            return await fn(backend)
-        finally:
-            await backend.close()
-
-    return asyncio.run(run())
 
 
 declaration = partial(schedule_declaration, type="report", priority=0)

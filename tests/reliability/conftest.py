@@ -48,6 +48,15 @@ class Proc:
 
 
 @pytest.fixture
+async def client(store: Any) -> Any:
+    """An App on the test's store, migrated: the test's own view of what the workers did."""
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    await app.open()
+    yield app
+    await app.close()
+
+
+@pytest.fixture
 def spawn(store: Any, tmp_path: Path) -> Iterator[Callable[..., Proc]]:
     """Start ``chokaq worker --app APP --json-logs`` (``app=``: default the sample app) on this
     test's store; every process is resumed (SIGCONT) and killed at the end, whatever the test

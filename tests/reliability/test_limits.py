@@ -38,14 +38,6 @@ APP = "tests.apps.limited:app"
 PLAIN = "tests.apps.limited:plain"
 
 
-@pytest.fixture
-async def client(store: Any) -> Any:
-    app = App(store.url, schema=store.schema, auto_migrate=True)
-    await app.open()
-    yield app
-    await app.close()
-
-
 async def workers(
     spawn: Callable[..., Proc], client: App, n: int, *args: str, app: str = APP, **env: str
 ) -> list[Proc]:

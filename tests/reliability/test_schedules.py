@@ -20,7 +20,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from tests.reliability.conftest import Proc, leader_pid
 from tests.runtime.conftest import until
 
@@ -38,14 +37,6 @@ MARGIN = 5.0
 # renewal, one tick, one period (the next slot must fall due), and the margin.
 BOUND = LEASE + RENEW + TICK + EVERY + MARGIN
 SLOTS = 5  # slots enqueued on each side of the kill
-
-
-@pytest.fixture
-async def client(store: Any) -> Any:
-    app = App(store.url, schema=store.schema, auto_migrate=True)
-    await app.open()
-    yield app
-    await app.close()
 
 
 async def jobs_of(client: App) -> dict[str, list[str]]:
