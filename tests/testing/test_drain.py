@@ -39,6 +39,23 @@ async def test_retries_an_hour_apart_are_drained_without_waiting(
     assert await app.result(job_id) == "sent"
 
 
+async def test_retries_without_a_delay_need_no_clock(make_app: Callable[..., App]) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=3, base_delay_seconds=0, jitter_seconds=0))
+    attempts: list[int] = []
+
+    @app.job()
+    async def flaky(ctx: JobContext) -> None:
+        attempts.append(ctx.attempt)
+        if ctx.attempt < 3:
+            raise ConnectionError("down")
+
+    await flaky.enqueue()
+    drained = await run_until_idle(app)
+    assert attempts == [1, 2, 3]
+    assert (drained.succeeded, drained.retried) == (1, 2)
+    assert drained.advanced_seconds < 1
+
+
 async def test_delayed_jobs_run_in_the_order_they_fall_due(make_app: Callable[..., App]) -> None:
     app = make_app()
     ran: list[str] = []
@@ -140,6 +157,23 @@ async def test_jobs_without_a_handler_are_left_and_paused_queues_are_not_run(
     assert (left.type, left.queue, left.count) == ("unknown", "default", 1)
     assert left.reason == "no_handler"
     assert (await app.backend.stats_summary()).pending == 2
+
+
+async def test_jobs_held_by_a_rate_limit_are_left_as_unclaimable(
+    make_app: Callable[..., App],
+) -> None:
+    # Rate limits count real time, which the fake clock does not move.
+    app = make_app()
+
+    @app.job(rate_limit="1/h")
+    async def slow() -> None: ...
+
+    for _ in range(3):
+        await slow.enqueue(partition="tenant-1")
+    drained = await run_until_idle(app)
+    assert drained.succeeded == 1
+    [left] = drained.left
+    assert (left.type, left.count, left.reason) == ("slow", 2, "unclaimable")
 
 
 async def test_a_job_that_reenqueues_itself_for_ever_is_stopped_at_max_jobs(

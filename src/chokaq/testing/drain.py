@@ -84,7 +84,7 @@ async def run_until_idle(
     last = start
     advanced = 0.0
     margin = _MARGIN_SECONDS
-    passes = 0
+    passes = idle_passes = 0
     quiet = _Quiet()
     logger.addFilter(quiet)
     try:
@@ -108,16 +108,23 @@ async def run_until_idle(
             last = summary
             margin = _MARGIN_SECONDS if progressed else margin * 2
             groups = await _runnable(app, served)
+            idle_passes = 0 if progressed else idle_passes + 1
             if any(g.due for g in groups):
-                if progressed:
+                # Due, yet two passes ran nothing: not claimable (a bulkhead, a limit, another
+                # worker). One such pass may only have ended just before a job fell due.
+                if idle_passes < 2:
                     continue
-                break  # due, yet nothing ran: not claimable (a bulkhead, a limit, another worker)
+                break
             later = [g for g in groups if g.next_due_at is not None]
             if not later:
                 break
             soonest = min(g.next_due_at for g in later if g.next_due_at is not None)
             shift = max((soonest - datetime.now(UTC)).total_seconds(), 0.0) + margin
-            await backend.jobs_advance(seconds=shift, queues=sorted({g.queue for g in later}))
+            moved = await backend.jobs_advance(
+                seconds=shift, queues=sorted({g.queue for g in later})
+            )
+            if not moved:
+                break  # what was due later has gone meanwhile (another worker, a cancel)
             advanced += shift
     finally:
         logger.removeFilter(quiet)
