@@ -3,7 +3,9 @@ context and a stored result; retries and delays run inline; failures propagate w
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -97,8 +99,49 @@ async def test_jobs_a_handler_enqueues_and_jobs_after_parents_run_in_the_same_dr
     assert sorted(ran[1:]) == ["receipt 1", "report of [1]"]
 
 
+def test_enqueue_sync_is_eager_too_from_sync_code(store: Any) -> None:
+    # A sync test (a Django view, a CLI): the jobs run on the sync client's loop and threads.
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    ran: list[int] = []
+
+    @app.job()
+    def record(n: int, ctx: JobContext) -> int:
+        ran.append(ctx.attempt)
+        return n
+
+    @app.job()
+    def broken() -> None:
+        raise ValueError("bad input")
+
+    try:
+        with eager(app, propagate=True):
+            job_id = record.enqueue_sync(n=5)
+            assert ran == [1]
+            assert app.result_sync(job_id) == 5
+            with pytest.raises(JobFailedError, match="bad input"):
+                broken.enqueue_sync()
+        record.enqueue_sync(n=6)
+        assert ran == [1]  # the block is over: only written
+    finally:
+        app.close_sync()
+
+
+async def test_enqueue_sync_on_an_in_memory_app_is_eager() -> None:
+    app = App("sqlite:///:memory:")
+    ran: list[int] = []
+
+    @app.job()
+    def record(n: int) -> None:
+        ran.append(n)
+
+    async with app:
+        with eager(app):
+            await asyncio.to_thread(record.enqueue_sync, n=1)
+            assert ran == [1]
+
+
 async def test_an_app_cannot_be_made_eager_twice(make_app: Callable[..., App]) -> None:
     app = make_app()
     with eager(app), pytest.raises(ConfigurationError, match="already eager"), eager(app):
         pass
-    assert "enqueue_many" not in vars(app)
+    assert "enqueue_many" not in vars(app) and "enqueue_many_sync" not in vars(app)
