@@ -742,6 +742,27 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("read", lambda b, s: b.job_get(A)),
         ("heard", lambda b, s: b.jobs_heartbeat(beats=[Heartbeat(s.running)], now=at(11))),
     ],
+    "jobs_advance": [
+        ("zero", lambda b, s: b.jobs_advance(seconds=0)),
+        ("negative", lambda b, s: b.jobs_advance(seconds=-1)),
+        ("nan", lambda b, s: b.jobs_advance(seconds=math.nan)),
+        ("huge", lambda b, s: b.jobs_advance(seconds=1e12)),
+        ("text", lambda b, s: b.jobs_advance(seconds="1")),  # type: ignore[arg-type]
+        ("text queues", lambda b, s: b.jobs_advance(seconds=1, queues="q")),
+        ("nothing later", lambda b, s: b.jobs_advance(seconds=60, now=at(10))),
+        (
+            "delayed",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob(type="t", queue="later", id=H, delay_seconds=3600)], now=at(10)
+            ),
+        ),
+        ("other queue", lambda b, s: b.jobs_advance(seconds=60, queues=["q"], now=at(10))),
+        ("half", lambda b, s: b.jobs_advance(seconds=1800, queues=["later"], now=at(10))),
+        ("still later", lambda b, s: b.jobs_pending_groups(queues=["later"], now=at(10))),
+        ("the rest", lambda b, s: b.jobs_advance(seconds=1800, now=at(10))),
+        ("due", lambda b, s: b.jobs_pending_groups(queues=["later"], now=at(10))),
+        ("moved no more", lambda b, s: b.jobs_advance(seconds=60, now=at(10))),
+    ],
     "jobs_edit": [
         ("bad id", lambda b, s: b.jobs_edit(id="x", actor="ops", priority=1)),
         ("bad payload", lambda b, s: b.jobs_edit(id=A, actor="ops", payload="{bad")),

@@ -255,6 +255,12 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool: ...
 
+    @abc.abstractmethod
+    async def jobs_advance(
+        self, seconds: float, queues: list[str] | None, now: datetime | None
+    ) -> int:
+        """Move earlier by ``seconds`` the due time of Pending rows not due at ``now``."""
+
     # -- results and workflows (workflows.py) --------------------------------------------------
 
     @abc.abstractmethod

@@ -1,5 +1,6 @@
 """The storage seam's operator actions, checked once and observed once: cancel and edit of hot
-jobs, and the DLQ's edit, resurrection (by id or by filter, with a preview) and purge.
+jobs, the DLQ's edit, resurrection (by id or by filter, with a preview) and purge, and the test
+clock's move of due times (``jobs_advance``).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows). Every action names its actor. This module must not import a
@@ -61,6 +62,19 @@ class OperatorOperations(OperationGroup):
         who = checks.actor(actor)
         repairs = checks.edits(self._limits, payload, tags, priority)
         return await self.driver.jobs_edit(id, who, repairs, checks.now(now))
+
+    @operation
+    async def jobs_advance(
+        self, *, seconds: float, queues: Sequence[str] | None = None, now: datetime | None = None
+    ) -> int:
+        """Bring forward by ``seconds`` (> 0, at most ten years) the due time of every Pending
+        hot job of ``queues`` (None: every queue) not yet due at ``now``: delayed jobs and
+        retries alike, so that their order is kept, as if the clock had moved on. A test clock
+        (``chokaq.testing.run_until_idle``), never an operator action; it wakes the workers.
+        Returns how many jobs moved."""
+        shift = checks.seconds("seconds", seconds, low=0.0, high=315_360_000.0, exclusive=True)
+        names = checks.names("queues", queues)
+        return await self.driver.jobs_advance(shift, names, checks.now(now))
 
     @operation
     async def dlq_edit(

@@ -642,6 +642,15 @@ class PostgresJobs(PostgresCore):
         params = {**edit_params(edits), "id": id, "actor": actor, "now": now}
         return await self._count("jobs_edit", params) > 0
 
+    async def jobs_advance(
+        self, seconds: float, queues: list[str] | None, now: datetime | None
+    ) -> int:
+        params = {"seconds": seconds, "queues": queues, "now": now, "channel": self.channel}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(self._q["jobs_advance"], params)
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
 
 def _statement(move: Move) -> LiteralString:
     """The finalize statement that applies ``move``."""

@@ -767,6 +767,21 @@ SET payload = coalesce(%(payload)s::text, payload),
     updated_at = coalesce(%(now)s::timestamptz, now())
 WHERE id = %(id)s::uuid AND status = 0
 
+-- name: jobs_advance
+-- The test clock (chokaq.testing): Pending rows not yet due become due that much sooner, and
+-- the workers of their queues are woken.
+WITH moved AS (
+    UPDATE {schema}.jobs_hot
+    SET scheduled_at = scheduled_at - make_interval(secs => %(seconds)s::double precision)
+    WHERE status = 0 AND scheduled_at > coalesce(%(now)s::timestamptz, now())
+      AND (%(queues)b::text[] IS NULL OR queue = ANY(%(queues)b::text[]))
+    RETURNING queue
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'j:' || d.queue) FROM (SELECT DISTINCT queue FROM moved) d
+)
+SELECT count(*) FROM moved, (SELECT count(*) FROM woken) w
+
 -- name: dlq_edit
 UPDATE {schema}.jobs_dlq
 SET payload = coalesce(%(payload)s::text, payload),

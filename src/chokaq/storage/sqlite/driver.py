@@ -214,6 +214,14 @@ class SQLiteDriver(Driver):
     async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
         return await self._db.call(jobs.hot_edit, _edit_params(id, actor, edits, now))
 
+    async def jobs_advance(
+        self, seconds: float, queues: list[str] | None, now: datetime | None
+    ) -> int:
+        moved = await self._db.call(jobs.hot_advance, seconds, queues, ts_now(now))
+        if moved:
+            broadcast_jobs(self._db.key, [ANY_QUEUE])
+        return moved
+
     # -- retention --------------------------------------------------------------------------
 
     async def archive_purge(

@@ -750,3 +750,12 @@ def edit_params(
 
 def hot_edit(db: Database, params: dict[str, object]) -> bool:
     return db.write(lambda: db.conn.execute(db.q["jobs_edit"], params).rowcount > 0)
+
+
+def hot_advance(db: Database, seconds: float, queues: list[str] | None, now: float) -> int:
+    params = {
+        "seconds": seconds,
+        "queues": None if queues is None else json.dumps(queues),
+        "now": now,
+    }
+    return db.write(lambda: db.conn.execute(db.q["jobs_advance"], params).rowcount)

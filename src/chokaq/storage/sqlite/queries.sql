@@ -249,6 +249,14 @@ SET payload = coalesce(:payload, payload),
     updated_at = :now
 WHERE id = :id AND status = 0
 
+-- name: jobs_advance
+-- The test clock (chokaq.testing): Pending rows not yet due become due that much sooner.
+-- :queues is a JSON list, or NULL for every queue.
+UPDATE {p}jobs_hot
+SET scheduled_at = scheduled_at - :seconds
+WHERE status = 0 AND scheduled_at > :now
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+
 -- name: dlq_edit
 UPDATE {p}jobs_dlq
 SET payload = coalesce(:payload, payload),

@@ -1,0 +1,147 @@
+"""``eager(app)`` on both backends: an enqueue has run its job when it returns, with a real
+context and a stored result; retries and delays run inline; failures propagate when asked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from chokaq import App, ConfigurationError, JobContext, JobFailedError, Pillar, RetryPolicy
+from chokaq.testing import eager
+
+
+async def test_enqueue_runs_the_job_with_a_real_context_and_stores_its_result(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    contexts: list[JobContext] = []
+
+    @app.job(queue="mail")
+    async def send(to: str, ctx: JobContext) -> str:
+        contexts.append(ctx)
+        return f"sent to {to}"
+
+    with eager(app):
+        job_id = await send.enqueue(to="ada@example.com", tags=["welcome"])
+        [ctx] = contexts  # it ran before enqueue returned
+    assert (ctx.job_id, ctx.type, ctx.queue, ctx.attempt) == (job_id, "send", "mail", 1)
+    assert ctx.tags == ("welcome",)
+    assert await app.result(job_id) == "sent to ada@example.com"
+    view = await app.get_job(job_id)
+    assert view is not None and view.pillar is Pillar.ARCHIVE
+
+
+async def test_retries_and_delays_run_inline_and_the_block_ends_eagerness(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=3, base_delay_seconds=300, jitter_seconds=0))
+    attempts: list[int] = []
+
+    @app.job()
+    def flaky(ctx: JobContext) -> None:  # a sync handler: run on the worker's threads
+        attempts.append(ctx.attempt)
+        if ctx.attempt < 3:
+            raise ConnectionError("down")
+
+    with eager(app):
+        await flaky.enqueue(delay=3600)
+        assert attempts == [1, 2, 3]
+    later = await flaky.enqueue()
+    assert attempts == [1, 2, 3]  # no longer eager: only written
+    view = await app.get_job(later)
+    assert view is not None and view.pillar is Pillar.HOT
+
+
+async def test_a_failure_is_raised_with_propagate_and_kept_in_the_dlq_without(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=2, base_delay_seconds=60, jitter_seconds=0))
+
+    @app.job()
+    async def broken() -> None:
+        raise ValueError("bad input")
+
+    with eager(app):
+        job_id = await broken.enqueue()
+    with pytest.raises(JobFailedError, match="bad input"):
+        await app.result(job_id)
+    with eager(app, propagate=True), pytest.raises(JobFailedError, match="bad input"):
+        await broken.enqueue()
+
+
+async def test_jobs_a_handler_enqueues_and_jobs_after_parents_run_in_the_same_drain(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job()
+    async def order(n: int) -> int:
+        ran.append(f"order {n}")
+        await receipt.enqueue(n=n)  # eager too: the running drain runs it
+        return n
+
+    @app.job()
+    async def receipt(n: int) -> None:
+        ran.append(f"receipt {n}")
+
+    @app.job()
+    async def report(ctx: JobContext) -> None:
+        ran.append(f"report of {sorted(ctx.parent_results.values())}")
+
+    with eager(app):
+        parent = order.prepare(n=1)
+        await app.enqueue_many([parent, report.prepare(after=[parent])])
+    assert ran[0] == "order 1"
+    assert sorted(ran[1:]) == ["receipt 1", "report of [1]"]
+
+
+def test_enqueue_sync_is_eager_too_from_sync_code(store: Any) -> None:
+    # A sync test (a Django view, a CLI): the jobs run on the sync client's loop and threads.
+    app = App(store.url, schema=store.schema, auto_migrate=True)
+    ran: list[int] = []
+
+    @app.job()
+    def record(n: int, ctx: JobContext) -> int:
+        ran.append(ctx.attempt)
+        return n
+
+    @app.job()
+    def broken() -> None:
+        raise ValueError("bad input")
+
+    try:
+        with eager(app, propagate=True):
+            job_id = record.enqueue_sync(n=5)
+            assert ran == [1]
+            assert app.result_sync(job_id) == 5
+            with pytest.raises(JobFailedError, match="bad input"):
+                broken.enqueue_sync()
+        record.enqueue_sync(n=6)
+        assert ran == [1]  # the block is over: only written
+    finally:
+        app.close_sync()
+
+
+async def test_enqueue_sync_on_an_in_memory_app_is_eager() -> None:
+    app = App("sqlite:///:memory:")
+    ran: list[int] = []
+
+    @app.job()
+    def record(n: int) -> None:
+        ran.append(n)
+
+    async with app:
+        with eager(app):
+            await asyncio.to_thread(record.enqueue_sync, n=1)
+            assert ran == [1]
+
+
+async def test_an_app_cannot_be_made_eager_twice(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    with eager(app), pytest.raises(ConfigurationError, match="already eager"), eager(app):
+        pass
+    assert "enqueue_many" not in vars(app) and "enqueue_many_sync" not in vars(app)
