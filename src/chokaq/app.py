@@ -11,10 +11,21 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    overload,
+)
 
 from .context import JobContext
 from .errors import ConfigurationError, ValidationError
@@ -51,30 +62,66 @@ from .storage.schedules import check_schedule_name
 if TYPE_CHECKING:
     from .runtime.worker import Worker
 
-__all__ = ["App", "JobHandle", "JobId", "Middleware", "PipeHandle"]
+__all__ = [
+    "App",
+    "ContextJobHandle",
+    "EnqueueOptions",
+    "JobDecorator",
+    "JobHandle",
+    "JobId",
+    "JobOptions",
+    "Middleware",
+    "PipeHandle",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///chokaq.db"
 
-# Enqueue options; a handler parameter with one of these names could never be passed.
+# The enqueue options. ``handle.options(...)`` takes them apart from the handler's arguments; the
+# older keyword form (``handle.enqueue(x=1, priority=5)``) takes a name from this set as an option
+# unless the handler has a parameter of that name, which then gets it as an argument.
 OPTION_NAMES = frozenset(
     {
         "queue",
         "priority",
+        "delay_seconds",
         "delay",
         "run_at",
         "idempotency_key",
         "tags",
         "created_by",
         "max_attempts",
+        "timeout_seconds",
         "timeout",
         "after",
         "partition",
         "connection",
     }
 )
+# Durations say seconds (``delay_seconds``); the names they had first are kept as aliases.
+_ALIASES = {"delay": "delay_seconds", "timeout": "timeout_seconds"}
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The options of ``handle.options(...)`` (each described there)."""
+
+    queue: str
+    priority: int
+    delay_seconds: float
+    run_at: datetime
+    idempotency_key: str
+    tags: Sequence[str]
+    created_by: str
+    max_attempts: int
+    timeout_seconds: float
+    after: Iterable[NewJob | str]
+    partition: str
+    connection: Any
+    delay: float  # alias of delay_seconds
+    timeout: float  # alias of timeout_seconds
+
 
 # Observability hooks (chokaq.metrics, chokaq.otel): rewrite jobs before they are written (to
 # stamp a trace context), and hear what was written (to count enqueues).
@@ -99,13 +146,13 @@ class JobId(str):
 class _Options:
     queue: str | None = None
     priority: int | None = None
-    delay: float | None = None
+    delay_seconds: float | None = None
     run_at: datetime | None = None
     idempotency_key: str | None = None
     tags: Sequence[str] | None = None
     created_by: str | None = None
     max_attempts: int | None = None
-    timeout: float | None = None
+    timeout_seconds: float | None = None
     after: Iterable[NewJob | str] | None = None
     partition: str | None = None
 
@@ -138,24 +185,41 @@ def parent_ids(after: Iterable[NewJob | str] | None) -> tuple[str, ...]:
     return tuple(ids)
 
 
-def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
-    """Take the enqueue options out of ``kwargs`` (a dict the caller owns)."""
-    if kwargs.keys().isdisjoint(OPTION_NAMES):
-        return _NO_OPTIONS, None, kwargs
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
-    connection = options.pop("connection", None)
-    return _Options(**options), connection, kwargs
+def _options(given: Mapping[str, Any], base: _Options = _NO_OPTIONS) -> tuple[_Options, Any]:
+    """The options named in ``given`` (over ``base``: a value given replaces it) and the
+    ``connection``; an alias given with its new name, or a name that is no option, raises
+    ``ValidationError`` naming it."""
+    unknown = given.keys() - OPTION_NAMES
+    if unknown:
+        names = ", ".join(sorted(OPTION_NAMES))
+        raise ValidationError(sorted(unknown)[0], f"is not an enqueue option (one of {names})")
+    values = {k: v for k, v in given.items() if v is not None}
+    connection = values.pop("connection", None)
+    for old, new in _ALIASES.items():
+        if old in values:
+            if new in values:
+                raise ValidationError(old, f"is another name for {new}; give one of them")
+            values[new] = values.pop(old)
+    after = values.get("after")
+    if isinstance(after, Iterator):
+        values["after"] = tuple(after)  # a generator would be used up by the first enqueue
+    if not values:
+        return base, connection
+    return replace(base, **values), connection
 
 
 @dataclass
 class JobHandle(Generic[P, R]):
     """A registered job handler; call ``enqueue`` to run it in the background.
 
-    Calling the handle itself runs the function directly (handy in tests).
+    ``P`` is the handler's parameters (without its ``JobContext``, when that comes first) and
+    ``R`` what calling it returns, so that type checkers check ``enqueue``, ``enqueue_sync``,
+    ``prepare`` and the options path ``handle.options(priority=20).enqueue(...)`` against the
+    handler's signature. Calling the handle itself runs the function directly (handy in tests).
     """
 
     app: App
-    fn: Callable[P, R]
+    fn: Callable[..., R]
     name: str
     queue: str
     priority: int
@@ -172,6 +236,9 @@ class JobHandle(Generic[P, R]):
     fatal_on: ExceptionTypes = ()
     _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
     _required: frozenset[str] = field(default=frozenset(), repr=False)
+    # The option names the keyword form takes as options: every one the handler has no
+    # parameter of (a parameter named ``priority`` gets ``priority=`` as its argument).
+    _option_names: frozenset[str] = field(default=OPTION_NAMES, repr=False)
     # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
     _keywords_bind: bool = field(default=False, repr=False)
     # The parameters whose annotation needs a conversion from JSON (chokaq.serializer), worked
@@ -191,6 +258,9 @@ class JobHandle(Generic[P, R]):
         self._keywords_bind = not any(
             p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in params
         )
+        self._option_names = OPTION_NAMES - {
+            p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        }
         self.converters = self._converters()
 
     def _converters(self) -> tuple[tuple[str, Converter], ...] | None:
@@ -228,20 +298,47 @@ class JobHandle(Generic[P, R]):
                 return f"unknown argument(s) {', '.join(sorted(unknown))}"
         return None
 
-    def prepare(self, *args: Any, **kwargs: Any) -> NewJob:
+    def options(self, **options: Unpack[EnqueueOptions]) -> JobOptions[P, R]:
+        """These enqueue options, for the ``enqueue``, ``enqueue_sync``, ``prepare`` and
+        ``enqueue_many`` of what it returns; they never clash with the handler's arguments::
+
+            await send_email.options(priority=20, delay_seconds=60).enqueue(to=..., subject=...)
+
+        ``queue`` and ``priority`` (default: the handler's), ``delay_seconds`` or ``run_at``
+        (an aware datetime; default: now), ``idempotency_key``, ``tags`` (a list of strings),
+        ``created_by``, ``max_attempts`` and ``timeout_seconds`` (default: the handler's, then
+        the worker's, read at execution time), ``after`` (prepared jobs or ids of stored jobs:
+        it runs once every one of them has succeeded), ``partition`` (the key its type's
+        ``rate_limit`` and ``partition_concurrency`` apply per) and ``connection`` (PostgreSQL:
+        the caller's open psycopg connection, making the enqueue part of its transaction;
+        not for ``prepare``). ``delay`` and ``timeout`` are aliases of the ``_seconds`` names.
+        None means "not given". An unknown name, or an alias given with its new name, raises
+        ``ValidationError``; the values are checked at enqueue, before anything is written.
+        """
+        settings, connection = _options(options)
+        return JobOptions(self, settings, connection)
+
+    def _split(self, kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
+        """The keyword form: take the options out of ``kwargs`` (a dict the caller owns)."""
+        names = self._option_names
+        if kwargs.keys().isdisjoint(names):
+            return _NO_OPTIONS, None, kwargs
+        settings, connection = _options({k: kwargs.pop(k) for k in list(kwargs) if k in names})
+        return settings, connection, kwargs
+
+    def prepare(self, *args: P.args, **kwargs: P.kwargs) -> NewJob:
         """The ``NewJob`` an ``enqueue`` with these arguments would write, with its id given
         up front (``job.id``), for ``app.enqueue_many`` and for other jobs' ``after=``.
 
-        Arguments are checked against the handler's signature; options are ``queue``,
-        ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
-        ``tags``, ``created_by``, ``max_attempts``, ``timeout`` (seconds) and ``after`` (the
-        jobs it waits on: prepared jobs or ids of stored jobs; it runs once every one of them
-        has succeeded).
+        Arguments are checked against the handler's signature. Options go through
+        ``handle.options(...).prepare(...)``; the keyword form (``prepare(x=1, priority=5)``)
+        still works for an option the handler has no parameter of, but is deprecated (see
+        ``enqueue``).
         """
-        options, connection, kwargs = _split_options(kwargs)
+        options, connection, arguments = self._split(kwargs)
         if connection is not None:
             raise ValidationError("connection", "is only accepted by enqueue, not prepare")
-        return self._new_job(args, kwargs, options, job_id=new_job_id())
+        return self._new_job(args, arguments, options, job_id=new_job_id())
 
     def _new_job(
         self,
@@ -262,7 +359,7 @@ class JobHandle(Generic[P, R]):
             payload=payload,
             queue=options.queue if options.queue is not None else self.queue,
             priority=options.priority if options.priority is not None else self.priority,
-            delay_seconds=options.delay,
+            delay_seconds=options.delay_seconds,
             run_at=options.run_at,
             idempotency_key=options.idempotency_key,
             tags=tags_option(options.tags),
@@ -270,40 +367,106 @@ class JobHandle(Generic[P, R]):
             # Left None unless given per job: the handler's and the queue's settings are applied
             # at execution time, so that changing them applies to jobs already enqueued.
             max_attempts=options.max_attempts,
-            timeout_seconds=options.timeout,
+            timeout_seconds=options.timeout_seconds,
             id=job_id,
             after=parent_ids(options.after),
             partition=options.partition,
         )
 
-    async def enqueue(self, *args: Any, **kwargs: Any) -> JobId:
+    async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
         """Enqueue one job; returns its id (``.duplicate`` when the idempotency key was taken).
+        Raises ``ValidationError`` before writing anything.
 
-        On PostgreSQL, ``connection=`` (the caller's open psycopg connection) makes the job part
-        of the caller's transaction. ``after=`` (prepared jobs or ids of stored jobs) makes it
-        wait until every one of them has succeeded. Raises ``ValidationError`` before writing
-        anything.
+        Options go through ``handle.options(...).enqueue(...)``. The keyword form
+        (``enqueue(x=1, priority=5)``, any name of ``handle.options``) still works at run time
+        for an option the handler has no parameter of, but type checkers refuse it and it is
+        deprecated: it will warn in a later release and then go (docs/concepts.md).
         """
-        options, connection, kwargs = _split_options(kwargs)
-        job = self._new_job(args, kwargs, options)
+        options, connection, arguments = self._split(kwargs)
+        job = self._new_job(args, arguments, options)
         return (await self.app.enqueue_many([job], connection=connection))[0]
 
-    def enqueue_sync(self, *args: Any, **kwargs: Any) -> JobId:
+    def enqueue_sync(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
         """``enqueue`` for code that cannot await (runs on the app's background loop)."""
-        options, connection, kwargs = _split_options(kwargs)
-        job = self._new_job(args, kwargs, options)
+        options, connection, arguments = self._split(kwargs)
+        job = self._new_job(args, arguments, options)
         return self.app.enqueue_many_sync([job], connection=connection)[0]
 
     async def enqueue_many(
         self, calls: Iterable[Mapping[str, Any]], *, connection: Any = None, **options: Any
     ) -> list[JobId]:
-        """Enqueue one job per mapping of arguments, with shared options, all or none (and in
-        the caller's transaction with ``connection=``, as ``enqueue``)."""
+        """Enqueue one job per mapping of arguments, all or none (and in the caller's
+        transaction with ``connection=``, as ``enqueue``). ``options`` are shared by every job
+        (deprecated: ``handle.options(...).enqueue_many(calls)``); a name that is no option is
+        an argument of every call, and a mapping may still carry options the handler has no
+        parameter of."""
+        shared = {k: options.pop(k) for k in list(options) if k in OPTION_NAMES}
         jobs = []
         for call in calls:
-            opts, _, arguments = _split_options({**call, **options})
-            jobs.append(self._new_job((), arguments, opts))
+            own, _, arguments = self._split({**call, **options})
+            settings, _ = _options(shared, own)
+            jobs.append(self._new_job((), arguments, settings))
         return await self.app.enqueue_many(jobs, connection=connection)
+
+
+@dataclass
+class ContextJobHandle(JobHandle[P, R]):
+    """The handle of a job whose first parameter is its ``JobContext``: ``P`` leaves it out,
+    and calling the handle directly takes it first, as the function does."""
+
+    def __call__(  # type: ignore[override]  # the context comes first, as in the function
+        self, ctx: JobContext, /, *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        return self.fn(ctx, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class JobOptions(Generic[P, R]):
+    """Enqueue options bound to a handle (``handle.options(...)``); its methods take the
+    handler's arguments only, checked by type checkers against the handler's signature."""
+
+    handle: JobHandle[P, R]
+    settings: _Options = field(default=_NO_OPTIONS, repr=False)
+    connection: Any = field(default=None, repr=False)
+
+    def options(self, **options: Unpack[EnqueueOptions]) -> JobOptions[P, R]:
+        """These options with ``options`` replacing the ones they name."""
+        given: dict[str, Any] = {"connection": self.connection, **options}
+        settings, connection = _options(given, self.settings)
+        return JobOptions(self.handle, settings, connection)
+
+    def prepare(self, *args: P.args, **kwargs: P.kwargs) -> NewJob:
+        """As ``JobHandle.prepare``, with these options (``connection`` is refused)."""
+        if self.connection is not None:
+            raise ValidationError("connection", "is only accepted by enqueue, not prepare")
+        return self.handle._new_job(args, kwargs, self.settings, job_id=new_job_id())
+
+    async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
+        """As ``JobHandle.enqueue``, with these options."""
+        job = self.handle._new_job(args, kwargs, self.settings)
+        return (await self.handle.app.enqueue_many([job], connection=self.connection))[0]
+
+    def enqueue_sync(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
+        """As ``JobHandle.enqueue_sync``, with these options."""
+        job = self.handle._new_job(args, kwargs, self.settings)
+        return self.handle.app.enqueue_many_sync([job], connection=self.connection)[0]
+
+    async def enqueue_many(self, calls: Iterable[Mapping[str, Any]]) -> list[JobId]:
+        """One job per mapping of arguments, each with these options, all or none."""
+        jobs = [self.handle._new_job((), dict(call), self.settings) for call in calls]
+        return await self.handle.app.enqueue_many(jobs, connection=self.connection)
+
+
+class JobDecorator(Protocol):
+    """What ``@app.job(...)`` with options returns: it registers the function it decorates."""
+
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[JobContext, P], R], /
+    ) -> ContextJobHandle[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> JobHandle[P, R]: ...
 
 
 @dataclass
@@ -360,6 +523,9 @@ class App:
     # -- registration -------------------------------------------------------------------
 
     @overload
+    def job(self, fn: Callable[Concatenate[JobContext, P], R], /) -> ContextJobHandle[P, R]: ...
+
+    @overload
     def job(self, fn: Callable[P, R], /) -> JobHandle[P, R]: ...
 
     @overload
@@ -370,23 +536,25 @@ class App:
         queue: str = "default",
         priority: int = 10,
         max_attempts: int | None = None,
+        timeout_seconds: float | None = None,
         timeout: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
         retry_on: Sequence[type[BaseException]] | None = None,
         fatal_on: Sequence[type[BaseException]] = (),
-    ) -> Callable[[Callable[P, R]], JobHandle[P, R]]: ...
+    ) -> JobDecorator: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
         self,
-        fn: Callable[P, R] | None = None,
+        fn: Callable[..., Any] | None = None,
         /,
         *,
         name: str | None = None,
         queue: str = "default",
         priority: int = 10,
         max_attempts: int | None = None,
+        timeout_seconds: float | None = None,
         timeout: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
@@ -396,8 +564,9 @@ class App:
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
-        ``name`` is the persisted type key (default: the function's name); ``timeout`` is the
-        execution timeout in seconds (default: the worker's); ``max_attempts`` counts executions
+        ``name`` is the persisted type key (default: the function's name); ``timeout_seconds``
+        (alias ``timeout``) is the execution timeout (default: the worker's); ``max_attempts``
+        counts executions
         (1 to 1000, else ``ValidationError``). ``rate_limit`` ("10/s", "5/m", "100/h") and
         ``partition_concurrency`` (running jobs at most) hold across every worker process and
         host, per partition value for a job enqueued with ``partition=``; the workers that
@@ -415,6 +584,10 @@ class App:
         read when a job fails, so they apply to jobs enqueued before they changed. A bad value
         raises ``ValidationError`` naming the option.
         """
+        if timeout is not None:
+            if timeout_seconds is not None:
+                raise ValidationError("timeout", "is another name for timeout_seconds; give one")
+            timeout_seconds = timeout
         check_max_attempts("max_attempts", max_attempts)
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
@@ -423,7 +596,7 @@ class App:
             rate_limit = str(check_rate("rate_limit", rate_limit))
         check_concurrency("partition_concurrency", partition_concurrency)
 
-        def register(fn: Callable[P, R]) -> JobHandle[P, R]:
+        def register(fn: Callable[..., Any]) -> JobHandle[Any, Any]:
             key = name or fn.__name__
             check_name("name", key)
             check_name("queue", queue)
@@ -431,25 +604,27 @@ class App:
                 raise ConfigurationError(f"job {key!r} is registered twice")
             signature = inspect.signature(fn)
             context_param = None
+            # A parameter may be named like an enqueue option (``priority``): options have
+            # their own path, ``handle.options(...)``.
             for param in signature.parameters.values():
                 if param.annotation in (JobContext, "JobContext"):
                     context_param = param.name
-                elif param.name in OPTION_NAMES:
-                    raise ConfigurationError(
-                        f"job {key!r}: parameter {param.name!r} clashes with an enqueue option"
-                    )
                 elif param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL):
                     raise ConfigurationError(
                         f"job {key!r}: parameter {param.name!r} must be passable by keyword"
                     )
-            handle: JobHandle[P, R] = JobHandle(
+            first = next(iter(signature.parameters), None)
+            kind = (
+                JobHandle if context_param is None or context_param != first else ContextJobHandle
+            )
+            handle: JobHandle[Any, Any] = kind(
                 app=self,
                 fn=fn,
                 name=key,
                 queue=queue,
                 priority=priority,
                 max_attempts=max_attempts,
-                timeout=timeout,
+                timeout=timeout_seconds,
                 signature=signature,
                 context_param=context_param,
                 is_async=inspect.iscoroutinefunction(fn),
@@ -527,10 +702,20 @@ class App:
         return register
 
     def pipe(
-        self, queue: str, *, timeout: float | None = None, max_attempts: int | None = None
+        self,
+        queue: str,
+        *,
+        timeout_seconds: float | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
-        job of ``queue`` whose type has no typed handler (the reference's Pipe mode)."""
+        job of ``queue`` whose type has no typed handler (the reference's Pipe mode);
+        ``timeout_seconds`` (alias ``timeout``) is its execution timeout."""
+        if timeout is not None:
+            if timeout_seconds is not None:
+                raise ValidationError("timeout", "is another name for timeout_seconds; give one")
+            timeout_seconds = timeout
         check_name("queue", queue)
         check_max_attempts("max_attempts", max_attempts)
 
@@ -546,7 +731,12 @@ class App:
                 None,
             )
             self.pipes[queue] = PipeHandle(
-                fn, queue, timeout, max_attempts, context_param, inspect.iscoroutinefunction(fn)
+                fn,
+                queue,
+                timeout_seconds,
+                max_attempts,
+                context_param,
+                inspect.iscoroutinefunction(fn),
             )
             return fn
 
@@ -771,23 +961,19 @@ class App:
             )
         if "connection" in options:
             raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
-        unknown = options.keys() - OPTION_NAMES
-        if unknown:
-            names = ", ".join(sorted(OPTION_NAMES - {"connection"}))
-            raise ValidationError(sorted(unknown)[0], f"is not an enqueue option (one of {names})")
-        opts = _Options(queue=queue, **options)
+        opts, _ = _options(options)
         return NewJob(
             type=type,
             payload=text,
             queue=queue,
             priority=opts.priority if opts.priority is not None else 10,
-            delay_seconds=opts.delay,
+            delay_seconds=opts.delay_seconds,
             run_at=opts.run_at,
             idempotency_key=opts.idempotency_key,
             tags=tags_option(opts.tags),
             created_by=opts.created_by,
             max_attempts=opts.max_attempts,
-            timeout_seconds=opts.timeout,
+            timeout_seconds=opts.timeout_seconds,
             id=new_job_id(),
             after=parent_ids(opts.after),
             partition=opts.partition,
