@@ -6,7 +6,7 @@ everything else is reached through its module.
 
 from __future__ import annotations
 
-from .app import App, JobHandle, JobId
+from .app import App, ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
 from .context import JobContext, current_job
 from .errors import (
     ChokaqError,
@@ -33,6 +33,8 @@ __all__ = [
     "ChokaqError",
     "CircuitPolicy",
     "ConfigurationError",
+    "ContextJobHandle",
+    "EnqueueOptions",
     "Fail",
     "FailureReason",
     "FatalError",
@@ -40,6 +42,7 @@ __all__ = [
     "JobFailedError",
     "JobHandle",
     "JobId",
+    "JobOptions",
     "JobStatus",
     "JobView",
     "Limits",

@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from chokaq import App, JobContext, ValidationError
-from chokaq.app import OPTION_NAMES, ContextJobHandle, JobHandle
+from chokaq import App, ContextJobHandle, JobContext, JobHandle, ValidationError
+from chokaq.app import OPTION_NAMES
 from chokaq.models import JobStatus, Pillar
 
 
