@@ -6,7 +6,7 @@ everything else is reached through its module.
 
 from __future__ import annotations
 
-from .app import App, ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
+from .app import App
 from .context import JobContext, current_job
 from .errors import (
     ChokaqError,
@@ -21,6 +21,7 @@ from .errors import (
     ThrottledError,
     ValidationError,
 )
+from .handles import ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
 from .limits import Limits
 from .models import FailureReason, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from chokaq import App, ContextJobHandle, JobContext, JobHandle, ValidationError
-from chokaq.app import OPTION_NAMES
+from chokaq.handles import OPTION_NAMES
 from chokaq.models import JobStatus, Pillar
 
 
