@@ -6,7 +6,7 @@ everything else is reached through its module.
 
 from __future__ import annotations
 
-from .app import App, JobHandle, JobId
+from .app import App
 from .context import JobContext, current_job
 from .errors import (
     ChokaqError,
@@ -21,6 +21,7 @@ from .errors import (
     ThrottledError,
     ValidationError,
 )
+from .handles import ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
 from .limits import Limits
 from .models import FailureReason, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry
@@ -33,6 +34,8 @@ __all__ = [
     "ChokaqError",
     "CircuitPolicy",
     "ConfigurationError",
+    "ContextJobHandle",
+    "EnqueueOptions",
     "Fail",
     "FailureReason",
     "FatalError",
@@ -40,6 +43,7 @@ __all__ = [
     "JobFailedError",
     "JobHandle",
     "JobId",
+    "JobOptions",
     "JobStatus",
     "JobView",
     "Limits",

@@ -2,7 +2,8 @@
 
 An ``App`` names a database and holds the registry of job handlers, pipe handlers and middleware.
 Producers use it to enqueue; ``app.run_worker()`` (or ``chokaq worker --app module:app``) runs
-the jobs. It reaches storage only through ``chokaq.storage.Backend``.
+the jobs. It reaches storage only through ``chokaq.storage.Backend``; the handles ``@app.job``
+returns, and the enqueue options, are ``chokaq.handles``'.
 """
 
 from __future__ import annotations
@@ -11,13 +12,24 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Concatenate, overload
 
 from .context import JobContext
 from .errors import ConfigurationError, ValidationError
+from .handles import (
+    ContextJobHandle,
+    EnqueueOptions,
+    JobDecorator,
+    JobHandle,
+    JobId,
+    JobOptions,
+    P,
+    R,
+    _options,
+    parent_ids,
+)
 from .ids import new_job_id
 from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
 from .logs import Event, log_event
@@ -37,13 +49,11 @@ from .rates import check_rate
 from .results import ResultWaiter, value_of
 from .runtime.host import Middleware
 from .runtime.retry import (
-    ExceptionTypes,
     RetryPolicy,
     check_exception_types,
     check_retry_policy,
 )
 from .runtime.settings import WorkerSettings
-from .serializer import Converter, parameter_converters
 from .storage import Backend, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
@@ -51,259 +61,24 @@ from .storage.schedules import check_schedule_name
 if TYPE_CHECKING:
     from .runtime.worker import Worker
 
-__all__ = ["App", "JobHandle", "JobId", "Middleware", "PipeHandle"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = [
+    "App",
+    "ContextJobHandle",
+    "EnqueueOptions",
+    "JobDecorator",
+    "JobHandle",
+    "JobId",
+    "JobOptions",
+    "Middleware",
+    "PipeHandle",
+]
 
 DEFAULT_URL = "sqlite:///chokaq.db"
-
-# Enqueue options; a handler parameter with one of these names could never be passed.
-OPTION_NAMES = frozenset(
-    {
-        "queue",
-        "priority",
-        "delay",
-        "run_at",
-        "idempotency_key",
-        "tags",
-        "created_by",
-        "max_attempts",
-        "timeout",
-        "after",
-        "partition",
-        "connection",
-    }
-)
 
 # Observability hooks (chokaq.metrics, chokaq.otel): rewrite jobs before they are written (to
 # stamp a trace context), and hear what was written (to count enqueues).
 BeforeEnqueue = Callable[[list[NewJob]], list[NewJob]]
 AfterEnqueue = Callable[[Sequence[NewJob], Sequence[EnqueueResult]], None]
-
-
-class JobId(str):
-    """A job's id, and whether the enqueue found an existing job with the same idempotency key
-    (``duplicate``: the id is that job's; nothing new was written)."""
-
-    duplicate: bool = False  # set on the instance only when true: most ids need no __dict__
-
-    def __new__(cls, value: str, duplicate: bool = False) -> JobId:
-        self = super().__new__(cls, value)
-        if duplicate:
-            self.duplicate = True
-        return self
-
-
-@dataclass(frozen=True)
-class _Options:
-    queue: str | None = None
-    priority: int | None = None
-    delay: float | None = None
-    run_at: datetime | None = None
-    idempotency_key: str | None = None
-    tags: Sequence[str] | None = None
-    created_by: str | None = None
-    max_attempts: int | None = None
-    timeout: float | None = None
-    after: Iterable[NewJob | str] | None = None
-    partition: str | None = None
-
-
-_NO_OPTIONS = _Options()
-
-
-def parent_ids(after: Iterable[NewJob | str] | None) -> tuple[str, ...]:
-    """The ids ``after=`` names: prepared jobs (``handle.prepare``, ``app.raw``) or ids of
-    stored jobs. A single job or id is refused (``after=[a]``, not ``after=a``)."""
-    if after is None:
-        return ()
-    if isinstance(after, str | NewJob) or not isinstance(after, Iterable):
-        raise ValidationError("after", "must be a list of prepared jobs or job ids")
-    ids: list[str] = []
-    for i, parent in enumerate(after):
-        if isinstance(parent, NewJob):
-            if parent.id is None:
-                raise ValidationError(
-                    f"after[{i}]", "is a job without an id (prepare() gives each job one)"
-                )
-            ids.append(parent.id)
-        elif isinstance(parent, str):
-            ids.append(str(parent))
-        else:
-            raise ValidationError(
-                f"after[{i}]",
-                f"must be a prepared job or a job id, not {type(parent).__name__}",
-            )
-    return tuple(ids)
-
-
-def _split_options(kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
-    """Take the enqueue options out of ``kwargs`` (a dict the caller owns)."""
-    if kwargs.keys().isdisjoint(OPTION_NAMES):
-        return _NO_OPTIONS, None, kwargs
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_NAMES}
-    connection = options.pop("connection", None)
-    return _Options(**options), connection, kwargs
-
-
-@dataclass
-class JobHandle(Generic[P, R]):
-    """A registered job handler; call ``enqueue`` to run it in the background.
-
-    Calling the handle itself runs the function directly (handy in tests).
-    """
-
-    app: App
-    fn: Callable[P, R]
-    name: str
-    queue: str
-    priority: int
-    max_attempts: int | None
-    timeout: float | None
-    signature: inspect.Signature = field(repr=False)
-    context_param: str | None = None
-    is_async: bool = True
-    rate_limit: str | None = None  # per partition value for a job that has one
-    partition_concurrency: int | None = None
-    # The type's own retry rules (see ``App.job``), read by the worker when a job fails.
-    retry: RetryPolicy | None = None
-    retry_on: ExceptionTypes | None = None
-    fatal_on: ExceptionTypes = ()
-    _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
-    _required: frozenset[str] = field(default=frozenset(), repr=False)
-    # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
-    _keywords_bind: bool = field(default=False, repr=False)
-    # The parameters whose annotation needs a conversion from JSON (chokaq.serializer), worked
-    # out once here: () for a handler of plain JSON types. None while an annotation cannot be
-    # resolved (a type defined after the handler): the first job resolves it.
-    converters: tuple[tuple[str, Converter], ...] | None = field(default=(), repr=False)
-
-    def __post_init__(self) -> None:
-        params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
-        if not any(p.kind is p.VAR_KEYWORD for p in params):
-            self._names = frozenset(p.name for p in params)
-        self._required = frozenset(
-            p.name
-            for p in params
-            if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-        )
-        self._keywords_bind = not any(
-            p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in params
-        )
-        self.converters = self._converters()
-
-    def _converters(self) -> tuple[tuple[str, Converter], ...] | None:
-        names = [
-            p.name
-            for p in self.signature.parameters.values()
-            if p.name != self.context_param and p.kind is not p.VAR_KEYWORD
-        ]
-        if all(p.annotation is p.empty for p in self.signature.parameters.values()):
-            return ()
-        return parameter_converters(self.fn, names)
-
-    def resolve_converters(self) -> tuple[tuple[str, Converter], ...]:
-        """The converters, resolved now; a handler whose annotations still cannot be resolved
-        gets its arguments as plain JSON."""
-        found = self._converters()
-        self.converters = () if found is None else found
-        return self.converters
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.fn(*args, **kwargs)
-
-    def misfit(self, arguments: Mapping[str, Any]) -> str | None:
-        """Why ``arguments`` (a decoded payload) cannot be passed to the handler, or None.
-
-        The same check as binding to the signature, done with two set operations because it
-        runs for every job."""
-        keys = arguments.keys()
-        missing = self._required - keys
-        if missing:
-            return f"missing argument(s) {', '.join(sorted(missing))}"
-        if self._names is not None:
-            unknown = keys - self._names
-            if unknown:
-                return f"unknown argument(s) {', '.join(sorted(unknown))}"
-        return None
-
-    def prepare(self, *args: Any, **kwargs: Any) -> NewJob:
-        """The ``NewJob`` an ``enqueue`` with these arguments would write, with its id given
-        up front (``job.id``), for ``app.enqueue_many`` and for other jobs' ``after=``.
-
-        Arguments are checked against the handler's signature; options are ``queue``,
-        ``priority``, ``delay`` (seconds), ``run_at`` (aware datetime), ``idempotency_key``,
-        ``tags``, ``created_by``, ``max_attempts``, ``timeout`` (seconds) and ``after`` (the
-        jobs it waits on: prepared jobs or ids of stored jobs; it runs once every one of them
-        has succeeded).
-        """
-        options, connection, kwargs = _split_options(kwargs)
-        if connection is not None:
-            raise ValidationError("connection", "is only accepted by enqueue, not prepare")
-        return self._new_job(args, kwargs, options, job_id=new_job_id())
-
-    def _new_job(
-        self,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        options: _Options,
-        job_id: str | None = None,
-    ) -> NewJob:
-        payload = self.app.encode_arguments(self, args, kwargs)
-        if options is _NO_OPTIONS:
-            # The common shape of a bulk enqueue: four fields, the rest left to their defaults.
-            job = NewJob(self.name, payload, self.queue, self.priority)
-            if job_id is not None:
-                job.id = job_id
-            return job
-        return NewJob(
-            type=self.name,
-            payload=payload,
-            queue=options.queue if options.queue is not None else self.queue,
-            priority=options.priority if options.priority is not None else self.priority,
-            delay_seconds=options.delay,
-            run_at=options.run_at,
-            idempotency_key=options.idempotency_key,
-            tags=tags_option(options.tags),
-            created_by=options.created_by,
-            # Left None unless given per job: the handler's and the queue's settings are applied
-            # at execution time, so that changing them applies to jobs already enqueued.
-            max_attempts=options.max_attempts,
-            timeout_seconds=options.timeout,
-            id=job_id,
-            after=parent_ids(options.after),
-            partition=options.partition,
-        )
-
-    async def enqueue(self, *args: Any, **kwargs: Any) -> JobId:
-        """Enqueue one job; returns its id (``.duplicate`` when the idempotency key was taken).
-
-        On PostgreSQL, ``connection=`` (the caller's open psycopg connection) makes the job part
-        of the caller's transaction. ``after=`` (prepared jobs or ids of stored jobs) makes it
-        wait until every one of them has succeeded. Raises ``ValidationError`` before writing
-        anything.
-        """
-        options, connection, kwargs = _split_options(kwargs)
-        job = self._new_job(args, kwargs, options)
-        return (await self.app.enqueue_many([job], connection=connection))[0]
-
-    def enqueue_sync(self, *args: Any, **kwargs: Any) -> JobId:
-        """``enqueue`` for code that cannot await (runs on the app's background loop)."""
-        options, connection, kwargs = _split_options(kwargs)
-        job = self._new_job(args, kwargs, options)
-        return self.app.enqueue_many_sync([job], connection=connection)[0]
-
-    async def enqueue_many(
-        self, calls: Iterable[Mapping[str, Any]], *, connection: Any = None, **options: Any
-    ) -> list[JobId]:
-        """Enqueue one job per mapping of arguments, with shared options, all or none (and in
-        the caller's transaction with ``connection=``, as ``enqueue``)."""
-        jobs = []
-        for call in calls:
-            opts, _, arguments = _split_options({**call, **options})
-            jobs.append(self._new_job((), arguments, opts))
-        return await self.app.enqueue_many(jobs, connection=connection)
 
 
 @dataclass
@@ -360,6 +135,9 @@ class App:
     # -- registration -------------------------------------------------------------------
 
     @overload
+    def job(self, fn: Callable[Concatenate[JobContext, P], R], /) -> ContextJobHandle[P, R]: ...
+
+    @overload
     def job(self, fn: Callable[P, R], /) -> JobHandle[P, R]: ...
 
     @overload
@@ -370,23 +148,25 @@ class App:
         queue: str = "default",
         priority: int = 10,
         max_attempts: int | None = None,
+        timeout_seconds: float | None = None,
         timeout: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
         retry_on: Sequence[type[BaseException]] | None = None,
         fatal_on: Sequence[type[BaseException]] = (),
-    ) -> Callable[[Callable[P, R]], JobHandle[P, R]]: ...
+    ) -> JobDecorator: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
         self,
-        fn: Callable[P, R] | None = None,
+        fn: Callable[..., Any] | None = None,
         /,
         *,
         name: str | None = None,
         queue: str = "default",
         priority: int = 10,
         max_attempts: int | None = None,
+        timeout_seconds: float | None = None,
         timeout: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
@@ -396,8 +176,9 @@ class App:
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
-        ``name`` is the persisted type key (default: the function's name); ``timeout`` is the
-        execution timeout in seconds (default: the worker's); ``max_attempts`` counts executions
+        ``name`` is the persisted type key (default: the function's name); ``timeout_seconds``
+        (alias ``timeout``) is the execution timeout (default: the worker's); ``max_attempts``
+        counts executions
         (1 to 1000, else ``ValidationError``). ``rate_limit`` ("10/s", "5/m", "100/h") and
         ``partition_concurrency`` (running jobs at most) hold across every worker process and
         host, per partition value for a job enqueued with ``partition=``; the workers that
@@ -415,6 +196,10 @@ class App:
         read when a job fails, so they apply to jobs enqueued before they changed. A bad value
         raises ``ValidationError`` naming the option.
         """
+        if timeout is not None:
+            if timeout_seconds is not None:
+                raise ValidationError("timeout", "is another name for timeout_seconds; give one")
+            timeout_seconds = timeout
         check_max_attempts("max_attempts", max_attempts)
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
@@ -423,7 +208,7 @@ class App:
             rate_limit = str(check_rate("rate_limit", rate_limit))
         check_concurrency("partition_concurrency", partition_concurrency)
 
-        def register(fn: Callable[P, R]) -> JobHandle[P, R]:
+        def register(fn: Callable[..., Any]) -> JobHandle[Any, Any]:
             key = name or fn.__name__
             check_name("name", key)
             check_name("queue", queue)
@@ -431,25 +216,27 @@ class App:
                 raise ConfigurationError(f"job {key!r} is registered twice")
             signature = inspect.signature(fn)
             context_param = None
+            # A parameter may be named like an enqueue option (``priority``): options have
+            # their own path, ``handle.options(...)``.
             for param in signature.parameters.values():
                 if param.annotation in (JobContext, "JobContext"):
                     context_param = param.name
-                elif param.name in OPTION_NAMES:
-                    raise ConfigurationError(
-                        f"job {key!r}: parameter {param.name!r} clashes with an enqueue option"
-                    )
                 elif param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL):
                     raise ConfigurationError(
                         f"job {key!r}: parameter {param.name!r} must be passable by keyword"
                     )
-            handle: JobHandle[P, R] = JobHandle(
+            first = next(iter(signature.parameters), None)
+            kind = (
+                JobHandle if context_param is None or context_param != first else ContextJobHandle
+            )
+            handle: JobHandle[Any, Any] = kind(
                 app=self,
                 fn=fn,
                 name=key,
                 queue=queue,
                 priority=priority,
                 max_attempts=max_attempts,
-                timeout=timeout,
+                timeout=timeout_seconds,
                 signature=signature,
                 context_param=context_param,
                 is_async=inspect.iscoroutinefunction(fn),
@@ -527,10 +314,20 @@ class App:
         return register
 
     def pipe(
-        self, queue: str, *, timeout: float | None = None, max_attempts: int | None = None
+        self,
+        queue: str,
+        *,
+        timeout_seconds: float | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
-        job of ``queue`` whose type has no typed handler (the reference's Pipe mode)."""
+        job of ``queue`` whose type has no typed handler (the reference's Pipe mode);
+        ``timeout_seconds`` (alias ``timeout``) is its execution timeout."""
+        if timeout is not None:
+            if timeout_seconds is not None:
+                raise ValidationError("timeout", "is another name for timeout_seconds; give one")
+            timeout_seconds = timeout
         check_name("queue", queue)
         check_max_attempts("max_attempts", max_attempts)
 
@@ -546,7 +343,12 @@ class App:
                 None,
             )
             self.pipes[queue] = PipeHandle(
-                fn, queue, timeout, max_attempts, context_param, inspect.iscoroutinefunction(fn)
+                fn,
+                queue,
+                timeout_seconds,
+                max_attempts,
+                context_param,
+                inspect.iscoroutinefunction(fn),
             )
             return fn
 
@@ -564,23 +366,7 @@ class App:
         self, handle: JobHandle[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> str:
         """Bind arguments to the handler's signature and serialize them as a JSON object."""
-        if not args and handle._keywords_bind and handle.misfit(kwargs) is None:
-            return encode_payload(kwargs)  # binding would return them unchanged
-        params = handle.signature.parameters
-        if handle.context_param is not None:
-            params = {k: v for k, v in params.items() if k != handle.context_param}  # type: ignore[assignment]
-        signature = handle.signature.replace(parameters=list(params.values()))
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise ValidationError(
-                "arguments", f"do not fit {handle.name}{signature}: {exc}"
-            ) from None
-        arguments = dict(bound.arguments)
-        for pname, param in params.items():
-            if param.kind is param.VAR_KEYWORD and pname in arguments:
-                arguments.update(arguments.pop(pname))
-        return encode_payload(arguments)
+        return handle.encode(args, kwargs)
 
     # -- storage ------------------------------------------------------------------------
 
@@ -771,23 +557,19 @@ class App:
             )
         if "connection" in options:
             raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
-        unknown = options.keys() - OPTION_NAMES
-        if unknown:
-            names = ", ".join(sorted(OPTION_NAMES - {"connection"}))
-            raise ValidationError(sorted(unknown)[0], f"is not an enqueue option (one of {names})")
-        opts = _Options(queue=queue, **options)
+        opts, _ = _options(options)
         return NewJob(
             type=type,
             payload=text,
             queue=queue,
             priority=opts.priority if opts.priority is not None else 10,
-            delay_seconds=opts.delay,
+            delay_seconds=opts.delay_seconds,
             run_at=opts.run_at,
             idempotency_key=opts.idempotency_key,
             tags=tags_option(opts.tags),
             created_by=opts.created_by,
             max_attempts=opts.max_attempts,
-            timeout_seconds=opts.timeout,
+            timeout_seconds=opts.timeout_seconds,
             id=new_job_id(),
             after=parent_ids(opts.after),
             partition=opts.partition,

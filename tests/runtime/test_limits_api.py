@@ -38,12 +38,20 @@ def test_a_bad_limit_is_refused_at_decoration_naming_it(
     assert "limited" not in {h.name for h in app.handlers}
 
 
-def test_a_handler_cannot_take_a_parameter_named_partition(make_app: Callable[..., App]) -> None:
+async def test_a_handler_may_take_a_parameter_named_partition(
+    make_app: Callable[..., App],
+) -> None:
     app = make_app()
-    with pytest.raises(Exception, match="partition"):
 
-        @app.job()
-        async def clash(partition: str) -> None: ...
+    @app.job()
+    async def shard(partition: str) -> None: ...
+
+    await app.open()
+    job_id = await shard.options(partition="account:9").enqueue(partition="p-3")
+    view = await app.backend.job_get(job_id)
+    assert view is not None
+    assert view.partition == "account:9"  # the option, through options()
+    assert view.payload is not None and "p-3" in view.payload  # the argument, the handler's
 
 
 async def test_every_way_to_enqueue_carries_the_partition(make_app: Callable[..., App]) -> None:

@@ -40,7 +40,7 @@ class PipeHandler(Protocol):
 
 
 class JobHandler(PipeHandler, Protocol):
-    """What the executor needs of a typed handler (``chokaq.app.JobHandle`` is one), and the
+    """What the executor needs of a typed handler (``chokaq.handles.JobHandle`` is one), and the
     limits the worker records for its type.
 
     ``retry`` (None: the worker's policy), ``retry_on`` (None: every exception is retried) and

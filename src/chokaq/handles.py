@@ -1,0 +1,463 @@
+"""Job handles: what ``@app.job`` returns, typed by the handler's signature.
+
+A ``JobHandle[P, R]`` turns a call with the handler's arguments into a ``NewJob`` (checked
+against the signature, serialized as JSON) and hands it to its app to write; ``JobOptions``
+(``handle.options(...)``) carries the enqueue options apart from the arguments, so that the two
+never share a namespace. It owns the option names and their aliases; it never touches storage
+or the registry (``chokaq.app`` does).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    overload,
+)
+
+from .context import JobContext
+from .errors import ValidationError
+from .ids import new_job_id
+from .models import NewJob
+from .payloads import encode_payload, tags_option
+from .runtime.retry import ExceptionTypes, RetryPolicy
+from .serializer import Converter, parameter_converters
+
+__all__ = [
+    "OPTION_NAMES",
+    "ContextJobHandle",
+    "EnqueueOptions",
+    "JobDecorator",
+    "JobHandle",
+    "JobId",
+    "JobOptions",
+    "Producer",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# The enqueue options. ``handle.options(...)`` takes them apart from the handler's arguments; the
+# older keyword form (``handle.enqueue(x=1, priority=5)``) takes a name from this set as an option
+# unless the handler has a parameter of that name, which then gets it as an argument.
+OPTION_NAMES = frozenset(
+    {
+        "queue",
+        "priority",
+        "delay_seconds",
+        "delay",
+        "run_at",
+        "idempotency_key",
+        "tags",
+        "created_by",
+        "max_attempts",
+        "timeout_seconds",
+        "timeout",
+        "after",
+        "partition",
+        "connection",
+    }
+)
+# Durations say seconds (``delay_seconds``); the names they had first are kept as aliases.
+_ALIASES = {"delay": "delay_seconds", "timeout": "timeout_seconds"}
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The options of ``handle.options(...)`` (each described there)."""
+
+    queue: str
+    priority: int
+    delay_seconds: float
+    run_at: datetime
+    idempotency_key: str
+    tags: Sequence[str]
+    created_by: str
+    max_attempts: int
+    timeout_seconds: float
+    after: Iterable[NewJob | str]
+    partition: str
+    connection: Any
+    delay: float  # alias of delay_seconds
+    timeout: float  # alias of timeout_seconds
+
+
+class JobId(str):
+    """A job's id, and whether the enqueue found an existing job with the same idempotency key
+    (``duplicate``: the id is that job's; nothing new was written)."""
+
+    duplicate: bool = False  # set on the instance only when true: most ids need no __dict__
+
+    def __new__(cls, value: str, duplicate: bool = False) -> JobId:
+        self = super().__new__(cls, value)
+        if duplicate:
+            self.duplicate = True
+        return self
+
+
+class Producer(Protocol):
+    """What a handle needs of its app (``chokaq.App`` is one): writing the jobs it makes."""
+
+    async def enqueue_many(
+        self, jobs: Sequence[NewJob], *, connection: Any = None
+    ) -> list[JobId]: ...
+
+    def enqueue_many_sync(
+        self, jobs: Sequence[NewJob], *, connection: Any = None
+    ) -> list[JobId]: ...
+
+
+@dataclass(frozen=True)
+class _Options:
+    queue: str | None = None
+    priority: int | None = None
+    delay_seconds: float | None = None
+    run_at: datetime | None = None
+    idempotency_key: str | None = None
+    tags: Sequence[str] | None = None
+    created_by: str | None = None
+    max_attempts: int | None = None
+    timeout_seconds: float | None = None
+    after: Iterable[NewJob | str] | None = None
+    partition: str | None = None
+
+
+_NO_OPTIONS = _Options()
+
+
+def parent_ids(after: Iterable[NewJob | str] | None) -> tuple[str, ...]:
+    """The ids ``after=`` names: prepared jobs (``handle.prepare``, ``app.raw``) or ids of
+    stored jobs. A single job or id is refused (``after=[a]``, not ``after=a``)."""
+    if after is None:
+        return ()
+    if isinstance(after, str | NewJob) or not isinstance(after, Iterable):
+        raise ValidationError("after", "must be a list of prepared jobs or job ids")
+    ids: list[str] = []
+    for i, parent in enumerate(after):
+        if isinstance(parent, NewJob):
+            if parent.id is None:
+                raise ValidationError(
+                    f"after[{i}]", "is a job without an id (prepare() gives each job one)"
+                )
+            ids.append(parent.id)
+        elif isinstance(parent, str):
+            ids.append(str(parent))
+        else:
+            raise ValidationError(
+                f"after[{i}]",
+                f"must be a prepared job or a job id, not {type(parent).__name__}",
+            )
+    return tuple(ids)
+
+
+def _options(given: Mapping[str, Any], base: _Options = _NO_OPTIONS) -> tuple[_Options, Any]:
+    """The options named in ``given`` (over ``base``: a value given replaces it) and the
+    ``connection``; an alias given with its new name, or a name that is no option, raises
+    ``ValidationError`` naming it."""
+    unknown = given.keys() - OPTION_NAMES
+    if unknown:
+        names = ", ".join(sorted(OPTION_NAMES))
+        raise ValidationError(sorted(unknown)[0], f"is not an enqueue option (one of {names})")
+    values = {k: v for k, v in given.items() if v is not None}
+    connection = values.pop("connection", None)
+    for old, new in _ALIASES.items():
+        if old in values:
+            if new in values:
+                raise ValidationError(old, f"is another name for {new}; give one of them")
+            values[new] = values.pop(old)
+    after = values.get("after")
+    if isinstance(after, Iterator):
+        values["after"] = tuple(after)  # a generator would be used up by the first enqueue
+    if not values:
+        return base, connection
+    return replace(base, **values), connection
+
+
+@dataclass
+class JobHandle(Generic[P, R]):
+    """A registered job handler; call ``enqueue`` to run it in the background.
+
+    ``P`` is the handler's parameters (without its ``JobContext``, when that comes first) and
+    ``R`` what calling it returns, so that type checkers check ``enqueue``, ``enqueue_sync``,
+    ``prepare`` and the options path ``handle.options(priority=20).enqueue(...)`` against the
+    handler's signature. Calling the handle itself runs the function directly (handy in tests).
+    """
+
+    app: Producer
+    fn: Callable[..., R]
+    name: str
+    queue: str
+    priority: int
+    max_attempts: int | None
+    timeout: float | None
+    signature: inspect.Signature = field(repr=False)
+    context_param: str | None = None
+    is_async: bool = True
+    rate_limit: str | None = None  # per partition value for a job that has one
+    partition_concurrency: int | None = None
+    # The type's own retry rules (see ``App.job``), read by the worker when a job fails.
+    retry: RetryPolicy | None = None
+    retry_on: ExceptionTypes | None = None
+    fatal_on: ExceptionTypes = ()
+    _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
+    _required: frozenset[str] = field(default=frozenset(), repr=False)
+    # The option names the keyword form takes as options: every one the handler has no
+    # parameter of (a parameter named ``priority`` gets ``priority=`` as its argument).
+    _option_names: frozenset[str] = field(default=OPTION_NAMES, repr=False)
+    # Keyword arguments alone bind exactly as given (no positional-only or *args parameter).
+    _keywords_bind: bool = field(default=False, repr=False)
+    # The parameters whose annotation needs a conversion from JSON (chokaq.serializer), worked
+    # out once here: () for a handler of plain JSON types. None while an annotation cannot be
+    # resolved (a type defined after the handler): the first job resolves it.
+    converters: tuple[tuple[str, Converter], ...] | None = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            self._names = frozenset(p.name for p in params)
+        self._required = frozenset(
+            p.name
+            for p in params
+            if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+        self._keywords_bind = not any(
+            p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL) for p in params
+        )
+        self._option_names = OPTION_NAMES - {
+            p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        }
+        self.converters = self._converters()
+
+    def _converters(self) -> tuple[tuple[str, Converter], ...] | None:
+        names = [
+            p.name
+            for p in self.signature.parameters.values()
+            if p.name != self.context_param and p.kind is not p.VAR_KEYWORD
+        ]
+        if all(p.annotation is p.empty for p in self.signature.parameters.values()):
+            return ()
+        return parameter_converters(self.fn, names)
+
+    def resolve_converters(self) -> tuple[tuple[str, Converter], ...]:
+        """The converters, resolved now; a handler whose annotations still cannot be resolved
+        gets its arguments as plain JSON."""
+        found = self._converters()
+        self.converters = () if found is None else found
+        return self.converters
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def misfit(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why ``arguments`` (a decoded payload) cannot be passed to the handler, or None.
+
+        The same check as binding to the signature, done with two set operations because it
+        runs for every job."""
+        keys = arguments.keys()
+        missing = self._required - keys
+        if missing:
+            return f"missing argument(s) {', '.join(sorted(missing))}"
+        if self._names is not None:
+            unknown = keys - self._names
+            if unknown:
+                return f"unknown argument(s) {', '.join(sorted(unknown))}"
+        return None
+
+    def options(self, **options: Unpack[EnqueueOptions]) -> JobOptions[P, R]:
+        """These enqueue options, for the ``enqueue``, ``enqueue_sync``, ``prepare`` and
+        ``enqueue_many`` of what it returns; they never clash with the handler's arguments::
+
+            await send_email.options(priority=20, delay_seconds=60).enqueue(to=..., subject=...)
+
+        ``queue`` and ``priority`` (default: the handler's), ``delay_seconds`` or ``run_at``
+        (an aware datetime; default: now), ``idempotency_key``, ``tags`` (a list of strings),
+        ``created_by``, ``max_attempts`` and ``timeout_seconds`` (default: the handler's, then
+        the worker's, read at execution time), ``after`` (prepared jobs or ids of stored jobs:
+        it runs once every one of them has succeeded), ``partition`` (the key its type's
+        ``rate_limit`` and ``partition_concurrency`` apply per) and ``connection`` (PostgreSQL:
+        the caller's open psycopg connection, making the enqueue part of its transaction;
+        not for ``prepare``). ``delay`` and ``timeout`` are aliases of the ``_seconds`` names.
+        None means "not given". An unknown name, or an alias given with its new name, raises
+        ``ValidationError``; the values are checked at enqueue, before anything is written.
+        """
+        settings, connection = _options(options)
+        return JobOptions(self, settings, connection)
+
+    def _split(self, kwargs: dict[str, Any]) -> tuple[_Options, Any, dict[str, Any]]:
+        """The keyword form: take the options out of ``kwargs`` (a dict the caller owns)."""
+        names = self._option_names
+        if kwargs.keys().isdisjoint(names):
+            return _NO_OPTIONS, None, kwargs
+        settings, connection = _options({k: kwargs.pop(k) for k in list(kwargs) if k in names})
+        return settings, connection, kwargs
+
+    def prepare(self, *args: P.args, **kwargs: P.kwargs) -> NewJob:
+        """The ``NewJob`` an ``enqueue`` with these arguments would write, with its id given
+        up front (``job.id``), for ``app.enqueue_many`` and for other jobs' ``after=``.
+
+        Arguments are checked against the handler's signature. Options go through
+        ``handle.options(...).prepare(...)``; the keyword form (``prepare(x=1, priority=5)``)
+        still works for an option the handler has no parameter of, but is deprecated (see
+        ``enqueue``).
+        """
+        options, connection, arguments = self._split(kwargs)
+        if connection is not None:
+            raise ValidationError("connection", "is only accepted by enqueue, not prepare")
+        return self._new_job(args, arguments, options, job_id=new_job_id())
+
+    def encode(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """Bind arguments to the handler's signature and serialize them as a JSON object."""
+        if not args and self._keywords_bind and self.misfit(kwargs) is None:
+            return encode_payload(kwargs)  # binding would return them unchanged
+        params = self.signature.parameters
+        if self.context_param is not None:
+            params = {k: v for k, v in params.items() if k != self.context_param}  # type: ignore[assignment]
+        signature = self.signature.replace(parameters=list(params.values()))
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ValidationError(
+                "arguments", f"do not fit {self.name}{signature}: {exc}"
+            ) from None
+        arguments = dict(bound.arguments)
+        for pname, param in params.items():
+            if param.kind is param.VAR_KEYWORD and pname in arguments:
+                arguments.update(arguments.pop(pname))
+        return encode_payload(arguments)
+
+    def _new_job(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        options: _Options,
+        job_id: str | None = None,
+    ) -> NewJob:
+        payload = self.encode(args, kwargs)
+        if options is _NO_OPTIONS:
+            # The common shape of a bulk enqueue: four fields, the rest left to their defaults.
+            job = NewJob(self.name, payload, self.queue, self.priority)
+            if job_id is not None:
+                job.id = job_id
+            return job
+        return NewJob(
+            type=self.name,
+            payload=payload,
+            queue=options.queue if options.queue is not None else self.queue,
+            priority=options.priority if options.priority is not None else self.priority,
+            delay_seconds=options.delay_seconds,
+            run_at=options.run_at,
+            idempotency_key=options.idempotency_key,
+            tags=tags_option(options.tags),
+            created_by=options.created_by,
+            # Left None unless given per job: the handler's and the queue's settings are applied
+            # at execution time, so that changing them applies to jobs already enqueued.
+            max_attempts=options.max_attempts,
+            timeout_seconds=options.timeout_seconds,
+            id=job_id,
+            after=parent_ids(options.after),
+            partition=options.partition,
+        )
+
+    async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
+        """Enqueue one job; returns its id (``.duplicate`` when the idempotency key was taken).
+        Raises ``ValidationError`` before writing anything.
+
+        Options go through ``handle.options(...).enqueue(...)``. The keyword form
+        (``enqueue(x=1, priority=5)``, any name of ``handle.options``) still works at run time
+        for an option the handler has no parameter of, but type checkers refuse it and it is
+        deprecated: it will warn in a later release and then go (docs/concepts.md).
+        """
+        options, connection, arguments = self._split(kwargs)
+        job = self._new_job(args, arguments, options)
+        return (await self.app.enqueue_many([job], connection=connection))[0]
+
+    def enqueue_sync(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
+        """``enqueue`` for code that cannot await (runs on the app's background loop)."""
+        options, connection, arguments = self._split(kwargs)
+        job = self._new_job(args, arguments, options)
+        return self.app.enqueue_many_sync([job], connection=connection)[0]
+
+    async def enqueue_many(
+        self, calls: Iterable[Mapping[str, Any]], *, connection: Any = None, **options: Any
+    ) -> list[JobId]:
+        """Enqueue one job per mapping of arguments, all or none (and in the caller's
+        transaction with ``connection=``, as ``enqueue``). ``options`` are shared by every job
+        (deprecated: ``handle.options(...).enqueue_many(calls)``); a name that is no option is
+        an argument of every call, and a mapping may still carry options the handler has no
+        parameter of."""
+        shared = {k: options.pop(k) for k in list(options) if k in OPTION_NAMES}
+        jobs = []
+        for call in calls:
+            own, _, arguments = self._split({**call, **options})
+            settings, _ = _options(shared, own)
+            jobs.append(self._new_job((), arguments, settings))
+        return await self.app.enqueue_many(jobs, connection=connection)
+
+
+@dataclass
+class ContextJobHandle(JobHandle[P, R]):
+    """The handle of a job whose first parameter is its ``JobContext``: ``P`` leaves it out,
+    and calling the handle directly takes it first, as the function does."""
+
+    def __call__(  # type: ignore[override]  # the context comes first, as in the function
+        self, ctx: JobContext, /, *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        return self.fn(ctx, *args, **kwargs)
+
+
+@dataclass(frozen=True)
+class JobOptions(Generic[P, R]):
+    """Enqueue options bound to a handle (``handle.options(...)``); its methods take the
+    handler's arguments only, checked by type checkers against the handler's signature."""
+
+    handle: JobHandle[P, R]
+    settings: _Options = field(default=_NO_OPTIONS, repr=False)
+    connection: Any = field(default=None, repr=False)
+
+    def options(self, **options: Unpack[EnqueueOptions]) -> JobOptions[P, R]:
+        """These options with ``options`` replacing the ones they name."""
+        given: dict[str, Any] = {"connection": self.connection, **options}
+        settings, connection = _options(given, self.settings)
+        return JobOptions(self.handle, settings, connection)
+
+    def prepare(self, *args: P.args, **kwargs: P.kwargs) -> NewJob:
+        """As ``JobHandle.prepare``, with these options (``connection`` is refused)."""
+        if self.connection is not None:
+            raise ValidationError("connection", "is only accepted by enqueue, not prepare")
+        return self.handle._new_job(args, kwargs, self.settings, job_id=new_job_id())
+
+    async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
+        """As ``JobHandle.enqueue``, with these options."""
+        job = self.handle._new_job(args, kwargs, self.settings)
+        return (await self.handle.app.enqueue_many([job], connection=self.connection))[0]
+
+    def enqueue_sync(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
+        """As ``JobHandle.enqueue_sync``, with these options."""
+        job = self.handle._new_job(args, kwargs, self.settings)
+        return self.handle.app.enqueue_many_sync([job], connection=self.connection)[0]
+
+    async def enqueue_many(self, calls: Iterable[Mapping[str, Any]]) -> list[JobId]:
+        """One job per mapping of arguments, each with these options, all or none."""
+        jobs = [self.handle._new_job((), dict(call), self.settings) for call in calls]
+        return await self.handle.app.enqueue_many(jobs, connection=self.connection)
+
+
+class JobDecorator(Protocol):
+    """What ``@app.job(...)`` with options returns: it registers the function it decorates."""
+
+    @overload
+    def __call__(
+        self, fn: Callable[Concatenate[JobContext, P], R], /
+    ) -> ContextJobHandle[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> JobHandle[P, R]: ...

@@ -1,0 +1,75 @@
+"""Typed handles, proved with mypy: every file under ``pass/`` type-checks clean, and every
+file under ``fail/`` reports, on each line marked ``# E: <code>``, an error of that code, and no
+error anywhere else. pyright is not a dependency; mypy is the checker of the house."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[1] / "src"
+MARK = re.compile(r"#\s*E:\s*([\w-]+)\s*$")
+ERROR = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)\]$")
+
+
+def mypy(path: Path) -> subprocess.CompletedProcess[str]:
+    # A file at a time, strict, without the cache (tests must not write outside tmp dirs).
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            os.devnull,
+            "--no-error-summary",
+            "--show-error-codes",
+            "--hide-error-context",
+            "--no-pretty",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=HERE,
+        timeout=300,
+    )
+
+
+def errors(result: subprocess.CompletedProcess[str]) -> dict[int, set[str]]:
+    found: dict[int, set[str]] = {}
+    for line in result.stdout.splitlines():
+        match = ERROR.match(line)
+        if match:
+            found.setdefault(int(match["line"]), set()).add(match["code"])
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((HERE / "pass").glob("*.py")), ids=lambda p: p.name)
+def test_the_pass_files_type_check(path: Path) -> None:
+    result = mypy(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", sorted((HERE / "fail").glob("*.py")), ids=lambda p: p.name)
+def test_each_fail_file_reports_the_marked_errors_and_no_other(path: Path) -> None:
+    expected = {
+        number: MARK.search(text)[1]  # type: ignore[index]
+        for number, text in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if MARK.search(text)
+    }
+    assert expected, f"{path.name} marks no expected error"
+    result = mypy(path)
+    found = errors(result)
+    assert result.returncode == 1, result.stdout + result.stderr
+    missing = {n: code for n, code in expected.items() if code not in found.get(n, set())}
+    unexpected = {n: codes for n, codes in found.items() if n not in expected}
+    assert not missing and not unexpected, (missing, unexpected, result.stdout)
