@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..app import JobHandle
+from ..app import App, JobHandle
 from ..context import JobContext, _request_stop
 from ..ids import new_job_id
 from ..runtime.retry import RetryPolicy
@@ -56,5 +56,6 @@ def _max_attempts(handle: JobHandle[Any, Any] | None) -> int:
             return handle.max_attempts
         if handle.retry is not None:
             return handle.retry.max_attempts
-        return handle.app.worker_settings.retry.max_attempts
+        if isinstance(handle.app, App):  # a handle's app is any producer; an App has settings
+            return handle.app.worker_settings.retry.max_attempts
     return RetryPolicy().max_attempts
