@@ -28,7 +28,7 @@ from .handles import (
     P,
     R,
     _options,
-    parent_ids,
+    job_from_options,
 )
 from .ids import new_job_id
 from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
@@ -42,7 +42,7 @@ from .models import (
     ScheduleDeclaration,
     Workflow,
 )
-from .payloads import encode_payload, tags_option
+from .payloads import encode_payload
 from .periodic import Timing, check_misfire
 from .portal import Portal, abandon
 from .rates import check_rate
@@ -558,22 +558,7 @@ class App:
         if "connection" in options:
             raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
         opts, _ = _options(options)
-        return NewJob(
-            type=type,
-            payload=text,
-            queue=queue,
-            priority=opts.priority if opts.priority is not None else 10,
-            delay_seconds=opts.delay_seconds,
-            run_at=opts.run_at,
-            idempotency_key=opts.idempotency_key,
-            tags=tags_option(opts.tags),
-            created_by=opts.created_by,
-            max_attempts=opts.max_attempts,
-            timeout_seconds=opts.timeout_seconds,
-            id=new_job_id(),
-            after=parent_ids(opts.after),
-            partition=opts.partition,
-        )
+        return job_from_options(type, text, queue, 10, opts, new_job_id())
 
     async def enqueue_raw(
         self, type: str, payload: str | Mapping[str, Any] | list[Any], **options: Any

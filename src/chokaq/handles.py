@@ -182,6 +182,37 @@ def _options(given: Mapping[str, Any], base: _Options = _NO_OPTIONS) -> tuple[_O
     return replace(base, **values), connection
 
 
+def job_from_options(
+    type: str,
+    payload: str,
+    queue: str,
+    priority: int,
+    options: _Options,
+    job_id: str | None = None,
+) -> NewJob:
+    """The job an enqueue writes: its type and payload, and the options over the handler's (or
+    the raw call's) queue and priority. The one place that turns options into a ``NewJob``, so
+    that every way to enqueue carries every option."""
+    return NewJob(
+        type=type,
+        payload=payload,
+        queue=options.queue if options.queue is not None else queue,
+        priority=options.priority if options.priority is not None else priority,
+        delay_seconds=options.delay_seconds,
+        run_at=options.run_at,
+        idempotency_key=options.idempotency_key,
+        tags=tags_option(options.tags),
+        created_by=options.created_by,
+        # Left None unless given per job: the handler's and the queue's settings are applied
+        # at execution time, so that changing them applies to jobs already enqueued.
+        max_attempts=options.max_attempts,
+        timeout_seconds=options.timeout_seconds,
+        id=job_id,
+        after=parent_ids(options.after),
+        partition=options.partition,
+    )
+
+
 @dataclass
 class JobHandle(Generic[P, R]):
     """A registered job handler; call ``enqueue`` to run it in the background.
@@ -348,24 +379,7 @@ class JobHandle(Generic[P, R]):
             if job_id is not None:
                 job.id = job_id
             return job
-        return NewJob(
-            type=self.name,
-            payload=payload,
-            queue=options.queue if options.queue is not None else self.queue,
-            priority=options.priority if options.priority is not None else self.priority,
-            delay_seconds=options.delay_seconds,
-            run_at=options.run_at,
-            idempotency_key=options.idempotency_key,
-            tags=tags_option(options.tags),
-            created_by=options.created_by,
-            # Left None unless given per job: the handler's and the queue's settings are applied
-            # at execution time, so that changing them applies to jobs already enqueued.
-            max_attempts=options.max_attempts,
-            timeout_seconds=options.timeout_seconds,
-            id=job_id,
-            after=parent_ids(options.after),
-            partition=options.partition,
-        )
+        return job_from_options(self.name, payload, self.queue, self.priority, options, job_id)
 
     async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobId:
         """Enqueue one job; returns its id (``.duplicate`` when the idempotency key was taken).
