@@ -108,3 +108,28 @@ async def test_a_worker_records_what_its_handlers_declare(make_app: Callable[...
 
 async def _is(read: Callable[..., object], names: set[str]) -> bool:
     return set(await read()) == names  # type: ignore[misc]
+
+
+async def test_a_worker_declares_its_limits_before_its_first_claim(
+    make_app: Callable[..., App],
+) -> None:
+    # Else the first claims of a newly limited type, on a store that has never heard of its
+    # limit, start its jobs unlimited (found by a test of run_until_idle that saw all three
+    # jobs of a "1/h" type run, once). The burst ends 0.5 s after the one start the hour
+    # allows (its horizon), with the two held jobs left.
+    app = make_app(burst_horizon_seconds=0.5)
+
+    @app.job(rate_limit="1/h")
+    async def slow() -> None: ...
+
+    await app.open()
+    for _ in range(3):
+        await slow.enqueue()
+    seen: list[str] = []
+    app.backend.add_observer(lambda op, _s, _e: seen.append(op))
+    worker = app.create_worker(burst=True)
+    await worker.run()
+    assert "jobs_claim" in seen and "limits_declare" in seen
+    assert seen.index("limits_declare") < seen.index("jobs_claim")
+    stats = await app.backend.stats_queues()
+    assert sum(q.pending for q in stats) == 2  # one start in the hour, two held

@@ -1,6 +1,7 @@
 """The worker's registry row and what operators ask of it.
 
-First it records the rate limits and partition caps its handlers declare. Every few seconds
+First it records the rate limits and partition caps its handlers declare (before the
+worker's first claim). Every few seconds
 the worker refreshes its row in the workers table (queues, concurrency,
 running jobs, circuit snapshot), applies what operators asked (a new concurrency, circuits to
 force-close), refreshes its view of the queues' settings (``queues``), and releases prefetched
@@ -67,9 +68,7 @@ class Registry:
         slots = self.slots
         while True:
             try:
-                if self.limits is not None:
-                    await backend.limits_declare(limits=self.limits)
-                    self.limits = None
+                await self.declare_limits()
                 control = await backend.worker_beat(self.row())
                 if control.desired_concurrency and control.desired_concurrency != slots.concurrency:
                     self.resize(control.desired_concurrency)
@@ -86,6 +85,14 @@ class Registry:
             except StorageError as exc:
                 self.outage.trouble(exc)
             await asyncio.sleep(self.settings.worker_beat_interval_seconds)
+
+    async def declare_limits(self) -> None:
+        """Record the handlers' declared limits, once (a no-op after the first success). The
+        fetch loop calls it before its first claim, so that no job of a newly limited type
+        starts unlimited; this loop retries it after a failure."""
+        if self.limits is not None:
+            await self.backend.limits_declare(limits=self.limits)
+            self.limits = None
 
     def _check_zombie_timeouts(self) -> None:
         """The seam refuses a stored zombie timeout under three *default* heartbeat intervals;

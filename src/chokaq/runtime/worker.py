@@ -314,6 +314,7 @@ class Worker(Generic[H]):
                 continue
             self._wake.clear()
             try:
+                await self.registry.declare_limits()  # before the first claim; then a no-op
                 got = await self.claims.claim(free)
                 self.last_fetch_at = time.monotonic()
             except StorageError as exc:
