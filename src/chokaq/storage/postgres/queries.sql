@@ -185,6 +185,26 @@ WHERE idempotency_key = ANY(%(keys)b::text[])
 -- name: jobs_fetch_bulkheads
 SELECT name FROM {schema}.queues WHERE max_workers IS NOT NULL
 
+-- name: fragment_claim_set
+-- What a claim writes on each row it takes (``k.now``: the claim's clock), for jobs_fetch and
+-- limits_claim alike.
+SET status = CASE WHEN %(start)s THEN 2 ELSE 1 END,
+    attempt_count = h.attempt_count + CASE WHEN %(start)s THEN 1 ELSE 0 END,
+    started_at = CASE WHEN %(start)s THEN k.now ELSE h.started_at END,
+    heartbeat_at = CASE WHEN %(start)s THEN k.now ELSE NULL END,
+    worker_id = %(worker_id)s,
+    lease_token = gen_random_uuid(),
+    updated_at = k.now,
+    progress = NULL
+
+-- name: fragment_claim_returning
+-- A claimed row, in the order rows.claimed_rows reads it.
+RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
+          h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
+          h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
+          h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
+          h.partition_key
+
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
 -- claiming transaction commits, and the fetch that follows takes a fresh snapshot, so it counts
@@ -249,21 +269,10 @@ picked AS (
 ),
 claimed AS (
     UPDATE {schema}.jobs_hot h
-    SET status = CASE WHEN %(start)s THEN 2 ELSE 1 END,
-        attempt_count = h.attempt_count + CASE WHEN %(start)s THEN 1 ELSE 0 END,
-        started_at = CASE WHEN %(start)s THEN k.now ELSE h.started_at END,
-        heartbeat_at = CASE WHEN %(start)s THEN k.now ELSE NULL END,
-        worker_id = %(worker_id)s,
-        lease_token = gen_random_uuid(),
-        updated_at = k.now,
-        progress = NULL
+-- include: fragment_claim_set
     FROM clock k
     WHERE h.id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
-              h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
-              h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
-              h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
-              h.partition_key
+-- include: fragment_claim_returning
 )
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
@@ -1734,21 +1743,10 @@ CROSS JOIN LATERAL (
 
 -- name: limits_claim
 UPDATE {schema}.jobs_hot h
-SET status = CASE WHEN %(start)s THEN 2 ELSE 1 END,
-    attempt_count = h.attempt_count + CASE WHEN %(start)s THEN 1 ELSE 0 END,
-    started_at = CASE WHEN %(start)s THEN k.now ELSE h.started_at END,
-    heartbeat_at = CASE WHEN %(start)s THEN k.now ELSE NULL END,
-    worker_id = %(worker_id)s,
-    lease_token = gen_random_uuid(),
-    updated_at = k.now,
-    progress = NULL
+-- include: fragment_claim_set
 FROM (SELECT coalesce(%(now)s::timestamptz, now()) AS now) k
 WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status = 0
-RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
-          h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
-          h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
-          h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
-          h.partition_key
+-- include: fragment_claim_returning
 
 -- name: limits_spend
 WITH tats AS (
