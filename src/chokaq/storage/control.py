@@ -65,7 +65,10 @@ class ControlOperations(OperationGroup):
         check_name("name", name)
         who = check_actor("actor", actor)
         await self._known(name, create)
-        return await self.driver.queue_pause(name, bool(paused), who)
+        info = await self.driver.queue_pause(name, bool(paused), who)
+        if not paused:
+            await self.driver.jobs_wake([name])  # its pending jobs start now, not at a poll
+        return info
 
     @operation
     async def queue_activate(
@@ -76,7 +79,10 @@ class ControlOperations(OperationGroup):
         check_name("name", name)
         who = check_actor("actor", actor)
         await self._known(name, create)
-        return await self.driver.queue_activate(name, bool(active), who)
+        info = await self.driver.queue_activate(name, bool(active), who)
+        if active:
+            await self.driver.jobs_wake([name])
+        return info
 
     @operation
     async def queue_configure(
@@ -101,7 +107,10 @@ class ControlOperations(OperationGroup):
             execution_timeout_seconds=execution_timeout_seconds,
         )
         await self._known(name, create)
-        return await self.driver.queue_configure(name, limits, who)
+        info = await self.driver.queue_configure(name, limits, who)
+        if limits.max_workers is not UNSET:
+            await self.driver.jobs_wake([name])  # a bulkhead raised or lifted leaves room now
+        return info
 
     # -- workers ----------------------------------------------------------------------------
 

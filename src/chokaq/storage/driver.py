@@ -320,6 +320,12 @@ class Driver(abc.ABC):
     async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int: ...
 
     @abc.abstractmethod
+    async def jobs_wake(self, queues: list[str] | None) -> None:
+        """Wake the workers of ``queues`` (None: of every queue) in every process, as new
+        work does: the seam calls it after a write that lets pending jobs start (a limit
+        changed, a rescue that freed slots, a queue resumed, activated or resized)."""
+
+    @abc.abstractmethod
     async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``limit_state`` rows whose ``tat`` is before ``older_than``."""
 

@@ -90,6 +90,7 @@ class LimitOperations(OperationGroup):
         if declared:
             await self.driver.limits_declare(declared)
             self._active = None
+            await self.driver.jobs_wake(None)  # a limit raised or cleared lets held jobs start
 
     @operation
     async def limit_set(
@@ -128,6 +129,7 @@ class LimitOperations(OperationGroup):
             who,
         )
         self._active = None
+        await self.driver.jobs_wake(None)
         return info
 
     @operation
@@ -138,6 +140,7 @@ class LimitOperations(OperationGroup):
             _scope(scope), check_name("name", name), check_actor("actor", actor)
         )
         self._active = None
+        await self.driver.jobs_wake(None)
         return info
 
     @operation

@@ -51,7 +51,12 @@ class UpkeepOperations(OperationGroup):
             fetched_timeout_seconds, processing_timeout_seconds
         )
         clock = checks.now(now)
-        return await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
+        rescued = await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
+        if rescued.requeued or rescued.zombies:
+            # A freed partition slot or a requeued job: a worker held by a partition cap has
+            # no time to wait for, only its poll.
+            await self.driver.jobs_wake(None)
+        return rescued
 
     @operation
     async def jobs_release_missed(self, *, fence: LeaderTerm | None = None) -> int:

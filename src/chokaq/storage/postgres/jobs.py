@@ -584,12 +584,6 @@ class PostgresJobs(PostgresCore):
                     except psycopg.IntegrityError:
                         continue
                 zombies = tuple(found)
-            if requeued or zombies:
-                # Wake the workers: a held partition may run now that its slot is free, and
-                # requeued jobs are pending again (a worker held by a cap has no time to wait
-                # for, only its poll).
-                async with conn.transaction():
-                    await conn.execute(self._q["queues_wake"], {"channel": self.channel})
         return RescueResult(requeued=requeued, zombies=zombies)
 
     # -- operators -----------------------------------------------------------------------------

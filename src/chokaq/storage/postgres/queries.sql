@@ -1142,8 +1142,8 @@ RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_t
           updated_at
 
 -- name: queue_wake
--- Wake the workers of one queue (resumed, activated, or its bulkhead changed).
-SELECT pg_notify(%(channel)s, 'j:' || %(name)s)
+-- Wake the workers of the given queues (jobs_wake).
+SELECT pg_notify(%(channel)s, 'j:' || name) FROM unnest(%(names)b::text[]) AS q(name)
 
 -- name: queue_activate
 INSERT INTO {schema}.queues AS q (name, active, updated_at, last_modified_by)
@@ -1794,7 +1794,7 @@ ON CONFLICT (scope, name) DO UPDATE SET
     last_modified_by = coalesce(excluded.last_modified_by, {schema}.limits.last_modified_by)
 
 -- name: queues_wake
--- Wake every worker of every queue (a limit changed, or a rescue freed slots).
+-- Wake every worker of every queue (jobs_wake with no queues).
 SELECT pg_notify(%(channel)s, 'j:' || name) FROM {schema}.queues
 
 -- name: limits_load_started

@@ -45,21 +45,18 @@ class PostgresQueues(PostgresCore):
     async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo:
         row = await self._one("queue_pause", {"name": name, "paused": paused, "actor": actor})
         assert row is not None
-        if not paused:
-            await self._wake(name)
         return queue_info(row)
 
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:
         row = await self._one("queue_activate", {"name": name, "active": active, "actor": actor})
         assert row is not None
-        if active:
-            await self._wake(name)
         return queue_info(row)
 
-    async def _wake(self, name: str) -> None:
-        # A queue that may serve again wakes its workers, as new work does: pending jobs
-        # start now rather than at the next poll.
-        await self._rows("queue_wake", {"channel": self.channel, "name": name})
+    async def jobs_wake(self, queues: list[str] | None) -> None:
+        if queues is None:
+            await self._rows("queues_wake", {"channel": self.channel})
+        else:
+            await self._rows("queue_wake", {"channel": self.channel, "names": queues})
 
     async def queue_configure(self, name: str, limits: QueueLimits, actor: str | None) -> QueueInfo:
         set_mw = limits.max_workers is not UNSET
@@ -81,8 +78,6 @@ class PostgresQueues(PostgresCore):
             },
         )
         assert row is not None
-        if set_mw:
-            await self._wake(name)  # a bulkhead raised or lifted leaves room now
         return queue_info(row)
 
     # -- workers ----------------------------------------------------------------------------

@@ -185,8 +185,6 @@ class PostgresLimits(PostgresCore):
 
     async def _put(self, conn: Any, scope: str, name: str, row: Settled, actor: str | None) -> None:
         await conn.execute(self._q["limits_put"], put_params(scope, name, row, actor))
-        # Wake every worker: a limit raised or cleared lets held jobs start now.
-        await conn.execute(self._q["queues_wake"], {"channel": self.channel})
 
     async def _get(self, conn: Any, scope: str, name: str) -> Any:
         cur = await conn.execute(self._q["limits_get"], {"scope": scope, "name": name})

@@ -195,9 +195,6 @@ class SQLiteDriver(Driver):
             jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now), fence
         )
         self._told(moved)
-        if requeued or zombies:
-            # As PostgreSQL: a freed partition slot or a requeued job wakes every worker.
-            broadcast_jobs(self._db.key, [ANY_QUEUE])
         return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
 
     async def jobs_cancel(
@@ -273,7 +270,6 @@ class SQLiteDriver(Driver):
 
     async def limits_declare(self, limits: list[TypeLimit]) -> None:
         await self._db.call(ratelimits.declare, limits, ts_now(None))
-        self._limits_changed()
 
     async def limit_set(
         self,
@@ -283,22 +279,15 @@ class SQLiteDriver(Driver):
         concurrency: int | object | None,
         actor: str | None,
     ) -> LimitInfo:
-        info = await self._db.call(
+        return await self._db.call(
             ratelimits.set_limit, scope, name, rate, concurrency, actor, ts_now(None)
         )
-        self._limits_changed()
-        return info
 
     async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
-        info = await self._db.call(ratelimits.reset, scope, name, actor, ts_now(None))
-        self._limits_changed()
-        return info
+        return await self._db.call(ratelimits.reset, scope, name, actor, ts_now(None))
 
-    def _limits_changed(self) -> None:
-        # Wake every worker, as PostgreSQL's NOTIFY does: a limit raised or cleared lets held
-        # jobs start now, and a worker a rate held back waits for its retry time or its poll
-        # (a second by default, the signal file being a wake-up across processes).
-        broadcast_jobs(self._db.key, [ANY_QUEUE])
+    async def jobs_wake(self, queues: list[str] | None) -> None:
+        broadcast_jobs(self._db.key, [ANY_QUEUE] if queues is None else queues)
 
     async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
         return await self._db.call(ratelimits.listed, ts_now(now))
@@ -496,20 +485,14 @@ class SQLiteDriver(Driver):
         return await self._db.call(queues.queue_ensure, name, ts_now(None))
 
     async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo:
-        info = await self._db.call(
+        return await self._db.call(
             queues.queue_set, "queue_pause", name, paused, actor, ts_now(None)
         )
-        if not paused:
-            broadcast_jobs(self._db.key, [name])  # as PostgreSQL: its workers start now
-        return info
 
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:
-        info = await self._db.call(
+        return await self._db.call(
             queues.queue_set, "queue_activate", name, active, actor, ts_now(None)
         )
-        if active:
-            broadcast_jobs(self._db.key, [name])
-        return info
 
     async def queue_configure(self, name: str, limits: QueueLimits, actor: str | None) -> QueueInfo:
         values = {
@@ -521,10 +504,7 @@ class SQLiteDriver(Driver):
         for key, value in values.items():
             params[f"set_{key}"] = int(value is not UNSET)
             params[key] = None if value is UNSET else value
-        info = await self._db.call(queues.queue_configure, params)
-        if limits.max_workers is not UNSET:
-            broadcast_jobs(self._db.key, [name])  # a bulkhead raised or lifted leaves room now
-        return info
+        return await self._db.call(queues.queue_configure, params)
 
     async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl:
         return await self._db.call(queues.worker_beat, info, ts_now(now))
