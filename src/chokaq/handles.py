@@ -65,6 +65,9 @@ OPTION_NAMES = frozenset(
         "timeout",
         "after",
         "partition",
+        "expires_at",
+        "expires_after_seconds",
+        "unique_for_seconds",
         "connection",
     }
 )
@@ -86,6 +89,9 @@ class EnqueueOptions(TypedDict, total=False):
     timeout_seconds: float
     after: Iterable[NewJob | str]
     partition: str
+    expires_at: datetime
+    expires_after_seconds: float
+    unique_for_seconds: float
     connection: Any
     delay: float  # alias of delay_seconds
     timeout: float  # alias of timeout_seconds
@@ -129,6 +135,9 @@ class _Options:
     timeout_seconds: float | None = None
     after: Iterable[NewJob | str] | None = None
     partition: str | None = None
+    expires_at: datetime | None = None
+    expires_after_seconds: float | None = None
+    unique_for_seconds: float | None = None
 
 
 _NO_OPTIONS = _Options()
@@ -210,6 +219,9 @@ def job_from_options(
         id=job_id,
         after=parent_ids(options.after),
         partition=options.partition,
+        expires_at=options.expires_at,
+        expires_after_seconds=options.expires_after_seconds,
+        unique_for_seconds=options.unique_for_seconds,
     )
 
 
@@ -314,7 +326,11 @@ class JobHandle(Generic[P, R]):
         ``created_by``, ``max_attempts`` and ``timeout_seconds`` (default: the handler's, then
         the worker's, read at execution time), ``after`` (prepared jobs or ids of stored jobs:
         it runs once every one of them has succeeded), ``partition`` (the key its type's
-        ``rate_limit`` and ``partition_concurrency`` apply per) and ``connection`` (PostgreSQL:
+        ``rate_limit`` and ``partition_concurrency`` apply per), ``expires_after_seconds`` or
+        ``expires_at`` (not started by then, from the enqueue: it goes to the DLQ as
+        ``EXPIRED`` instead of running), ``unique_for_seconds`` (with ``idempotency_key``:
+        another enqueue with the key within that many seconds gets this job's id, even after
+        it has finished) and ``connection`` (PostgreSQL:
         the caller's open psycopg connection, making the enqueue part of its transaction;
         not for ``prepare``). ``delay`` and ``timeout`` are aliases of the ``_seconds`` names.
         None means "not given". An unknown name, or an alias given with its new name, raises

@@ -379,6 +379,9 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         and job.timeout_seconds is None
         and job.trace_context is None
         and job.partition is None
+        and job.expires_at is None
+        and job.expires_after_seconds is None
+        and job.unique_for_seconds is None
     ):
         if job.id is not None:  # prepare() gives every job its id
             check_job_id("id", job.id)
@@ -406,13 +409,49 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     _check_seconds(
         "timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True
     )
+    expires_at = _check_expiry(job, run_at)
+    if job.unique_for_seconds is not None:
+        _check_seconds(
+            "unique_for_seconds", job.unique_for_seconds, maximum=MAX_DELAY_SECONDS, positive=True
+        )
+        if key is None:
+            raise ValidationError(
+                "unique_for_seconds", "needs an idempotency_key (the key it keeps unique)"
+            )
     check_text("trace_context", job.trace_context, max_length=1000)
     check_partition("partition", job.partition)
     if job.id is not None:
         check_job_id("id", job.id)
-    if key != job.idempotency_key or tags != job.tags or run_at is not job.run_at:
-        job = replace(job, idempotency_key=key, tags=tags, run_at=run_at)
+    if (
+        key != job.idempotency_key
+        or tags != job.tags
+        or run_at is not job.run_at
+        or expires_at is not job.expires_at
+    ):
+        job = replace(job, idempotency_key=key, tags=tags, run_at=run_at, expires_at=expires_at)
     return job
+
+
+def _check_expiry(job: NewJob, run_at: datetime | None) -> datetime | None:
+    """The job's ``expires_at`` in UTC, after checking it and ``expires_after_seconds``: one or
+    the other, and not before the job is due (it could never start)."""
+    after = job.expires_after_seconds
+    if job.expires_at is not None and after is not None:
+        raise ValidationError(
+            "expires_after_seconds", "give either expires_after_seconds or expires_at, not both"
+        )
+    _check_seconds("expires_after_seconds", after, maximum=MAX_DELAY_SECONDS, positive=True)
+    if after is not None and job.delay_seconds is not None and after <= job.delay_seconds:
+        raise ValidationError(
+            "expires_after_seconds",
+            f"must be more than delay_seconds ({job.delay_seconds:g}): the job could never start",
+        )
+    if job.expires_at is None:
+        return None
+    expires_at = check_time("expires_at", job.expires_at)
+    if run_at is not None and expires_at <= run_at:
+        raise ValidationError("expires_at", "must be after run_at: the job could never start")
+    return expires_at
 
 
 def check_partition(field: str, value: object) -> str | None:

@@ -106,6 +106,7 @@ class FailureReason(enum.IntEnum):
     HEARTBEAT_FAILURE = 9  # heartbeats kept failing and cancel_on_heartbeat_failure is on
     RETRY_LIFETIME_EXPIRED = 10  # the next retry would land past the job's max age
     DEPENDENCY_FAILED = 11  # a parent it waited on was purged, or its workflow was cancelled
+    EXPIRED = 12  # not started by its expiry (``expires_at`` / ``expires_after_seconds``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,12 @@ class NewJob:
     id: str | None = None  # a UUIDv7 is generated when None
     after: tuple[str, ...] = ()  # ids of the parents it waits on (all must succeed first)
     partition: str | None = None  # its type's limits apply per partition value
+    # Not started by then (one or the other, from the enqueue's clock): the DLQ, as EXPIRED.
+    expires_at: datetime | None = None
+    expires_after_seconds: float | None = None
+    # With an idempotency key: another enqueue with that key within this many seconds of this
+    # one gets this job's id, even after it has finished (see ``Backend.jobs_enqueue``).
+    unique_for_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +207,7 @@ class ClaimedJob:
     lease: Lease
     has_parents: bool = False  # enqueued with ``after=``: its parents' results are there to read
     partition: str | None = None
+    expires_at: datetime | None = None  # not started by then: dead-lettered as EXPIRED
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,10 +286,12 @@ Move = SucceedMove | FailMove | RetryMove
 
 @dataclass(frozen=True, slots=True)
 class RescueResult:
-    """What one rescue pass did: fetched rows put back to pending, processing rows dead-lettered."""
+    """What one rescue pass did: fetched rows put back to pending, processing rows dead-lettered
+    as zombies, pending rows past their expiry dead-lettered as expired."""
 
     requeued: tuple[str, ...]
     zombies: tuple[str, ...]
+    expired: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,9 @@ async def test_a_handler_may_have_parameters_named_like_options(
         timeout: str,
         timeout_seconds: str,
         partition: str,
+        expires_at: str,
+        expires_after_seconds: str,
+        unique_for_seconds: str,
         connection: str,
         after: str = "-",
     ) -> None:

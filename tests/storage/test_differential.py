@@ -105,6 +105,31 @@ async def _seed(backend: Backend) -> Seeded:
     return Seeded(running=running, fetched=fetched)
 
 
+def _unique(job_id: str, seconds: float | None, key: str = "u1") -> NewJob:
+    """A job of queue ``u`` keyed ``key``, unique for ``seconds``."""
+    return NewJob("t", queue="u", id=job_id, idempotency_key=key, unique_for_seconds=seconds)
+
+
+def _expiring(
+    job_id: str,
+    expires_at: datetime | None,
+    after: float | None = None,
+    *,
+    queue: str = "x",
+    run_at: datetime | None = None,
+    delay: float | None = None,
+) -> NewJob:
+    return NewJob(
+        "t",
+        queue=queue,
+        id=job_id,
+        expires_at=expires_at,
+        expires_after_seconds=after,
+        run_at=run_at,
+        delay_seconds=delay,
+    )
+
+
 def _worker(worker_id: str, **changes: Any) -> WorkerInfo:
     info = WorkerInfo(
         id=worker_id,
@@ -276,6 +301,18 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("stats", lambda b, s: b.stats_queues(now=at(12))),
         ("summary", lambda b, s: b.stats_summary()),
         ("fetch skips waiting", lambda b, s: b.jobs_fetch(worker_id="w2", limit=9, queues=["wf"])),
+        # Uniqueness windows: the key names the job that opened its window until it ends.
+        ("unique without key", lambda b, s: b.jobs_enqueue([NewJob("t", unique_for_seconds=9)])),
+        ("unique 0 s", lambda b, s: b.jobs_enqueue([_unique(H, 0)], now=at(10))),
+        ("unique opens", lambda b, s: b.jobs_enqueue([_unique(W1, 100)], now=at(10))),
+        ("unique run", lambda b, s: _take(b, "u", 20)),
+        ("unique done", lambda b, s: _move(b, 21)),
+        ("inside the window", lambda b, s: b.jobs_enqueue([_unique(W2, 100)], now=at(50))),
+        ("hot key, no window", lambda b, s: b.jobs_enqueue([_unique(W3, None)], now=at(60))),
+        ("window over, key hot", lambda b, s: b.jobs_enqueue([_unique(W4, 100)], now=at(200))),
+        ("window of the hot job", lambda b, s: b.jobs_enqueue([_unique(W5, 100)], now=at(250))),
+        ("one batch", lambda b, s: b.jobs_enqueue([_unique(W5, 9), _unique(W6, 9)], now=at(260))),
+        ("not written", lambda b, s: b.job_get(W2)),
     ],
     "jobs_fetch": [
         ("limit 0", lambda b, s: b.jobs_fetch(worker_id="w2", limit=0, now=at(10))),
@@ -426,6 +463,49 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             ),
         ),
         ("summary", lambda b, s: b.stats_summary()),
+        # Expiry: a job not started by then goes to the DLQ as EXPIRED, claimed or not.
+        ("expiry twice", lambda b, s: b.jobs_enqueue([_expiring(H, at(50), 5)])),
+        ("expiry before due", lambda b, s: b.jobs_enqueue([_expiring(H, at(5), run_at=at(6))])),
+        ("expiry inside delay", lambda b, s: b.jobs_enqueue([_expiring(H, None, 5, delay=5)])),
+        ("expiry naive", lambda b, s: b.jobs_enqueue([_expiring(H, NAIVE)])),
+        ("expiry nan", lambda b, s: b.jobs_enqueue([_expiring(H, None, math.nan)])),
+        (
+            "expiring",
+            lambda b, s: b.jobs_enqueue(
+                [
+                    _expiring(W1, None, 10, queue="x"),
+                    _expiring(W2, at(1100), queue="x"),
+                    _expiring(W3, None, 5, queue="y"),
+                    _expiring(W4, at(1020), queue="y", delay=5),
+                ],
+                now=at(1000),
+            ),
+        ),
+        (
+            "claim buries",
+            lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["x"], now=at(1030)),
+        ),
+        ("claimed expired", lambda b, s: b.job_get(W1)),
+        (
+            "rescue buries",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=600, processing_timeout_seconds=600, now=at(1030)
+            ),
+        ),
+        ("rescued expired", lambda b, s: b.job_get(W3)),
+        ("expiry buckets", lambda b, s: b.stats_throughput(now=at(1031))),
+        ("expiry summary", lambda b, s: b.stats_summary()),
+    ],
+    "unique_keys_tidy": [
+        ("naive", lambda b, s: b.unique_keys_tidy(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.unique_keys_tidy(older_than=at(100), fence=_term())),
+        (
+            "open",
+            lambda b, s: b.jobs_enqueue([_unique(W1, 100), _unique(W2, 50, "u2")], now=at(10)),
+        ),
+        ("none ended", lambda b, s: b.unique_keys_tidy(older_than=at(59))),
+        ("one ended", lambda b, s: b.unique_keys_tidy(older_than=at(60))),
+        ("the other", lambda b, s: b.unique_keys_tidy(older_than=at(1000))),
     ],
     "archive_purge": [
         ("naive", lambda b, s: b.archive_purge(older_than=NAIVE)),

@@ -167,6 +167,13 @@ class Maintenance:
             )
             for job_id in result.zombies:
                 self.events.emit("zombie", job_id=job_id)
+        if result.expired:
+            log_event(
+                Event.JOB_EXPIRED,
+                "pending jobs past their expiry moved to the DLQ",
+                count=len(result.expired),
+                ids=",".join(result.expired[:20]),
+            )
 
     async def close(self) -> None:
         """Release the term at once (clean shutdown), so a successor need not wait it out. A
@@ -220,6 +227,8 @@ async def run_retention(
         "limit_keys": await backend.limits_tidy(
             older_than=now - timedelta(seconds=LIMIT_STATE_IDLE_SECONDS), fence=fence
         ),
+        # An ended uniqueness window is taken over by the next enqueue of its key: drop it.
+        "unique_keys": await backend.unique_keys_tidy(older_than=now, fence=fence),
     }
     if done["rolled_up"]:
         log_event(Event.METRICS_ROLLED_UP, "metric buckets rolled up", buckets=done["rolled_up"])

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from logging import WARNING
 from typing import Any
 
@@ -48,6 +48,7 @@ from ..models import (
     Heartbeat,
     HeartbeatAck,
     JobFilter,
+    JobStatus,
     Lease,
     Move,
     NewJob,
@@ -70,6 +71,28 @@ from .workflows import WorkflowOperations
 __all__ = ["Backend", "Observer"]
 
 _NO_FILTER = JobFilter()
+# How many times a claim that found only expired jobs claims again before it returns.
+EXPIRED_REFILLS = 8
+
+
+def _utc(when: datetime | None) -> datetime:
+    assert when is not None
+    return when.astimezone(UTC)
+
+
+def _expired(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
+    """The jobs claimed past their expiry that had never started (a retry of a job that did
+    start runs on: expiry is about the first start). ``now`` None: this process's clock."""
+    if all(job.expires_at is None for job in jobs):
+        return []
+    moment = now or datetime.now(UTC)
+    return [
+        job
+        for job in jobs
+        if job.expires_at is not None
+        and job.expires_at <= moment
+        and job.attempt_count == (1 if job.status is JobStatus.PROCESSING else 0)
+    ]
 
 
 class Backend(
@@ -284,23 +307,62 @@ class Backend(
         clock = checks.now(now)
         if limit == 0 or names == []:
             return Claim([])
-        retry_at = None
-        if (await self._active_limits()).apply_to(names):
-            rows, retry_at = await self.driver.jobs_fetch_limited(
-                worker_id, limit, names, excluded, bool(start), clock
-            )
-        else:
-            rows = await self.driver.jobs_fetch(
-                worker_id, limit, names, excluded, bool(start), clock
-            )
-            if not rows:  # a limit or a partitioned job may have come since the last read
-                await self._active_limits(fresh=True)
-        jobs = [row for row in rows if not isinstance(row, UndecodableRow)]
-        if len(jobs) < len(rows):
-            await self._reject_undecodable(
-                [row for row in rows if isinstance(row, UndecodableRow)], clock
-            )
+        for _ in range(EXPIRED_REFILLS):
+            retry_at = None
+            if (await self._active_limits()).apply_to(names):
+                rows, retry_at = await self.driver.jobs_fetch_limited(
+                    worker_id, limit, names, excluded, bool(start), clock
+                )
+            else:
+                rows = await self.driver.jobs_fetch(
+                    worker_id, limit, names, excluded, bool(start), clock
+                )
+                if not rows:  # a limit or a partitioned job may have come since the last read
+                    await self._active_limits(fresh=True)
+            jobs = [row for row in rows if not isinstance(row, UndecodableRow)]
+            if len(jobs) < len(rows):
+                await self._reject_undecodable(
+                    [row for row in rows if isinstance(row, UndecodableRow)], clock
+                )
+            expired = _expired(jobs, clock)
+            if not expired:
+                break
+            await self._expire(expired, clock)
+            gone = {job.id for job in expired}
+            jobs = [job for job in jobs if job.id not in gone]
+            if jobs:
+                break
+            # Every job claimed had expired: claim again, or the worker would wait for a
+            # wake-up with jobs still pending behind them.
         return Claim(jobs, retry_at)
+
+    async def _expire(self, jobs: list[ClaimedJob], now: datetime | None) -> None:
+        """Bury claimed jobs that were not started by their expiry as EXPIRED, under the
+        leases just minted (a fail move: counters and buckets as for any failure). A move that
+        fails leaves them claimed: rescue puts them back, and the next claim buries them."""
+        moves: list[Move] = [
+            FailMove(
+                lease=job.lease,
+                reason=FailureReason.EXPIRED,
+                error=f"Expired: not started by {_utc(job.expires_at):%Y-%m-%d %H:%M:%S} UTC",
+            )
+            for job in jobs
+        ]
+        log_event(
+            Event.JOB_EXPIRED,
+            "claimed jobs past their expiry; dead-lettering them as EXPIRED",
+            count=len(jobs),
+            job_ids=",".join(job.id for job in jobs[:10]),
+        )
+        try:
+            await self.driver.jobs_finalize(moves, now)
+        except Exception as exc:
+            log_event(
+                Event.JOB_EXPIRED,
+                "could not dead-letter expired jobs; they stay claimed for rescue",
+                level=WARNING,
+                error=str(self.driver.translate(exc)),
+            )
 
     async def _reject_undecodable(self, rows: list[UndecodableRow], now: datetime | None) -> None:
         """Bury claimed rows that cannot be decoded as REJECTED, under the leases just minted

@@ -60,7 +60,7 @@ from ..models import (
 from .checks import Edits, QueueLimits
 from .graph import Graph
 
-__all__ = ["Driver", "Notifier", "StorageSettings", "UndecodableRow"]
+__all__ = ["EXPIRE_BATCH", "Driver", "Notifier", "StorageSettings", "UndecodableRow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,10 @@ class StorageSettings:
     cleanup_batch_size: int = 1000
     connect_timeout_seconds: float = 10.0
     create_missing: bool = True
+
+
+# Expired Pending jobs one rescue pass buries at most (the next pass takes the rest).
+EXPIRE_BATCH = 1_000
 
 
 class Notifier(abc.ABC):
@@ -328,6 +332,10 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``limit_state`` rows whose ``tat`` is before ``older_than``."""
+
+    @abc.abstractmethod
+    async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``unique_keys`` rows whose window ended at or before ``older_than``."""
 
     # -- leadership (leadership.py) -----------------------------------------------------------
     # A write given a ``fence`` (above) first checks, in its own transaction and on the

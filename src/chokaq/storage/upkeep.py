@@ -41,7 +41,9 @@ class UpkeepOperations(OperationGroup):
         """Fetched rows not touched for ``fetched_timeout_seconds`` go back to Pending; Processing
         rows whose heartbeat is older than the queue's ``zombie_timeout_seconds`` (or
         ``processing_timeout_seconds``) move to the DLQ as ZOMBIE with counters and buckets.
-        Each timeout is 0 < t <= 366 days.
+        Each timeout is 0 < t <= 366 days. Pending jobs that never started and are past
+        their expiry (``expires_after_seconds`` / ``expires_at``) move to the DLQ as EXPIRED,
+        at most 1,000 a pass (a claim that takes one buries it too).
 
         ``fence`` (here and on every maintenance write below) is the leadership term the
         caller writes under: the write applies only while that term is current on the
@@ -140,6 +142,16 @@ class UpkeepOperations(OperationGroup):
         partition seen once does not keep a row for ever. Returns how many were dropped."""
         cutoff = check_time("older_than", older_than)
         return await self.driver.limits_tidy(cutoff, _fence(fence))
+
+    @operation
+    async def unique_keys_tidy(
+        self, *, older_than: datetime, fence: LeaderTerm | None = None
+    ) -> int:
+        """Forget the uniqueness windows (``unique_for_seconds``) that ended by ``older_than``:
+        an ended window is taken over by the next enqueue of its key anyway, so its row says
+        nothing. Returns how many were dropped."""
+        cutoff = check_time("older_than", older_than)
+        return await self.driver.unique_keys_tidy(cutoff, _fence(fence))
 
     @operation
     async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:

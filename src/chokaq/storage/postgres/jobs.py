@@ -42,7 +42,7 @@ from ...models import (
     SucceedMove,
 )
 from ..checks import Edits
-from ..driver import UndecodableRow
+from ..driver import EXPIRE_BATCH, UndecodableRow
 from ..graph import Graph, unknown_parents
 from .connection import Params, PostgresCore
 from .rows import claimed_rows, join_tags
@@ -112,7 +112,8 @@ class PostgresJobs(PostgresCore):
             todo.append(i)
         # A large batch goes as several statements in one transaction, overlapped (below); so
         # does a batch with dependencies (the parents are locked, then the jobs and edges go).
-        chunked = len(todo) > ENQUEUE_CHUNK or graph is not None
+        unique = [i for i in todo if checked[i].unique_for_seconds is not None]
+        chunked = len(todo) > ENQUEUE_CHUNK or graph is not None or bool(unique)
         rounds = self._enqueue_rounds if graph is None else partial(self._enqueue_graph, graph)
 
         if connection is None:
@@ -173,6 +174,9 @@ class PostgresJobs(PostgresCore):
     ) -> None:
         """Insert, then resolve the keys that conflicted to the hot rows holding them; a key
         whose holder left hot in between is inserted again."""
+        unique = [i for i in todo if jobs[i].unique_for_seconds is not None]
+        if unique:
+            todo = await self._take_unique(execute, jobs, ids, todo, unique, results, now)
         queues = {jobs[i].queue for i in todo}
         if not queues <= self._ensured_queues:
             query = self._q["jobs_enqueue"]
@@ -192,12 +196,58 @@ class PostgresJobs(PostgresCore):
             cur = await execute(self._q["jobs_enqueue_holders"], {"keys": keys})
             holders = {row[0]: row[1] for row in await _fetchall(cur)}
             todo = []
+            pointed: list[int] = []
             for i in conflicted:
                 holder = holders.get(jobs[i].idempotency_key)
                 if holder is None:
                     todo.append(i)
                 else:
                     results[i] = EnqueueResult(id=holder, duplicate=True)
+                    if jobs[i].unique_for_seconds is not None:
+                        pointed.append(i)
+            if pointed:
+                params = {
+                    "keys": [jobs[i].idempotency_key for i in pointed],
+                    "ids": [results[i].id for i in pointed],  # type: ignore[union-attr]
+                }
+                await execute(self._q["jobs_unique_point"], params)
+
+    async def _take_unique(
+        self,
+        execute: Any,
+        jobs: list[NewJob],
+        ids: list[str | None],
+        todo: list[int],
+        unique: list[int],
+        results: list[EnqueueResult | None],
+        now: datetime | None,
+    ) -> list[int]:
+        """Take the uniqueness windows of the jobs ``unique`` (each gets its id now); a job
+        whose key's window is still open gets the job that opened it, as a duplicate. Returns
+        the jobs of ``todo`` left to insert."""
+        missing = [i for i in unique if ids[i] is None]
+        for i, job_id in zip(missing, new_job_ids(len(missing)), strict=True):
+            ids[i] = job_id
+        params = {
+            "keys": [jobs[i].idempotency_key for i in unique],
+            "ids": [ids[i] for i in unique],
+            "seconds": [float(jobs[i].unique_for_seconds or 0) for i in unique],
+            "now": now,
+        }
+        taken = {row[0] for row in await _rows(execute, self._q["jobs_unique_take"], params)}
+        held = [i for i in unique if jobs[i].idempotency_key not in taken]
+        if not held:
+            return todo
+        keys = [jobs[i].idempotency_key for i in held]
+        rows = await _rows(execute, self._q["jobs_unique_holders"], {"keys": keys})
+        holders = {row[0]: row[1] for row in rows}
+        skip = set()
+        for i in held:
+            holder = holders.get(jobs[i].idempotency_key)
+            if holder is not None:  # else its window ended and was purged since: insert it
+                results[i] = EnqueueResult(id=holder, duplicate=True)
+                skip.add(i)
+        return [i for i in todo if i not in skip]
 
     async def _enqueue_graph(
         self,
@@ -343,6 +393,8 @@ class PostgresJobs(PostgresCore):
             "created_by": _column([j.created_by for j in batch]),
             "traces": _column([j.trace_context for j in batch]),
             "partitions": _column([j.partition for j in batch]),
+            "expires_ats": _column([j.expires_at for j in batch]),
+            "expires_afters": _column([_float(j.expires_after_seconds) for j in batch]),
             "waits": left,
             "children": children,
             "now": now,
@@ -584,7 +636,39 @@ class PostgresJobs(PostgresCore):
                     except psycopg.IntegrityError:
                         continue
                 zombies = tuple(found)
-        return RescueResult(requeued=requeued, zombies=zombies)
+            expired = await self._bury(
+                conn, "jobs_rescue_expired", {**params, "limit": EXPIRE_BATCH}, fence
+            )
+        return RescueResult(requeued=requeued, zombies=zombies, expired=expired)
+
+    async def _bury(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        name: LiteralString,
+        params: Params,
+        fence: LeaderTerm | None,
+    ) -> tuple[str, ...]:
+        """Run the move ``name`` (hot -> DLQ) under ``fence``; when one row cannot land (its id
+        is in the DLQ already), each of its ``_candidates`` alone, so that one cannot block
+        the others. The ids moved."""
+        try:
+            async with conn.transaction():
+                await self._fence(conn, fence)
+                cur = await conn.execute(self._q[name], params)
+                return tuple(row[0] for row in await cur.fetchall() if row[0])
+        except psycopg.IntegrityError:
+            pass
+        cur = await conn.execute(self._q[name + "_candidates"], params)
+        found: list[str] = []
+        for (job_id,) in await cur.fetchall():
+            try:
+                async with conn.transaction():
+                    await self._fence(conn, fence)
+                    cur = await conn.execute(self._q[name], {**params, "ids": [job_id]})
+                    found.extend(row[0] for row in await cur.fetchall() if row[0])
+            except psycopg.IntegrityError:
+                continue
+        return tuple(found)
 
     # -- operators -----------------------------------------------------------------------------
 

@@ -76,10 +76,11 @@ input AS (
         %(tags)b::text[], %(keys)b::text[], string_to_array(%(priorities)s, ',')::integer[],
         %(max_attempts)b::integer[], %(timeouts)b::float8[], %(run_ats)b::timestamptz[],
         %(delays)b::float8[], %(created_by)b::text[], %(traces)b::text[],
-        %(waits)b::integer[], %(children)b::integer[], %(partitions)b::text[]
+        %(waits)b::integer[], %(children)b::integer[], %(partitions)b::text[],
+        %(expires_ats)b::timestamptz[], %(expires_afters)b::float8[]
     ) AS t(id, queue, type, payload, tags, idempotency_key, priority, max_attempts,
            timeout_seconds, run_at, delay_seconds, created_by, trace_context, parents_left,
-           children, partition_key)
+           children, partition_key, expires_at, expires_after)
 ),
 clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
@@ -90,7 +91,7 @@ clock AS MATERIALIZED (
 INSERT INTO {schema}.jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    trace_context, parents_left, children, partition_key
+    trace_context, parents_left, children, partition_key, expires_at
 )
 
 -- name: fragment_enqueue_rows
@@ -101,7 +102,7 @@ SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority,
        i.max_attempts, i.timeout_seconds,
        coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now),
        c.now, c.now, i.created_by, i.trace_context, i.parents_left, i.children,
-       i.partition_key
+       i.partition_key, coalesce(i.expires_at, c.now + make_interval(secs => i.expires_after))
 FROM input i CROSS JOIN clock c
 
 -- name: fragment_enqueue_insert
@@ -178,6 +179,34 @@ SELECT idempotency_key, id::text
 FROM {schema}.jobs_hot
 WHERE idempotency_key = ANY(%(keys)b::text[])
 
+-- name: jobs_unique_take
+-- The uniqueness windows of a batch's keys (unique_for_seconds): a key nobody holds, or whose
+-- window has ended, is taken for the given job (sorted by key, so two batches take the rows in
+-- the same order); the keys taken are returned. A key held by a window still open is not: a
+-- concurrent enqueue of it waits here for the first to commit, then reads its row.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+)
+INSERT INTO {schema}.unique_keys AS u (key, job_id, until)
+SELECT t.key, t.job_id, k.now + make_interval(secs => t.seconds)
+FROM unnest(%(keys)b::text[], %(ids)b::uuid[], %(seconds)b::float8[]) AS t(key, job_id, seconds)
+CROSS JOIN clock k
+ORDER BY t.key
+ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = excluded.until
+WHERE u.until <= (SELECT now FROM clock)
+RETURNING key
+
+-- name: jobs_unique_holders
+SELECT key, job_id::text FROM {schema}.unique_keys WHERE key = ANY(%(keys)b::text[])
+
+-- name: jobs_unique_point
+-- A key taken for a job that was not inserted (a hot job held the key already, its own window
+-- ended or never opened): the window is that job's.
+UPDATE {schema}.unique_keys u
+SET job_id = t.job_id
+FROM unnest(%(keys)b::text[], %(ids)b::uuid[]) AS t(key, job_id)
+WHERE u.key = t.key
+
 -- ---------------------------------------------------------------------------------------------
 -- Worker path
 -- ---------------------------------------------------------------------------------------------
@@ -203,7 +232,7 @@ RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
           h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
           h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
-          h.partition_key
+          h.partition_key, h.expires_at
 
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
@@ -622,6 +651,54 @@ SELECT id::text FROM done
 UNION ALL
 SELECT NULL FROM told
 
+-- name: jobs_rescue_expired
+-- Pending jobs that never started and are past their expiry go to the DLQ as EXPIRED (12),
+-- counted and bucketed as failures, oldest expiry first, at most %(limit)s per pass (the partial
+-- index jobs_hot_expiry holds only such jobs). ``ids`` narrows it to those jobs.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+due AS (
+    SELECT h.id
+    FROM {schema}.jobs_hot h CROSS JOIN clock k
+    WHERE h.expires_at IS NOT NULL AND h.status = 0 AND h.attempt_count = 0
+      AND h.expires_at <= k.now
+      AND (%(ids)b::uuid[] IS NULL OR h.id = ANY(%(ids)b::uuid[]))
+    ORDER BY h.expires_at
+    LIMIT %(limit)s
+    FOR UPDATE OF h SKIP LOCKED
+),
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING due u
+    WHERE h.id = u.id AND h.status = 0
+    RETURNING h.*, 12 AS failure_reason
+),
+buried AS (
+-- include: fragment_dlq_insert
+    SELECT
+-- include: fragment_kept_columns
+           , d.failure_reason,
+           'Expired: not started by '
+               || to_char(d.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC',
+           d.last_modified_by, NULL, k.now, NULL, d.children
+    FROM done d CROSS JOIN clock k
+),
+-- include: fragment_notify_waited
+,
+-- include: fragment_failed_counts
+SELECT id::text FROM done
+UNION ALL
+SELECT NULL FROM told
+
+-- name: jobs_rescue_expired_candidates
+SELECT h.id::text
+FROM {schema}.jobs_hot h
+WHERE h.expires_at IS NOT NULL AND h.status = 0 AND h.attempt_count = 0
+  AND h.expires_at <= coalesce(%(now)s::timestamptz, now())
+ORDER BY h.expires_at
+LIMIT %(limit)s
+
 -- name: jobs_rescue_zombie_candidates
 SELECT h.id::text
 FROM {schema}.jobs_hot h
@@ -777,11 +854,12 @@ SET payload = coalesce(%(payload)s::text, payload),
 WHERE id = %(id)s::uuid AND status = 0
 
 -- name: jobs_advance
--- The test clock (chokaq.testing): Pending rows not yet due become due that much sooner, and
--- the workers of their queues are woken.
+-- The test clock (chokaq.testing): Pending rows not yet due become due that much sooner (and
+-- their expiry comes as much sooner), and the workers of their queues are woken.
 WITH moved AS (
     UPDATE {schema}.jobs_hot
-    SET scheduled_at = scheduled_at - make_interval(secs => %(seconds)s::double precision)
+    SET scheduled_at = scheduled_at - make_interval(secs => %(seconds)s::double precision),
+        expires_at = expires_at - make_interval(secs => %(seconds)s::double precision)
     WHERE status = 0 AND scheduled_at > coalesce(%(now)s::timestamptz, now())
       AND (%(queues)b::text[] IS NULL OR queue = ANY(%(queues)b::text[]))
     RETURNING queue
@@ -1817,6 +1895,9 @@ SELECT coalesce(partition_key, ''),
 FROM {schema}.jobs_hot
 WHERE status IN (0, 1, 2) AND CASE %(scope)s WHEN 'queue' THEN queue ELSE type END = %(name)s
 GROUP BY 1
+
+-- name: unique_keys_tidy
+DELETE FROM {schema}.unique_keys WHERE until <= %(before)s
 
 -- name: limit_state_tidy
 DELETE FROM {schema}.limit_state WHERE tat < %(before)s

@@ -78,6 +78,7 @@ def claimed_job(row: Row) -> ClaimedJob:
         lease=Lease(job_id=row[0], worker_id=row[17], token=row[18]),
         has_parents=row[19],
         partition=row[20],
+        expires_at=row[21],
     )
 
 

@@ -191,11 +191,13 @@ class SQLiteDriver(Driver):
         now: datetime | None,
         fence: LeaderTerm | None,
     ) -> RescueResult:
-        requeued, zombies, moved = await self._db.call(
+        requeued, zombies, expired, moved = await self._db.call(
             jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now), fence
         )
         self._told(moved)
-        return RescueResult(requeued=tuple(requeued), zombies=tuple(zombies))
+        return RescueResult(
+            requeued=tuple(requeued), zombies=tuple(zombies), expired=tuple(expired)
+        )
 
     async def jobs_cancel(
         self, ids: tuple[str, ...], actor: str, now: datetime | None
@@ -249,6 +251,9 @@ class SQLiteDriver(Driver):
 
     async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         return await self._db.call(ratelimits.tidy, older_than.timestamp(), fence)
+
+    async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        return await self._db.call(retention.unique_keys_tidy, older_than.timestamp(), fence)
 
     # -- leadership -------------------------------------------------------------------------
 

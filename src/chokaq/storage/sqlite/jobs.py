@@ -35,7 +35,7 @@ from ...models import (
     Started,
     SucceedMove,
 )
-from ..driver import UndecodableRow
+from ..driver import EXPIRE_BATCH, UndecodableRow
 from ..graph import Graph, unknown_parents
 from .connection import Database
 from .leadership import check_fence
@@ -224,6 +224,12 @@ def _enqueue_rows(
             scheduled = now + job.delay_seconds
         else:
             scheduled = now
+        if job.expires_at is not None:
+            expires: float | None = to_ts(job.expires_at)
+        elif job.expires_after_seconds is not None:
+            expires = now + job.expires_after_seconds
+        else:
+            expires = None
         rows.append(
             {
                 "id": ids[i],
@@ -242,6 +248,7 @@ def _enqueue_rows(
                 "parents_left": waits.get(ids[i]),
                 "children": children.get(ids[i]),
                 "partition": job.partition,
+                "expires_at": expires,
             }
         )
     return ids, rows, first_by_key
@@ -257,6 +264,17 @@ def _enqueue(
 ) -> list[EnqueueResult]:
     conn, q = db.conn, db.q
     ensure_queues(db, [job.queue for job in jobs], now)
+    windows: dict[str, float] = {}
+    for held_key, i in first_by_key.items():
+        seconds = jobs[i].unique_for_seconds
+        if seconds is not None:
+            windows[held_key] = seconds
+    held: dict[str, str] = {}
+    if windows:
+        params = {"keys": json.dumps(list(windows)), "now": now}
+        held = dict(conn.execute(q["jobs_unique_held"], params).fetchall())
+        if held:
+            rows = [row for row in rows if row["idempotency_key"] not in held]
     conn.executemany(q["jobs_enqueue"], rows)
     holders: dict[str, str] = {}
     if first_by_key:
@@ -264,6 +282,20 @@ def _enqueue(
             q["jobs_enqueue_holders"], {"keys": json.dumps(list(first_by_key))}
         ):
             holders[key] = holder
+    if windows:
+        holders.update(held)  # an open window names its job, wherever that is now
+        conn.executemany(
+            q["jobs_unique_take"],
+            [
+                {
+                    "key": k,
+                    "job_id": holders.get(k, ids[first_by_key[k]]),
+                    "until": now + seconds,
+                }
+                for k, seconds in windows.items()
+                if k not in held
+            ],
+        )
     results = []
     for i, job in enumerate(jobs):
         key = job.idempotency_key
@@ -603,8 +635,8 @@ def rescue(
     processing_timeout: float,
     now: float,
     fence: LeaderTerm | None,
-) -> tuple[list[str], list[str], Moved]:
-    def run() -> tuple[list[str], list[str], Moved]:
+) -> tuple[list[str], list[str], list[str], Moved]:
+    def run() -> tuple[list[str], list[str], list[str], Moved]:
         conn, q = db.conn, db.q
         moved = Moved()
         check_fence(db, fence)
@@ -633,8 +665,26 @@ def rescue(
             if queue is not None:
                 zombies.append(job_id)
                 counters.outcome(queue, FailureReason.ZOMBIE)
+        expired = []
+        candidates = conn.execute(
+            q["jobs_rescue_expired_candidates"], {"now": now, "limit": EXPIRE_BATCH}
+        ).fetchall()
+        for job_id, expires_at in candidates:
+            when = from_ts(expires_at)
+            params = {
+                "id": job_id,
+                "status": int(JobStatus.PENDING),
+                "reason": int(FailureReason.EXPIRED),
+                "error": f"Expired: not started by {when:%Y-%m-%d %H:%M:%S} UTC",
+                "actor": None,
+                "now": now,
+            }
+            queue = move_by_status(db, params, moved)
+            if queue is not None:
+                expired.append(job_id)
+                counters.outcome(queue, FailureReason.EXPIRED)
         counters.write(db)
-        return requeued, zombies, moved
+        return requeued, zombies, expired, moved
 
     return db.write(run)
 

@@ -29,18 +29,29 @@ INSERT OR IGNORE INTO {p}stats_summary (queue) VALUES (:queue)
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by, trace_context,
-    parents_left, children, partition_key
+    parents_left, children, partition_key, expires_at
 ) VALUES (
     :id, :queue, :type, :payload, :tags, :idempotency_key, :priority,
     CASE WHEN :parents_left > 0 THEN 3 ELSE 0 END, 0,
     :max_attempts, :timeout_seconds, :scheduled_at, :now, :now, :created_by, :trace_context,
-    :parents_left, :children, :partition
+    :parents_left, :children, :partition, :expires_at
 )
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
 -- name: jobs_enqueue_holders
 SELECT idempotency_key, id FROM {p}jobs_hot
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
+
+-- name: jobs_unique_held
+-- The keys of a batch whose uniqueness window (unique_for_seconds) is still open, and the job
+-- that opened it: an enqueue with such a key gets that job, wherever it is by now.
+SELECT key, job_id FROM {p}unique_keys
+WHERE key IN (SELECT value FROM json_each(:keys)) AND until > :now
+
+-- name: jobs_unique_take
+-- A window opened (or one that had ended, taken over) for the job that now holds the key.
+INSERT INTO {p}unique_keys (key, job_id, until) VALUES (:key, :job_id, :until)
+ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id, until = excluded.until
 
 -- name: jobs_fetch_bulkheads
 SELECT q.name,
@@ -103,7 +114,8 @@ FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS t
 WHERE {p}jobs_hot.id = c.id AND {p}jobs_hot.status = 0
 RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_attempts,
           timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
-          last_error, trace_context, worker_id, lease_token, parents_left, partition_key
+          last_error, trace_context, worker_id, lease_token, parents_left, partition_key,
+          expires_at
 
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
@@ -111,7 +123,7 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.status, h.attempt_count,
        h.max_attempts, h.timeout_seconds, h.idempotency_key, h.created_at, h.scheduled_at,
        h.started_at, h.created_by, h.last_error, h.trace_context, h.worker_id, h.lease_token,
-       h.parents_left, h.partition_key
+       h.parents_left, h.partition_key, h.expires_at
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
       FROM json_each(:claims)) AS c
 JOIN {p}jobs_hot h ON h.id = c.id AND h.lease_token = c.token AND h.worker_id = :worker_id
@@ -231,6 +243,14 @@ FROM {p}jobs_hot AS h LEFT JOIN {p}queues AS q ON q.name = h.queue
 WHERE h.status = 2
   AND coalesce(h.heartbeat_at, h.updated_at) < :now - coalesce(q.zombie_timeout_seconds, :timeout)
 
+-- name: jobs_rescue_expired_candidates
+-- Pending jobs that never started and are past their expiry (the partial index
+-- jobs_hot_expiry holds only such jobs), oldest expiry first.
+SELECT id, expires_at FROM {p}jobs_hot
+WHERE expires_at IS NOT NULL AND status = 0 AND attempt_count = 0 AND expires_at <= :now
+ORDER BY expires_at
+LIMIT :limit
+
 -- name: jobs_cancel_status
 SELECT id, status FROM {p}jobs_hot WHERE id IN (SELECT value FROM json_each(:ids))
 
@@ -250,10 +270,10 @@ SET payload = coalesce(:payload, payload),
 WHERE id = :id AND status = 0
 
 -- name: jobs_advance
--- The test clock (chokaq.testing): Pending rows not yet due become due that much sooner.
--- :queues is a JSON list, or NULL for every queue.
+-- The test clock (chokaq.testing): Pending rows not yet due become due that much sooner (and
+-- their expiry comes as much sooner). :queues is a JSON list, or NULL for every queue.
 UPDATE {p}jobs_hot
-SET scheduled_at = scheduled_at - :seconds
+SET scheduled_at = scheduled_at - :seconds, expires_at = expires_at - :seconds
 WHERE status = 0 AND scheduled_at > :now
   AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
 
@@ -1051,6 +1071,9 @@ SELECT coalesce(partition_key, ''), sum(status = 0 AND scheduled_at <= :now), su
 FROM {p}jobs_hot
 WHERE status IN (0, 1, 2) AND CASE :scope WHEN 'queue' THEN queue ELSE type END = :name
 GROUP BY 1
+
+-- name: unique_keys_tidy
+DELETE FROM {p}unique_keys WHERE until <= :before
 
 -- name: limit_state_tidy
 DELETE FROM {p}limit_state WHERE tat < :before

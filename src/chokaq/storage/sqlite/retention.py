@@ -52,6 +52,14 @@ def metrics_prune(db: Database, cutoff: float, width: int, fence: LeaderTerm | N
     return db.write(run)
 
 
+def unique_keys_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    def run() -> int:
+        check_fence(db, fence)
+        return db.conn.execute(db.q["unique_keys_tidy"], {"before": before}).rowcount
+
+    return db.write(run)
+
+
 def metrics_rollup(db: Database, cutoff: float, now: float, fence: LeaderTerm | None) -> int:
     def run() -> int:
         check_fence(db, fence)

@@ -126,6 +126,7 @@ def claimed_job(row: sqlite3.Row) -> ClaimedJob:
         lease=Lease(job_id=job_id, worker_id=row["worker_id"], token=row["lease_token"]),
         has_parents=row["parents_left"] is not None,
         partition=_value(row, "partition_key", _TEXT),
+        expires_at=_time(row, "expires_at"),
     )
 
 
