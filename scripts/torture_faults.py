@@ -50,6 +50,7 @@ class StorageFaults:
     # When PostgreSQL accepted connections again after its restart (wall-clock seconds): no
     # worker can listen again before that.
     postgres_back_at: float | None = None
+    postgres_down_at: float | None = None  # when its restart began (wall-clock seconds)
 
     @classmethod
     def plan(cls, backend: str, schema: str) -> StorageFaults:
@@ -120,6 +121,18 @@ class StorageFaults:
             poison_zombies_of_killed_workers=zombies,
         )
 
+    def _listening_down(self, restored: dict[str, Any]) -> float:
+        """How long a worker was without LISTEN before ``restored``, less the time PostgreSQL
+        was restarting meanwhile (nobody can listen then: a worker whose first loss after the
+        kill was the restart's would otherwise be charged the whole outage)."""
+        down = float(restored.get("down_seconds", 0))
+        back_at = _logged_at(restored)
+        if self.postgres_down_at is None:
+            return down
+        server_back = self.postgres_back_at if self.postgres_back_at is not None else back_at
+        overlap = min(back_at, server_back) - max(back_at - down, self.postgres_down_at)
+        return down - max(overlap, 0.0)
+
     def _verify_listen(self, workers: list[Any], report: Any) -> None:
         if self.listen_killed_at is None:
             return
@@ -131,7 +144,7 @@ class StorageFaults:
             lost = [e for e in events if e.get("event_id") == LISTEN_LOST]
             back = [e for e in events if e.get("event_id") == LISTEN_RESTORED]
             if back:  # the first recovery after the kill (a later restart has its own)
-                down.append(float(back[0].get("down_seconds", 0)))
+                down.append(self._listening_down(back[0]))
             if w.index == 0:  # the witness is never signalled: it must have re-listened
                 report.check(bool(lost), "the witness worker never logged its LISTEN loss")
                 report.check(bool(back), "the witness worker never listened again")
