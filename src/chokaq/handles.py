@@ -291,16 +291,16 @@ class JobHandle(Generic[P, R]):
     def misfit(self, arguments: Mapping[str, Any]) -> str | None:
         """Why ``arguments`` (a decoded payload) cannot be passed to the handler, or None.
 
-        The same check as binding to the signature, done with two set operations because it
-        runs for every job."""
+        The same check as binding to the signature, done with two set comparisons because it
+        runs for every job (comparisons build no set: the differences are only worked out for
+        the message)."""
         keys = arguments.keys()
-        missing = self._required - keys
-        if missing:
+        if not keys >= self._required:
+            missing = self._required - keys
             return f"missing argument(s) {', '.join(sorted(missing))}"
-        if self._names is not None:
+        if self._names is not None and not self._names.issuperset(keys):
             unknown = keys - self._names
-            if unknown:
-                return f"unknown argument(s) {', '.join(sorted(unknown))}"
+            return f"unknown argument(s) {', '.join(sorted(unknown))}"
         return None
 
     def options(self, **options: Unpack[EnqueueOptions]) -> JobOptions[P, R]:
