@@ -155,6 +155,7 @@ class App:
         retry: RetryPolicy | None = None,
         retry_on: Sequence[type[BaseException]] | None = None,
         fatal_on: Sequence[type[BaseException]] = (),
+        check_arguments: bool = True,
     ) -> JobDecorator: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
@@ -173,6 +174,7 @@ class App:
         retry: RetryPolicy | None = None,
         retry_on: Sequence[type[BaseException]] | None = None,
         fatal_on: Sequence[type[BaseException]] = (),
+        check_arguments: bool = True,
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
@@ -195,6 +197,10 @@ class App:
         the worker's ``fatal_exceptions`` and ``FatalError`` stay fatal too. All of these are
         read when a job fails, so they apply to jobs enqueued before they changed. A bad value
         raises ``ValidationError`` naming the option.
+
+        Arguments: every enqueue checks the values given against the handler's annotations
+        (``ValidationError`` for ``arguments.<name>``: "must be a str, not int"; what is and is
+        not checked: docs/payloads.md); ``check_arguments=False`` checks their names only.
         """
         if timeout is not None:
             if timeout_seconds is not None:
@@ -245,6 +251,7 @@ class App:
                 retry=policy,
                 retry_on=retry_types,
                 fatal_on=fatal_types,
+                check_arguments=bool(check_arguments),
             )
             self.handlers[key] = handle
             return handle

@@ -25,6 +25,7 @@ from typing import (
     overload,
 )
 
+from .checks import Check, Kinds, parameter_checks, refusal
 from .context import JobContext
 from .errors import ValidationError
 from .ids import new_job_id
@@ -262,6 +263,13 @@ class JobHandle(Generic[P, R]):
     # out once here: () for a handler of plain JSON types. None while an annotation cannot be
     # resolved (a type defined after the handler): the first job resolves it.
     converters: tuple[tuple[str, Converter], ...] | None = field(default=(), repr=False)
+    # Whether enqueue checks the arguments' values against the annotations (chokaq.checks;
+    # ``@app.job(check_arguments=False)`` turns it off), and the checks, worked out once here
+    # as the converters are: () when nothing is checked, None until the annotations resolve.
+    check_arguments: bool = True
+    checks: tuple[Check, ...] | None = field(default=(), repr=False)
+    _kinds: dict[str, Kinds] | None = field(default_factory=dict, repr=False)
+    _full_checks: dict[str, Check] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
@@ -279,6 +287,30 @@ class JobHandle(Generic[P, R]):
             p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
         }
         self.converters = self._converters()
+        self._set_checks(self._checks(params, final=False))
+
+    def _set_checks(self, checks: tuple[Check, ...] | None) -> None:
+        self.checks = checks
+        if checks is None:
+            self._kinds = None
+            return
+        self._kinds = {name: () if inner else kinds for name, kinds, inner, _ in checks}
+        self._full_checks = {check[0]: check for check in checks}
+
+    def _checks(self, params: list[inspect.Parameter], *, final: bool) -> tuple[Check, ...] | None:
+        if not self.check_arguments or all(p.annotation is p.empty for p in params):
+            return ()
+        return parameter_checks(
+            self.fn, [p for p in params if p.kind is not p.VAR_KEYWORD], final=final
+        )
+
+    def resolve_checks(self) -> tuple[Check, ...]:
+        """The checks, resolved now (at the first enqueue, when the annotations did not resolve
+        at decoration): a parameter whose annotation still does not resolve is not checked."""
+        params = [p for p in self.signature.parameters.values() if p.name != self.context_param]
+        checks = self._checks(params, final=True) or ()
+        self._set_checks(checks)
+        return checks
 
     def _converters(self) -> tuple[tuple[str, Converter], ...] | None:
         names = [
@@ -303,16 +335,16 @@ class JobHandle(Generic[P, R]):
     def misfit(self, arguments: Mapping[str, Any]) -> str | None:
         """Why ``arguments`` (a decoded payload) cannot be passed to the handler, or None.
 
-        The same check as binding to the signature, done with two set operations because it
-        runs for every job."""
+        The same check as binding to the signature, done with two set comparisons because it
+        runs for every job (comparisons build no set: the differences are only worked out for
+        the message)."""
         keys = arguments.keys()
-        missing = self._required - keys
-        if missing:
+        if not keys >= self._required:
+            missing = self._required - keys
             return f"missing argument(s) {', '.join(sorted(missing))}"
-        if self._names is not None:
+        if self._names is not None and not self._names.issuperset(keys):
             unknown = keys - self._names
-            if unknown:
-                return f"unknown argument(s) {', '.join(sorted(unknown))}"
+            return f"unknown argument(s) {', '.join(sorted(unknown))}"
         return None
 
     def options(self, **options: Unpack[EnqueueOptions]) -> JobOptions[P, R]:
@@ -362,9 +394,37 @@ class JobHandle(Generic[P, R]):
         return self._new_job(args, arguments, options, job_id=new_job_id())
 
     def encode(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        """Bind arguments to the handler's signature and serialize them as a JSON object."""
+        """Bind arguments to the handler's signature, check their values against its
+        annotations (``chokaq.checks``; ``ValidationError`` for ``arguments.<name>``) and
+        serialize them as a JSON object."""
         if not args and self._keywords_bind and self.misfit(kwargs) is None:
-            return encode_payload(kwargs)  # binding would return them unchanged
+            arguments = kwargs  # binding would return them unchanged
+        else:
+            arguments = self._bind(args, kwargs)
+        kinds_of = self._kinds
+        if kinds_of is None:  # annotations that did not resolve at decoration
+            self.resolve_checks()
+            kinds_of = self._kinds
+        if kinds_of:
+            # One isinstance per argument given, the type(s) worked out ahead of time; an
+            # argument whose check looks inside it has () there, which no value is an
+            # instance of, so that it takes the slow path below.
+            for name, value in arguments.items():
+                kinds = kinds_of.get(name)
+                if kinds is not None and not isinstance(value, kinds):
+                    self._check(name, value)
+        return encode_payload(arguments)
+
+    def _check(self, name: str, value: Any) -> None:
+        """Raise ``ValidationError`` for ``arguments.<name>`` unless ``value`` passes its
+        whole check (the type(s), then what looks inside)."""
+        _, kinds, inner, annotation = self._full_checks[name]
+        if not isinstance(value, kinds):
+            raise ValidationError(f"arguments.{name}", refusal(annotation, value))
+        if inner is not None:
+            inner(value, f"arguments.{name}")
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = self.signature.parameters
         if self.context_param is not None:
             params = {k: v for k, v in params.items() if k != self.context_param}  # type: ignore[assignment]
@@ -379,7 +439,7 @@ class JobHandle(Generic[P, R]):
         for pname, param in params.items():
             if param.kind is param.VAR_KEYWORD and pname in arguments:
                 arguments.update(arguments.pop(pname))
-        return encode_payload(arguments)
+        return arguments
 
     def _new_job(
         self,
@@ -423,13 +483,17 @@ class JobHandle(Generic[P, R]):
         transaction with ``connection=``, as ``enqueue``). ``options`` are shared by every job
         (deprecated: ``handle.options(...).enqueue_many(calls)``); a name that is no option is
         an argument of every call, and a mapping may still carry options the handler has no
-        parameter of."""
+        parameter of. A ``ValidationError`` names the call by its index (``jobs[3].arguments.x``).
+        """
         shared = {k: options.pop(k) for k in list(options) if k in OPTION_NAMES}
         jobs = []
-        for call in calls:
-            own, _, arguments = self._split({**call, **options})
-            settings, _ = _options(shared, own)
-            jobs.append(self._new_job((), arguments, settings))
+        for i, call in enumerate(calls):
+            try:
+                own, _, arguments = self._split({**call, **options})
+                settings, _ = _options(shared, own)
+                jobs.append(self._new_job((), arguments, settings))
+            except ValidationError as exc:
+                raise exc.at(f"jobs[{i}]") from None
         return await self.app.enqueue_many(jobs, connection=connection)
 
 
@@ -477,7 +541,12 @@ class JobOptions(Generic[P, R]):
 
     async def enqueue_many(self, calls: Iterable[Mapping[str, Any]]) -> list[JobId]:
         """One job per mapping of arguments, each with these options, all or none."""
-        jobs = [self.handle._new_job((), dict(call), self.settings) for call in calls]
+        jobs = []
+        for i, call in enumerate(calls):
+            try:
+                jobs.append(self.handle._new_job((), dict(call), self.settings))
+            except ValidationError as exc:
+                raise exc.at(f"jobs[{i}]") from None  # the call's index, as storage names a job
         return await self.handle.app.enqueue_many(jobs, connection=self.connection)
 
 
