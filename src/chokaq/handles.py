@@ -25,7 +25,7 @@ from typing import (
     overload,
 )
 
-from .checks import Check, Kinds, parameter_checks, refusal
+from .argument_checks import Check, Kinds, parameter_checks, refusal
 from .context import JobContext
 from .errors import ValidationError
 from .ids import new_job_id
@@ -263,7 +263,7 @@ class JobHandle(Generic[P, R]):
     # out once here: () for a handler of plain JSON types. None while an annotation cannot be
     # resolved (a type defined after the handler): the first job resolves it.
     converters: tuple[tuple[str, Converter], ...] | None = field(default=(), repr=False)
-    # Whether enqueue checks the arguments' values against the annotations (chokaq.checks;
+    # Whether enqueue checks the arguments' values against the annotations (chokaq.argument_checks;
     # ``@app.job(check_arguments=False)`` turns it off), and the checks, worked out once here
     # as the converters are: () when nothing is checked, None until the annotations resolve.
     check_arguments: bool = True
@@ -395,7 +395,7 @@ class JobHandle(Generic[P, R]):
 
     def encode(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         """Bind arguments to the handler's signature, check their values against its
-        annotations (``chokaq.checks``; ``ValidationError`` for ``arguments.<name>``) and
+        annotations (``chokaq.argument_checks``; ``ValidationError`` for ``arguments.<name>``) and
         serialize them as a JSON object."""
         if not args and self._keywords_bind and self.misfit(kwargs) is None:
             arguments = kwargs  # binding would return them unchanged
