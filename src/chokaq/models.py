@@ -505,6 +505,7 @@ class JobView:
     parents: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs it waits on, and where
     children: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs that wait on it
     partition: str | None = None
+    expires_at: datetime | None = None  # hot: not started by then, it goes to the DLQ (EXPIRED)
 
     @property
     def state(self) -> str:

@@ -298,3 +298,7 @@ async def test_the_celery_port_in_the_migration_guide_runs_as_written(
     job = await view(app, namespace["job_id"])
     assert (job.pillar, job.type, job.queue) == (Pillar.HOT, "sync_account", "sync")
     assert job.scheduled_at is not None and job.scheduled_at > job.created_at
+    # countdown=60 and expires=3600, both from the enqueue.
+    assert job.expires_at is not None
+    assert (job.expires_at - job.created_at).total_seconds() == pytest.approx(3600)
+    assert (job.scheduled_at - job.created_at).total_seconds() == pytest.approx(60)

@@ -477,6 +477,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
                     _expiring(W2, at(1100), queue="x"),
                     _expiring(W3, None, 5, queue="y"),
                     _expiring(W4, at(1020), queue="y", delay=5),
+                    _expiring(W5, None, 5, queue="z"),
                 ],
                 now=at(1000),
             ),
@@ -486,6 +487,13 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["x"], now=at(1030)),
         ),
         ("claimed expired", lambda b, s: b.job_get(W1)),
+        (
+            "a starting claim buries",
+            lambda b, s: b.jobs_fetch(
+                worker_id="w2", limit=5, queues=["z"], start=True, now=at(1030)
+            ),
+        ),
+        ("never started", lambda b, s: b.job_get(W5)),
         (
             "rescue buries",
             lambda b, s: b.jobs_rescue(

@@ -82,7 +82,9 @@ def _utc(when: datetime | None) -> datetime:
 
 def _expired(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
     """The jobs claimed past their expiry that had never started (a retry of a job that did
-    start runs on: expiry is about the first start). ``now`` None: this process's clock."""
+    start runs on: expiry is about the first start). A claim that starts jobs judged expiry on
+    the database's clock, and left such a job Processing with no attempt counted; a Fetched
+    one is judged here, on ``now`` (None: this process's clock)."""
     if all(job.expires_at is None for job in jobs):
         return []
     moment = now or datetime.now(UTC)
@@ -90,8 +92,8 @@ def _expired(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
         job
         for job in jobs
         if job.expires_at is not None
-        and job.expires_at <= moment
-        and job.attempt_count == (1 if job.status is JobStatus.PROCESSING else 0)
+        and job.attempt_count == 0
+        and (job.status is JobStatus.PROCESSING or job.expires_at <= moment)
     ]
 
 

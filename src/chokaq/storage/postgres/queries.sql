@@ -216,10 +216,15 @@ SELECT name FROM {schema}.queues WHERE max_workers IS NOT NULL
 
 -- name: fragment_claim_set
 -- What a claim writes on each row it takes (``k.now``: the claim's clock), for jobs_fetch and
--- limits_claim alike.
+-- limits_claim alike. A row past its expiry that never started is taken without starting it
+-- (no attempt, no start time): the seam buries it as EXPIRED, telling it by attempt_count 0.
 SET status = CASE WHEN %(start)s THEN 2 ELSE 1 END,
-    attempt_count = h.attempt_count + CASE WHEN %(start)s THEN 1 ELSE 0 END,
-    started_at = CASE WHEN %(start)s THEN k.now ELSE h.started_at END,
+    attempt_count = h.attempt_count + CASE
+        WHEN %(start)s AND (h.expires_at IS NULL OR h.expires_at > k.now OR h.attempt_count > 0)
+        THEN 1 ELSE 0 END,
+    started_at = CASE
+        WHEN %(start)s AND (h.expires_at IS NULL OR h.expires_at > k.now OR h.attempt_count > 0)
+        THEN k.now ELSE h.started_at END,
     heartbeat_at = CASE WHEN %(start)s THEN k.now ELSE NULL END,
     worker_id = %(worker_id)s,
     lease_token = gen_random_uuid(),
@@ -1136,7 +1141,7 @@ FROM {schema}.jobs_hot
 SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left, partition_key
+       progress, cancel_requested_at, cancelled_by, parents_left, partition_key, expires_at
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
 ORDER BY {order}
@@ -1163,7 +1168,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left, partition_key
+       progress, cancel_requested_at, cancelled_by, parents_left, partition_key, expires_at
 FROM {schema}.jobs_hot
 WHERE id = %(id)s::uuid
 

@@ -213,6 +213,7 @@ _VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
         "cancelled_by",
         "parents_left",
         "partition",
+        "expires_at",
     ),
     Pillar.ARCHIVE: (
         *_SHARED,

@@ -106,8 +106,14 @@ SET status = :status,
     lease_token = c.token,
     updated_at = :now,
     progress = NULL,
-    attempt_count = attempt_count + :started,
-    started_at = CASE WHEN :started THEN :now ELSE started_at END,
+    -- A row past its expiry that never started is taken without starting it (no attempt, no
+    -- start time): the seam buries it as EXPIRED, telling it by attempt_count 0.
+    attempt_count = attempt_count + CASE
+        WHEN :started AND (expires_at IS NULL OR expires_at > :now OR attempt_count > 0)
+        THEN 1 ELSE 0 END,
+    started_at = CASE
+        WHEN :started AND (expires_at IS NULL OR expires_at > :now OR attempt_count > 0)
+        THEN :now ELSE started_at END,
     heartbeat_at = CASE WHEN :started THEN :now ELSE heartbeat_at END
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
       FROM json_each(:claims)) AS c
@@ -466,7 +472,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
        max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
-       cancel_requested_at, cancelled_by, parents_left, partition_key
+       cancel_requested_at, cancelled_by, parents_left, partition_key, expires_at
 FROM {p}jobs_hot
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:status IS NULL OR status = :status)

@@ -173,6 +173,7 @@ def _number(value: object) -> float:
 
 
 _TIMES = (
+    "expires_at",
     "scheduled_at",
     "started_at",
     "heartbeat_at",
