@@ -202,10 +202,7 @@ class App:
         (``ValidationError`` for ``arguments.<name>``: "must be a str, not int"; what is and is
         not checked: docs/payloads.md); ``check_arguments=False`` checks their names only.
         """
-        if timeout is not None:
-            if timeout_seconds is not None:
-                raise ValidationError("timeout", "is another name for timeout_seconds; give one")
-            timeout_seconds = timeout
+        timeout_seconds = _timeout_seconds(timeout_seconds, timeout)
         check_max_attempts("max_attempts", max_attempts)
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
@@ -331,10 +328,7 @@ class App:
         """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
         job of ``queue`` whose type has no typed handler (the reference's Pipe mode);
         ``timeout_seconds`` (alias ``timeout``) is its execution timeout."""
-        if timeout is not None:
-            if timeout_seconds is not None:
-                raise ValidationError("timeout", "is another name for timeout_seconds; give one")
-            timeout_seconds = timeout
+        timeout_seconds = _timeout_seconds(timeout_seconds, timeout)
         check_name("queue", queue)
         check_max_attempts("max_attempts", max_attempts)
 
@@ -578,29 +572,50 @@ class App:
 
     # -- results and workflows ----------------------------------------------------------
 
-    async def result(self, job_id: str, *, timeout: float | None = None) -> Any:
+    async def result(
+        self,
+        job_id: str,
+        *,
+        timeout_seconds: float | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """The return value of job ``job_id`` (JSON decoded) once it has succeeded, waiting
-        for it up to ``timeout`` seconds (None: as long as it takes).
+        for it up to ``timeout_seconds`` (alias ``timeout``; None: as long as it takes).
 
         Raises ``JobFailedError`` (reason and error) when the job is in the DLQ,
         ``ResultUnavailableError`` when it succeeded but its value was not kept (too large,
         not JSON), ``TimeoutError`` when it has not finished in time, and ``NotFoundError``
         when no pillar holds it. Waiting is woken by the notifier (LISTEN/NOTIFY, SQLite's
         signal) as the job leaves the hot table, with a poll as fallback."""
-        return value_of(job_id, await self.wait(job_id, timeout=timeout))
+        seconds = _timeout_seconds(timeout_seconds, timeout)
+        return value_of(job_id, await self.wait(job_id, timeout_seconds=seconds))
 
-    def result_sync(self, job_id: str, *, timeout: float | None = None) -> Any:
+    def result_sync(
+        self,
+        job_id: str,
+        *,
+        timeout_seconds: float | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """``result`` for code that cannot await (on the sync client, as ``enqueue_sync``)."""
-        return self._sync_client().call(lambda app: app.result(job_id, timeout=timeout))
+        seconds = _timeout_seconds(timeout_seconds, timeout)
+        return self._sync_client().call(lambda app: app.result(job_id, timeout_seconds=seconds))
 
-    async def wait(self, job_id: str, *, timeout: float | None = None) -> JobOutcome:
+    async def wait(
+        self,
+        job_id: str,
+        *,
+        timeout_seconds: float | None = None,
+        timeout: float | None = None,
+    ) -> JobOutcome:
         """Wait until job ``job_id`` has left the hot table and return where it went (its
         pillar, result or failure), without raising for a failure; ``TimeoutError`` and
-        ``NotFoundError`` as ``result``."""
+        ``NotFoundError`` as ``result``. ``timeout_seconds`` (alias ``timeout``) as there."""
+        seconds = _timeout_seconds(timeout_seconds, timeout)
         await self.open()
         if self._waiter is None:
             self._waiter = ResultWaiter(self.backend)
-        return await self._waiter.outcome(job_id, timeout)
+        return await self._waiter.outcome(job_id, seconds)
 
     async def get_job(self, job_id: str) -> JobView | None:
         """Where job ``job_id`` is and how it is doing (``JobView``: pillar, state, attempts,
@@ -644,3 +659,12 @@ class App:
         """Run a worker until it is stopped (SIGTERM/SIGINT when installed by the CLI, or
         ``worker.stop()``), or, with ``burst=True``, until no eligible job is left."""
         await self.create_worker(**overrides).run()
+
+
+def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> float | None:
+    """``timeout_seconds``, or its older name ``timeout``; both given is a ``ValidationError``."""
+    if timeout is None:
+        return timeout_seconds
+    if timeout_seconds is not None:
+        raise ValidationError("timeout", "is another name for timeout_seconds; give one")
+    return timeout

@@ -49,9 +49,9 @@ def check_timeout(timeout: float | None) -> float | None:
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != timeout:
-        raise ValidationError("timeout", "must be a number of seconds or None")
+        raise ValidationError("timeout_seconds", "must be a number of seconds or None")
     if timeout < 0:
-        raise ValidationError("timeout", "must not be negative")
+        raise ValidationError("timeout_seconds", "must not be negative")
     return float(timeout)
 
 

@@ -5,10 +5,13 @@ options too."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -250,3 +253,43 @@ async def test_options_connection_joins_the_callers_transaction(pg_app: Any, pg_
     assert json.loads(view.payload or "") == {"user": 1, "connection": "argument"}
     assert await app.backend.job_get(many[0]) is not None
     assert await app.backend.job_get(dropped) is None
+
+
+def _concepts_blocks(marker: str) -> list[str]:
+    """The Python blocks of docs/concepts.md's "Enqueue options" section holding ``marker``."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "concepts.md").read_text("utf-8")
+    section = text.split("## Enqueue options", 1)[1].split("\n## ", 1)[0]
+    return [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if marker in b]
+
+
+async def test_the_enqueue_option_examples_in_the_concepts_doc_run_as_written(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+
+    @app.job()
+    async def send_email(to: str, subject: str) -> None: ...
+
+    await app.open()
+    parent = send_email.prepare(to="p@b.c", subject="first")
+    await app.enqueue_many([parent])
+    namespace: dict[str, Any] = {"send_email": send_email, "parent": parent}
+    blocks = _concepts_blocks("send_email")
+    assert len(blocks) == 2
+    for block in blocks:
+        code = compile(block, "concepts.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        run = eval(code, namespace)  # the block awaits: it compiles to a coroutine
+        if run is not None:
+            await run
+    # The first block: a delayed job at priority 20, and a reusable options object.
+    assert namespace["urgent"].settings.queue == "urgent"
+    assert namespace["job"].after == (parent.id,) and namespace["job"].queue == "urgent"
+    # The second: a key unique for an hour, expiring in ten minutes.
+    digest = await app.get_job(namespace["digest_id"])
+    assert digest is not None and digest.idempotency_key == "digest:ann"
+    assert digest.expires_at is not None
+    assert (digest.expires_at - digest.created_at).total_seconds() == pytest.approx(600)
+    again = await send_email.options(idempotency_key="digest:ann", unique_for_seconds=3600).enqueue(
+        to="ann@b.c", subject="your digest"
+    )
+    assert again == namespace["digest_id"] and again.duplicate

@@ -91,8 +91,12 @@ async def test_failures_timeouts_and_results_not_kept(make_app: Callable[..., Ap
     waiting = await jobs["double"].enqueue(n=1)
     with pytest.raises(TimeoutError, match=waiting):
         await app.result(waiting, timeout=0.2)
-    with pytest.raises(ValidationError, match="timeout"):
-        await app.result(waiting, timeout=-1)
+    with pytest.raises(ValidationError, match="timeout_seconds: must not be negative"):
+        await app.result(waiting, timeout=-1)  # the older name of timeout_seconds
+    with pytest.raises(ValidationError, match="timeout: is another name for timeout_seconds"):
+        await app.result(waiting, timeout=1, timeout_seconds=1)
+    with pytest.raises(TimeoutError, match=waiting):
+        await app.wait(waiting, timeout_seconds=0.05)
     with pytest.raises(NotFoundError):
         await app.result("00000000-0000-0000-0000-000000000001", timeout=1)
     async with running(app):

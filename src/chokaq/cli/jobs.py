@@ -362,7 +362,7 @@ def job_wait(
 
     async def wait(app: App) -> tuple[str, JobOutcome | JobView | None]:
         try:
-            return "finished", await app.wait(job_id, timeout=timeout)
+            return "finished", await app.wait(job_id, timeout_seconds=timeout)
         except NotFoundError:
             return "not_found", None
         except TimeoutError:
