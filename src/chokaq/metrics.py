@@ -217,6 +217,11 @@ class WorkerMetrics:
             ("schedule", "reason"),
             registry=r,
         )
+        self.expired = Counter(
+            "chokaq_expired_rescued",
+            "Pending jobs past their expiry this process's rescue dead-lettered.",
+            registry=r,
+        )
         self.zombies = Counter(
             "chokaq_zombies_rescued", "Zombie jobs this process's rescue dead-lettered.", registry=r
         )
@@ -326,6 +331,7 @@ _EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
     "conflict": WorkerMetrics._conflict,
     "circuit": WorkerMetrics._circuit,
     "zombie": lambda m, f: m.zombies.inc(),
+    "expired_rescued": lambda m, f: m.expired.inc(),
     "schedule": WorkerMetrics._schedule,
 }
 

@@ -821,7 +821,9 @@ class LimitInfo:
 @dataclass(frozen=True, slots=True)
 class Claim:
     """What a fetch claimed, and when a limit that held jobs back allows the next start
-    (``retry_at``; ``None``: nothing held back by a rate)."""
+    (``retry_at``; ``None``: nothing held back by a rate). ``expired``: the jobs it took past
+    their expiry and buried as EXPIRED instead of handing them out."""
 
     jobs: list[ClaimedJob]
     retry_at: datetime | None = None
+    expired: tuple[ClaimedJob, ...] = ()

@@ -562,3 +562,17 @@ async def test_event_stream_sends_a_snapshot(app: App) -> None:
     text = b"".join(chunks).decode()
     data = text.split("event: snapshot\ndata: ", 1)[1].split("\n", 1)[0]
     assert set(json.loads(data)) >= {"summary", "throughput", "queues", "workers", "circuits"}
+
+
+async def test_expired_jobs_are_listed_by_their_reason_and_hot_ones_show_their_expiry(
+    app: App, client: Client
+) -> None:
+    c = await client("alice")
+    late = await app.enqueue_raw("job", "{}", expires_at=datetime(2001, 1, 1, tzinfo=UTC))
+    soon = await app.enqueue_raw("job", "{}", queue="later", expires_after_seconds=600)
+    assert not await app.backend.jobs_fetch(worker_id="w-test", limit=5, queues=["default"])
+    listed = (await c.get("/api/jobs?source=dlq&reason=expired")).json()
+    assert [(j["id"], j["failure_reason"]) for j in listed["items"]] == [(late, "expired")]
+    shown = (await c.get(f"/api/jobs/{late}")).json()
+    assert shown["error"] == "Expired: not started by 2001-01-01 00:00:00 UTC"
+    assert (await c.get(f"/api/jobs/{soon}")).json()["expires_at"].endswith("Z")

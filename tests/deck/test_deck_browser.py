@@ -643,3 +643,29 @@ def test_readonly_sees_a_workflow_without_its_cancel_button(
     page.wait_for_selector(f"#workflow .wf-job[data-id='{ids['d']}'][data-state=blocked]")
     assert page.locator("#wf-cancel, #wf-actions, #confirm").count() == 0
     no_js_errors(page)
+
+
+def test_operator_finds_expired_jobs_by_reason_and_sees_a_pending_jobs_expiry(
+    login: Any, deck_server: Served
+) -> None:
+    url = deck_server.db_url
+    [late] = enqueue(
+        url, "report", [{"n": 1}], queue="stale", expires_at=datetime(2001, 1, 1, tzinfo=UTC)
+    )
+    [soon] = enqueue(url, "report", [{"n": 2}], queue="fresh", expires_after_seconds=600)
+    claimed = run(
+        lambda app: app.backend.jobs_fetch(worker_id="seed", limit=5, queues=["stale"]), url
+    )
+    assert claimed == []  # the claim buried the expired job instead of handing it out
+    page = login("alice")
+    page.click(f"#job-rows tr[data-id='{soon}']")
+    page.wait_for_selector("#insp-fields dd[data-field=expires_at]")
+    page.click("#drawer-close")
+    page.click("#source button[data-source=dlq]")
+    page.select_option("#filters select[name=reason]", "expired")
+    page.click("#filters button[type=submit]")
+    page.wait_for_selector(f"#job-rows tr[data-id='{late}']")
+    page.click(f"#job-rows tr[data-id='{late}']")
+    page.wait_for_selector("#insp-banner.dlq >> text=EXPIRED")
+    assert page.text_content("#insp-error") == "Expired: not started by 2001-01-01 00:00:00 UTC"
+    no_js_errors(page)

@@ -73,6 +73,25 @@ def test_migrate_then_enqueue_a_raw_job_with_options(cli: Cli, store: Any) -> No
     assert unknown.startswith("error: after: names jobs that are not stored")
 
 
+def test_enqueue_with_an_expiry_and_a_uniqueness_window(cli: Cli, store: Any) -> None:
+    cli("migrate")
+    args = ["enqueue", "digest", '{"user": 7}', "--idempotency-key", "digest:7"]
+    first = cli(*args, "--unique-for", "3600", "--expires-after", "600").output.strip()
+    view = on_store(store, lambda b: b.job_get(first))
+    assert view.expires_at is not None
+    assert (view.expires_at - view.created_at).total_seconds() == pytest.approx(600)
+    again = cli(*args, "--unique-for", "3600").output
+    assert again.startswith(first) and "its window is open" in again
+    late = cli("enqueue", "digest", "{}", "--queue", "stale", "--expires-at", "2001-01-01").output
+    on_store(store, lambda b: b.jobs_fetch(worker_id="w", limit=5, queues=["stale"]))
+    listed = cli("dlq", "list", "--reason", "expired").output
+    assert late.strip() in listed
+    both = cli("enqueue", "d", "{}", "--expires-after", "5", "--expires-at", "1h", expect=2)
+    assert "give --expires-after or --expires-at, not both" in both.output
+    keyless = cli("enqueue", "d", "{}", "--unique-for", "60", expect=1).output
+    assert keyless.startswith("error: unique_for_seconds: needs an idempotency_key")
+
+
 def test_migrate_reads_the_schema_from_the_environment(cli: Cli, store: Any) -> None:
     # As every other store command does: CHOKAQ_SCHEMA, not the default schema.
     env = {"CHOKAQ_SCHEMA": store.schema, "CHOKAQ_DATABASE_URL": store.url}

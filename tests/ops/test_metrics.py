@@ -78,6 +78,7 @@ def test_events_map_to_the_documented_series() -> None:
     m.on_event("deferred", {"queue": "q", "type": "t"})
     m.on_event("no_handler", {"queue": "q", "type": "new.kind"})
     m.on_event("zombie", {"job_id": "x"})
+    m.on_event("expired_rescued", {"job_id": "y"})
     m.on_event("something_new", {})  # unknown events are ignored
     text = m.render().decode()
     for line in (
@@ -89,6 +90,7 @@ def test_events_map_to_the_documented_series() -> None:
         'chokaq_jobs_deferred_total{queue="q",type="t"} 1.0',
         'chokaq_jobs_no_handler_released_total{queue="q",type="new.kind"} 1.0',
         "chokaq_zombies_rescued_total 1.0",
+        "chokaq_expired_rescued_total 1.0",
     ):
         assert line in text, line
 

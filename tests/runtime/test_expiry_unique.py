@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from chokaq import App, FailureReason, JobView, Pillar, RetryPolicy, ValidationError
+from chokaq.metrics import WorkerMetrics
 from chokaq.models import JobFilter
 
 
@@ -43,7 +44,10 @@ async def test_a_job_not_started_by_its_expiry_is_dead_lettered_not_run(
     plain = await report.enqueue(n=3)
     assert (await view(app, fresh)).expires_at is not None
     assert (await view(app, plain)).expires_at is None
-    await burst(app)
+    worker = app.create_worker(burst=True)
+    metrics = WorkerMetrics()
+    metrics.attach(worker)
+    await asyncio.wait_for(worker.run(), timeout=30)
 
     assert sorted(ran) == [2, 3]  # the expired one never ran
     dead = await view(app, late)
@@ -56,6 +60,11 @@ async def test_a_job_not_started_by_its_expiry_is_dead_lettered_not_run(
     assert (summary.succeeded_total, summary.failed_total) == (2, 1)
     throughput = await app.backend.stats_throughput()
     assert throughput.failed_5m == 1
+    # Buried by the worker's first claim, or by its rescue pass if that ran first: counted once.
+    exposition = metrics.render().decode()
+    claimed = 'chokaq_jobs_dlq_total{queue="default",reason="EXPIRED",type="report"} 1.0'
+    rescued = "chokaq_expired_rescued_total 1.0"
+    assert (claimed in exposition) != (rescued in exposition), exposition
     page = await app.backend.jobs_page(
         pillar=Pillar.DLQ, filter=JobFilter(failure_reason=FailureReason.EXPIRED)
     )

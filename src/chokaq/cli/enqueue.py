@@ -24,6 +24,22 @@ __all__ = ["COMMANDS"]
     help="When the job is due: ISO date/time (UTC when naive) or a time from now (2h, 30m).",
 )
 @click.option("--idempotency-key", help="Skip the enqueue while a job with this key is active.")
+@click.option(
+    "--unique-for",
+    type=float,
+    metavar="SECONDS",
+    help="With --idempotency-key: skip it for this long after the first, even once it finished.",
+)
+@click.option(
+    "--expires-after",
+    type=float,
+    metavar="SECONDS",
+    help="Not started within this many seconds, the job goes to the DLQ as EXPIRED.",
+)
+@click.option(
+    "--expires-at",
+    help="Not started by then (ISO date/time, UTC when naive, or 2h, 30m from now): EXPIRED.",
+)
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--max-attempts", type=int, help="Executions allowed, the first included.")
 @click.option("--timeout", type=float, help="Execution timeout in seconds.")
@@ -44,6 +60,9 @@ def enqueue(
     delay: float | None,
     run_at: str | None,
     idempotency_key: str | None,
+    unique_for: float | None,
+    expires_after: float | None,
+    expires_at: str | None,
     tags: tuple[str, ...],
     max_attempts: int | None,
     timeout: float | None,
@@ -60,6 +79,8 @@ def enqueue(
       chokaq enqueue send_receipt '{"order_id": 42}' --queue emails --delay 60 \\
           --database postgresql://app@db/app
       chokaq enqueue publish '{}' --after 0190d1c2-... --after 0190d1c3-...
+      chokaq enqueue digest '{"user": 7}' --idempotency-key digest:7 --unique-for 3600 \
+          --expires-after 600
     """
     try:
         check_payload("payload", payload)  # strict JSON, before the database is opened
@@ -67,11 +88,16 @@ def enqueue(
         raise click.BadParameter(exc.limit, param_hint="PAYLOAD") from None
     if delay is not None and run_at is not None:
         raise click.UsageError("give --delay or --run-at, not both")
+    if expires_after is not None and expires_at is not None:
+        raise click.UsageError("give --expires-after or --expires-at, not both")
     options: dict[str, Any] = {
         "queue": queue,
         "delay": delay,
         "run_at": parse_when(run_at, param="--run-at", ahead=True),
         "idempotency_key": idempotency_key,
+        "unique_for_seconds": unique_for,
+        "expires_after_seconds": expires_after,
+        "expires_at": parse_when(expires_at, param="--expires-at", ahead=True),
         "tags": tags,
         "created_by": created_by,
         "max_attempts": max_attempts,
@@ -83,7 +109,8 @@ def enqueue(
     app = make_app(app_spec, database, schema)
     job_id = run_with_app(app, lambda a: a.enqueue_raw(job_type, payload, **options))
     if job_id.duplicate:
-        click.echo(f"{job_id} (duplicate: a job with this idempotency key is still active)")
+        held = "its window is open" if unique_for is not None else "it is still active"
+        click.echo(f"{job_id} (duplicate: the job with this idempotency key; {held})")
     else:
         click.echo(job_id)
 

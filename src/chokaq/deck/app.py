@@ -109,6 +109,8 @@ async def page(request: Request) -> Response:
             "user": principal.name,
             "role": principal.role.value,
             "title": state.title,
+            # The DLQ's reason filter, from the enum itself (one list, never a copy).
+            "reasons": " ".join(api.REASONS),
         },
     )
     response.set_cookie(

@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from ..logs import Event, log_event
-from ..models import ClaimedJob, JobStatus
+from ..models import ClaimedJob, FailureReason, JobStatus
 from ..storage import Backend
 from .circuit import CircuitBreakers
 from .registry import Registry
@@ -43,6 +43,7 @@ class Claims:
         *,
         worker_id: str,
         launch: Callable[[ClaimedJob, float], None],
+        emit: Callable[..., None] = lambda name, **fields: None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -51,6 +52,7 @@ class Claims:
         self.registry = registry
         self.worker_id = worker_id
         self.launch = launch
+        self.emit = emit  # the worker's events: metrics count the expired jobs a claim buried
         # When a rate limit that held jobs back in the last claim allows the next start.
         self.retry_at: datetime | None = None
 
@@ -78,6 +80,15 @@ class Claims:
             )
             jobs = claim.jobs
             self.retry_at = claim.retry_at
+            for job in claim.expired:
+                self.emit(
+                    "failed",
+                    reason=FailureReason.EXPIRED,
+                    duration=None,
+                    job_id=job.id,
+                    type=job.type,
+                    queue=job.queue,
+                )
             for job in jobs:
                 self.launch(job, sent)
             got = len(jobs)

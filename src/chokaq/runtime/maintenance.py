@@ -174,6 +174,8 @@ class Maintenance:
                 count=len(result.expired),
                 ids=",".join(result.expired[:20]),
             )
+            for job_id in result.expired:
+                self.events.emit("expired_rescued", job_id=job_id)
 
     async def close(self) -> None:
         """Release the term at once (clean shutdown), so a successor need not wait it out. A

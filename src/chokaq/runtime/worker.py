@@ -244,6 +244,7 @@ class Worker(Generic[H]):
             self.registry,
             worker_id=self.id,
             launch=self._launch,
+            emit=self.emit,
         )
         self.burst = BurstWatch(backend, settings, self.circuits, self.executor)
         notifier = backend.notifier()

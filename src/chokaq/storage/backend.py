@@ -309,6 +309,7 @@ class Backend(
         clock = checks.now(now)
         if limit == 0 or names == []:
             return Claim([])
+        buried: list[ClaimedJob] = []
         for _ in range(EXPIRED_REFILLS):
             retry_at = None
             if (await self._active_limits()).apply_to(names):
@@ -330,13 +331,14 @@ class Backend(
             if not expired:
                 break
             await self._expire(expired, clock)
+            buried += expired
             gone = {job.id for job in expired}
             jobs = [job for job in jobs if job.id not in gone]
             if jobs:
                 break
             # Every job claimed had expired: claim again, or the worker would wait for a
             # wake-up with jobs still pending behind them.
-        return Claim(jobs, retry_at)
+        return Claim(jobs, retry_at, tuple(buried))
 
     async def _expire(self, jobs: list[ClaimedJob], now: datetime | None) -> None:
         """Bury claimed jobs that were not started by their expiry as EXPIRED, under the

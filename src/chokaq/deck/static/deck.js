@@ -8,9 +8,7 @@
   var base = document.querySelector('meta[name="deck-base"]').content;
   var csrf = document.querySelector('meta[name="csrf-token"]').content;
   var isAdmin = document.body.dataset.role === "admin";
-  var REASONS = ["max_retries_exceeded", "cancelled", "zombie", "rejected", "throttled",
-    "fatal_error", "timeout", "transient", "heartbeat_failure", "retry_lifetime_expired",
-    "dependency_failed"];
+  var REASONS = (document.body.dataset.reasons || "").split(" ").filter(Boolean);
 
   var state = {
     source: "active", page: 1, pages: 1, selected: new Set(), job: null,
@@ -1062,7 +1060,7 @@
 
   var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "partition", "priority", "tags",
     "parents_left", "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
-    "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "started_at",
+    "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "expires_at", "started_at",
     "heartbeat_at", "updated_at", "finished_at", "failed_at", "duration_seconds", "cancel_requested_at"];
 
   function openJob(id) {
