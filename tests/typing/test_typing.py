@@ -1,9 +1,12 @@
-"""Typed handles, proved with mypy: every file under ``pass/`` type-checks clean, and every
-file under ``fail/`` reports, on each line marked ``# E: <code>``, an error of that code, and no
-error anywhere else. pyright is not a dependency; mypy is the checker of the house."""
+"""Typed handles, proved with mypy and pyright: every file under ``pass/`` type-checks clean
+under both, in strict mode, and every file under ``fail/`` reports, on each line marked
+``# E: <code>``, an error (of that code, for mypy, whose codes the marks name), and no error
+anywhere else. mypy is the checker of the house; pyright (a dev dependency, through its PyPI
+wrapper) is what editors run."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -73,3 +76,57 @@ def test_each_fail_file_reports_the_marked_errors_and_no_other(path: Path) -> No
     missing = {n: code for n, code in expected.items() if code not in found.get(n, set())}
     unexpected = {n: codes for n, codes in found.items() if n not in expected}
     assert not missing and not unexpected, (missing, unexpected, result.stdout)
+
+
+def pyright(path: Path, tmp: Path) -> tuple[int, dict[int, list[str]]]:
+    """pyright's exit code and its errors by line, strict, with chokaq's source on its path."""
+    config = tmp / "pyrightconfig.json"
+    config.write_text(
+        json.dumps(
+            {
+                "pythonVersion": "3.11",
+                "typeCheckingMode": "strict",
+                "extraPaths": [str(SRC)],
+                "pythonPath": sys.executable,
+            }
+        )
+    )
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("pyright")),
+            "-p",
+            str(config),
+            "--outputjson",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        timeout=300,
+    )
+    report = json.loads(result.stdout)
+    found: dict[int, list[str]] = {}
+    for d in report["generalDiagnostics"]:
+        if d["severity"] == "error":
+            found.setdefault(d["range"]["start"]["line"] + 1, []).append(d["message"])
+    return result.returncode, found
+
+
+@pytest.mark.parametrize("path", sorted((HERE / "pass").glob("*.py")), ids=lambda p: p.name)
+def test_the_pass_files_type_check_under_pyright(path: Path, tmp_path: Path) -> None:
+    code, found = pyright(path, tmp_path)
+    assert (code, found) == (0, {})
+
+
+@pytest.mark.parametrize("path", sorted((HERE / "fail").glob("*.py")), ids=lambda p: p.name)
+def test_each_fail_file_fails_under_pyright_on_the_marked_lines_only(
+    path: Path, tmp_path: Path
+) -> None:
+    marked = {
+        number
+        for number, text in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if MARK.search(text)
+    }
+    code, found = pyright(path, tmp_path)
+    assert code == 1
+    assert set(found) == marked, found
