@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chokaq import App, JobContext, JobFailedError, RetryPolicy
+from chokaq import App, FailureReason, JobContext, JobFailedError, RetryPolicy
 from chokaq.testing import run_until_idle
 
 SLOW_RETRY = RetryPolicy(max_attempts=3, base_delay_seconds=600, jitter_seconds=0)
@@ -203,3 +204,24 @@ async def test_run_until_idle_on_an_in_memory_app_sees_enqueue_sync_jobs() -> No
         await record.enqueue(n=2, delay=30)
         drained = await run_until_idle(app)
     assert ran == [1, 2] and drained.succeeded == 2
+
+
+async def test_an_expiry_moves_with_its_jobs_due_time(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job()
+    async def report(name: str) -> None:
+        ran.append(name)
+
+    await app.open()
+    kept = await report.options(delay_seconds=3600, expires_after_seconds=7200).enqueue(name="a")
+    late = await report.options(expires_at=datetime.now(UTC) - timedelta(seconds=1)).enqueue(
+        name="b"
+    )
+    drained = await run_until_idle(app)
+    assert ran == ["a"] and (drained.succeeded, drained.failed) == (1, 1)
+    assert drained.advanced_seconds > 3500  # an hour, less what real time passed meanwhile
+    assert (await app.get_job(kept)).pillar.value == "archive"  # type: ignore[union-attr]
+    dead = await app.get_job(late)
+    assert dead is not None and dead.failure_reason is FailureReason.EXPIRED
