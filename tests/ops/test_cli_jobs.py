@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,18 @@ def test_show_a_pending_job_then_its_result_and_wait_prints_it(store: Store) -> 
         "failure_reason": None,
         "error": None,
     }
+
+
+def test_show_says_when_a_pending_job_expires(store: Store) -> None:
+    [job_id] = enqueue(
+        store, lambda h: [h["summary"].options(expires_after_seconds=600).prepare(n=1)]
+    )
+    shown = chokaq(store, "job", "show", job_id).stdout
+    assert field(shown, "expires").endswith("UTC (not started by then: DLQ)")
+    shape = show(store, job_id)
+    created = datetime.fromisoformat(shape["created_at"])
+    expires = datetime.fromisoformat(shape["expires_at"])
+    assert (expires - created).total_seconds() == pytest.approx(600)
 
 
 def test_a_failed_job_shows_its_error_and_wait_exits_1(store: Store) -> None:

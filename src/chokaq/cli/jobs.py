@@ -146,6 +146,7 @@ def _rows(view: JobView) -> list[tuple[str, str | Text]]:
         ("idempotency key", view.idempotency_key),
         ("created", _utc(view.created_at)),
         ("scheduled", view.scheduled_at and _utc(view.scheduled_at)),
+        ("expires", view.expires_at and f"{_utc(view.expires_at)} (not started by then: DLQ)"),
         ("started", view.started_at and _utc(view.started_at)),
         ("heartbeat", view.heartbeat_at and _utc(view.heartbeat_at)),
         ("updated", view.updated_at and _utc(view.updated_at)),
