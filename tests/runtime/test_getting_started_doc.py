@@ -1,5 +1,5 @@
-"""docs/getting-started.md's Python blocks run as written, on both backends: the handlers it
-declares, and every enqueue of its "Enqueue" section (the caller's transaction on PostgreSQL,
+"""docs/getting-started.md's Python blocks, and the README's first one, run as written on both
+backends: the handlers they declare, and every enqueue (the caller's transaction on PostgreSQL,
 where a caller's connection can carry one)."""
 
 from __future__ import annotations
@@ -73,5 +73,22 @@ async def test_the_getting_started_blocks_run_as_written(store: Any) -> None:
         # What the prose says the types check, checked at run time too.
         with pytest.raises(ValidationError, match="arguments"):
             await send_email.enqueue(too="x")  # type: ignore[call-arg]
+    finally:
+        await app.close()
+
+
+async def test_the_readmes_thirty_seconds_run_as_written(store: Any) -> None:
+    readme = DOC.parents[1] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text("utf-8"), re.S)
+    [block] = [b for b in blocks if "## " not in b and "send_email.options(" in b]
+    doc_app = 'App("sqlite:///jobs.db")'
+    assert doc_app in block
+    ours = f"App({store.url!r}, schema={store.schema!r}, auto_migrate=True)"
+    namespace: dict[str, Any] = {}
+    await _run(block.replace(doc_app, ours), namespace)
+    app: App = namespace["app"]
+    try:
+        assert not namespace["job_id"].duplicate
+        assert (await app.backend.stats_summary()).pending == 3
     finally:
         await app.close()
