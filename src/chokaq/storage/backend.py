@@ -341,9 +341,7 @@ class Backend(
         return Claim(jobs, retry_at, tuple(buried))
 
     async def _expire(self, jobs: list[ClaimedJob], now: datetime | None) -> None:
-        """Bury claimed jobs that were not started by their expiry as EXPIRED, under the
-        leases just minted (a fail move: counters and buckets as for any failure). A move that
-        fails leaves them claimed: rescue puts them back, and the next claim buries them."""
+        """Bury claimed jobs that were not started by their expiry as EXPIRED."""
         moves: list[Move] = [
             FailMove(
                 lease=job.lease,
@@ -358,21 +356,11 @@ class Backend(
             count=len(jobs),
             job_ids=",".join(job.id for job in jobs[:10]),
         )
-        try:
-            await self.driver.jobs_finalize(moves, now)
-        except Exception as exc:
-            log_event(
-                Event.JOB_EXPIRED,
-                "could not dead-letter expired jobs; they stay claimed for rescue",
-                level=WARNING,
-                error=str(self.driver.translate(exc)),
-            )
+        await self._bury_claimed(moves, Event.JOB_EXPIRED, "dead-letter expired jobs", now)
 
     async def _reject_undecodable(self, rows: list[UndecodableRow], now: datetime | None) -> None:
-        """Bury claimed rows that cannot be decoded as REJECTED, under the leases just minted
-        (a fail move: counters and buckets as for any failure). If that fails too, the rows
-        stay claimed and rescue puts them back, to be rejected by the next claim; the healthy
-        jobs of the batch are returned either way."""
+        """Bury claimed rows that cannot be decoded as REJECTED; the healthy jobs of the batch
+        are returned either way."""
         moves: list[Move] = [
             FailMove(
                 lease=row.lease,
@@ -381,7 +369,6 @@ class Backend(
             )
             for row in rows
         ]
-        moves = checks.moves(moves, len(moves))  # the error text made storable
         for row in rows:
             log_event(
                 Event.JOB_ROW_UNDECODABLE,
@@ -390,19 +377,29 @@ class Backend(
                 job_id=row.lease.job_id,
                 error=row.error,
             )
+        await self._bury_claimed(moves, Event.JOB_ROW_UNDECODABLE, "reject undecodable rows", now)
+
+    async def _bury_claimed(
+        self, moves: list[Move], event: Event, what: str, now: datetime | None
+    ) -> None:
+        """Move claimed rows to the DLQ under the leases their claim just minted (fail moves:
+        counters and buckets as for any failure). A move that fails, or is not applied, leaves
+        its row claimed: rescue puts it back, and the next claim buries it; this never raises
+        (the claim's healthy jobs are handed out regardless)."""
+        moves = checks.moves(moves, len(moves))  # the error text made storable
         try:
             applied = await self.driver.jobs_finalize(moves, now)
-        except Exception as exc:  # the healthy jobs are claimed: hand them out regardless
-            stuck, error = rows, str(self.driver.translate(exc))
+        except Exception as exc:
+            stuck, error = moves, str(self.driver.translate(exc))
         else:
-            stuck = [row for row, done in zip(rows, applied, strict=True) if not done]
+            stuck = [move for move, done in zip(moves, applied, strict=True) if not done]
             error = "the move to the DLQ was not applied (is the id there already?)"
         if stuck:
             log_event(
-                Event.JOB_ROW_UNDECODABLE,
-                "could not reject undecodable rows; they stay claimed for rescue",
+                event,
+                f"could not {what}; they stay claimed for rescue",
                 level=WARNING,
-                job_ids=",".join(row.lease.job_id for row in stuck),
+                job_ids=",".join(move.lease.job_id for move in stuck),
                 error=error,
             )
 

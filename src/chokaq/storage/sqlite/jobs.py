@@ -647,42 +647,47 @@ def rescue(
             ).fetchall()
         ]
         counters = Counters(now)
-        zombies = []
         candidates = conn.execute(
             q["jobs_rescue_zombie_candidates"], {"now": now, "timeout": processing_timeout}
         ).fetchall()
-        for job_id, timeout in candidates:
-            error = f"Zombie: heartbeat expired (no heartbeat for more than {timeout:g} s)"
+
+        def bury(job_id: str, status: JobStatus, reason: FailureReason, error: str) -> bool:
             params = {
                 "id": job_id,
-                "status": int(JobStatus.PROCESSING),
-                "reason": int(FailureReason.ZOMBIE),
+                "status": int(status),
+                "reason": int(reason),
                 "error": error,
                 "actor": None,
                 "now": now,
             }
             queue = move_by_status(db, params, moved)
             if queue is not None:
-                zombies.append(job_id)
-                counters.outcome(queue, FailureReason.ZOMBIE)
-        expired = []
-        candidates = conn.execute(
+                counters.outcome(queue, reason)
+            return queue is not None
+
+        zombies = [
+            job_id
+            for job_id, timeout in candidates
+            if bury(
+                job_id,
+                JobStatus.PROCESSING,
+                FailureReason.ZOMBIE,
+                f"Zombie: heartbeat expired (no heartbeat for more than {timeout:g} s)",
+            )
+        ]
+        expiring = conn.execute(
             q["jobs_rescue_expired_candidates"], {"now": now, "limit": EXPIRE_BATCH}
         ).fetchall()
-        for job_id, expires_at in candidates:
-            when = from_ts(expires_at)
-            params = {
-                "id": job_id,
-                "status": int(JobStatus.PENDING),
-                "reason": int(FailureReason.EXPIRED),
-                "error": f"Expired: not started by {when:%Y-%m-%d %H:%M:%S} UTC",
-                "actor": None,
-                "now": now,
-            }
-            queue = move_by_status(db, params, moved)
-            if queue is not None:
-                expired.append(job_id)
-                counters.outcome(queue, FailureReason.EXPIRED)
+        expired = [
+            job_id
+            for job_id, expires_at in expiring
+            if bury(
+                job_id,
+                JobStatus.PENDING,
+                FailureReason.EXPIRED,
+                f"Expired: not started by {from_ts(expires_at):%Y-%m-%d %H:%M:%S} UTC",
+            )
+        ]
         counters.write(db)
         return requeued, zombies, expired, moved
 
