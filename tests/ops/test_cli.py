@@ -292,7 +292,4 @@ def test_every_store_command_takes_app_database_and_schema() -> None:
         ):
             continue
         out = CliRunner().invoke(main, [*command, "--help"]).output
-        if command[0] == "worker":
-            assert "--app" in out and "--database" in out
-            continue
         assert all(opt in out for opt in ("--app", "--database", "--schema")), command

@@ -150,6 +150,27 @@ def test_show_a_pending_job_then_its_result_and_wait_prints_it(store: Store) -> 
     }
 
 
+def test_the_worker_takes_schema_as_every_store_command_does(store: Store) -> None:
+    # Without CHOKAQ_SCHEMA the ops app is on the default schema; --schema points the worker
+    # at the store's own (on PostgreSQL a private schema, so a worker that ignored the option
+    # would find nothing to run there).
+    [job_id] = enqueue(store, lambda h: [h["summary"].prepare(n=2)])
+    env = {k: v for k, v in environment(store).items() if k != "CHOKAQ_SCHEMA"}
+    done = subprocess.run(
+        argv("worker", "--app", APP, "--schema", store.schema, "--burst"),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert (show(store, job_id)["pillar"], show(store, job_id)["state"]) == (
+        "archive",
+        "succeeded",
+    )
+
+
 def test_show_says_when_a_pending_job_expires(store: Store) -> None:
     [job_id] = enqueue(
         store, lambda h: [h["summary"].options(expires_after_seconds=600).prepare(n=1)]

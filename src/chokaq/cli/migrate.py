@@ -7,7 +7,7 @@ import asyncio
 
 import click
 
-from .options import load_app, logged
+from .options import load_app, logged, schema_option
 
 __all__ = ["COMMANDS"]
 
@@ -15,12 +15,7 @@ __all__ = ["COMMANDS"]
 @click.command()
 @click.option("--app", "app_spec", help="An App as module:attribute (for its URL and schema).")
 @click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Database URL.")
-@click.option(
-    "--schema",
-    envvar="CHOKAQ_SCHEMA",
-    default=None,
-    help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
-)
+@schema_option
 @logged
 def migrate(app_spec: str | None, database: str | None, schema: str | None) -> None:
     """Apply pending migrations (safe to run from several processes at once).

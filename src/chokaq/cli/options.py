@@ -45,6 +45,7 @@ __all__ = [
     "parse_when",
     "rate_option",
     "run_with_app",
+    "schema_option",
     "store_options",
 ]
 
@@ -60,14 +61,19 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=None)
 
 
-def store_options(fn: F) -> F:
-    """Add ``--app``, ``--database`` and ``--schema`` to a command."""
-    fn = click.option(
+def schema_option(fn: F) -> F:
+    """Add ``--schema`` (default ``$CHOKAQ_SCHEMA``, else the App's, else ``chokaq``)."""
+    return click.option(
         "--schema",
         envvar="CHOKAQ_SCHEMA",
         default=None,
         help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
     )(fn)
+
+
+def store_options(fn: F) -> F:
+    """Add ``--app``, ``--database`` and ``--schema`` to a command."""
+    fn = schema_option(fn)
     fn = click.option(
         "--database",
         envvar="CHOKAQ_DATABASE_URL",

@@ -14,7 +14,7 @@ from ..http import worker_ops
 from ..logs import configure_logging
 from ..runtime.burst import EXIT_WORK_LEFT, describe
 from ..runtime.worker import Worker
-from .options import load_app
+from .options import make_app, schema_option
 
 __all__ = ["COMMANDS", "run_worker_process"]
 
@@ -39,6 +39,7 @@ async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
 @click.command()
 @click.option("--app", "app_spec", required=True, help="The App to run, as module:attribute.")
 @click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Override the App's database URL.")
+@schema_option
 @click.option(
     "--queues",
     help="Comma-separated queues to work; '*' for every queue. Default: the queues the app's "
@@ -66,6 +67,7 @@ async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
 def worker(
     app_spec: str,
     database: str | None,
+    schema: str | None,
     queues: str | None,
     concurrency: int | None,
     prefetch: int | None,
@@ -82,7 +84,7 @@ def worker(
       chokaq worker --app myproject.jobs:app --queues emails --concurrency 20
     """
     configure_logging(json_lines=json_logs)
-    app = load_app(app_spec, database)
+    app = make_app(app_spec, database, schema)
     if do_migrate:
         app.auto_migrate = True
     overrides: dict[str, Any] = {"burst": burst}
