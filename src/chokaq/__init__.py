@@ -63,4 +63,6 @@ __all__ = [
     "current_job",
 ]
 
+# The one place the version is written: pyproject.toml reads it at build time, and
+# `chokaq --version` prints the installed distribution's, which is this.
 __version__ = "0.1.0"

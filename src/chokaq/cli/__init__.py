@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from .. import __version__
 from ..errors import ChokaqError, ConfigurationError
 from .options import load_app
 
@@ -39,7 +40,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="chokaq")
+# The source's own version, not the installed distribution's metadata (an editable install's
+# metadata keeps the version it was installed at).
+@click.version_option(version=__version__, prog_name="chokaq")
 def main() -> None:
     """chokaq: background jobs on PostgreSQL or SQLite.
 
