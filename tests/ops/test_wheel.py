@@ -55,6 +55,15 @@ def test_the_version_is_written_once_and_the_cli_prints_it() -> None:
     assert result.exit_code == 0 and result.output == f"chokaq, version {chokaq.__version__}\n"
 
 
+def test_the_install_instructions_name_this_version_and_no_pypi_release() -> None:
+    for doc in (REPO / "README.md", REPO / "docs" / "getting-started.md"):
+        text = doc.read_text("utf-8")
+        install = text.split("## Install", 1)[1].split("\n## ", 1)[0]
+        wheels = re.findall(r"chokaq-([^-]+)-py3-none-any\.whl", install)
+        assert wheels and set(wheels) == {chokaq.__version__}, doc.name
+        assert "pip install chokaq" not in text and "not on PyPI yet" in install, doc.name
+
+
 def test_the_licence_is_the_one_pyproject_names() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
