@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-__all__ = ["COMMANDS", "render_reference"]
+__all__ = ["CLI_ENVIRONMENT", "COMMANDS", "cli_environment", "render_reference"]
 
 HEADER = """# Configuration reference
 
@@ -166,8 +166,72 @@ def _default(field: dataclasses.Field[Any]) -> str:
     return f"`{text}`" if len(text) <= 60 else "see below"
 
 
+# What each environment variable a CLI option reads means (the options that read one are
+# found in the command tree). A test fails when an option reads a variable not described here.
+CLI_ENVIRONMENT = {
+    "CHOKAQ_DATABASE_URL": "The database URL (`sqlite:///path` or `postgresql://...`). `App()` "
+    "given no URL reads it too (else `sqlite:///chokaq.db`). For a command it is `--database`'s "
+    "default, and `--database` replaces the URL of the App `--app` names: set in a command's "
+    "environment, it wins over the App's own URL.",
+    "CHOKAQ_SCHEMA": "The PostgreSQL schema, or SQLite table prefix, a command works on; it "
+    "replaces the App's `schema=` (default `chokaq`). `App` itself does not read it: pass "
+    '`App(..., schema=os.environ.get("CHOKAQ_SCHEMA", "chokaq"))` to share it with your code.',
+}
+
+# Variables read elsewhere than by a CLI option, documented where they are used.
+OTHER_ENVIRONMENT = [
+    (
+        "`CHOKAQ_DECK_TOKEN`, `CHOKAQ_DECK_READONLY_TOKEN`, `CHOKAQ_DECK_USERS`, "
+        "`CHOKAQ_DECK_SECRET`",
+        "`chokaq deck` and `deck.serve`",
+        "The Deck's credentials and session key ([deck.md](deck.md)).",
+    ),
+    (
+        "`CHOKAQ_TEST_DATABASE_URL`",
+        "the pytest plugin",
+        "A PostgreSQL server the plugin's fixtures also run on ([testing.md](testing.md)).",
+    ),
+]
+
+
+def cli_environment() -> dict[str, list[str]]:
+    """Each environment variable a CLI option reads, with the options (``--database``) that
+    read it, found by walking the ``chokaq`` command tree."""
+    from . import main
+
+    found: dict[str, set[str]] = {}
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            names = [param.envvar] if isinstance(param.envvar, str) else param.envvar or []
+            for name in names:
+                found.setdefault(name, set()).update(param.opts)
+        if isinstance(command, click.Group):
+            for sub in command.commands.values():
+                walk(sub)
+
+    walk(main)
+    return {name: sorted(opts) for name, opts in sorted(found.items())}
+
+
+def _environment_section() -> list[str]:
+    out = [
+        "## Environment variables\n",
+        "Read by the `chokaq` commands' options (an option given on the command line wins):\n",
+        "| Variable | Option | Meaning |",
+        "|---|---|---|",
+    ]
+    for name, opts in cli_environment().items():
+        options = ", ".join(f"`{opt}`" for opt in opts)
+        out.append(f"| `{name}` | {options} | {CLI_ENVIRONMENT.get(name, '')} |")
+    out += ["", "Read elsewhere:\n", "| Variable | Read by | Meaning |", "|---|---|---|"]
+    out += [f"| {names} | {where} | {text} |" for names, where, text in OTHER_ENVIRONMENT]
+    out.append("")
+    return out
+
+
 def render_reference() -> str:
-    out = [HEADER]
+    out = [HEADER, *_environment_section()]
     for title, where, cls in _classes():
         doc = inspect.getdoc(cls) or ""
         entries = _attribute_docs(doc)
