@@ -258,6 +258,10 @@ COMMANDS = [
     ["queue", "pause"],
     ["queue", "resume"],
     ["queue", "limit"],
+    ["limits"],
+    ["limits", "list"],
+    ["limits", "set"],
+    ["limits", "reset"],
     ["schedule"],
     ["schedule", "list"],
     ["schedule", "show"],
@@ -288,6 +292,7 @@ def test_every_store_command_takes_app_database_and_schema() -> None:
             ["workflow"],
             ["dlq"],
             ["queue"],
+            ["limits"],
             ["schedule"],
         ):
             continue
