@@ -12,6 +12,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from logging import WARNING
 from pathlib import Path
 from typing import Any
 
@@ -269,6 +270,13 @@ def create_deck(
     storage (default 0.5 s). The chokaq ``app`` is opened on first use.
     """
     signer = SessionSigner(session_secret)
+    if authorizer is None and (credentials is None or not credentials.configured):
+        log_event(
+            Event.DECK_UNGUARDED,
+            "The Deck has no authorizer and no credentials: every visitor is an admin, so "
+            "whatever serves it must guard it (chokaq deck binds such a Deck to loopback only)",
+            level=WARNING,
+        )
     if authorizer is None and credentials is not None and credentials.configured:
         from .auth import env_authorizer
 
