@@ -429,3 +429,53 @@ def test_workflow_show_and_cancel(store: Store) -> None:
     assert (reasons[blocked], reasons[waiting]) == ("dependency_failed", "cancelled")
     nothing = chokaq(store, "workflow", "cancel", first, "--yes").stdout
     assert "nothing to cancel" in nothing
+
+
+def test_job_list_filters_a_pillar_and_prints_json(store: Store) -> None:
+    ids = enqueue(store, lambda h: [h["ok"].prepare(n=i) for i in range(3)])
+    [bad] = enqueue(store, lambda h: [h["poison"].prepare(n=1)])
+    listed = chokaq(store, "job", "list").stdout
+    assert all(job_id in listed for job_id in [*ids, bad]) and "active: 4 of 4" in listed
+    shape = json.loads(chokaq(store, "job", "list", "--type", "ok", "--json").stdout)
+    assert sorted(j["id"] for j in shape) == sorted(ids)
+    assert {(j["state"], j["pillar"], j["queue"]) for j in shape} == {("pending", "hot", "default")}
+    burst(store)
+    failed = json.loads(chokaq(store, "job", "list", "--in", "dlq", "--json").stdout)
+    assert [j["id"] for j in failed] == [bad] and failed[0]["failure_reason"] is not None
+    done = json.loads(
+        chokaq(store, "job", "list", "--in", "archive", "--limit", "2", "--json").stdout
+    )
+    assert len(done) == 2 and {j["state"] for j in done} == {"succeeded"}
+    refused = chokaq(store, "job", "list", "--reason", "timeout", expect=2)
+    assert "--reason applies to failed jobs only" in refused.stderr
+
+
+def test_job_retry_puts_failed_jobs_back_and_names_the_others(store: Store) -> None:
+    [bad] = enqueue(store, lambda h: [h["poison"].prepare(n=1)])
+    [fine] = enqueue(store, lambda h: [h["ok"].prepare(n=1)])
+    burst(store)
+    done = chokaq(store, "job", "retry", bad, fine, UNKNOWN, "--actor", "ops", expect=1).stdout
+    assert "retried 1, not retried 2" in done
+    assert f"{bad}: back to pending" in done
+    assert f"{fine}: already succeeded" in done and f"{UNKNOWN}: not stored" in done
+    shape = show(store, bad)
+    assert (shape["pillar"], shape["state"], shape["attempt_count"]) == ("hot", "pending", 0)
+    assert shape["last_modified_by"] == "ops"
+
+
+def test_enqueue_with_app_takes_the_handlers_queue_and_checks_its_signature(
+    store: Store, tmp_path: Path
+) -> None:
+    chokaq(store, "migrate")
+    flaky = chokaq(store, "enqueue", "flaky", '{"n": 2}', "--app", APP).stdout.strip()
+    assert show(store, flaky)["queue"] == "mail"  # the handler's queue, not 'default'
+    bad = chokaq(store, "enqueue", "flaky", '{"m": 2}', "--app", APP, expect=2).stderr
+    assert "does not fit flaky(n: int = 0)" in bad and "unknown argument(s) m" in bad
+    big = tmp_path / "payload.json"
+    big.write_text(json.dumps({"n": 7, "pad": "x" * 2_000_000}))
+    too_big = chokaq(store, "enqueue", "ok", "--payload-file", str(big), expect=2).stderr
+    assert "--payload-file" in too_big and "at most 1000000 bytes" in too_big
+    piped = chokaq(store, "enqueue", "ok", "--payload-file", "-", input='{"n": 5}').stdout
+    assert show(store, piped.strip())["payload"] == {"n": 5}
+    both = chokaq(store, "enqueue", "ok", "{}", "--payload-file", "-", input="{}", expect=2)
+    assert "give PAYLOAD or --payload-file, not both" in both.stderr

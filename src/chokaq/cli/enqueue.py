@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, TextIO
 
 import click
 
 from ..errors import ValidationError
+from ..handles import JobHandle
 from ..limits import check_payload
+from ..serializer import decode_arguments
 from .options import make_app, parse_when, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
@@ -15,9 +18,19 @@ __all__ = ["COMMANDS"]
 
 @click.command()
 @click.argument("job_type", metavar="TYPE")
-@click.argument("payload", default="{}", required=False)
-@click.option("--queue", default="default", show_default=True, help="Queue to enqueue on.")
-@click.option("--priority", type=int, help="Higher runs first (default 10).")
+@click.argument("payload", required=False)
+@click.option(
+    "--payload-file",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the JSON payload from this file ('-': standard input) instead of PAYLOAD.",
+)
+@click.option(
+    "--queue", help="Queue to enqueue on (default: the --app handler's queue, else 'default')."
+)
+@click.option(
+    "--priority", type=int, help="Higher runs first (default: the --app handler's, else 10)."
+)
+@click.option("--partition", help="The key its type's rate limit and partition cap apply per.")
 @click.option("--delay", type=float, help="Seconds to wait before the job is due.")
 @click.option(
     "--run-at",
@@ -54,9 +67,11 @@ __all__ = ["COMMANDS"]
 @store_options
 def enqueue(
     job_type: str,
-    payload: str,
-    queue: str,
+    payload: str | None,
+    payload_file: TextIO | None,
+    queue: str | None,
     priority: int | None,
+    partition: str | None,
     delay: float | None,
     run_at: str | None,
     idempotency_key: str | None,
@@ -74,6 +89,11 @@ def enqueue(
 ) -> None:
     """Enqueue a raw job: TYPE and a JSON PAYLOAD (default {}); prints the job id.
 
+    With --app, a TYPE the app has a handler for takes the handler's queue and priority
+    unless given, and its payload is checked against the handler's signature and
+    annotations first (as the worker will read it): a payload the handler could not take is
+    refused, nothing written.
+
     \b
     Example:
       chokaq enqueue send_receipt '{"order_id": 42}' --queue emails --delay 60 \\
@@ -81,17 +101,38 @@ def enqueue(
       chokaq enqueue publish '{}' --after 0190d1c2-... --after 0190d1c3-...
       chokaq enqueue digest '{"user": 7}' --idempotency-key digest:7 --unique-for 3600 \
           --expires-after 600
+      chokaq enqueue import_rows --payload-file rows.json --app myproject.jobs:app
+      produce-json | chokaq enqueue import_rows --payload-file -
     """
+    if payload_file is not None:
+        if payload is not None:
+            raise click.UsageError("give PAYLOAD or --payload-file, not both")
+        payload = payload_file.read()
+    if payload is None:
+        payload = "{}"
+    hint = "--payload-file" if payload_file is not None else "PAYLOAD"
     try:
         check_payload("payload", payload)  # strict JSON, before the database is opened
     except ValidationError as exc:
-        raise click.BadParameter(exc.limit, param_hint="PAYLOAD") from None
+        raise click.BadParameter(exc.limit, param_hint=hint) from None
     if delay is not None and run_at is not None:
         raise click.UsageError("give --delay or --run-at, not both")
     if expires_after is not None and expires_at is not None:
         raise click.UsageError("give --expires-after or --expires-at, not both")
+    app = make_app(app_spec, database, schema)
+    handle = app.handlers.get(job_type) if app_spec else None
+    if handle is not None:
+        try:  # what the worker will do with it: bind to the signature, convert the types
+            decode_arguments(handle, payload)
+        except (ValueError, TypeError) as exc:
+            raise click.BadParameter(
+                f"does not fit {job_type}{_signature(handle)}: {exc}", param_hint=hint
+            ) from None
+        queue = queue or handle.queue
+        priority = handle.priority if priority is None else priority
     options: dict[str, Any] = {
-        "queue": queue,
+        "queue": queue or "default",
+        "partition": partition,
         "delay": delay,
         "run_at": parse_when(run_at, param="--run-at", ahead=True),
         "idempotency_key": idempotency_key,
@@ -106,13 +147,22 @@ def enqueue(
     }
     if priority is not None:
         options["priority"] = priority
-    app = make_app(app_spec, database, schema)
     job_id = run_with_app(app, lambda a: a.enqueue_raw(job_type, payload, **options))
     if job_id.duplicate:
         held = "its window is open" if unique_for is not None else "it is still active"
         click.echo(f"{job_id} (duplicate: the job with this idempotency key; {held})")
     else:
         click.echo(job_id)
+
+
+def _signature(handle: JobHandle[Any, Any]) -> str:
+    """The handler's parameters as the payload gives them (its context left out)."""
+    try:  # annotations as types, not the strings of a module with postponed annotations
+        signature = inspect.signature(handle.fn, eval_str=True)
+    except Exception:  # an annotation that cannot be evaluated here: as written
+        signature = handle.signature
+    params = [p for p in signature.parameters.values() if p.name != handle.context_param]
+    return str(signature.replace(parameters=params, return_annotation=inspect.Signature.empty))
 
 
 COMMANDS = [enqueue]

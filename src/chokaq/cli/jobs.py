@@ -1,4 +1,5 @@
-"""``chokaq job show | wait | cancel``: one job wherever it lives, its result and its workflow.
+"""``chokaq job list | show | wait | cancel | retry``: jobs wherever they live, a job's result
+and its workflow.
 
 ``show`` reads a job with its relatives (``Backend.job_get_related``); ``wait`` blocks on
 ``App.wait`` (woken by LISTEN/NOTIFY or SQLite's signal, with a poll as fallback) and says how
@@ -24,7 +25,7 @@ from rich.text import Text
 from ..app import App
 from ..errors import NotFoundError
 from ..logs import log_admin
-from ..models import CancelResult, JobLink, JobOutcome, JobView, Pillar
+from ..models import CancelResult, JobFilter, JobLink, JobOutcome, JobStatus, JobView, Pillar
 from ..storage.workflows import MAX_RELATIVES
 from .options import (
     actor_name,
@@ -33,6 +34,8 @@ from .options import (
     logged,
     make_app,
     parse_job_id,
+    parse_reason,
+    parse_when,
     run_with_app,
     store_options,
 )
@@ -465,6 +468,144 @@ def job_cancel(
         len(result.cancelled) + len(result.requested),
     )
     print_cancelled(result, why)
+
+
+_PLACES = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
+_STATUSES = {s.name.lower(): s for s in JobStatus}
+_DATES = {Pillar.HOT: "created_at", Pillar.ARCHIVE: "finished_at", Pillar.DLQ: "failed_at"}
+
+
+@job.command("list")
+@click.option(
+    "--in",
+    "place",
+    type=click.Choice(sorted(_PLACES)),
+    default="active",
+    show_default=True,
+    help="Which pillar: active (hot), archive (succeeded) or dlq (failed).",
+)
+@click.option("--queue", help="Only this queue.")
+@click.option("--type", "job_type", help="Only this job type.")
+@click.option(
+    "--status", type=click.Choice(sorted(_STATUSES)), help="Only this status (active only)."
+)
+@click.option("--reason", help="Only this failure reason (dlq only; e.g. timeout, expired).")
+@click.option("--partition", help="Only this partition.")
+@click.option("--since", help="At or after (created, finished or failed): ISO time or an age.")
+@click.option("--until", help="At or before: ISO time or an age (7d: 7 days ago).")
+@click.option("--search", help="Substring of id, type, tags or error text.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of the jobs.")
+@store_options
+def job_list(
+    place: str,
+    queue: str | None,
+    job_type: str | None,
+    status: str | None,
+    reason: str | None,
+    partition: str | None,
+    since: str | None,
+    until: str | None,
+    search: str | None,
+    limit: int,
+    as_json: bool,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """List jobs of one pillar, newest first (by created, finished or failed time), up to
+    --limit; --json prints them as a JSON array of the objects 'job show --json' prints
+    (without payloads: 'job show' reads one).
+
+    \b
+    Example:
+      chokaq job list --in dlq --reason expired --since 1h --json | jq -r '.[].id'
+    """
+    pillar = _PLACES[place]
+    if status is not None and pillar is not Pillar.HOT:
+        raise click.UsageError("--status applies to active jobs only (--in active)")
+    if reason is not None and pillar is not Pillar.DLQ:
+        raise click.UsageError("--reason applies to failed jobs only (--in dlq)")
+    flt = JobFilter(
+        queue=queue,
+        type=job_type,
+        status=None if status is None else _STATUSES[status],
+        failure_reason=parse_reason(reason),
+        partition=partition,
+        since=parse_when(since, param="--since"),
+        until=parse_when(until, param="--until"),
+        search=search,
+    )
+    app = make_app(app_spec, database, schema, existing=True)
+    page = run_with_app(
+        app, lambda a: a.backend.jobs_page(pillar=pillar, filter=flt, page_size=limit)
+    )
+    if as_json:
+        click.echo(json.dumps([_job_json(v) for v in page.items], ensure_ascii=False))
+        return
+    table = Table(title=f"{place}: {len(page.items)} of {page.total} job(s)", title_justify="left")
+    for column in ("id", "state", "type", "queue", "attempts", _DATES[pillar][:-3]):
+        table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
+    for view in page.items:
+        when = getattr(view, _DATES[pillar])
+        table.add_row(
+            view.id,
+            state_style(view.state),
+            view.type,
+            view.queue,
+            str(view.attempt_count),
+            _utc(when) if when is not None else "-",
+        )
+    console().print(table)
+
+
+@job.command("retry")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=_job_ids)
+@actor_option
+@store_options
+@logged
+def job_retry(
+    job_ids: list[str],
+    actor: str | None,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Run failed jobs again: each job ID in the DLQ goes back to pending (attempts reset,
+    due now, its error kept as the last error). A job that is not in the DLQ is left alone and
+    named; 'chokaq dlq requeue' retries by filter.
+
+    \b
+    Example:
+      chokaq job retry 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
+    """
+    app = make_app(app_spec, database, schema, existing=True)
+    who = actor_name(actor)
+
+    async def retry(app: App) -> tuple[list[str], dict[str, str]]:
+        moved = await app.backend.dlq_resurrect(ids=job_ids, actor=who)
+        why: dict[str, str] = {}
+        for job_id in (i for i in job_ids if i not in set(moved)):
+            found = await app.backend.job_outcome(id=job_id)
+            if found is None:
+                why[job_id] = "not stored (never enqueued, or purged)"
+            elif found.pillar is Pillar.HOT:
+                why[job_id] = f"not failed: it is {json_value(found.status)}"
+            elif found.pillar is Pillar.ARCHIVE:
+                why[job_id] = "already succeeded"
+            else:  # it entered the DLQ again in between: retry it anew
+                why[job_id] = "back in the DLQ since; run the retry again"
+        return moved, why
+
+    moved, why = run_with_app(app, retry)
+    log_admin("cli", "jobs.retry", who, f"{len(job_ids)} id(s)", len(moved))
+    click.echo(f"retried {len(moved)}, not retried {len(why)}")
+    for job_id in moved:
+        click.echo(f"  {job_id}: back to pending")
+    for job_id, reason in why.items():
+        click.echo(f"  {job_id}: {reason}")
+    if why:
+        sys.exit(1)
 
 
 COMMANDS = [job]
