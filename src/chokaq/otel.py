@@ -1,18 +1,20 @@
 """OpenTelemetry traces and metrics, when the optional extra is installed (``chokaq[otel]``).
 
-``instrument(app)`` stamps the caller's W3C ``traceparent`` on every job enqueued through
-``app`` (in ``NewJob.trace_context``, unless already set) and wraps every execution in a span
-``chokaq.job <type>``, child of the enqueuing span and linked to it, recording the outcome and
-any exception. ``instrument_worker(worker)`` adds OpenTelemetry counters and histograms fed by
-the worker's events (the same figures as the Prometheus metrics). The SDK, exporters and
-providers are the host's to configure; this module only uses the global API, imported lazily,
-so chokaq has no hard dependency on it.
+``instrument(app)`` wraps every enqueue call through ``app`` in a PRODUCER span ``publish
+<queue>`` (one per call, however many jobs it writes), stamps that span's W3C ``traceparent``
+on each job (in ``NewJob.trace_context``, unless already set) and wraps every execution in a
+CONSUMER span ``chokaq.job <type>``, child of the enqueuing span and linked to it, recording the
+outcome and any exception. ``instrument_worker(worker)`` adds OpenTelemetry counters and
+histograms fed by the worker's events (the same figures as the Prometheus metrics). The SDK,
+exporters and providers are the host's to configure; this module only uses the global API,
+imported lazily, so chokaq has no hard dependency on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
@@ -56,12 +58,41 @@ def _stamp(jobs: list[NewJob]) -> list[NewJob]:
     ]
 
 
+@contextlib.contextmanager
+def _publish(jobs: list[NewJob]) -> Iterator[list[NewJob]]:
+    """One PRODUCER span around one enqueue call; its jobs carry its context.
+
+    One span per call, not per job (the messaging conventions allow either for a batch): a bulk
+    enqueue of 20,000 jobs makes one span, not 20,000. Without an SDK the API's no-op tracer
+    hands back a non-recording span holding the caller's context, so a job still carries the
+    caller's traceparent when there is one, and nothing when there is none.
+    """
+    trace, _propagate = _api()
+    queues = {j.queue for j in jobs}
+    attributes: dict[str, Any] = {"messaging.system": "chokaq", "messaging.operation": "publish"}
+    name = "publish"
+    if len(queues) == 1:
+        [queue] = queues
+        attributes["messaging.destination.name"] = queue
+        name = f"publish {queue}"
+    if len(jobs) == 1 and jobs[0].id is not None:
+        attributes["messaging.message.id"] = jobs[0].id
+    elif len(jobs) > 1:
+        attributes["messaging.batch.message_count"] = len(jobs)
+    tracer = trace.get_tracer(INSTRUMENTATION)
+    with tracer.start_as_current_span(name, kind=trace.SpanKind.PRODUCER, attributes=attributes):
+        yield _stamp(jobs)
+
+
 def instrument(app: App) -> None:
-    """Propagate trace context through ``app``'s jobs and trace every execution (idempotent)."""
+    """Trace every enqueue (a PRODUCER span per call) and every execution (a CONSUMER span per
+    job, child of the enqueue's span and linked to it) of ``app`` (idempotent).
+
+    Raises ``ConfigurationError`` when the ``otel`` extra is not installed."""
     if getattr(app, "_chokaq_otel", False):
         return
     _api()
-    app.before_enqueue.append(_stamp)
+    app.around_enqueue.append(_publish)
     app.middlewares.insert(0, _trace_job)
     app._chokaq_otel = True  # type: ignore[attr-defined]
 
