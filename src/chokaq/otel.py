@@ -71,20 +71,33 @@ def _publish(jobs: list[NewJob]) -> Iterator[list[NewJob]]:
     caller's traceparent when there is one, and nothing when there is none.
     """
     trace, _propagate = _api()
+    tracer = trace.get_tracer(INSTRUMENTATION)
+    attributes = {"messaging.system": "chokaq", "messaging.operation": "publish"}
+    with tracer.start_as_current_span(
+        "publish", kind=trace.SpanKind.PRODUCER, attributes=attributes
+    ) as span:
+        # What needs a look at every job is done only for a span that is recorded: with no
+        # SDK, or sampled out, a bulk enqueue costs no pass over its jobs here. The price: a
+        # sampler sees the queue only after its decision.
+        if span.is_recording():
+            batch = _batch_attributes(jobs)
+            span.set_attributes(batch)
+            queue = batch.get("messaging.destination.name")
+            if queue is not None:
+                span.update_name(f"publish {queue}")
+        yield _stamp(jobs)
+
+
+def _batch_attributes(jobs: list[NewJob]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {}
     queues = {j.queue for j in jobs}
-    attributes: dict[str, Any] = {"messaging.system": "chokaq", "messaging.operation": "publish"}
-    name = "publish"
     if len(queues) == 1:
-        [queue] = queues
-        attributes["messaging.destination.name"] = queue
-        name = f"publish {queue}"
+        [attributes["messaging.destination.name"]] = queues
     if len(jobs) == 1 and jobs[0].id is not None:
         attributes["messaging.message.id"] = jobs[0].id
     elif len(jobs) > 1:
         attributes["messaging.batch.message_count"] = len(jobs)
-    tracer = trace.get_tracer(INSTRUMENTATION)
-    with tracer.start_as_current_span(name, kind=trace.SpanKind.PRODUCER, attributes=attributes):
-        yield _stamp(jobs)
+    return attributes
 
 
 def instrument(app: App) -> None:
