@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, overload
 
@@ -75,8 +76,10 @@ __all__ = [
 
 DEFAULT_URL = "sqlite:///chokaq.db"
 
-# Observability hooks (chokaq.metrics, chokaq.otel): rewrite jobs before they are written (to
-# stamp a trace context), and hear what was written (to count enqueues).
+# Observability hooks (chokaq.metrics, chokaq.otel): wrap a whole enqueue call (a tracing span
+# around it, which may rewrite the jobs to carry its context), rewrite jobs before they are
+# written, and hear what was written (to count enqueues).
+AroundEnqueue = Callable[[list[NewJob]], AbstractContextManager[list[NewJob]]]
 BeforeEnqueue = Callable[[list[NewJob]], list[NewJob]]
 AfterEnqueue = Callable[[Sequence[NewJob], Sequence[EnqueueResult]], None]
 
@@ -123,6 +126,7 @@ class App:
         self.pipes: dict[str, PipeHandle] = {}
         self.middlewares: list[Middleware] = []
         self.periodics: dict[str, ScheduleDeclaration] = {}
+        self.around_enqueue: list[AroundEnqueue] = []
         self.before_enqueue: list[BeforeEnqueue] = []
         self.after_enqueue: list[AfterEnqueue] = []
         self._backend: Backend | None = None
@@ -466,6 +470,15 @@ class App:
     async def enqueue_many(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[JobId]:
         """Enqueue prepared jobs (``handle.prepare(...)``, ``app.raw(...)``), all or none: every
         job is checked before anything is written, and the batch commits as one transaction."""
+        if not self.around_enqueue:  # the common case: no list copy, no context to enter
+            return await self._enqueue_many(jobs, connection)
+        with contextlib.ExitStack() as stack:
+            wrapped = list(jobs)
+            for around in self.around_enqueue:
+                wrapped = stack.enter_context(around(wrapped))
+            return await self._enqueue_many(wrapped, connection)
+
+    async def _enqueue_many(self, jobs: Sequence[NewJob], connection: Any) -> list[JobId]:
         await self.open()
         for before in self.before_enqueue:
             jobs = before(list(jobs))
@@ -526,6 +539,7 @@ class App:
         )
         copy.handlers = self.handlers
         copy.pipes = self.pipes
+        copy.around_enqueue = self.around_enqueue
         copy.before_enqueue = self.before_enqueue
         copy.after_enqueue = self.after_enqueue
         return copy

@@ -151,16 +151,24 @@ def deck_routes(
     *,
     health_settings: health.HealthSettings | None = None,
     metrics_settings: MetricsSettings | None = None,
+    guard: Callable[[Any], Awaitable[bool]] | None = None,
 ) -> list[Any]:
     """Starlette routes for The Deck: ``/metrics`` (database-derived gauges and the Deck's own
-    storage latency), ``/health/live`` and ``/health/ready`` (storage, schema, queue lag)."""
+    storage latency), ``/health/live`` and ``/health/ready`` (storage, schema, queue lag).
+
+    ``guard(request)``, when given, must return True for ``/metrics`` and ``/health/ready`` to
+    answer (else 401): they name queues and schedules. ``/health/live`` answers everyone; it
+    says only that the process answers."""
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
     store = StoreMetrics(app, metrics_settings)
+    refused = {"error": "authentication required"}
 
     async def metrics_page(request: Request) -> Response:
+        if guard is not None and not await guard(request):
+            return JSONResponse(refused, status_code=401)
         return Response(await store.render(), media_type=CONTENT_TYPE)
 
     async def live(request: Request) -> Response:
@@ -168,6 +176,8 @@ def deck_routes(
         return JSONResponse(report.as_json(), status_code=report.http_status)
 
     async def ready(request: Request) -> Response:
+        if guard is not None and not await guard(request):
+            return JSONResponse(refused, status_code=401)
         report = await health.readiness(app, settings=health_settings)
         return JSONResponse(report.as_json(), status_code=report.http_status)
 

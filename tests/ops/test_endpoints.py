@@ -1,13 +1,16 @@
 """Metrics and health endpoints over HTTP: a real worker subprocess with --metrics-port,
-scraped with httpx after a known workload; the Deck's routes through ASGI."""
+scraped with httpx after a known workload; the Deck's routes through ASGI, and ``chokaq deck``
+as a subprocess serving them behind its login."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,3 +211,93 @@ async def test_deck_routes_serve_store_metrics_and_health(store: Any) -> None:
             assert (await http.get("/health/live")).json()["status"] == "healthy"
     finally:
         await app.close()
+
+
+@pytest.fixture
+def deck_process(tmp_path: Path) -> Iterator[Any]:
+    """``deck(*flags, **env)``: ``chokaq deck`` as a subprocess on a free loopback port against
+    the SQLite file ``tmp_path/deck.db``, with only the Deck credentials given in ``env``;
+    returns its base URL once it answers. Every one started is stopped at the end."""
+    url = f"sqlite:///{tmp_path / 'deck.db'}"
+    started: list[subprocess.Popen[bytes]] = []
+
+    def deck(*flags: str, **deck_env: str) -> str:
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHOKAQ_DECK_")}
+        env |= deck_env | {"PYTHONPATH": os.pathsep.join((str(REPO / "src"), str(REPO)))}
+        command = [sys.executable, "-m", "chokaq", "deck", "--database", url, "--port", str(port)]
+        with open(tmp_path / f"deck-{port}.log", "wb") as log:
+            proc = subprocess.Popen(
+                [*command, *flags], cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+        started.append(proc)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(base + "/health/live", timeout=1).status_code == 200:
+                    return base
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                text = (tmp_path / f"deck-{port}.log").read_text(errors="replace")
+                pytest.fail(f"chokaq deck did not answer:\n{text[-3000:]}")
+            time.sleep(0.1)
+
+    async def seed() -> None:
+        app = build(url)
+        try:
+            await app.enqueue_many([app.handlers["ok"].prepare(n=i) for i in range(2)])
+            await app.handlers["flaky"].enqueue(n=1)
+        finally:
+            await app.close()
+
+    asyncio.run(seed())
+    try:
+        yield deck
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def test_chokaq_deck_serves_store_metrics_and_health_behind_its_login(deck_process: Any) -> None:
+    base = deck_process(CHOKAQ_DECK_READONLY_TOKEN="tok-ro")
+    scraper = {"authorization": "Bearer tok-ro"}
+    assert httpx.get(base + "/metrics").status_code == 401  # it names the queues
+    assert httpx.get(base + "/health/ready").status_code == 401
+    assert httpx.get(base + "/metrics", headers={"authorization": "Bearer nope"}).status_code == 401
+    page = httpx.get(base + "/metrics", headers=scraper)
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/plain; version=0.0.4")
+    data = samples(page.text)
+    assert value(data, "chokaq_queue_pending", queue="default") == 2
+    assert value(data, "chokaq_queue_pending", queue="mail") == 1
+    ready = httpx.get(base + "/health/ready", headers=scraper)
+    assert ready.status_code == 200 and ready.json()["status"] == "healthy"
+    assert set(ready.json()["checks"]) == {"storage", "queue_lag", "schedules"}
+    live = httpx.get(base + "/health/live")  # no login: it says only that the Deck answers
+    assert live.status_code == 200 and live.json()["status"] == "healthy"
+
+
+def test_chokaq_deck_public_metrics_opens_metrics_and_health_only(deck_process: Any) -> None:
+    base = deck_process("--public-metrics", CHOKAQ_DECK_TOKEN="tok-admin")
+    page = httpx.get(base + "/metrics")
+    assert page.status_code == 200
+    assert value(samples(page.text), "chokaq_queue_pending", queue="default") == 2
+    assert httpx.get(base + "/health/ready").status_code == 200
+    assert httpx.get(base + "/api/overview").status_code == 401  # the Deck itself stays shut
+    assert httpx.get(base + "/", follow_redirects=False).status_code == 303  # to the login
+
+
+def test_chokaq_deck_on_loopback_without_credentials_serves_metrics_openly(
+    deck_process: Any,
+) -> None:
+    base = deck_process()  # no credentials: only loopback, where the whole Deck is open
+    assert httpx.get(base + "/metrics").status_code == 200
+    assert httpx.get(base + "/health/ready").status_code == 200

@@ -5,7 +5,9 @@ schedule gauges read from a real store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -175,28 +177,41 @@ async def test_enqueues_are_counted_by_queue_and_type_and_duplicates_apart(store
         await app.close()
 
 
-async def test_a_job_span_is_linked_to_the_span_that_enqueued_it(store: Any) -> None:
+@contextlib.contextmanager
+def _spans() -> Iterator[tuple[Any, Any]]:
+    """An SDK tracer provider with an in-memory exporter, as the global one for the block
+    (``get_tracer_provider`` patched: the real global can be set only once per process)."""
     pytest.importorskip("opentelemetry.sdk")
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from chokaq.otel import instrument
-
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
     original = trace.get_tracer_provider
     trace.get_tracer_provider = lambda: provider  # type: ignore[assignment]
     try:
+        yield provider, exporter
+    finally:
+        trace.get_tracer_provider = original  # type: ignore[assignment]
+
+
+async def test_a_job_span_is_a_child_of_the_producer_span_of_its_enqueue(store: Any) -> None:
+    from opentelemetry import trace
+
+    from chokaq.otel import instrument
+
+    with _spans() as (provider, exporter):
+        tracer = provider.get_tracer("test")
         app = build(store.url, store.schema)
         instrument(app)
         instrument(app)  # idempotent
         with tracer.start_as_current_span("checkout") as parent:
             job_id = await app.handlers["ok"].enqueue(n=1)
         untraced = await app.handlers["ok"].enqueue(n=2)
+        bulk = await app.enqueue_many([app.handlers["ok"].prepare(n=i) for i in (3, 4, 5)])
         stamped = await app.backend.job_get(job_id)
         assert stamped is not None and stamped.pillar.value == "hot"
         worker = app.create_worker()
@@ -204,24 +219,80 @@ async def test_a_job_span_is_linked_to_the_span_that_enqueued_it(store: Any) -> 
 
         async def spans() -> list[Any]:
             done = [s for s in exporter.get_finished_spans() if s.name == "chokaq.job ok"]
-            return done if len(done) == 2 else []
+            return done if len(done) == 5 else []
 
         finished = await until(spans, timeout=20)
         worker.stop()
         await asyncio.wait_for(task, timeout=20)
         await app.close()
-    finally:
-        trace.get_tracer_provider = original  # type: ignore[assignment]
+    publishes = [s for s in exporter.get_finished_spans() if s.kind is trace.SpanKind.PRODUCER]
+    # One PRODUCER span per enqueue call: the two single enqueues and the bulk one.
+    assert [s.name for s in publishes] == ["publish default"] * 3
+    first, alone, batch = publishes
+    assert first.parent is not None and first.parent.span_id == parent.get_span_context().span_id
+    assert alone.parent is None  # no span around the enqueue: the publish span is a root
+    assert dict(first.attributes or {}) == {
+        "messaging.system": "chokaq",
+        "messaging.operation": "publish",
+        "messaging.destination.name": "default",
+    }
+    assert batch.attributes is not None and batch.attributes["messaging.batch.message_count"] == 3
     by_id = {s.attributes["messaging.message.id"]: s for s in finished}
-    linked = by_id[str(job_id)]
-    parent_ctx = parent.get_span_context()
-    assert linked.context.trace_id == parent_ctx.trace_id
-    assert linked.parent is not None and linked.parent.span_id == parent_ctx.span_id
-    assert [link.context.span_id for link in linked.links] == [parent_ctx.span_id]
-    assert linked.attributes["chokaq.job.type"] == "ok"
-    assert linked.kind is trace.SpanKind.CONSUMER
-    alone = by_id[str(untraced)]
-    assert alone.parent is None and list(alone.links) == []
+    expected = {job_id: first, untraced: alone, **dict.fromkeys(bulk, batch)}
+    for jid, publish in expected.items():
+        consumer = by_id[str(jid)]
+        assert consumer.kind is trace.SpanKind.CONSUMER
+        assert consumer.attributes["chokaq.job.type"] == "ok"
+        assert consumer.context.trace_id == publish.context.trace_id
+        assert consumer.parent is not None and consumer.parent.span_id == publish.context.span_id
+        assert [link.context.span_id for link in consumer.links] == [publish.context.span_id]
+
+
+async def test_a_bulk_enqueue_over_several_queues_publishes_once_without_a_destination(
+    store: Any,
+) -> None:
+    from opentelemetry import trace
+
+    from chokaq.otel import instrument
+
+    with _spans() as (_provider, exporter):
+        app = build(store.url, store.schema)
+        instrument(app)
+        carried: set[str | None] = set()
+        app.after_enqueue.append(lambda jobs, _: carried.update(j.trace_context for j in jobs))
+        await app.enqueue_many(
+            [app.handlers["ok"].prepare(n=1), app.handlers["flaky"].prepare(n=2)]
+        )
+        await app.close()
+    [publish] = exporter.get_finished_spans()
+    assert (publish.name, publish.kind) == ("publish", trace.SpanKind.PRODUCER)
+    assert publish.attributes is not None
+    assert "messaging.destination.name" not in publish.attributes
+    assert publish.attributes["messaging.batch.message_count"] == 2
+    ctx = publish.context
+    assert carried == {f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"}
+
+
+async def test_without_an_sdk_an_enqueue_carries_only_the_callers_context(store: Any) -> None:
+    """The API's no-op tracer: no span is made, and a job carries the caller's traceparent
+    (here, a remote context a web framework would have extracted) or nothing."""
+    from opentelemetry import context, propagate
+
+    from chokaq.otel import instrument
+
+    app = build(store.url, store.schema)
+    instrument(app)
+    carried: list[str | None] = []
+    app.after_enqueue.append(lambda jobs, _: carried.extend(j.trace_context for j in jobs))
+    incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    token = context.attach(propagate.extract({"traceparent": incoming}))
+    try:
+        await app.handlers["ok"].enqueue(n=1)
+    finally:
+        context.detach(token)
+    await app.handlers["ok"].enqueue(n=2)
+    await app.close()
+    assert carried == [incoming, None]
 
 
 async def test_store_metrics_show_each_limit_without_partition_labels(store: Any) -> None:

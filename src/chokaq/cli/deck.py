@@ -15,18 +15,26 @@ __all__ = ["COMMANDS"]
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--root-path", default="", help="URL prefix when served behind a proxy.")
 @click.option("--proxy-headers", is_flag=True, help="Trust X-Forwarded-* from the proxy.")
+@click.option(
+    "--public-metrics",
+    is_flag=True,
+    help="Serve /metrics and /health/ready without the Deck's login (they name queues; by "
+    "default they take the same token or user as the Deck). /health/live never asks.",
+)
 @store_options
 def deck(
     host: str,
     port: int,
     root_path: str,
     proxy_headers: bool,
+    public_metrics: bool,
     app_spec: str | None,
     database: str | None,
     schema: str | None,
 ) -> None:
     """Serve The Deck. Outside loopback it needs CHOKAQ_DECK_TOKEN, CHOKAQ_DECK_READONLY_TOKEN
-    or CHOKAQ_DECK_USERS (see docs/deck.md).
+    or CHOKAQ_DECK_USERS (see docs/deck.md). It also serves /metrics (Prometheus),
+    /health/live and /health/ready (see docs/observability.md).
 
     \b
     Example:
@@ -37,7 +45,14 @@ def deck(
     configure_logging()
     app = make_app(app_spec, database, schema)
     click.secho(f"The Deck: http://{host}:{port}/", fg="green", bold=True)
-    deck_module.serve(app, host=host, port=port, root_path=root_path, proxy_headers=proxy_headers)
+    deck_module.serve(
+        app,
+        host=host,
+        port=port,
+        root_path=root_path,
+        proxy_headers=proxy_headers,
+        public_metrics=public_metrics,
+    )
 
 
 COMMANDS = [deck]

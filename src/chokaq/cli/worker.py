@@ -19,10 +19,20 @@ from .options import make_app, schema_option
 __all__ = ["COMMANDS", "run_worker_process"]
 
 
-async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
+async def run_worker_process(app: Any, *, otel: bool = False, **overrides: Any) -> Worker[Any]:
     """Run a worker with SIGTERM/SIGINT wired to a graceful stop (a second signal hurries);
-    returns it, stopped (``burst_left`` says what a burst run left)."""
+    returns it, stopped (``burst_left`` says what a burst run left). ``otel`` configures the
+    OpenTelemetry SDK from the environment and instruments the app and the worker; its spans
+    and metrics are flushed after the worker stops."""
+    shutdown_otel = None
+    if otel:
+        from ..otel import configure_from_env, instrument, instrument_worker
+
+        shutdown_otel = configure_from_env()
+        instrument(app)
     worker: Worker[Any] = app.create_worker(**overrides)
+    if otel:
+        instrument_worker(worker)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)
@@ -33,6 +43,8 @@ async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await app.close()
+        if shutdown_otel is not None:
+            shutdown_otel()
     return worker
 
 
@@ -64,6 +76,17 @@ async def run_worker_process(app: Any, **overrides: Any) -> Worker[Any]:
     help="Serve /metrics, /health/live and /health/ready on this port (0: any free port).",
 )
 @click.option("--metrics-host", help="Address for --metrics-port (default 127.0.0.1).")
+@click.option(
+    "--otel",
+    is_flag=True,
+    envvar="CHOKAQ_OTEL",
+    show_envvar=True,
+    help="Trace enqueues and jobs and export worker metrics with OpenTelemetry (needs "
+    "pip install 'chokaq[otel]'). The SDK is configured from the standard variables: "
+    "OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER (otlp, the default, needs "
+    "opentelemetry-exporter-otlp; console; none), OTEL_EXPORTER_OTLP_ENDPOINT, "
+    "OTEL_SERVICE_NAME (default chokaq-worker), OTEL_RESOURCE_ATTRIBUTES.",
+)
 def worker(
     app_spec: str,
     database: str | None,
@@ -76,6 +99,7 @@ def worker(
     json_logs: bool,
     metrics_port: int | None,
     metrics_host: str | None,
+    otel: bool,
 ) -> None:
     """Run jobs.
 
@@ -98,7 +122,7 @@ def worker(
         overrides["metrics_port"] = metrics_port
     if metrics_host is not None:
         overrides["metrics_host"] = metrics_host
-    ran = asyncio.run(run_worker_process(app, **overrides))
+    ran = asyncio.run(run_worker_process(app, otel=otel, **overrides))
     if ran.burst_left:
         click.echo(f"burst: work left: {describe(ran.burst_left)}", err=True)
         sys.exit(EXIT_WORK_LEFT)

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..app import App
 from ..errors import ChokaqError
+from ..http import deck_routes
 from ..logs import Event, log_event
 from . import api, audit, limits
 from .auth import (
@@ -222,7 +223,10 @@ async def events(request: Request) -> Response:
     )
 
 
-def _routes() -> list[BaseRoute]:
+def _routes(app: App, state: DeckState, public_metrics: bool) -> list[BaseRoute]:
+    async def signed_in(request: Request) -> bool:
+        return await state.principal(request) is not None
+
     routes: list[BaseRoute] = [
         Route("/", page),
         Route("/login", login_form, methods=["GET"]),
@@ -232,6 +236,9 @@ def _routes() -> list[BaseRoute]:
         Route("/api/events", events),
     ]
     routes += [Route(r.path, api.endpoint(r), methods=[r.method]) for r in ROUTES]
+    # /metrics and /health/ready name queues and schedules: behind the Deck's own login (any
+    # role; a scraper sends the read-only token as a bearer) unless the operator opened them.
+    routes += deck_routes(app, guard=None if public_metrics else signed_in)
     routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     return routes
 
@@ -259,6 +266,7 @@ def create_deck(
     poll_interval_seconds: float = 0.5,
     title: str = "chokaq",
     close_app_on_shutdown: bool = False,
+    public_metrics: bool = False,
 ) -> Starlette:
     """The Deck as an ASGI application, ready to serve or to mount under a prefix.
 
@@ -268,6 +276,11 @@ def create_deck(
     users, see ``auth.credentials_from_env``) enable the login form and the built-in authorizer
     when no ``authorizer`` is given. ``poll_interval_seconds`` is how often the live stream reads
     storage (default 0.5 s). The chokaq ``app`` is opened on first use.
+
+    It also serves ``/metrics`` (Prometheus text, read from the database), ``/health/live`` and
+    ``/health/ready`` (``chokaq.http.deck_routes``). ``/health/live`` answers everyone; the
+    other two ask for the same login as the Deck (any role) unless ``public_metrics`` is true
+    (default false), for a scraper on a private network that cannot send a token.
     """
     signer = SessionSigner(session_secret)
     if authorizer is None and (credentials is None or not credentials.configured):
@@ -303,7 +316,7 @@ def create_deck(
                     await app.close()
 
     deck = Starlette(
-        routes=_routes(),
+        routes=_routes(app, state, public_metrics),
         lifespan=lifespan,
         exception_handlers={404: _not_found, 405: _method_not_allowed, 500: _server_error},
     )

@@ -39,6 +39,7 @@ def build_server(
     proxy_headers: bool = False,
     log_level: str = "info",
     demo: bool = False,
+    public_metrics: bool = False,
 ) -> Any:
     """A ``uvicorn.Server`` for the Deck of ``app``, not started (``await server.serve()``).
 
@@ -48,7 +49,8 @@ def build_server(
     random per process when unset). Bound to anything but loopback without any of these, it
     raises ``ConfigurationError`` instead of starting. ``proxy_headers`` trusts
     X-Forwarded-Proto from the proxy so cookies get ``Secure`` behind TLS. ``demo`` only
-    changes the page title.
+    changes the page title. ``public_metrics`` serves ``/metrics`` and ``/health/ready``
+    without the login (``/health/live`` never asks for one).
     """
     import uvicorn
 
@@ -65,6 +67,7 @@ def build_server(
         credentials=credentials if credentials.configured else None,
         session_secret=os.environ.get("CHOKAQ_DECK_SECRET") or None,
         title="chokaq demo" if demo else "chokaq",
+        public_metrics=public_metrics,
     )
     deck.state.listen = {"host": host, "port": port}
     config = uvicorn.Config(
