@@ -79,9 +79,11 @@ def _when(view: JobView) -> str:
     return view.failed_at.strftime("%Y-%m-%d %H:%M:%S") if view.failed_at else "-"
 
 
-def _first_line(text: str | None, width: int = 70) -> str:
-    line = (text or "").strip().splitlines()[-1:] or [""]
-    return line[0][:width]
+def _first_line(text: str | None, width: int | None) -> str:
+    """The last line of an error (the exception's type and message), cut to ``width`` on a
+    terminal; whole when piped (``width`` None), for grep and scripts."""
+    line = ((text or "").strip().splitlines()[-1:] or [""])[0]
+    return line if width is None else line[:width]
 
 
 @click.group()
@@ -132,6 +134,8 @@ def dlq_list(
     )
     for column in ("id", "queue", "type", "reason", "attempts", "failed at", "error"):
         table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
+    out = console()
+    error_width = 70 if out.is_terminal else None
     for view in result.items:
         table.add_row(
             view.id,
@@ -140,9 +144,9 @@ def dlq_list(
             view.failure_reason.name.lower() if view.failure_reason is not None else "-",
             str(view.attempt_count),
             _when(view),
-            _first_line(view.error),
+            _first_line(view.error, error_width),
         )
-    console().print(table)
+    out.print(table)
 
 
 @dlq.command("show")

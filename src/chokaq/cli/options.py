@@ -55,9 +55,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 CLEAR_WORDS = ("none", "off", "clear", "-")
 
 
+# Rich lays a console that is not a terminal out at 80 columns (or $COLUMNS), which cut ids and
+# errors short in ``| grep`` and ``> file``. Piped, tables take the width their cells need:
+# this is only a ceiling, as a table that does not expand is as wide as its content.
+PIPED_WIDTH = 1_000_000
+
+
 def console() -> Console:
-    """A rich console on stdout (plain text when not a terminal, as under tests and pipes)."""
-    return Console(highlight=False, soft_wrap=False, width=None)
+    """A rich console on stdout: plain text when not a terminal (as under tests and pipes), and
+    then no line is cut or wrapped to fit a width (a table is as wide as its cells need)."""
+    out = Console(highlight=False, soft_wrap=False)
+    if out.is_terminal:
+        return out
+    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH)
 
 
 def store_options(fn: F) -> F:
