@@ -51,3 +51,25 @@ def test_piped_tables_are_not_cut_to_80_columns(store: Any) -> None:
     out = piped(store, "dlq", "list")
     [row] = [line for line in out.splitlines() if LONG in line]
     assert "t" * 120 in row and f"FatalError: {LONG}" in row
+
+
+def test_help_shows_the_environment_variables() -> None:
+    for command in (["dlq", "list"], ["stats"], ["migrate"]):
+        out = CliRunner().invoke(main, [*command, "--help"]).output
+        assert "CHOKAQ_DATABASE_URL" in out and "CHOKAQ_SCHEMA" in out, command
+    out = CliRunner().invoke(main, ["deck", "--help"]).output
+    for name in ("TOKEN", "READONLY_TOKEN", "USERS", "SECRET"):
+        assert f"CHOKAQ_DECK_{name}" in out
+
+
+def test_dlq_caps_are_the_deck_apis(cli: Cli) -> None:
+    from chokaq.deck import api
+    from chokaq.limits import MAX_BULK_CAP
+
+    assert MAX_BULK_CAP == 10_000 and "MAX_BULK_CAP" in vars(api)
+    cli("migrate")
+    for verb in ("requeue", "purge"):
+        out = cli("dlq", verb, "--queue", "nowhere", "--cap", "10000", "--yes").output
+        assert "cap" in out and "10000" in out and f"{verb}d 0 job(s)" in out
+        refused = cli("dlq", verb, "--queue", "nowhere", "--cap", "10001", "--yes", expect=2)
+        assert "--cap" in refused.output and "1<=x<=10000" in refused.output

@@ -14,10 +14,11 @@ __all__ = ["COMMANDS"]
 
 @click.command()
 @click.option("--app", "app_spec", help="An App as module:attribute (for its URL and schema).")
-@click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Database URL.")
+@click.option("--database", envvar="CHOKAQ_DATABASE_URL", show_envvar=True, help="Database URL.")
 @click.option(
     "--schema",
     envvar="CHOKAQ_SCHEMA",
+    show_envvar=True,
     default=None,
     help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
 )

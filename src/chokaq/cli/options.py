@@ -75,12 +75,14 @@ def store_options(fn: F) -> F:
     fn = click.option(
         "--schema",
         envvar="CHOKAQ_SCHEMA",
+        show_envvar=True,
         default=None,
         help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
     )(fn)
     fn = click.option(
         "--database",
         envvar="CHOKAQ_DATABASE_URL",
+        show_envvar=True,
         help="Database URL (sqlite:///path or postgresql://...); overrides the App's.",
     )(fn)
     fn = click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
