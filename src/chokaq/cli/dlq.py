@@ -15,6 +15,7 @@ from rich.table import Table
 
 from ..app import App
 from ..errors import NotFoundError
+from ..limits import MAX_BULK_CAP
 from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
@@ -33,7 +34,6 @@ __all__ = ["COMMANDS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_CAP = 100
-MAX_CAP = 1000
 
 
 def filter_options(fn: F) -> F:
@@ -262,8 +262,9 @@ def _bulk_command(verb: str, example: str) -> Any:
         "--cap",
         default=DEFAULT_CAP,
         show_default=True,
-        type=click.IntRange(1, MAX_CAP),
-        help="At most this many jobs (newest failure first).",
+        type=click.IntRange(1, MAX_BULK_CAP),
+        help=f"At most this many jobs (newest failure first); at most {MAX_BULK_CAP}, as in "
+        "the Deck's API.",
     )
     @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
     @actor_option
