@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from typing import Any
 
 from click.testing import CliRunner
@@ -11,7 +13,7 @@ from click.testing import CliRunner
 from chokaq.cli import main
 from chokaq.errors import FatalError
 
-from .conftest import Cli, until
+from .conftest import Cli, seed, until
 from .ops_app import build
 
 LONG = "e" * 200
@@ -73,3 +75,35 @@ def test_dlq_caps_are_the_deck_apis(cli: Cli) -> None:
         assert "cap" in out and "10000" in out and f"{verb}d 0 job(s)" in out
         refused = cli("dlq", verb, "--queue", "nowhere", "--cap", "10001", "--yes", expect=2)
         assert "--cap" in refused.output and "1<=x<=10000" in refused.output
+
+
+def test_log_level_option_and_environment_variable(cli: Cli, store: Any) -> None:
+    asyncio.run(seed(store, ok=1, poison=0, flaky=0))
+    assert "admin_completed" in cli("queue", "pause", "default").stderr
+    quiet = cli("--log-level", "warning", "queue", "resume", "default")
+    assert "queue default resumed" in quiet.stdout and "admin_completed" not in quiet.stderr
+    cli.runner.env["CHOKAQ_LOG_LEVEL"] = "ERROR"
+    try:
+        assert "admin_completed" not in cli("queue", "pause", "default").stderr
+    finally:
+        del cli.runner.env["CHOKAQ_LOG_LEVEL"]
+    assert "admin_completed" in cli("queue", "resume", "default").stderr  # back to info
+    bad = cli("--log-level", "loud", "stats", expect=2)
+    assert "debug" in bad.output and "error" in bad.output
+
+
+def test_configure_logging_honours_the_cli_level() -> None:
+    # What `chokaq --log-level debug worker` does: the group sets the default, the worker
+    # calls configure_logging() without a level. In a subprocess: it changes global logging.
+    script = (
+        "import logging\n"
+        "from chokaq.logs import configure_logging, logger, set_default_level\n"
+        "set_default_level('debug'); configure_logging()\n"
+        "assert logger.level == logging.DEBUG, logger.level\n"
+        "set_default_level('Error'); configure_logging(json_lines=True)\n"
+        "assert logger.level == logging.ERROR, logger.level\n"
+        "configure_logging(level=logging.INFO)\n"
+        "assert logger.level == logging.INFO, logger.level\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

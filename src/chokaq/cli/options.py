@@ -28,7 +28,7 @@ from ..app import App
 from ..errors import ValidationError
 from ..ids import is_job_id
 from ..limits import MAX_TIME, MIN_TIME
-from ..logs import PlainFormatter, logger
+from ..logs import PlainFormatter, default_level, logger
 from ..models import FailureReason
 from ..rates import check_rate
 from ..storage import UNSET
@@ -137,8 +137,8 @@ def load_app(spec: str | None, database: str | None = None) -> App:
 
 
 def logged(fn: F) -> F:
-    """Run a command with chokaq's log lines on stderr (plain, INFO and up), so that its audit
-    line is seen. The handler writes to the stderr of the moment and is removed afterwards; a
+    """Run a command with chokaq's log lines on stderr (plain, INFO and up unless
+    ``--log-level`` said otherwise), so that its audit line is seen. The handler writes to the stderr of the moment and is removed afterwards; a
     host that configured the ``chokaq`` logger itself keeps only its own handlers."""
 
     @functools.wraps(fn)
@@ -148,8 +148,7 @@ def logged(fn: F) -> F:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(PlainFormatter())
         level = logger.level
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
+        logger.setLevel(default_level())
         logger.addHandler(handler)
         try:
             return fn(*args, **kwargs)
