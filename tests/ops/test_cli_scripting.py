@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import subprocess
 import sys
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from chokaq.cli import main
@@ -105,5 +108,67 @@ def test_configure_logging_honours_the_cli_level() -> None:
         "configure_logging(level=logging.INFO)\n"
         "assert logger.level == logging.INFO, logger.level\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    argv = [sys.executable, "-c", script]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+Z_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+def test_stats_and_queue_list_print_json(cli: Cli, store: Any) -> None:
+    asyncio.run(seed(store, ok=3, poison=2, flaky=1))
+    overview = json.loads(cli("stats", "--json").stdout)
+    assert Z_TIME.match(overview["at"]) and overview["workers"] >= 0
+    summary = overview["summary"]
+    assert (summary["pending"], summary["succeeded_total"], summary["failed_total"]) == (0, 3, 3)
+    assert summary["retried_total"] == 1 and "jobs_per_second_1m" in overview["throughput"]
+    by_name = {q["name"]: q for q in overview["queues"]}
+    assert set(by_name) >= {"default", "mail"} and by_name["mail"]["failed_total"] == 1
+    cli("queue", "limit", "mail", "--max-workers", "2", "--rate", "5/s")
+    cli("queue", "pause", "mail")
+    queues = json.loads(cli("queue", "list", "--json").stdout)
+    assert isinstance(queues, list)
+    mail = next(q for q in queues if q["name"] == "mail")
+    assert mail["paused"] is True and mail["max_workers"] == 2 and mail["rate_limit"] == "5/s"
+    assert mail["lag_level"] == "ok" and mail["pending"] == 0
+    assert next(q for q in queues if q["name"] == "default")["rate_limit"] is None
+
+
+def test_stats_json_watch_prints_one_line_per_refresh(
+    cli: Cli, store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asyncio.run(seed(store, ok=1, poison=0, flaky=0))
+    import chokaq.cli.stats as stats_module
+
+    calls = {"n": 0}
+    real = stats_module._snapshot_json
+
+    async def counting(app: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] >= 4:
+            raise KeyboardInterrupt  # the operator's Ctrl-C after three refreshes
+        return await real(app)
+
+    monkeypatch.setattr(stats_module, "_snapshot_json", counting)
+    out = cli("stats", "--json", "--watch", "--interval", "0.1").stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 3 and all(line["summary"]["succeeded_total"] == 1 for line in lines)
+
+
+def test_dlq_list_and_show_print_json(cli: Cli, store: Any) -> None:
+    asyncio.run(seed(store, ok=1, poison=2, flaky=1))
+    listed = json.loads(cli("dlq", "list", "--json").stdout)
+    assert isinstance(listed, list) and len(listed) == 3
+    assert {j["failure_reason"] for j in listed} == {"fatal_error", "transient"}
+    assert all(j["state"] == "failed" and j["pillar"] == "dlq" for j in listed)
+    assert all(Z_TIME.match(j["failed_at"]) for j in listed)
+    [flaky] = [j for j in listed if j["queue"] == "mail"]
+    assert flaky["payload"] == {"n": 0} and "ConnectionError: flaky 0" in flaky["error"]
+    page = json.loads(cli("dlq", "list", "--json", "--reason", "fatal_error").stdout)
+    assert len(page) == 2
+    assert json.loads(cli("dlq", "list", "--json", "--page", "2").stdout) == []
+    shown = json.loads(cli("dlq", "show", flaky["id"], "--json").stdout)
+    assert shown == flaky
+    missing = cli("dlq", "show", "01890000-0000-7000-8000-000000000000", "--json", expect=1)
+    assert missing.output.startswith("error: no job")

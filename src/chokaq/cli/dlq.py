@@ -29,6 +29,7 @@ from .options import (
     run_with_app,
     store_options,
 )
+from .output import echo_json, job_data, json_flag
 
 __all__ = ["COMMANDS"]
 
@@ -100,6 +101,7 @@ def dlq() -> None:
 @filter_options
 @click.option("--page", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--page-size", default=50, show_default=True, type=click.IntRange(1, 1000))
+@json_flag("the page as a JSON array of jobs (an empty array past the last page)")
 @store_options
 def dlq_list(
     queue: str | None,
@@ -110,6 +112,7 @@ def dlq_list(
     search: str | None,
     page: int,
     page_size: int,
+    as_json: bool,
     app_spec: str | None,
     database: str | None,
     schema: str | None,
@@ -119,6 +122,7 @@ def dlq_list(
     \b
     Example:
       chokaq dlq list --queue payments --reason transient --page-size 20
+      chokaq dlq list --reason timeout --json | jq -r '.[].id'
     """
     flt = build_filter(queue, job_type, reason, since, until, search)
     app = make_app(app_spec, database, schema, existing=True)
@@ -128,6 +132,9 @@ def dlq_list(
             pillar=Pillar.DLQ, filter=flt, page=page, page_size=page_size
         ),
     )
+    if as_json:
+        echo_json([job_data(view) for view in result.items])
+        return
     table = Table(
         title=f"DLQ: {result.total} job(s), page {result.page} of {result.pages}",
         title_justify="left",
@@ -151,18 +158,25 @@ def dlq_list(
 
 @dlq.command("show")
 @click.argument("job_id")
+@json_flag("one JSON object: every field of the job, and its state")
 @store_options
-def dlq_show(job_id: str, app_spec: str | None, database: str | None, schema: str | None) -> None:
+def dlq_show(
+    job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
+) -> None:
     """Show one job (wherever it lives) with its payload and full error.
 
     \b
     Example:
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77
+      chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq -r .error
     """
     app = make_app(app_spec, database, schema, existing=True)
     view = run_with_app(app, lambda a: a.backend.job_get(job_id))
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ")
+    if as_json:
+        echo_json(job_data(view))
+        return
     out = console()
     table = Table(show_header=False, title=f"job {view.id}", title_justify="left")
     table.add_column("field", style="bold")
