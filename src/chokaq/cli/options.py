@@ -138,8 +138,9 @@ def load_app(spec: str | None, database: str | None = None) -> App:
 
 def logged(fn: F) -> F:
     """Run a command with chokaq's log lines on stderr (plain, INFO and up unless
-    ``--log-level`` said otherwise), so that its audit line is seen. The handler writes to the stderr of the moment and is removed afterwards; a
-    host that configured the ``chokaq`` logger itself keeps only its own handlers."""
+    ``--log-level`` said otherwise), so that its audit line is seen. The handler writes to the
+    stderr of the moment and is removed afterwards; a host that configured the ``chokaq``
+    logger itself keeps only its own handlers."""
 
     @functools.wraps(fn)
     def command(*args: Any, **kwargs: Any) -> Any:
