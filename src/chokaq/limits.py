@@ -20,6 +20,7 @@ from .models import NewJob
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_BULK_CAP",
     "MAX_PAYLOAD_DEPTH",
     "JsonText",
     "Limits",
@@ -52,6 +53,9 @@ MAX_DELAY_SECONDS = 366 * 24 * 3600.0
 MAX_ATTEMPTS = 1000
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 MAX_SEARCH_LENGTH = 1000
+# The most jobs one requeue or purge by filter may touch, from the Deck's API or the CLI alike: a
+# larger batch is a long transaction holding row locks, so an operator runs it again instead.
+MAX_BULK_CAP = 10_000
 # How deep arrays and objects may nest in a payload. Deep enough for any real document, shallow
 # enough that no JSON parser on the way (ours, a handler's, The Deck's browser) runs out of stack.
 MAX_PAYLOAD_DEPTH = 100

@@ -15,15 +15,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
+    "LOG_LEVELS",
     "Event",
     "JsonFormatter",
     "PlainFormatter",
     "configure_logging",
+    "default_level",
     "error_line",
     "log_admin",
     "log_admin_refused",
     "log_event",
     "logger",
+    "set_default_level",
 ]
 
 logger = logging.getLogger("chokaq")
@@ -220,8 +223,36 @@ class PlainFormatter(logging.Formatter):
         return line
 
 
-def configure_logging(*, json_lines: bool = False, level: int = logging.INFO) -> None:
-    """Send chokaq's logs to stderr, plain or as JSON lines (the CLI calls this).
+# What ``--log-level`` / ``CHOKAQ_LOG_LEVEL`` accept, by the names the logging module knows.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# The level ``configure_logging`` uses when not given one. The CLI group sets it from
+# ``--log-level`` before any command runs, so a command that configures logging itself
+# (``chokaq worker``, ``deck``, ``demo``) honours the group's option without an option of its own.
+_default_level = logging.INFO
+
+
+def set_default_level(name: str | None) -> None:
+    """Make ``name`` (one of ``LOG_LEVELS``, any case) the level of a later
+    ``configure_logging()`` called without one, and of the CLI's audit lines; None restores
+    INFO. Raises ``ValueError`` for another name."""
+    global _default_level
+    if name is None:
+        _default_level = logging.INFO
+        return
+    if name.lower() not in LOG_LEVELS:
+        raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {name!r}")
+    _default_level = logging.getLevelNamesMapping()[name.upper()]
+
+
+def default_level() -> int:
+    """The level set by ``set_default_level`` (INFO unless changed)."""
+    return _default_level
+
+
+def configure_logging(*, json_lines: bool = False, level: int | None = None) -> None:
+    """Send chokaq's logs to stderr, plain or as JSON lines (the CLI calls this), at ``level``
+    (default: ``default_level()``, INFO unless ``--log-level`` or ``set_default_level`` said).
 
     The libraries' records (psycopg's pool warnings, asyncio's) go to the same handler at
     WARNING and up, so a ``--json-logs`` stream holds only JSON lines; unless the host
@@ -229,7 +260,7 @@ def configure_logging(*, json_lines: bool = False, level: int = logging.INFO) ->
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if json_lines else PlainFormatter())
     logger.handlers[:] = [handler]
-    logger.setLevel(level)
+    logger.setLevel(default_level() if level is None else level)
     logger.propagate = False
     root = logging.getLogger()
     if not root.handlers or all(getattr(h, _OURS, False) for h in root.handlers):

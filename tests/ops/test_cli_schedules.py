@@ -89,6 +89,32 @@ def test_show_has_the_row_and_its_history(cli: Cli, store: Any) -> None:
     assert "enqueued" in limited and "missed" not in limited
 
 
+def test_list_and_show_print_json(cli: Cli, store: Any) -> None:
+    declare(cli, store)
+    tick = get(store, "tick")
+    assert tick is not None and tick.next_slot and tick.last_job_id
+    listed = json.loads(cli("schedule", "list", "--json").stdout)
+    assert isinstance(listed, list) and {s["name"] for s in listed} == {
+        "tick",
+        "late",
+        "nightly",
+        "gone",
+    }
+    row = next(s for s in listed if s["name"] == "tick")
+    assert row["expression"] == "every 60 s" and row["every_seconds"] == 60
+    assert row["last_job_id"] == tick.last_job_id and row["paused"] is False
+    assert row["next_run_utc"] == tick.next_slot.isoformat().replace("+00:00", "Z")
+    nightly = next(s for s in listed if s["name"] == "nightly")
+    assert nightly["cron"] == "0 7 * * *" and nightly["timezone"] == "Europe/Berlin"
+    assert next(s for s in listed if s["name"] == "gone")["orphaned"] is True
+    shown = json.loads(cli("schedule", "show", "tick", "--json").stdout)
+    assert shown["name"] == "tick" and shown["last_job_id"] == tick.last_job_id
+    outcomes = [r["outcome"] for r in shown["history"]]
+    assert outcomes == ["enqueued", "missed"], outcomes
+    assert shown["history"][0]["job_id"] == tick.last_job_id
+    assert json.loads(cli("schedule", "show", "late", "--json").stdout)["history"] == []
+
+
 def test_pause_resume_and_trigger(cli: Cli, store: Any) -> None:
     declare(cli, store)
     out = cli("schedule", "pause", "late", "--actor", "alice").output

@@ -14,6 +14,7 @@ import click
 
 from .. import __version__
 from ..errors import ChokaqError, ConfigurationError
+from ..logs import LOG_LEVELS, set_default_level
 from .options import load_app
 
 __all__ = ["load_app", "main"]
@@ -43,13 +44,24 @@ def _one_line(exc: BaseException) -> str:
 # The source's own version, not the installed distribution's metadata (an editable install's
 # metadata keeps the version it was installed at).
 @click.version_option(version=__version__, prog_name="chokaq")
-def main() -> None:
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    envvar="CHOKAQ_LOG_LEVEL",
+    show_envvar=True,
+    help="Lowest level of chokaq's log lines on stderr (worker, deck, demo, audit lines of the "
+    "commands that change something); default info.",
+)
+def main(log_level: str | None) -> None:
     """chokaq: background jobs on PostgreSQL or SQLite.
 
     \b
     Example:
-      chokaq worker --app myproject.jobs:app --queues emails,default --concurrency 20
+      chokaq --log-level debug worker --app myproject.jobs:app --queues emails,default
     """
+    # Set on every invocation (None restores INFO), so one run's level never leaks into the
+    # next when the group is invoked more than once in a process (tests, embedding).
+    set_default_level(log_level)
 
 
 def _register() -> None:

@@ -37,6 +37,13 @@ def deck(
     /health/live and /health/ready (see docs/observability.md).
 
     \b
+    Environment:
+      CHOKAQ_DECK_TOKEN           the admin token (bearer or login)
+      CHOKAQ_DECK_READONLY_TOKEN  a read-only token
+      CHOKAQ_DECK_USERS           users as name:password:role,... (role admin or readonly)
+      CHOKAQ_DECK_SECRET          the session signing key (random per process when unset)
+
+    \b
     Example:
       CHOKAQ_DECK_TOKEN=s3cret chokaq deck --database postgresql://app@db/app --host 0.0.0.0
     """

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from ..app import App
 from ..errors import NotFoundError
+from ..limits import MAX_BULK_CAP
 from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
@@ -28,12 +29,12 @@ from .options import (
     run_with_app,
     store_options,
 )
+from .output import echo_json, job_data, json_flag
 
 __all__ = ["COMMANDS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_CAP = 100
-MAX_CAP = 1000
 
 
 def filter_options(fn: F) -> F:
@@ -79,9 +80,11 @@ def _when(view: JobView) -> str:
     return view.failed_at.strftime("%Y-%m-%d %H:%M:%S") if view.failed_at else "-"
 
 
-def _first_line(text: str | None, width: int = 70) -> str:
-    line = (text or "").strip().splitlines()[-1:] or [""]
-    return line[0][:width]
+def _first_line(text: str | None, width: int | None) -> str:
+    """The last line of an error (the exception's type and message), cut to ``width`` on a
+    terminal; whole when piped (``width`` None), for grep and scripts."""
+    line = ((text or "").strip().splitlines()[-1:] or [""])[0]
+    return line if width is None else line[:width]
 
 
 @click.group()
@@ -98,6 +101,7 @@ def dlq() -> None:
 @filter_options
 @click.option("--page", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--page-size", default=50, show_default=True, type=click.IntRange(1, 1000))
+@json_flag("the page as a JSON array of jobs (an empty array past the last page)")
 @store_options
 def dlq_list(
     queue: str | None,
@@ -108,6 +112,7 @@ def dlq_list(
     search: str | None,
     page: int,
     page_size: int,
+    as_json: bool,
     app_spec: str | None,
     database: str | None,
     schema: str | None,
@@ -117,6 +122,7 @@ def dlq_list(
     \b
     Example:
       chokaq dlq list --queue payments --reason transient --page-size 20
+      chokaq dlq list --reason timeout --json | jq -r '.[].id'
     """
     flt = build_filter(queue, job_type, reason, since, until, search)
     app = make_app(app_spec, database, schema, existing=True)
@@ -126,12 +132,17 @@ def dlq_list(
             pillar=Pillar.DLQ, filter=flt, page=page, page_size=page_size
         ),
     )
+    if as_json:
+        echo_json([job_data(view) for view in result.items])
+        return
     table = Table(
         title=f"DLQ: {result.total} job(s), page {result.page} of {result.pages}",
         title_justify="left",
     )
     for column in ("id", "queue", "type", "reason", "attempts", "failed at", "error"):
         table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
+    out = console()
+    error_width = 70 if out.is_terminal else None
     for view in result.items:
         table.add_row(
             view.id,
@@ -140,25 +151,32 @@ def dlq_list(
             view.failure_reason.name.lower() if view.failure_reason is not None else "-",
             str(view.attempt_count),
             _when(view),
-            _first_line(view.error),
+            _first_line(view.error, error_width),
         )
-    console().print(table)
+    out.print(table)
 
 
 @dlq.command("show")
 @click.argument("job_id")
+@json_flag("one JSON object: every field of the job, and its state")
 @store_options
-def dlq_show(job_id: str, app_spec: str | None, database: str | None, schema: str | None) -> None:
+def dlq_show(
+    job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
+) -> None:
     """Show one job (wherever it lives) with its payload and full error.
 
     \b
     Example:
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77
+      chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq -r .error
     """
     app = make_app(app_spec, database, schema, existing=True)
     view = run_with_app(app, lambda a: a.backend.job_get(job_id))
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ")
+    if as_json:
+        echo_json(job_data(view))
+        return
     out = console()
     table = Table(show_header=False, title=f"job {view.id}", title_justify="left")
     table.add_column("field", style="bold")
@@ -258,8 +276,9 @@ def _bulk_command(verb: str, example: str) -> Any:
         "--cap",
         default=DEFAULT_CAP,
         show_default=True,
-        type=click.IntRange(1, MAX_CAP),
-        help="At most this many jobs (newest failure first).",
+        type=click.IntRange(1, MAX_BULK_CAP),
+        help=f"At most this many jobs (newest failure first); at most {MAX_BULK_CAP}, as in "
+        "the Deck's API.",
     )
     @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
     @actor_option

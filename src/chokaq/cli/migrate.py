@@ -14,7 +14,7 @@ __all__ = ["COMMANDS"]
 
 @click.command()
 @click.option("--app", "app_spec", help="An App as module:attribute (for its URL and schema).")
-@click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Database URL.")
+@click.option("--database", envvar="CHOKAQ_DATABASE_URL", show_envvar=True, help="Database URL.")
 @schema_option
 @logged
 def migrate(app_spec: str | None, database: str | None, schema: str | None) -> None:

@@ -28,7 +28,7 @@ from ..app import App
 from ..errors import ValidationError
 from ..ids import is_job_id
 from ..limits import MAX_TIME, MIN_TIME
-from ..logs import PlainFormatter, logger
+from ..logs import PlainFormatter, default_level, logger
 from ..models import FailureReason
 from ..rates import check_rate
 from ..storage import UNSET
@@ -56,9 +56,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 CLEAR_WORDS = ("none", "off", "clear", "-")
 
 
+# Rich lays a console that is not a terminal out at 80 columns (or $COLUMNS), which cut ids and
+# errors short in ``| grep`` and ``> file``. Piped, tables take the width their cells need:
+# this is only a ceiling, as a table that does not expand is as wide as its content.
+PIPED_WIDTH = 1_000_000
+
+
 def console() -> Console:
-    """A rich console on stdout (plain text when not a terminal, as under tests and pipes)."""
-    return Console(highlight=False, soft_wrap=False, width=None)
+    """A rich console on stdout: plain text when not a terminal (as under tests and pipes), and
+    then no line is cut or wrapped to fit a width (a table is as wide as its cells need)."""
+    out = Console(highlight=False, soft_wrap=False)
+    if out.is_terminal:
+        return out
+    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH)
 
 
 def schema_option(fn: F) -> F:
@@ -66,6 +76,7 @@ def schema_option(fn: F) -> F:
     return click.option(
         "--schema",
         envvar="CHOKAQ_SCHEMA",
+        show_envvar=True,
         default=None,
         help="Schema (PostgreSQL) or table prefix (SQLite); default chokaq.",
     )(fn)
@@ -77,6 +88,7 @@ def store_options(fn: F) -> F:
     fn = click.option(
         "--database",
         envvar="CHOKAQ_DATABASE_URL",
+        show_envvar=True,
         help="Database URL (sqlite:///path or postgresql://...); overrides the App's.",
     )(fn)
     fn = click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
@@ -131,9 +143,10 @@ def load_app(spec: str | None, database: str | None = None) -> App:
 
 
 def logged(fn: F) -> F:
-    """Run a command with chokaq's log lines on stderr (plain, INFO and up), so that its audit
-    line is seen. The handler writes to the stderr of the moment and is removed afterwards; a
-    host that configured the ``chokaq`` logger itself keeps only its own handlers."""
+    """Run a command with chokaq's log lines on stderr (plain, INFO and up unless
+    ``--log-level`` said otherwise), so that its audit line is seen. The handler writes to the
+    stderr of the moment and is removed afterwards; a host that configured the ``chokaq``
+    logger itself keeps only its own handlers."""
 
     @functools.wraps(fn)
     def command(*args: Any, **kwargs: Any) -> Any:
@@ -142,8 +155,7 @@ def logged(fn: F) -> F:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(PlainFormatter())
         level = logger.level
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
+        logger.setLevel(default_level())
         logger.addHandler(handler)
         try:
             return fn(*args, **kwargs)

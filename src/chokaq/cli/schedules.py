@@ -36,6 +36,7 @@ from .options import (
     run_with_app,
     store_options,
 )
+from .output import echo_json, json_flag
 
 __all__ = ["COMMANDS"]
 
@@ -156,18 +157,27 @@ def schedule() -> None:
 
 
 @schedule.command("list")
+@json_flag("a JSON array of the schedules (the Deck API's fields)")
 @store_options
-def schedule_list(app_spec: str | None, database: str | None, schema: str | None) -> None:
+def schedule_list(
+    as_json: bool, app_spec: str | None, database: str | None, schema: str | None
+) -> None:
     """List every schedule: timing, next run (in its time zone and UTC), last run with its
     outcome and job, state (paused, orphaned, edited) and lag.
 
     \b
     Example:
       chokaq schedule list --app myproject.jobs:app
+      chokaq schedule list --json | jq -r '.[] | select(.paused) | .name'
     """
     app = make_app(app_spec, database, schema, existing=True)
     now = datetime.now(UTC)
     schedules = run_with_app(app, lambda a: a.backend.schedules_list(now=now))
+    if as_json:
+        from ..deck.views import schedule_json
+
+        echo_json([schedule_json(s, now) for s in schedules])
+        return
     console().print(_table(schedules, now))
 
 
@@ -226,9 +236,15 @@ def _history(records: list[SlotRecord]) -> Table:
     type=click.IntRange(1, 100),
     help="How many of the newest slot records to show (100 are kept).",
 )
+@json_flag("one JSON object (the schedule and its history, as the Deck's API)")
 @store_options
 def schedule_show(
-    name: str, limit: int, app_spec: str | None, database: str | None, schema: str | None
+    name: str,
+    limit: int,
+    as_json: bool,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
 ) -> None:
     """Show one schedule and its recent history (slot, outcome, job, detail).
 
@@ -248,6 +264,11 @@ def schedule_show(
     found, records = run_with_app(app, read)
     if found is None:
         raise NotFoundError(f"no schedule named {name!r} (chokaq schedule list)")
+    if as_json:
+        from ..deck.views import schedule_json, slot_json
+
+        echo_json({**schedule_json(found, now), "history": [slot_json(r) for r in records]})
+        return
     out = console()
     out.print(_details(found, now))
     out.print(_history(records) if records else "no history yet")

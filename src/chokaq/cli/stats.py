@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
@@ -31,6 +32,7 @@ from .options import (
     run_with_app,
     store_options,
 )
+from .output import echo_json, json_flag
 
 __all__ = ["COMMANDS", "queue_table"]
 
@@ -120,6 +122,24 @@ def _overview(summary: Summary, throughput: Throughput, workers: int) -> Table:
     return table
 
 
+async def _snapshot_json(app: App) -> dict[str, Any]:
+    """The overview as ``--json`` prints it: the Deck API's throughput and queue rows."""
+    from ..deck.views import dump, queue_json, throughput_json
+
+    backend = app.backend
+    summary = await backend.stats_summary()
+    throughput = await backend.stats_throughput()
+    queues = await backend.stats_queues()
+    workers = await backend.workers_list()
+    return {
+        "at": dump(datetime.now(UTC)),
+        "summary": dump(summary),
+        "throughput": throughput_json(throughput),
+        "workers": len(workers),
+        "queues": [queue_json(q) for q in queues],
+    }
+
+
 async def _snapshot(app: App) -> Group:
     backend = app.backend
     summary = await backend.stats_summary()
@@ -132,20 +152,35 @@ async def _snapshot(app: App) -> Group:
 @click.command()
 @click.option("--watch", is_flag=True, help="Keep the table live until Ctrl-C.")
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0.1, 3600))
+@json_flag("one JSON object (with --watch: one JSON line per refresh)")
 @store_options
 def stats(
-    watch: bool, interval: float, app_spec: str | None, database: str | None, schema: str | None
+    watch: bool,
+    interval: float,
+    as_json: bool,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
 ) -> None:
     """Show the overview (live counts, lifetime counters, throughput) and every queue.
 
     \b
     Example:
       chokaq stats --database postgresql://app@db/app --watch
+      chokaq stats --json --watch --interval 10 | jq -c '.summary.pending'
     """
     app = make_app(app_spec, database, schema, existing=True)
     out = console()
 
     async def run(app: App) -> None:
+        if as_json:
+            # With --watch, one line per refresh (JSON lines): a stream a script reads line
+            # by line, where a live table would only repaint a terminal.
+            while True:
+                echo_json(await _snapshot_json(app))
+                if not watch:
+                    return
+                await asyncio.sleep(interval)
         if not watch:
             out.print(await _snapshot(app))
             return
@@ -172,13 +207,17 @@ def queue() -> None:
 
 
 @queue.command("list")
+@json_flag("a JSON array of the queues (the Deck API's fields, and rate_limit)")
 @store_options
-def queue_list(app_spec: str | None, database: str | None, schema: str | None) -> None:
+def queue_list(
+    as_json: bool, app_spec: str | None, database: str | None, schema: str | None
+) -> None:
     """List every queue with its state, depth, lag and limits (max workers, timeout, rate).
 
     \b
     Example:
       chokaq queue list --app myproject.jobs:app
+      chokaq queue list --json | jq -r '.[] | select(.paused) | .name'
     """
     app = make_app(app_spec, database, schema, existing=True)
 
@@ -186,6 +225,12 @@ def queue_list(app_spec: str | None, database: str | None, schema: str | None) -
         return await app.backend.stats_queues(), await app.backend.limits_list()
 
     stats, limits = run_with_app(app, read)
+    if as_json:
+        from ..deck.views import queue_json
+
+        rates = queue_rates(limits)
+        echo_json([{**queue_json(s), "rate_limit": rates.get(s.queue.name)} for s in stats])
+        return
     console().print(queue_table(stats, queue_rates(limits)))
 
 

@@ -21,7 +21,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..errors import NotFoundError, StorageError, ValidationError
-from ..limits import check_job_id, check_name, check_payload, check_priority, check_tags
+from ..limits import (
+    MAX_BULK_CAP,
+    check_job_id,
+    check_name,
+    check_payload,
+    check_priority,
+    check_tags,
+)
 from ..models import FailureReason, JobFilter, JobView, Pillar, Workflow
 from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
@@ -45,7 +52,6 @@ __all__ = ["ROUTES", "ApiRoute", "json_body", "snapshot"]
 
 Handler = Callable[[Request, "DeckState", Principal], Awaitable[Any]]
 MAX_IDS = 1000
-MAX_CAP = 10_000
 MAX_WORKFLOW_LISTED = 10_000  # one read of a workflow lists at most this many of its jobs
 CONFIRM_AT = 25  # bulk actions on this many jobs or more need a typed confirmation
 
@@ -326,7 +332,7 @@ def _dlq_filter(data: dict[str, Any]) -> tuple[JobFilter, int]:
         raise ValidationError("filter.status", "does not apply to the DLQ")
     if job_filter.blocked is not None:
         raise ValidationError("filter.blocked", "does not apply to the DLQ")
-    cap = parse_int("cap", data.get("cap"), default=100, low=1, high=MAX_CAP)
+    cap = parse_int("cap", data.get("cap"), default=100, low=1, high=MAX_BULK_CAP)
     return job_filter, cap
 
 
