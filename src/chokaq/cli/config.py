@@ -169,6 +169,13 @@ def _default(field: dataclasses.Field[Any]) -> str:
 # What each environment variable a CLI option reads means (the options that read one are
 # found in the command tree). A test fails when an option reads a variable not described here.
 CLI_ENVIRONMENT = {
+    "CHOKAQ_LOG_LEVEL": "The lowest level of chokaq's log lines on stderr (`debug`, `info`, "
+    "`warning`, `error`; default `info`) for every command, the worker's, The Deck's and the "
+    "audit lines of the commands that change something included ([operations.md]"
+    "(operations.md#scripting-the-cli)).",
+    "CHOKAQ_OTEL": "`1` instruments `chokaq worker` with OpenTelemetry as `--otel` does: the "
+    "SDK configured from the `OTEL_*` variables, needs the `otel` extra "
+    "([observability.md](observability.md)).",
     "CHOKAQ_DATABASE_URL": "The database URL (`sqlite:///path` or `postgresql://...`). `App()` "
     "given no URL reads it too (else `sqlite:///chokaq.db`). For a command it is `--database`'s "
     "default, and `--database` replaces the URL of the App `--app` names: set in a command's "

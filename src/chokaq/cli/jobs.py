@@ -77,13 +77,14 @@ def state_style(state: str) -> Text:
 
 def json_value(value: Any) -> Any:
     """A model value as JSON holds it: enums by lower-case name (``fatal_error``, ``waiting``;
-    a pillar by its value), times as ISO 8601, tuples as lists."""
+    a pillar by its value), times as ISO 8601 in UTC ending in ``Z`` (as The Deck's API), tuples
+    as lists."""
     if isinstance(value, Pillar):
         return value.value
     if isinstance(value, Enum):
         return value.name.lower()
     if isinstance(value, datetime):
-        return value.isoformat()
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     if isinstance(value, JobLink):
         return {f.name: json_value(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, tuple | list):
