@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from chokaq import App, FatalError, RetryPolicy, WorkerSettings
+from chokaq import App, FatalError, Limits, RetryPolicy, WorkerSettings
+from chokaq.limits import DEFAULT_LIMITS
 
 FAST = dict(
     heartbeat_min_seconds=0.1,
@@ -21,10 +22,13 @@ FAST = dict(
 )
 
 
-def build(url: str | None = None, schema: str | None = None) -> App:
+def build(
+    url: str | None = None, schema: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> App:
     app = App(
         url or os.environ.get("CHOKAQ_DATABASE_URL", "sqlite:///ops.db"),
         schema=schema or os.environ.get("CHOKAQ_SCHEMA", "chokaq"),
+        limits=limits,
         auto_migrate=True,
         worker=WorkerSettings(**FAST),  # type: ignore[arg-type]
     )
@@ -64,3 +68,8 @@ def build(url: str | None = None, schema: str | None = None) -> App:
 
 
 app = build()
+
+
+def large() -> App:
+    """The same jobs on an App that takes payloads of up to 20 MB (``--app ...:large``)."""
+    return build(limits=Limits(max_payload_bytes=20_000_000))

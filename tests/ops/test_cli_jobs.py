@@ -475,6 +475,17 @@ def test_enqueue_with_app_takes_the_handlers_queue_and_checks_its_signature(
     big.write_text(json.dumps({"n": 7, "pad": "x" * 2_000_000}))
     too_big = chokaq(store, "enqueue", "ok", "--payload-file", str(big), expect=2).stderr
     assert "--payload-file" in too_big and "at most 1000000 bytes" in too_big
+    # An App of larger limits takes it (a type it has no handler for: no signature to fit).
+    larger = chokaq(
+        store,
+        "enqueue",
+        "import_rows",
+        "--app",
+        "tests.ops.ops_app:large",
+        "--payload-file",
+        str(big),
+    ).stdout.strip()
+    assert len(show(store, larger)["payload"]["pad"]) == 2_000_000
     piped = chokaq(store, "enqueue", "ok", "--payload-file", "-", input='{"n": 5}').stdout
     assert show(store, piped.strip())["payload"] == {"n": 5}
     both = chokaq(store, "enqueue", "ok", "{}", "--payload-file", "-", input="{}", expect=2)

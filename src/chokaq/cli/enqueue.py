@@ -111,15 +111,15 @@ def enqueue(
     if payload is None:
         payload = "{}"
     hint = "--payload-file" if payload_file is not None else "PAYLOAD"
-    try:
-        check_payload("payload", payload)  # strict JSON, before the database is opened
-    except ValidationError as exc:
-        raise click.BadParameter(exc.limit, param_hint=hint) from None
     if delay is not None and run_at is not None:
         raise click.UsageError("give --delay or --run-at, not both")
     if expires_after is not None and expires_at is not None:
         raise click.UsageError("give --expires-after or --expires-at, not both")
     app = make_app(app_spec, database, schema)
+    try:  # strict JSON within the App's limits (a larger max_payload_bytes of its own), before
+        check_payload("payload", payload, app.limits)  # the database is opened
+    except ValidationError as exc:
+        raise click.BadParameter(exc.limit, param_hint=hint) from None
     handle = app.handlers.get(job_type) if app_spec else None
     if handle is not None:
         try:  # what the worker will do with it: bind to the signature, convert the types
