@@ -27,7 +27,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 def test_committed_configuration_reference_equals_the_generated_text() -> None:
     committed = (DOCS / "configuration.md").read_text(encoding="utf-8")
-    assert committed == render_reference(), (
+    assert committed == render_reference(main), (
         "docs/configuration.md is stale: run chokaq config-reference --output docs/configuration.md"
     )
     result = CliRunner().invoke(
@@ -60,7 +60,7 @@ def test_relative_links_between_docs_resolve() -> None:
 
 
 def test_every_environment_variable_a_command_reads_is_described() -> None:
-    found = cli_environment()
+    found = cli_environment(main)
     assert {"CHOKAQ_DATABASE_URL", "CHOKAQ_SCHEMA"} <= set(found)
     assert set(found) == set(CLI_ENVIRONMENT), "describe it in chokaq.cli.config.CLI_ENVIRONMENT"
     assert found["CHOKAQ_SCHEMA"] == ["--schema"]

@@ -201,11 +201,10 @@ OTHER_ENVIRONMENT = [
 ]
 
 
-def cli_environment() -> dict[str, list[str]]:
+def cli_environment(root: click.Command) -> dict[str, list[str]]:
     """Each environment variable a CLI option reads, with the options (``--database``) that
-    read it, found by walking the ``chokaq`` command tree."""
-    from . import main
-
+    read it, found by walking the command tree under ``root`` (``chokaq.cli.main``: given,
+    since this module is one of its commands)."""
     found: dict[str, set[str]] = {}
 
     def walk(command: click.Command) -> None:
@@ -217,18 +216,18 @@ def cli_environment() -> dict[str, list[str]]:
             for sub in command.commands.values():
                 walk(sub)
 
-    walk(main)
+    walk(root)
     return {name: sorted(opts) for name, opts in sorted(found.items())}
 
 
-def _environment_section() -> list[str]:
+def _environment_section(root: click.Command) -> list[str]:
     out = [
         "## Environment variables\n",
         "Read by the `chokaq` commands' options (an option given on the command line wins):\n",
         "| Variable | Option | Meaning |",
         "|---|---|---|",
     ]
-    for name, opts in cli_environment().items():
+    for name, opts in cli_environment(root).items():
         options = ", ".join(f"`{opt}`" for opt in opts)
         out.append(f"| `{name}` | {options} | {CLI_ENVIRONMENT.get(name, '')} |")
     out += ["", "Read elsewhere:\n", "| Variable | Read by | Meaning |", "|---|---|---|"]
@@ -237,8 +236,10 @@ def _environment_section() -> list[str]:
     return out
 
 
-def render_reference() -> str:
-    out = [HEADER, *_environment_section()]
+def render_reference(root: click.Command) -> str:
+    """The reference of every setting, and of the environment variables the commands under
+    ``root`` read."""
+    out = [HEADER, *_environment_section(root)]
     for title, where, cls in _classes():
         doc = inspect.getdoc(cls) or ""
         entries = _attribute_docs(doc)
@@ -264,7 +265,7 @@ def config_reference(output: Path | None, check: bool) -> None:
     Example:
       chokaq config-reference --output docs/configuration.md
     """
-    text = render_reference()
+    text = render_reference(click.get_current_context().find_root().command)
     if output is None:
         click.echo(text, nl=False)
         return

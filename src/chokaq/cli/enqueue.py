@@ -128,10 +128,10 @@ def enqueue(
             raise click.BadParameter(
                 f"does not fit {job_type}{_signature(handle)}: {exc}", param_hint=hint
             ) from None
-        queue = queue or handle.queue
+        queue = handle.queue if queue is None else queue
         priority = handle.priority if priority is None else priority
     options: dict[str, Any] = {
-        "queue": queue or "default",
+        "queue": "default" if queue is None else queue,  # a blank one is refused, not replaced
         "partition": partition,
         "delay": delay,
         "run_at": parse_when(run_at, param="--run-at", ahead=True),
