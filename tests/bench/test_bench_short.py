@@ -106,3 +106,22 @@ def test_compare_short_form_prints_its_table(
         "burn-down jobs/s",
     ]
     assert all(row["ratio"]["median"] > 0 for row in stored["summary"])
+
+
+def test_idle_short_form_prints_its_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _bench_env(monkeypatch)
+    from bench import idle
+
+    out = tmp_path / "idle.json"
+    argv = ["--base", "HEAD", "--rounds", "1", "--seconds", "1", "--settle", "0.2"]
+    record = idle.main([*argv, "--pickups", "5", "--interval", "0.05", "--out", str(out)])
+
+    text = capsys.readouterr().out
+    assert "idle CPU % of a core" in text and "pickup p99 ms" in text
+    assert "chokaq-compare-" in record["trees"]["base"]["chokaq"]
+    [base], [head] = (record["raw"]["sqlite"][side] for side in ("base", "head"))
+    for run in (base, head):
+        assert 0 <= run["idle_cpu_pct"] < 100 and 0 < run["p50_ms"] <= run["p99_ms"]
+    assert json.loads(out.read_text())["summary"][0]["figure"] == "idle CPU % of a core"

@@ -173,6 +173,20 @@ async def test_cancel_from_another_process_reaches_the_running_job(
     assert view.cancelled_by == "carol"
 
 
+@pytest.mark.parametrize("watch", ["inotify", "poll"])
+async def test_an_idle_worker_hears_an_enqueue_from_another_process(
+    spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path, watch: str
+) -> None:
+    # A 30 s poll: only a wake-up can start the jobs in time. On SQLite that is the signal file,
+    # heard through inotify or the stat loop (``watch``); PostgreSQL ignores it and LISTENs.
+    spawn(CHOKAQ_POLL_INTERVAL="30", CHOKAQ_SQLITE_WATCH=watch)
+    await client.enqueue_many([sample_job("quick", tag="first")])
+    await until(marker(tmp_path, "done-first"), timeout=30)
+    for n in range(3):  # the worker is idle again after each: woken each time
+        await client.enqueue_many([sample_job("quick", tag=f"again-{n}")])
+        await until(marker(tmp_path, f"done-again-{n}"), timeout=5)
+
+
 async def test_burst_worker_exits_zero_when_the_work_is_done(
     spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path
 ) -> None:

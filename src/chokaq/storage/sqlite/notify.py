@@ -3,28 +3,42 @@
 SQLite has no LISTEN/NOTIFY. An enqueue (or a cancel request, or the end of a job someone
 waits on) that commits in this process wakes every listener registered for the same file in
 this process, through ``loop.call_soon_threadsafe``; and it touches a small signal file beside
-the database (``jobs.db-wake``, ``jobs.db-cancel``, ``jobs.db-done``) whose modification time
-listeners in other processes watch every few milliseconds (a stat, not a query, so idle
-workers cost the database nothing). (Leadership is a lease in the file itself:
-``leadership``.) Owns the listener registry and the signal files; it must not touch the
-database.
+the database (``jobs.db-wake``, ``jobs.db-cancel``, ``jobs.db-done``) that listeners in other
+processes watch. On Linux the watch is inotify on the database's directory (the kernel wakes
+the listener when a signal file's times change, so an idle listener costs nothing); elsewhere,
+or where inotify cannot be had, or with ``CHOKAQ_SQLITE_WATCH=poll``, it is a stat of each
+signal file every 2 ms (not a query, so idle workers cost the database nothing either way).
+(Leadership is a lease in the file itself: ``leadership``.) Owns the listener registry and the
+signal files; it must not touch the database.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..driver import Notifier
 
+# inotify_simple: Linux only (a dependency with a platform marker); elsewhere the stat loop
+# serves. It ships no types, so it is imported by name and used as Any.
+try:
+    _inotify: Any = importlib.import_module("inotify_simple")
+except ImportError:  # pragma: no cover - not Linux
+    _inotify = None
+
 __all__ = ["FileNotifier", "broadcast_cancel", "broadcast_done", "broadcast_jobs"]
 
-# How often a listener looks at the signal files of other processes.
+# How often a listener without inotify looks at the signal files of other processes.
 SIGNAL_POLL_SECONDS = 0.002
+# "poll" forces the stat loop where inotify would serve (a filesystem whose changes inotify
+# does not see, or a test of the fallback); anything else (the default) prefers inotify.
+WATCH_VARIABLE = "CHOKAQ_SQLITE_WATCH"
 ANY_QUEUE = ""  # on_jobs(ANY_QUEUE): some queue got work in another process
 
 
@@ -98,12 +112,17 @@ def broadcast_done(key: str, job_ids: Iterable[str]) -> None:
 
 
 class FileNotifier(Notifier):
-    """Hears enqueues and cancel requests committed by this process on one file."""
+    """Hears enqueues, cancel requests and ends of waited jobs committed on one file: by this
+    process through the registry, by other processes through the signal files."""
 
     def __init__(self, key: str) -> None:
         self._key = key
         self._listener: _Listener | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._inotify: tuple[Any, asyncio.AbstractEventLoop] | None = None
+        # How other processes are heard: "inotify", "poll" (the stat loop), or "" (in memory,
+        # or not started).
+        self.watching = ""
 
     async def start(
         self,
@@ -116,17 +135,89 @@ class FileNotifier(Notifier):
         with _lock:
             _registry.setdefault(self._key, set()).add(listener)
         self._listener = listener
-        if self._key != ":memory:":
-            self._watcher = asyncio.create_task(self._watch(listener))
-
-    async def _watch(self, listener: _Listener) -> None:
-        """Poll the signal files' modification times; a change means another process (or
-        this one) committed work, a cancel request, or the end of a waited job."""
+        if self._key == ":memory:":
+            return
         callbacks = {"wake": listener.on_jobs, "cancel": listener.on_cancel}
         if listener.on_done is not None:
             callbacks["done"] = listener.on_done
+        # Either watch takes its starting point here, before start() returns, so that a signal
+        # sent once start() has returned is heard.
+        lost = self._open_inotify(callbacks)
+        if lost is not None:
+            self.watching = "inotify"
+            self._watcher = asyncio.create_task(self._hear(lost, callbacks))
+        else:
+            self.watching = "poll"
+            self._watcher = asyncio.create_task(self._poll(callbacks, self._stamps(callbacks)))
+
+    def _open_inotify(
+        self, callbacks: dict[str, Callable[[str], None]]
+    ) -> asyncio.Future[None] | None:
+        """Watch the database's directory with inotify, read by this event loop (no thread);
+        None where that cannot be had. The future completes if the kernel drops the watch.
+
+        The directory is watched rather than the signal files, so that a file not yet created,
+        or removed and created again, is heard all the same. Only attribute changes are asked
+        for: every signal ends with ``os.utime``, which is also what the stat loop sees, and
+        the database's own writes (its WAL) are modifications, not attribute changes."""
+        if _inotify is None or os.environ.get(WATCH_VARIABLE) == "poll":
+            return None
+        directory, base = os.path.split(self._key)
+        names = {f"{base}-{kind}": kind for kind in callbacks}
+        loop = asyncio.get_running_loop()
+        lost: asyncio.Future[None] = loop.create_future()
+        try:
+            inotify = _inotify.INotify(nonblocking=True)
+        except OSError:  # out of instances (fs.inotify.max_user_instances): poll instead
+            return None
+        try:
+            inotify.add_watch(directory, _inotify.flags.ATTRIB)
+            loop.add_reader(inotify.fileno(), self._readable, inotify, names, callbacks, lost)
+        except (OSError, NotImplementedError):  # no watch, or a loop that cannot add readers
+            inotify.close()
+            return None
+        self._inotify = (inotify, loop)
+        return lost
+
+    @staticmethod
+    def _readable(
+        inotify: Any,
+        names: dict[str, str],
+        callbacks: dict[str, Callable[[str], None]],
+        lost: asyncio.Future[None],
+    ) -> None:
+        kinds: dict[str, None] = {}
+        for event in inotify.read(timeout=0):
+            if event.mask & _inotify.flags.Q_OVERFLOW:  # events were dropped: any may be ours
+                kinds.update(dict.fromkeys(callbacks))
+            elif event.mask & _inotify.flags.IGNORED:  # the directory is gone or unmounted
+                if not lost.done():
+                    lost.set_result(None)
+            elif event.name in names:
+                kinds[names[event.name]] = None
+        for kind in kinds:
+            callbacks[kind](ANY_QUEUE)
+
+    async def _hear(
+        self, lost: asyncio.Future[None], callbacks: dict[str, Callable[[str], None]]
+    ) -> None:
+        """Signals arrive through the reader; this waits only for the watch to be lost, and
+        then polls rather than go deaf."""
+        await lost
+        stamps = self._stamps(callbacks)
+        self._close_inotify()
+        self.watching = "poll"
+        await self._poll(callbacks, stamps)
+
+    def _stamps(self, callbacks: dict[str, Callable[[str], None]]) -> dict[str, int]:
+        return {kind: _mtime(_signal_path(self._key, kind)) for kind in callbacks}
+
+    async def _poll(
+        self, callbacks: dict[str, Callable[[str], None]], seen: dict[str, int]
+    ) -> None:
+        """Poll the signal files' modification times; a change means another process (or
+        this one) committed work, a cancel request, or the end of a waited job."""
         paths = {kind: _signal_path(self._key, kind) for kind in callbacks}
-        seen = {kind: _mtime(path) for kind, path in paths.items()}
         while True:
             await asyncio.sleep(SIGNAL_POLL_SECONDS)
             for kind, path in paths.items():
@@ -135,12 +226,22 @@ class FileNotifier(Notifier):
                     seen[kind] = stamp
                     callbacks[kind](ANY_QUEUE)
 
+    def _close_inotify(self) -> None:
+        held, self._inotify = self._inotify, None
+        if held is not None:
+            inotify, loop = held
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.remove_reader(inotify.fileno())
+            inotify.close()
+
     async def stop(self) -> None:
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+        self._close_inotify()  # here, not in the task: a task cancelled unstarted runs nothing
+        self.watching = ""
         listener, self._listener = self._listener, None
         if listener is None:
             return
@@ -153,8 +254,8 @@ class FileNotifier(Notifier):
 
     @property
     def healthy(self) -> bool:
-        # Nothing can be lost once started: delivery is a function call or a file's
-        # modification time.
+        # Nothing can be lost once started: delivery is a function call, or a file's times
+        # (an overflowing inotify queue wakes every kind, a lost watch falls back to polling).
         return self._listener is not None
 
     @property
