@@ -419,7 +419,7 @@ async def test_enqueue_checks_arguments_and_options_before_writing(
         await send_email.enqueue(to="a@b.c")
     with pytest.raises(ValidationError, match="unexpected keyword argument 'cc'"):
         await send_email.enqueue(to="a@b.c", subject="hi", cc="x")
-    with pytest.raises(ValidationError, match="arguments.to: must be a str, not object"):
+    with pytest.raises(ValidationError, match=r"arguments\.to: must be a str, not object"):
         await send_email.enqueue(to=object(), subject="hi")
     with pytest.raises(ValidationError) as info:
         await send_email.enqueue(to="a", subject="b", priority=10**9)
