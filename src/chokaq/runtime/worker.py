@@ -117,6 +117,7 @@ class Worker(Generic[H]):
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
+        self._hurried = asyncio.Event()
         self._stop_reason = "stopped"  # said once, on the WORKER_STOPPED line
         self._side_tasks: list[asyncio.Task[None]] = []
         self._waiter: asyncio.Future[None] | None = None
@@ -141,6 +142,8 @@ class Worker(Generic[H]):
         if self._stopping.is_set():
             self._hurry = True
         self._hurry = self._hurry or hurry
+        if self._hurry:
+            self._hurried.set()  # cuts a grace period already under way short too
         self._stopping.set()
         self._poke()
 
@@ -547,7 +550,9 @@ class Worker(Generic[H]):
         )
         if slots.buffer:
             await self._release(slots.empty_buffer())
-        await slots.drain(0.0 if self._hurry else self.settings.shutdown_grace_seconds)
+        await slots.drain(
+            0.0 if self._hurry else self.settings.shutdown_grace_seconds, self._hurried
+        )
         try:
             await asyncio.wait_for(self.finalizer.drain(), timeout=30.0)
         except TimeoutError:
