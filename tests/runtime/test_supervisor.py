@@ -14,7 +14,7 @@ import pytest
 
 from chokaq import App, FailureReason
 from chokaq.cli.supervisor import EXIT_RECYCLED, worst_exit
-from chokaq.models import Pillar, WorkerInfo
+from chokaq.models import JobStatus, Pillar, WorkerInfo
 
 from .conftest import until
 from .test_worker_process import _log, client, marker, sample_job, spawn
@@ -105,6 +105,35 @@ async def test_sigterm_drains_every_child_and_exits_zero(
     assert await live_workers(client) == []
     log = _log(tmp_path)
     assert log.count("[1001 worker_stopped]") == 2 and "1032 worker_child_crashed" not in log
+
+
+async def test_a_second_sigterm_makes_the_children_skip_their_grace(
+    spawn: Spawn, client: App, tmp_path: Path
+) -> None:
+    supervisor = spawn("--processes", "2", "--concurrency", "1", CHOKAQ_GRACE="60")
+
+    async def two_workers() -> bool:
+        return len(await live_workers(client)) == 2
+
+    await until(two_workers, timeout=30)
+    ids = await client.enqueue_many([sample_job("hang", tag=f"h{i}") for i in range(2)])
+
+    async def both_started() -> bool:
+        return all([await marker(tmp_path, f"started-h{i}")() for i in range(2)])
+
+    await until(both_started, timeout=30)
+    supervisor.send_signal(signal.SIGTERM)
+
+    async def both_draining() -> bool:
+        return _log(tmp_path).count("[1012 shutdown_drain_started]") == 2
+
+    await until(both_draining, timeout=30)
+    supervisor.send_signal(signal.SIGTERM)
+    assert wait_exit(supervisor, tmp_path) == 0, _log(tmp_path)  # not the 60 s grace
+    for job_id in ids:
+        view = await client.backend.job_get(job_id)
+        assert view is not None and view.status is JobStatus.PENDING, _log(tmp_path)
+        assert "Shutdown" in (view.last_error or "")
 
 
 async def test_children_recycle_after_max_jobs_and_every_job_runs(

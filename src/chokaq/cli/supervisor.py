@@ -78,8 +78,9 @@ class Supervisor:
         self._stopping = asyncio.Event()
 
     def stop(self) -> None:
-        """Forward SIGTERM to every child (each drains, within its own shutdown grace); a
-        second call forwards it again, which makes each child skip the rest of its grace."""
+        """Send SIGTERM to every child (each drains, within its own shutdown grace); a second
+        call sends SIGINT, which makes each child skip the rest of its grace (a supervised
+        child takes a repeated SIGTERM as the same graceful stop: see ``run_worker_process``)."""
         self.signals += 1
         self._stopping.set()
         log_event(
@@ -91,7 +92,7 @@ class Supervisor:
             signals=self.signals,
         )
         for proc in list(self.children.values()):
-            self._terminate(proc)
+            self._signal(proc)
 
     async def run(self) -> int:
         """Run the children until stopped (or, in burst mode, until each finished); returns
@@ -128,9 +129,9 @@ class Supervisor:
             started = time.monotonic()
             code = await self._run_child(slot)
             if self._stopping.is_set():
-                # Killed by our SIGTERM itself: it had not installed its handler yet (still
+                # Killed by our signal itself: it had not installed its handler yet (still
                 # starting, so no job of its own) or had removed it (drained, exiting).
-                if code == 128 + signal.SIGTERM:
+                if code in (128 + signal.SIGTERM, 128 + signal.SIGINT):
                     code = 0
                 break
             if code == EXIT_RECYCLED:
@@ -173,7 +174,7 @@ class Supervisor:
         )
         self.children[slot] = proc
         if self._stopping.is_set():  # a signal came while it was starting
-            self._terminate(proc)
+            self._signal(proc)
         log_event(
             Event.WORKER_CHILD_STARTED,
             f"worker process {slot} started (pid {proc.pid})",
@@ -195,10 +196,10 @@ class Supervisor:
             )
         return code
 
-    def _terminate(self, proc: asyncio.subprocess.Process) -> None:
+    def _signal(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM if self.signals <= 1 else signal.SIGINT)
 
 
 def child_python() -> list[str]:

@@ -28,12 +28,21 @@ async def run_worker_process(
 ) -> Worker[Any]:
     """Run a worker with SIGTERM/SIGINT wired to a graceful stop (a second signal hurries);
     returns it, stopped (``burst_left`` says what a burst run left, ``recycled`` whether it
-    stopped to recycle). ``supervised``: stdin is the supervisor's pipe, and its end (the
-    supervisor is gone) stops the worker too."""
+    stopped to recycle).
+
+    ``supervised`` (a child of ``--processes``): SIGTERM only ever asks for a graceful stop,
+    SIGINT hurries (what the supervisor sends on a second signal), and stdin is the
+    supervisor's pipe, whose end (the supervisor is gone) stops the worker too. SIGTERM may
+    come twice (systemd's default ``KillMode=control-group`` signals every process of the
+    unit, and the supervisor forwards its own): that must not cut the grace period short."""
     worker: Worker[Any] = app.create_worker(**overrides)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, worker.stop)
+    if supervised:
+        loop.add_signal_handler(signal.SIGTERM, _graceful, worker)
+        loop.add_signal_handler(signal.SIGINT, partial(worker.stop, hurry=True))
+    else:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.stop)
     stdin = sys.stdin.fileno() if supervised else None
     if stdin is not None:
         loop.add_reader(stdin, _on_supervisor_pipe, loop, stdin, worker)
@@ -47,6 +56,11 @@ async def run_worker_process(
             loop.remove_reader(stdin)
         await app.close()
     return worker
+
+
+def _graceful(worker: Worker[Any]) -> None:
+    if not worker.stopping:
+        worker.stop()
 
 
 def _on_supervisor_pipe(loop: asyncio.AbstractEventLoop, fd: int, worker: Worker[Any]) -> None:
