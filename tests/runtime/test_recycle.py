@@ -67,12 +67,17 @@ def test_memory_is_read_at_most_once_a_second() -> None:
         return 300.0 if now[0] >= 2 else 100.0
 
     rule = Recycle(None, 200, memory=memory, clock=lambda: now[0])
-    assert rule.reason(0) is None
+    assert rule.reason(1) is None
     now[0] = 0.5
-    assert rule.reason(0) is None and reads == [0.0]
+    assert rule.reason(1) is None and reads == [0.0]
     now[0] = 2.0
-    assert rule.reason(0) == "resident memory 300 MiB above max_memory_mib 200"
-    assert rule.budget(0, 7) == 7
+    assert rule.reason(1) == "resident memory 300 MiB above max_memory_mib 200"
+    assert rule.budget(1, 7) == 7
+
+
+def test_memory_is_not_a_reason_before_the_first_job() -> None:
+    rule = Recycle(None, 1, memory=lambda: 500.0)
+    assert rule.reason(0) is None and rule.reason(1) is not None
 
 
 def test_the_budget_caps_the_free_slots() -> None:

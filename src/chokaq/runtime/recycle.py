@@ -64,7 +64,9 @@ class Recycle:
         """Why the worker should recycle now (``started`` jobs so far), or None."""
         if self.max_jobs is not None and started >= self.max_jobs:
             return f"ran {started} jobs (max_jobs {self.max_jobs})"
-        if self.max_memory_mib is None:
+        # Not before its first job: a process already above the limit when it starts would
+        # otherwise be replaced by another just like it, over and over, running nothing.
+        if self.max_memory_mib is None or started == 0:
             return None
         now = self._clock()
         if self._checked_at is not None and now - self._checked_at < MEMORY_CHECK_SECONDS:

@@ -84,7 +84,7 @@ class WorkerSettings:
             ``Worker.recycled`` saying why; ``chokaq worker --max-jobs-per-child`` restarts a
             fresh process in its place.
         max_memory_mib: recycle the same way once the process's resident memory is above this
-            many MiB (checked about once a second; ``None``: never).
+            many MiB (checked about once a second, from its first job on; ``None``: never).
     """
 
     queues: tuple[str, ...] | None = None
