@@ -158,6 +158,23 @@ async def test_children_recycle_after_max_jobs_and_every_job_runs(
     assert wait_exit(supervisor, tmp_path) == 0, _log(tmp_path)
 
 
+async def test_a_child_above_its_memory_limit_is_replaced_after_each_job(
+    spawn: Spawn, client: App, tmp_path: Path
+) -> None:
+    ids = await client.enqueue_many([sample_job("quick", tag=f"m{i}") for i in range(4)])
+    supervisor = spawn("--concurrency", "1", "--max-memory-per-child", "1")
+
+    async def done() -> bool:
+        return await all_out_of_hot(client, ids)
+
+    await until(done, timeout=40)
+    assert len({(tmp_path / f"done-m{i}").read_text() for i in range(4)}) == 4
+    log = _log(tmp_path)
+    assert "above max_memory_mib 1" in log and "1 worker process(es)" in log, log
+    supervisor.send_signal(signal.SIGTERM)
+    assert wait_exit(supervisor, tmp_path) == 0, _log(tmp_path)
+
+
 async def test_children_stop_cleanly_when_the_supervisor_is_killed(
     spawn: Spawn, client: App, tmp_path: Path
 ) -> None:

@@ -102,7 +102,7 @@ class Supervisor:
             loop.add_signal_handler(sig, self.stop)
         log_event(
             Event.WORKER_SUPERVISOR_STARTED,
-            f"supervisor started: {self.processes} worker processes",
+            f"supervisor started: {self.processes} worker process(es)",
             processes=self.processes,
             pid=os.getpid(),
             burst=self.burst,
@@ -129,9 +129,10 @@ class Supervisor:
             started = time.monotonic()
             code = await self._run_child(slot)
             if self._stopping.is_set():
-                # Killed by our signal itself: it had not installed its handler yet (still
-                # starting, so no job of its own) or had removed it (drained, exiting).
-                if code in (128 + signal.SIGTERM, 128 + signal.SIGINT):
+                # Recycled just then, or killed by our signal itself: it had not installed
+                # its handler yet (still starting, so no job of its own) or had removed it
+                # (drained, exiting). Each is a clean exit.
+                if code in (EXIT_RECYCLED, 128 + signal.SIGTERM, 128 + signal.SIGINT):
                     code = 0
                 break
             if code == EXIT_RECYCLED:
