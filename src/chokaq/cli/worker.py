@@ -5,6 +5,7 @@ eligible job is left; exit 75 when it had to stop with eligible work left); with
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -74,7 +75,7 @@ def _on_supervisor_pipe(loop: asyncio.AbstractEventLoop, fd: int, worker: Worker
     log_event(
         Event.WORKER_SUPERVISOR_STOPPED,
         "the supervisor is gone; stopping",
-        level=30,
+        level=logging.WARNING,
         worker_id=worker.id,
     )
     worker.stop()
