@@ -154,6 +154,25 @@ async def test_sigterm_past_the_grace_period_requeues_the_running_job(
     assert view.attempt_count == 1 and "Shutdown" in (view.last_error or "")
 
 
+async def test_a_second_sigterm_during_the_grace_period_cuts_it_short(
+    spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path
+) -> None:
+    [job_id] = await client.enqueue_many([sample_job("hang", tag="long")])
+    worker = spawn(CHOKAQ_GRACE="60")
+    await until(marker(tmp_path, "started-long"), timeout=30)
+    worker.send_signal(signal.SIGTERM)
+
+    async def draining() -> bool:
+        return "[1012 shutdown_drain_started]" in _log(tmp_path)
+
+    await until(draining, timeout=30)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0  # well before the 60 s grace
+    view = await client.backend.job_get(job_id)
+    assert view is not None and view.status is JobStatus.PENDING
+    assert "Shutdown" in (view.last_error or "")
+
+
 async def test_cancel_from_another_process_reaches_the_running_job(
     spawn: Callable[..., subprocess.Popen[bytes]], client: App, tmp_path: Path
 ) -> None:

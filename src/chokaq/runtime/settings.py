@@ -79,6 +79,12 @@ class WorkerSettings:
             long as the batch took, so workers keep their throughput (0: flat out).
         metrics_port / metrics_host: where the worker serves Prometheus metrics and health
             checks (``None``: not served).
+        max_jobs: recycle after this many jobs (``None``: never): the worker starts no more
+            than this many, lets them finish (however long they take), then stops with
+            ``Worker.recycled`` saying why; ``chokaq worker --max-jobs-per-child`` restarts a
+            fresh process in its place.
+        max_memory_mib: recycle the same way once the process's resident memory is above this
+            many MiB (checked about once a second, from its first job on; ``None``: never).
     """
 
     queues: tuple[str, ...] | None = None
@@ -116,6 +122,8 @@ class WorkerSettings:
     metrics_minute_buckets_days: float = 14.0
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    max_jobs: int | None = None
+    max_memory_mib: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= 1000:
@@ -160,6 +168,10 @@ class WorkerSettings:
             raise ConfigurationError("sync_threads: must be between 1 and 1000 or None")
         if self.sync_overrun_threads is not None and not 0 <= self.sync_overrun_threads <= 1000:
             raise ConfigurationError("sync_overrun_threads: must be between 0 and 1000 or None")
+        if self.max_jobs is not None and self.max_jobs < 1:
+            raise ConfigurationError("max_jobs: must be at least 1 or None")
+        if self.max_memory_mib is not None and self.max_memory_mib < 1:
+            raise ConfigurationError("max_memory_mib: must be at least 1 or None")
         if self.finalize_batch_max < 1:
             raise ConfigurationError("finalize_batch_max: must be at least 1")
         if not 1.0 <= self.leadership_lease_seconds <= 3600.0:

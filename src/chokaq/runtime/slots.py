@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import StorageError
 from ..logs import Event, log_event
@@ -80,12 +81,13 @@ class Slots:
         self.buffer.clear()
         return jobs
 
-    async def drain(self, grace_seconds: float) -> None:
-        """Shutdown's second phase: let running jobs finish for ``grace_seconds``, then stop the
-        rest (``StopReason.SHUTDOWN``: back to Pending) and wait up to 5 s for them to end."""
-        tasks = [ex.task for ex in self.running.values() if ex.task is not None]
+    async def drain(self, grace_seconds: float, hurry: asyncio.Event | None = None) -> None:
+        """Shutdown's second phase: let running jobs finish for ``grace_seconds`` (or until
+        ``hurry`` is set), then stop the rest (``StopReason.SHUTDOWN``: back to Pending) and
+        wait up to 5 s for them to end."""
+        tasks = {ex.task for ex in self.running.values() if ex.task is not None}
         if tasks:
-            await asyncio.wait(tasks, timeout=grace_seconds)
+            await _wait_unless(tasks, grace_seconds, hurry)
         if not self.running:
             return
         log_event(
@@ -101,6 +103,28 @@ class Slots:
                 ex.task.cancel()
         if pending:
             await asyncio.wait(pending, timeout=5.0)
+
+
+async def _wait_unless(
+    tasks: set[asyncio.Task[None]], timeout: float, hurry: asyncio.Event | None
+) -> None:
+    """Wait for every task, at most ``timeout`` seconds, and no longer once ``hurry`` is set
+    (a second signal during the grace period)."""
+    if hurry is None:
+        await asyncio.wait(tasks, timeout=timeout)
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    hurried = asyncio.ensure_future(hurry.wait())
+    pending: set[asyncio.Future[Any]] = set(tasks)
+    try:
+        while pending and not hurry.is_set() and (left := deadline - loop.time()) > 0:
+            _, pending = await asyncio.wait(
+                pending | {hurried}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
+            pending.discard(hurried)
+    finally:
+        hurried.cancel()
 
 
 async def release(backend: Backend, jobs: list[ClaimedJob], *, worker_id: str) -> None:

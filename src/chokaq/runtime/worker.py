@@ -44,6 +44,7 @@ from .heartbeat import Heartbeats
 from .host import Host
 from .maintenance import Maintenance
 from .outage import Outage
+from .recycle import Recycle
 from .registry import Registry
 from .report import report_outcome
 from .scheduler import Scheduler
@@ -74,9 +75,10 @@ class Worker(Generic[H]):
 
     Public views: ``slots`` (running executions, prefetch buffer, concurrency), ``outage``
     (``down_since``: storage unavailable since, monotonic seconds, or None), ``events``,
-    ``circuits``, ``state``, ``last_fetch_at`` and, once a burst run stopped, ``burst_left``
-    (what eligible work it left, and why; empty when none). Once running, ``settings.queues``
-    holds the queues it serves (None: every queue).
+    ``circuits``, ``state``, ``last_fetch_at``, once a burst run stopped, ``burst_left``
+    (what eligible work it left, and why; empty when none) and, once it stopped to recycle
+    (``max_jobs``, ``max_memory_mib``), ``recycled`` (why; None otherwise). Once running,
+    ``settings.queues`` holds the queues it serves (None: every queue).
     """
 
     # Built by run(), once the app is open and its backend known.
@@ -109,9 +111,13 @@ class Worker(Generic[H]):
         self.state = "starting"
         # What a burst run left behind when it stopped (empty: nothing eligible was left).
         self.burst_left: tuple[Leftover, ...] = ()
+        self.recycle = Recycle(settings.max_jobs, settings.max_memory_mib)
+        self.recycled: str | None = None
+        self._started_jobs = 0
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._hurry = False
+        self._hurried = asyncio.Event()
         self._stop_reason = "stopped"  # said once, on the WORKER_STOPPED line
         self._side_tasks: list[asyncio.Task[None]] = []
         self._waiter: asyncio.Future[None] | None = None
@@ -136,6 +142,8 @@ class Worker(Generic[H]):
         if self._stopping.is_set():
             self._hurry = True
         self._hurry = self._hurry or hurry
+        if self._hurry:
+            self._hurried.set()  # cuts a grace period already under way short too
         self._stopping.set()
         self._poke()
 
@@ -307,8 +315,15 @@ class Worker(Generic[H]):
         settings = self.settings
         slots = self.slots
         failures = 0
+        recycle = self.recycle
         while not self._stopping.is_set():
             free = slots.free
+            if recycle.active:
+                reason = recycle.reason(self._started_jobs)
+                if reason is not None:
+                    await self._recycle(reason)
+                    break
+                free = recycle.budget(self._started_jobs, free)
             if free <= 0:
                 slots.freed.clear()
                 await self._wait(slots.freed, None)
@@ -354,6 +369,21 @@ class Worker(Generic[H]):
                 wait = min(wait, max(0.001, retry_at.timestamp() - time.time()))
             await self._wait(self._wake, wait)
 
+    async def _recycle(self, reason: str) -> None:
+        """Stop fetching, let the running jobs finish (their own timeouts, not the shutdown
+        grace: recycling is routine, nothing is in a hurry), then stop as recycled."""
+        log_event(Event.WORKER_RECYCLING, f"recycling: {reason}", worker_id=self.id, reason=reason)
+        slots = self.slots
+        if slots.buffer:
+            await self._release(slots.empty_buffer())
+        while slots.running and not self._stopping.is_set():
+            slots.freed.clear()
+            await self._wait(slots.freed, None)
+        if not self._stopping.is_set():  # a signal meanwhile makes it a plain stop
+            self.recycled = reason
+            self._stop_reason = f"recycled: {reason}"
+            self.stop()
+
     async def _release(self, jobs: list[ClaimedJob]) -> None:
         await release(self.app.backend, jobs, worker_id=self.id)
 
@@ -371,6 +401,7 @@ class Worker(Generic[H]):
 
     def _launch(self, job: ClaimedJob, sent: float) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
+        self._started_jobs += 1
         if ex.handle is not None:
             self.burst.progressed()
         ex.proof_until = sent + ex.lease_seconds
@@ -519,7 +550,9 @@ class Worker(Generic[H]):
         )
         if slots.buffer:
             await self._release(slots.empty_buffer())
-        await slots.drain(0.0 if self._hurry else self.settings.shutdown_grace_seconds)
+        await slots.drain(
+            0.0 if self._hurry else self.settings.shutdown_grace_seconds, self._hurried
+        )
         try:
             await asyncio.wait_for(self.finalizer.drain(), timeout=30.0)
         except TimeoutError:
