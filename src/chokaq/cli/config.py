@@ -194,6 +194,13 @@ OTHER_ENVIRONMENT = [
         "The Deck's credentials and session key ([deck.md](deck.md)).",
     ),
     (
+        "`CHOKAQ_SQLITE_WATCH`",
+        "SQLite's notifier",
+        "`poll` makes a worker on SQLite look for wake-ups every 2 ms instead of through "
+        "inotify (network or FUSE file systems, where inotify misses changes; "
+        "[operations.md](operations.md)).",
+    ),
+    (
         "`CHOKAQ_TEST_DATABASE_URL`",
         "the pytest plugin",
         "A PostgreSQL server the plugin's fixtures also run on ([testing.md](testing.md)).",
