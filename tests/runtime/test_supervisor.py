@@ -5,10 +5,12 @@ after ``--max-jobs-per-child``, burst children make the supervisor exit."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,20 @@ from .test_worker_process import _log, client, marker, sample_job, spawn
 __all__ = ["client", "spawn"]  # fixtures, imported to be shared with test_worker_process
 
 Spawn = Callable[..., subprocess.Popen[bytes]]
+# An event line of a worker's plain-text log: "[1032 worker_child_crashed] ...".
+EVENT = re.compile(r"\[(\d{4}) [a-z_]+\]")
+
+
+@pytest.fixture(autouse=True)
+def _record_events(
+    tmp_path: Path, emitted_events: Any, request: pytest.FixtureRequest
+) -> Iterator[None]:
+    """The events the supervisors and children of each test logged count as emitted by it
+    (the whole suite's check that every catalogued event is: tests/ops/test_events.py)."""
+    yield
+    for log in tmp_path.glob("worker-*.log"):
+        found = [int(m) for m in EVENT.findall(log.read_text(errors="replace"))]
+        emitted_events.add(found, request.node.nodeid)
 
 
 async def live_workers(app: App) -> list[WorkerInfo]:
