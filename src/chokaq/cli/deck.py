@@ -21,6 +21,14 @@ __all__ = ["COMMANDS"]
     help="Serve /metrics and /health/ready without the Deck's login (they name queues; by "
     "default they take the same token or user as the Deck). /health/live never asks.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name to answer (repeatable; *.example.com matches subdomains); others get "
+    "400. Without authentication only loopback names are answered.",
+)
 @store_options
 def deck(
     host: str,
@@ -28,6 +36,7 @@ def deck(
     root_path: str,
     proxy_headers: bool,
     public_metrics: bool,
+    allowed_hosts: tuple[str, ...],
     app_spec: str | None,
     database: str | None,
     schema: str | None,
@@ -42,6 +51,7 @@ def deck(
       CHOKAQ_DECK_READONLY_TOKEN  a read-only token
       CHOKAQ_DECK_USERS           users as name:password:role,... (role admin or readonly)
       CHOKAQ_DECK_SECRET          the session signing key (random per process when unset)
+      CHOKAQ_DECK_ALLOWED_HOSTS   Host names to answer, comma-separated (as --allowed-host)
 
     \b
     Example:
@@ -59,6 +69,7 @@ def deck(
         root_path=root_path,
         proxy_headers=proxy_headers,
         public_metrics=public_metrics,
+        allowed_hosts=allowed_hosts,
     )
 
 

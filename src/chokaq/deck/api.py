@@ -37,7 +37,7 @@ from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
 from . import audit
 from .audit import Done
-from .auth import Principal, Role, csrf_ok
+from .auth import Principal, Role, csrf_ok, origin_ok
 from .state import DeckState, snapshot
 from .views import (
     MAX_IDS,
@@ -108,6 +108,8 @@ def endpoint(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
                 return refuse(principal, 403, "this action needs the admin role")
             if not csrf_ok(request):
                 return refuse(principal, 403, "missing or wrong CSRF token (header X-CSRF-Token)")
+            if not origin_ok(request):
+                return refuse(principal, 403, "cross-site request refused (Origin is another site)")
         try:
             await state.ensure_open()
             result = await route.handler(request, state, principal)

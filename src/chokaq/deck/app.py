@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from logging import WARNING
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -38,6 +39,7 @@ from .auth import (
     Credentials,
     SessionSigner,
     new_csrf_token,
+    origin_ok,
 )
 from .state import DeckState
 
@@ -146,6 +148,8 @@ async def login_form(request: Request) -> Response:
 async def login_submit(request: Request) -> Response:
     state: DeckState = request.app.state.deck
     creds = state.credentials
+    if not origin_ok(request):  # a login forced from another site (into the attacker's account)
+        return JSONResponse({"error": "cross-site request refused"}, status_code=403)
     form = await request.form()
     principal = None
     if creds is not None:
@@ -182,6 +186,8 @@ async def login_submit(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
+    if not origin_ok(request):
+        return JSONResponse({"error": "cross-site request refused"}, status_code=403)
     response = RedirectResponse(_base(request) + "/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path=_cookie_path(request))
     return response
@@ -267,6 +273,7 @@ def create_deck(
     title: str = "chokaq",
     close_app_on_shutdown: bool = False,
     public_metrics: bool = False,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """The Deck as an ASGI application, ready to serve or to mount under a prefix.
 
@@ -281,6 +288,11 @@ def create_deck(
     ``/health/ready`` (``chokaq.http.deck_routes``). ``/health/live`` answers everyone; the
     other two ask for the same login as the Deck (any role) unless ``public_metrics`` is true
     (default false), for a scraper on a private network that cannot send a token.
+
+    ``allowed_hosts`` (names, ``*.example.com`` wildcards) are the only ``Host`` headers it
+    answers (400 otherwise): against DNS rebinding, where another site's page reaches a Deck
+    on this machine through a name of its own. Every mutation, login and logout also refuses an
+    ``Origin`` of another host (403).
     """
     signer = SessionSigner(session_secret)
     if authorizer is None and (credentials is None or not credentials.configured):
@@ -321,6 +333,8 @@ def create_deck(
         exception_handlers={404: _not_found, 405: _method_not_allowed, 500: _server_error},
     )
     deck.add_middleware(SecurityHeaders)
+    if allowed_hosts is not None:
+        deck.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     deck.state.deck = state
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     deck.state.templates = Jinja2Templates(env=env)

@@ -1,0 +1,120 @@
+"""DNS rebinding and cross-site requests, against real `chokaq deck` processes: a Deck without
+authentication answers loopback names only (another site's name rebound to 127.0.0.1 gets a
+400, page, token and all); every mutation, login and logout refuses an Origin of another host;
+--allowed-host widens what a Deck answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import USERS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """``start(*args, **env)`` -> the URL of a `chokaq deck` process on a fresh SQLite file."""
+    procs: list[subprocess.Popen[bytes]] = []
+    logs: list[Any] = []
+
+    def run(*args: str, **env: str) -> str:
+        port = _free_port()
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("CHOKAQ_DECK_")}
+        environ.update(env, PYTHONPATH=str(REPO / "src"))
+        db = f"sqlite:///{tmp_path / f'deck-{port}.db'}"
+        argv = [sys.executable, "-m", "chokaq", "deck", "--database", db, "--port", str(port)]
+        log = (tmp_path / f"deck-{port}.log").open("wb")
+        logs.append(log)
+        procs.append(subprocess.Popen([*argv, *args], env=environ, stdout=log, stderr=log))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/health/live").status_code == 200:
+                    return url
+            except httpx.TransportError:
+                pass
+            assert procs[-1].poll() is None, (tmp_path / f"deck-{port}.log").read_text()
+            assert time.monotonic() < deadline, "the Deck did not start"
+            time.sleep(0.1)
+
+    yield run
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=30)
+    for log in logs:
+        log.close()
+
+
+def test_an_unguarded_deck_answers_loopback_names_only(start: Callable[..., str]) -> None:
+    url = start()
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url) as c:
+        assert c.get("/", headers={"host": f"127.0.0.1:{port}"}).status_code == 200
+        assert c.get("/", headers={"host": f"localhost:{port}"}).status_code == 200
+        rebound = c.get("/", headers={"host": f"attacker.example:{port}"})
+        assert rebound.status_code == 400 and "csrf" not in rebound.text.lower()
+        api = c.get("/api/me", headers={"host": f"attacker.example:{port}"})
+        assert api.status_code == 400
+
+
+def test_a_mutation_from_another_origin_is_refused(start: Callable[..., str]) -> None:
+    url = start()
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url) as c:
+        assert c.get("/").status_code == 200
+        token = {"x-csrf-token": str(c.cookies.get("chokaq_deck_csrf"))}
+        body = {"queue": "emails", "create": True, "paused": True}
+        evil = c.post(
+            "/api/queues",
+            json=body,
+            headers={**token, "origin": f"http://attacker.example:{port}"},
+        )
+        assert evil.status_code == 403 and "cross-site" in evil.json()["error"]
+        sandboxed = c.post("/api/queues", json=body, headers={**token, "origin": "null"})
+        assert sandboxed.status_code == 403
+        fetched = c.post(
+            "/api/queues", json=body, headers={**token, "sec-fetch-site": "cross-site"}
+        )
+        assert fetched.status_code == 403
+        own = c.post(
+            "/api/queues", json=body, headers={**token, "origin": f"http://127.0.0.1:{port}"}
+        )
+        assert own.status_code == 200, own.text
+
+
+def test_login_and_logout_refuse_another_origin_and_allowed_hosts_widen(
+    start: Callable[..., str],
+) -> None:
+    users = ",".join(f"{name}:{pw}:{role.value}" for name, (pw, role) in USERS.items())
+    url = start("--allowed-host", "deck.internal", CHOKAQ_DECK_USERS=users)
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url) as c:
+        form = {"username": "alice", "password": "alice-pw"}
+        forced = c.post("/login", data=form, headers={"origin": "http://attacker.example"})
+        assert forced.status_code == 403 and "chokaq_deck_session" not in forced.headers.get(
+            "set-cookie", ""
+        )
+        login = c.post("/login", data=form, headers={"origin": f"http://127.0.0.1:{port}"})
+        assert login.status_code == 303
+        assert c.post("/logout", headers={"origin": "http://attacker.example"}).status_code == 403
+        # Given names (and only they) are answered once some are.
+        assert c.get("/login", headers={"host": f"deck.internal:{port}"}).status_code == 200
+        assert c.get("/login", headers={"host": f"other.example:{port}"}).status_code == 400
