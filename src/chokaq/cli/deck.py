@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
+from ..errors import ConfigurationError
 from ..logs import configure_logging
 from .options import make_app, store_options
 
@@ -73,4 +76,26 @@ def deck(
     )
 
 
-COMMANDS = [deck]
+@click.command("deck-password")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the password from stdin.")
+def deck_password(from_stdin: bool) -> None:
+    """Print a bcrypt hash of a password for CHOKAQ_DECK_USERS (name:HASH:role), so that the
+    environment holds no password in plain text. Asks twice unless --stdin.
+
+    \b
+    Example:
+      CHOKAQ_DECK_USERS="alice:$(chokaq deck-password):admin" chokaq deck
+    """
+    from ..deck.auth import hash_password
+
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
+    try:
+        click.echo(hash_password(password))
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="password") from None
+
+
+COMMANDS = [deck, deck_password]

@@ -102,6 +102,11 @@ def endpoint(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
         state: DeckState = request.app.state.deck
         principal = await state.principal(request)
         if principal is None:
+            wait = getattr(request.state, "retry_after", 0.0)
+            if wait > 0:
+                response = refuse(None, 429, "too many failed logins from this user or address")
+                response.headers["retry-after"] = str(math.ceil(wait))
+                return response
             return refuse(None, 401, "authentication required")
         if route.admin:
             if principal.role is not Role.ADMIN:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from logging import WARNING
@@ -37,7 +38,9 @@ from .auth import (
     SESSION_SECONDS,
     Authorizer,
     Credentials,
+    LoginThrottle,
     SessionSigner,
+    login_keys,
     new_csrf_token,
     origin_ok,
 )
@@ -152,26 +155,38 @@ async def login_submit(request: Request) -> Response:
         return JSONResponse({"error": "cross-site request refused"}, status_code=403)
     form = await request.form()
     principal = None
-    if creds is not None:
-        token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
+    token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
+    keys = login_keys(request, name if not token else "token")
+    wait = state.throttle.retry_after(*keys)
+    error, status = "Wrong credentials.", 401
+    if wait > 0:
+        error, status = f"Too many failed logins: try again in {math.ceil(wait)} s.", 429
+    elif creds is not None:
         if token:
             principal = creds.check_token(token)
         elif name:
             principal = creds.check_user(name, password)
+        if principal is None:
+            state.throttle.failed(*keys)
+        else:
+            state.throttle.succeeded(keys[0])
     if principal is None:
         templates: Jinja2Templates = request.app.state.templates
-        return templates.TemplateResponse(
+        refused = templates.TemplateResponse(
             request,
             "login.html",
             {
                 "base": _base(request),
-                "error": "Wrong credentials.",
+                "error": error,
                 "title": state.title,
                 "tokens": bool(creds and (creds.admin_token or creds.readonly_token)),
                 "users": bool(creds and creds.users),
             },
-            status_code=401,
+            status_code=status,
         )
+        if wait > 0:
+            refused.headers["retry-after"] = str(math.ceil(wait))
+        return refused
     response = RedirectResponse(_base(request) + "/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -302,11 +317,21 @@ def create_deck(
             "whatever serves it must guard it (chokaq deck binds such a Deck to loopback only)",
             level=WARNING,
         )
+    throttle = LoginThrottle()
     if authorizer is None and credentials is not None and credentials.configured:
         from .auth import env_authorizer
 
-        authorizer = env_authorizer(credentials, signer)
-    state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title)
+        authorizer = env_authorizer(credentials, signer, throttle)
+        plain = credentials.plain_text_users
+        if plain:
+            log_event(
+                Event.DECK_PLAIN_PASSWORDS,
+                "CHOKAQ_DECK_USERS holds plain-text passwords; store bcrypt hashes instead "
+                "(chokaq deck-password prints one)",
+                level=WARNING,
+                users=",".join(plain),
+            )
+    state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title, throttle)
 
     @asynccontextmanager
     async def lifespan(deck: Starlette) -> AsyncIterator[None]:

@@ -1,10 +1,12 @@
-"""DNS rebinding and cross-site requests, against real `chokaq deck` processes: a Deck without
-authentication answers loopback names only (another site's name rebound to 127.0.0.1 gets a
-400, page, token and all); every mutation, login and logout refuses an Origin of another host;
---allowed-host widens what a Deck answers."""
+"""Who gets in, against real `chokaq deck` processes: a Deck without authentication answers
+loopback names only (another site's name rebound to 127.0.0.1 gets a 400, page, token and all);
+every mutation, login and logout refuses an Origin of another host; --allowed-host widens what
+a Deck answers; passwords may be bcrypt hashes (plain text warns); failed logins are throttled
+per user and per address, the right password included while locked."""
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import subprocess
@@ -118,3 +120,59 @@ def test_login_and_logout_refuse_another_origin_and_allowed_hosts_widen(
         # Given names (and only they) are answered once some are.
         assert c.get("/login", headers={"host": f"deck.internal:{port}"}).status_code == 200
         assert c.get("/login", headers={"host": f"other.example:{port}"}).status_code == 400
+
+
+def _hash(password: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "chokaq", "deck-password", "--stdin"],
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _basic(name: str, password: str) -> dict[str, str]:
+    return {"authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
+
+
+def test_a_hashed_password_logs_in_and_plain_text_warns(
+    start: Callable[..., str], tmp_path: Path
+) -> None:
+    hashed = _hash("correct horse")
+    assert hashed.startswith("$2b$12$") and "correct" not in hashed
+    url = start(CHOKAQ_DECK_USERS=f"alice:{hashed}:admin,bob:bob-pw:readonly")
+    with httpx.Client(base_url=url) as c:
+        assert c.get("/api/me", headers=_basic("alice", "correct horse")).json()["role"] == "admin"
+        assert c.get("/api/me", headers=_basic("alice", hashed)).status_code == 401
+        form = {"username": "alice", "password": "correct horse"}
+        assert c.post("/login", data=form).status_code == 303
+    logs = "".join(p.read_text() for p in tmp_path.glob("deck-*.log"))
+    assert "plain-text passwords" in logs and "bob" in logs and "alice," not in logs
+    too_long = subprocess.run(
+        [sys.executable, "-m", "chokaq", "deck-password", "--stdin"],
+        input="x" * 73 + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=60,
+    )
+    assert too_long.returncode == 2 and "1 to 72 bytes" in too_long.stderr
+
+
+def test_failed_logins_are_throttled_per_user_and_address(start: Callable[..., str]) -> None:
+    url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin,bob:bob-pw:readonly")
+    with httpx.Client(base_url=url) as c:
+        codes = [
+            c.get("/api/me", headers=_basic("alice", f"guess-{i}")).status_code for i in range(8)
+        ]
+        assert codes[:5] == [401] * 5 and set(codes[5:]) == {429}
+        locked = c.get("/api/me", headers=_basic("alice", "alice-pw"))
+        assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
+        # The address is locked too: another user from it waits as well, and so does the form.
+        assert c.get("/api/me", headers=_basic("bob", "bob-pw")).status_code == 429
+        form = c.post("/login", data={"username": "alice", "password": "alice-pw"})
+        assert form.status_code == 429 and "Too many failed logins" in form.text
