@@ -176,3 +176,20 @@ def test_failed_logins_are_throttled_per_user_and_address(start: Callable[..., s
         assert c.get("/api/me", headers=_basic("bob", "bob-pw")).status_code == 429
         form = c.post("/login", data={"username": "alice", "password": "alice-pw"})
         assert form.status_code == 429 and "Too many failed logins" in form.text
+
+
+@pytest.mark.parametrize(("trusted", "secure"), [((), True), (("10.0.0.1",), False)])
+def test_forwarded_headers_are_trusted_from_the_trusted_proxies_only(
+    start: Callable[..., str], trusted: tuple[str, ...], secure: bool
+) -> None:
+    args = ["--proxy-headers", *(a for t in trusted for a in ("--trusted-proxy", t))]
+    url = start(*args, CHOKAQ_DECK_USERS="alice:alice-pw:admin")
+    with httpx.Client(base_url=url) as c:
+        login = c.post(
+            "/login",
+            data={"username": "alice", "password": "alice-pw"},
+            headers={"x-forwarded-proto": "https"},
+        )
+        assert login.status_code == 303
+        cookie = login.headers["set-cookie"].lower()
+        assert ("secure" in cookie) is secure  # 127.0.0.1 is the default proxy, 10.0.0.1 not

@@ -17,7 +17,20 @@ __all__ = ["COMMANDS"]
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--root-path", default="", help="URL prefix when served behind a proxy.")
-@click.option("--proxy-headers", is_flag=True, help="Trust X-Forwarded-* from the proxy.")
+@click.option(
+    "--proxy-headers",
+    is_flag=True,
+    help="Trust X-Forwarded-Proto/-For from the --trusted-proxy addresses (HTTPS cookies behind "
+    "a TLS proxy).",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDRESS",
+    help="An address or network (10.0.0.0/8) whose X-Forwarded-* headers --proxy-headers "
+    "trusts (repeatable; default 127.0.0.1; '*' trusts every client).",
+)
 @click.option(
     "--public-metrics",
     is_flag=True,
@@ -38,6 +51,7 @@ def deck(
     port: int,
     root_path: str,
     proxy_headers: bool,
+    trusted_proxies: tuple[str, ...],
     public_metrics: bool,
     allowed_hosts: tuple[str, ...],
     app_spec: str | None,
@@ -71,6 +85,7 @@ def deck(
         port=port,
         root_path=root_path,
         proxy_headers=proxy_headers,
+        trusted_proxies=trusted_proxies or ("127.0.0.1",),
         public_metrics=public_metrics,
         allowed_hosts=allowed_hosts,
     )

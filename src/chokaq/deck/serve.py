@@ -46,6 +46,7 @@ def build_server(
     demo: bool = False,
     public_metrics: bool = False,
     allowed_hosts: Sequence[str] = (),
+    trusted_proxies: Sequence[str] = ("127.0.0.1",),
 ) -> Any:
     """A ``uvicorn.Server`` for the Deck of ``app``, not started (``await server.serve()``).
 
@@ -54,7 +55,10 @@ def build_server(
     (``"alice:secret:admin,bob:pw:readonly"``) and ``CHOKAQ_DECK_SECRET`` (session signing key;
     random per process when unset). Bound to anything but loopback without any of these, it
     raises ``ConfigurationError`` instead of starting. ``proxy_headers`` trusts
-    X-Forwarded-Proto from the proxy so cookies get ``Secure`` behind TLS. ``demo`` only
+    X-Forwarded-Proto and X-Forwarded-For so cookies get ``Secure`` behind TLS, from the
+    addresses of ``trusted_proxies`` only (default the proxy on this machine, 127.0.0.1; a
+    network such as ``10.0.0.0/8`` or ``*`` for any, which lets every client pick its own
+    address and scheme). ``demo`` only
     changes the page title. ``public_metrics`` serves ``/metrics`` and ``/health/ready``
     without the login (``/health/live`` never asks for one).
 
@@ -97,7 +101,7 @@ def build_server(
         port=port,
         root_path=root_path,
         proxy_headers=proxy_headers,
-        forwarded_allow_ips="*" if proxy_headers else None,
+        forwarded_allow_ips=list(trusted_proxies) if proxy_headers else None,
         log_level=log_level,
         timeout_graceful_shutdown=2,
         lifespan="on",
