@@ -194,6 +194,12 @@ OTHER_ENVIRONMENT = [
         "The Deck's credentials and session key ([deck.md](deck.md)).",
     ),
     (
+        "`CHOKAQ_DECK_ALLOWED_HOSTS`",
+        "`chokaq deck` and `deck.serve`",
+        "The `Host` names The Deck answers, comma-separated (`--allowed-host`); without "
+        "authentication it answers loopback names only ([deck.md](deck.md)).",
+    ),
+    (
         "`CHOKAQ_SQLITE_WATCH`",
         "SQLite's notifier",
         "`poll` makes a worker on SQLite look for wake-ups every 2 ms instead of through "

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
+from ..errors import ConfigurationError
 from ..logs import configure_logging
 from .options import make_app, store_options
 
@@ -14,12 +17,33 @@ __all__ = ["COMMANDS"]
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--root-path", default="", help="URL prefix when served behind a proxy.")
-@click.option("--proxy-headers", is_flag=True, help="Trust X-Forwarded-* from the proxy.")
+@click.option(
+    "--proxy-headers",
+    is_flag=True,
+    help="Trust X-Forwarded-Proto/-For from the --trusted-proxy addresses (HTTPS cookies behind "
+    "a TLS proxy).",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDRESS",
+    help="An address or network (10.0.0.0/8) whose X-Forwarded-* headers --proxy-headers "
+    "trusts (repeatable; default 127.0.0.1; '*' trusts every client).",
+)
 @click.option(
     "--public-metrics",
     is_flag=True,
     help="Serve /metrics and /health/ready without the Deck's login (they name queues; by "
     "default they take the same token or user as the Deck). /health/live never asks.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A Host name to answer (repeatable; *.example.com matches subdomains); others get "
+    "400. Without authentication only loopback names are answered.",
 )
 @store_options
 def deck(
@@ -27,7 +51,9 @@ def deck(
     port: int,
     root_path: str,
     proxy_headers: bool,
+    trusted_proxies: tuple[str, ...],
     public_metrics: bool,
+    allowed_hosts: tuple[str, ...],
     app_spec: str | None,
     database: str | None,
     schema: str | None,
@@ -42,6 +68,7 @@ def deck(
       CHOKAQ_DECK_READONLY_TOKEN  a read-only token
       CHOKAQ_DECK_USERS           users as name:password:role,... (role admin or readonly)
       CHOKAQ_DECK_SECRET          the session signing key (random per process when unset)
+      CHOKAQ_DECK_ALLOWED_HOSTS   Host names to answer, comma-separated (as --allowed-host)
 
     \b
     Example:
@@ -58,8 +85,32 @@ def deck(
         port=port,
         root_path=root_path,
         proxy_headers=proxy_headers,
+        trusted_proxies=trusted_proxies or ("127.0.0.1",),
         public_metrics=public_metrics,
+        allowed_hosts=allowed_hosts,
     )
 
 
-COMMANDS = [deck]
+@click.command("deck-password")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the password from stdin.")
+def deck_password(from_stdin: bool) -> None:
+    """Print a bcrypt hash of a password for CHOKAQ_DECK_USERS (name:HASH:role), so that the
+    environment holds no password in plain text. Asks twice unless --stdin.
+
+    \b
+    Example:
+      CHOKAQ_DECK_USERS="alice:$(chokaq deck-password):admin" chokaq deck
+    """
+    from ..deck.auth import hash_password
+
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
+    try:
+        click.echo(hash_password(password))
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="password") from None
+
+
+COMMANDS = [deck, deck_password]

@@ -11,6 +11,7 @@ not hold SQL.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -23,20 +24,23 @@ from starlette.responses import JSONResponse, Response
 from ..errors import NotFoundError, StorageError, ValidationError
 from ..limits import (
     MAX_BULK_CAP,
+    MAX_PAYLOAD_DEPTH,
     check_job_id,
     check_name,
     check_payload,
     check_priority,
     check_tags,
+    json_too_deep,
 )
 from ..models import FailureReason, JobFilter, JobView, Pillar, Workflow
 from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
 from . import audit
 from .audit import Done
-from .auth import Principal, Role, csrf_ok
+from .auth import Principal, Role, csrf_ok, origin_ok
 from .state import DeckState, snapshot
 from .views import (
+    MAX_IDS,
     SOURCES,
     dump,
     filter_json,
@@ -51,7 +55,6 @@ from .views import (
 __all__ = ["ROUTES", "ApiRoute", "json_body", "snapshot"]
 
 Handler = Callable[[Request, "DeckState", Principal], Awaitable[Any]]
-MAX_IDS = 1000
 MAX_WORKFLOW_LISTED = 10_000  # one read of a workflow lists at most this many of its jobs
 CONFIRM_AT = 25  # bulk actions on this many jobs or more need a typed confirmation
 
@@ -99,12 +102,19 @@ def endpoint(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
         state: DeckState = request.app.state.deck
         principal = await state.principal(request)
         if principal is None:
+            wait = getattr(request.state, "retry_after", 0.0)
+            if wait > 0:
+                response = refuse(None, 429, "too many failed logins from this user or address")
+                response.headers["retry-after"] = str(math.ceil(wait))
+                return response
             return refuse(None, 401, "authentication required")
         if route.admin:
             if principal.role is not Role.ADMIN:
                 return refuse(principal, 403, "this action needs the admin role")
             if not csrf_ok(request):
                 return refuse(principal, 403, "missing or wrong CSRF token (header X-CSRF-Token)")
+            if not origin_ok(request):
+                return refuse(principal, 403, "cross-site request refused (Origin is another site)")
         try:
             await state.ensure_open()
             result = await route.handler(request, state, principal)
@@ -132,10 +142,61 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
+# A request body holds at most this many bytes (or room for the largest payload the App takes,
+# escaped, when that is more: an edit sends one), and nests at most this deep (a payload's own
+# depth, plus the object that carries it).
+MAX_BODY_BYTES = 1024 * 1024
+MAX_BODY_DEPTH = MAX_PAYLOAD_DEPTH + 4
+
+
+class _NotJson(ValueError):
+    """Text Python's parser takes but JSON has no spelling for."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJson(f"{text} is beyond what a number may be")
+    return value
+
+
+def body_limit(request: Request) -> int:
+    """The most bytes a request body of this Deck may hold."""
+    deck = getattr(request.app.state, "deck", None)
+    payload = deck.app.limits.max_payload_bytes if deck is not None else 0
+    return max(MAX_BODY_BYTES, 2 * payload + 64 * 1024)
+
+
 async def json_body(request: Request) -> dict[str, Any]:
+    """The request's body as a JSON object, read up to ``body_limit`` bytes (413 past it, before
+    the rest is read), strict: no NaN, Infinity or a number beyond a float, nesting at most
+    ``MAX_BODY_DEPTH`` deep (400 with the reason)."""
+    limit = body_limit(request)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body must be at most {limit} bytes (got {declared})")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            raise ApiError(413, f"request body must be at most {limit} bytes")
     try:
-        data = json.loads(await request.body() or b"{}")
-    except ValueError:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(400, "request body must be UTF-8 JSON") from None
+    if json_too_deep(text, MAX_BODY_DEPTH):
+        raise ApiError(
+            400, f"request body must not nest arrays and objects more than {MAX_BODY_DEPTH} deep"
+        )
+    try:
+        data = json.loads(text or "{}", parse_constant=_no_constant, parse_float=_finite)
+    except _NotJson as exc:
+        raise ApiError(400, f"request body is not JSON: {exc}") from None
+    except (ValueError, RecursionError):
         raise ApiError(400, "request body must be a JSON object") from None
     if not isinstance(data, dict):
         raise ApiError(400, "request body must be a JSON object")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from logging import WARNING
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -36,8 +38,11 @@ from .auth import (
     SESSION_SECONDS,
     Authorizer,
     Credentials,
+    LoginThrottle,
     SessionSigner,
+    login_keys,
     new_csrf_token,
+    origin_ok,
 )
 from .state import DeckState
 
@@ -146,28 +151,42 @@ async def login_form(request: Request) -> Response:
 async def login_submit(request: Request) -> Response:
     state: DeckState = request.app.state.deck
     creds = state.credentials
+    if not origin_ok(request):  # a login forced from another site (into the attacker's account)
+        return JSONResponse({"error": "cross-site request refused"}, status_code=403)
     form = await request.form()
     principal = None
-    if creds is not None:
-        token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
+    token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
+    keys = login_keys(request, name if not token else "token")
+    wait = state.throttle.retry_after(*keys)
+    error, status = "Wrong credentials.", 401
+    if wait > 0:
+        error, status = f"Too many failed logins: try again in {math.ceil(wait)} s.", 429
+    elif creds is not None:
         if token:
             principal = creds.check_token(token)
         elif name:
             principal = creds.check_user(name, password)
+        if principal is None:
+            state.throttle.failed(*keys)
+        else:
+            state.throttle.succeeded(keys[0])
     if principal is None:
         templates: Jinja2Templates = request.app.state.templates
-        return templates.TemplateResponse(
+        refused = templates.TemplateResponse(
             request,
             "login.html",
             {
                 "base": _base(request),
-                "error": "Wrong credentials.",
+                "error": error,
                 "title": state.title,
                 "tokens": bool(creds and (creds.admin_token or creds.readonly_token)),
                 "users": bool(creds and creds.users),
             },
-            status_code=401,
+            status_code=status,
         )
+        if wait > 0:
+            refused.headers["retry-after"] = str(math.ceil(wait))
+        return refused
     response = RedirectResponse(_base(request) + "/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -182,6 +201,8 @@ async def login_submit(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
+    if not origin_ok(request):
+        return JSONResponse({"error": "cross-site request refused"}, status_code=403)
     response = RedirectResponse(_base(request) + "/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path=_cookie_path(request))
     return response
@@ -267,6 +288,7 @@ def create_deck(
     title: str = "chokaq",
     close_app_on_shutdown: bool = False,
     public_metrics: bool = False,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """The Deck as an ASGI application, ready to serve or to mount under a prefix.
 
@@ -281,6 +303,11 @@ def create_deck(
     ``/health/ready`` (``chokaq.http.deck_routes``). ``/health/live`` answers everyone; the
     other two ask for the same login as the Deck (any role) unless ``public_metrics`` is true
     (default false), for a scraper on a private network that cannot send a token.
+
+    ``allowed_hosts`` (names, ``*.example.com`` wildcards) are the only ``Host`` headers it
+    answers (400 otherwise): against DNS rebinding, where another site's page reaches a Deck
+    on this machine through a name of its own. Every mutation, login and logout also refuses an
+    ``Origin`` of another host (403).
     """
     signer = SessionSigner(session_secret)
     if authorizer is None and (credentials is None or not credentials.configured):
@@ -290,11 +317,21 @@ def create_deck(
             "whatever serves it must guard it (chokaq deck binds such a Deck to loopback only)",
             level=WARNING,
         )
+    throttle = LoginThrottle()
     if authorizer is None and credentials is not None and credentials.configured:
         from .auth import env_authorizer
 
-        authorizer = env_authorizer(credentials, signer)
-    state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title)
+        authorizer = env_authorizer(credentials, signer, throttle)
+        plain = credentials.plain_text_users
+        if plain:
+            log_event(
+                Event.DECK_PLAIN_PASSWORDS,
+                "CHOKAQ_DECK_USERS holds plain-text passwords; store bcrypt hashes instead "
+                "(chokaq deck-password prints one)",
+                level=WARNING,
+                users=",".join(plain),
+            )
+    state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title, throttle)
 
     @asynccontextmanager
     async def lifespan(deck: Starlette) -> AsyncIterator[None]:
@@ -321,6 +358,8 @@ def create_deck(
         exception_handlers={404: _not_found, 405: _method_not_allowed, 500: _server_error},
     )
     deck.add_middleware(SecurityHeaders)
+    if allowed_hosts is not None:
+        deck.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     deck.state.deck = state
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     deck.state.templates = Jinja2Templates(env=env)

@@ -20,6 +20,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
@@ -138,11 +139,107 @@ class Credentials:
     def check_user(self, name: str, password: str) -> Principal | None:
         entry = (self.users or {}).get(name)
         if entry is None:
-            # Compare anyway so a wrong name costs as long as a wrong password.
-            hmac.compare_digest(password, "x" * 16)
+            # Check anyway so a wrong name costs as long as a wrong password.
+            _password_matches(password, _DUMMY_HASH)
             return None
         secret, role = entry
-        return Principal(name, role) if hmac.compare_digest(password, secret) else None
+        return Principal(name, role) if _password_matches(password, secret) else None
+
+    @property
+    def plain_text_users(self) -> list[str]:
+        """The users whose password is written in plain text rather than as a bcrypt hash."""
+        return sorted(
+            name for name, (secret, _) in (self.users or {}).items() if not _hashed(secret)
+        )
+
+
+# bcrypt hashes (``$2b$12$...``, from ``chokaq deck-password``): made for passwords (slow on
+# purpose), no ``:`` or ``,`` in them, so they sit in CHOKAQ_DECK_USERS as a password would.
+_BCRYPT = ("$2a$", "$2b$", "$2y$")
+BCRYPT_ROUNDS = 12
+_DUMMY_HASH = "$2b$12$" + "C" * 53
+# A verified (user hash, password) pair is remembered in this process, so that a client
+# sending Basic auth on every request pays bcrypt's cost once, not per request.
+_verified: dict[tuple[str, str], bool] = {}
+_VERIFIED_MAX = 1024
+
+
+def _hashed(secret: str) -> bool:
+    return secret.startswith(_BCRYPT)
+
+
+def hash_password(password: str) -> str:
+    """A bcrypt hash of ``password`` for CHOKAQ_DECK_USERS; ``ConfigurationError`` past bcrypt's
+    72 bytes (it would silently ignore the rest)."""
+    import bcrypt
+
+    raw = password.encode("utf-8")
+    if not raw or len(raw) > 72:
+        raise ConfigurationError("a Deck password must be 1 to 72 bytes of UTF-8")
+    return bcrypt.hashpw(raw, bcrypt.gensalt(BCRYPT_ROUNDS)).decode("ascii")
+
+
+def _password_matches(password: str, secret: str) -> bool:
+    if not _hashed(secret):
+        return hmac.compare_digest(password.encode(), secret.encode())
+    import bcrypt
+
+    key = (secret, hashlib.sha256(password.encode()).hexdigest())
+    if key in _verified:
+        return True
+    raw = password.encode("utf-8")
+    try:
+        ok = len(raw) <= 72 and bcrypt.checkpw(raw, secret.encode("ascii"))
+    except ValueError:  # a malformed hash in the configuration
+        return False
+    if ok:
+        if len(_verified) >= _VERIFIED_MAX:
+            _verified.clear()
+        _verified[key] = True
+    return ok
+
+
+class LoginThrottle:
+    """Failed logins per user name and per client address: from the fifth failure within a
+    minute, that key is refused for 2, 4, 8 ... seconds (at most ``MAX_LOCK_SECONDS``) after
+    each further failure, the right password included; a success clears the user's count."""
+
+    WINDOW_SECONDS = 60.0
+    FREE_FAILURES = 4
+    MAX_LOCK_SECONDS = 300.0
+
+    def __init__(self) -> None:
+        self._failures: dict[str, list[float]] = {}
+
+    def retry_after(self, *keys: str, now: float | None = None) -> float:
+        """Seconds until every one of ``keys`` may try again (0: now)."""
+        moment = time.monotonic() if now is None else now
+        wait = 0.0
+        for key in keys:
+            recent = [t for t in self._failures.get(key, ()) if moment - t < self.WINDOW_SECONDS]
+            if len(recent) > self.FREE_FAILURES:
+                lock = min(2.0 ** (len(recent) - self.FREE_FAILURES), self.MAX_LOCK_SECONDS)
+                wait = max(wait, recent[-1] + lock - moment)
+        return max(wait, 0.0)
+
+    def failed(self, *keys: str, now: float | None = None) -> None:
+        moment = time.monotonic() if now is None else now
+        for key in keys:
+            recent = [t for t in self._failures.get(key, ()) if moment - t < self.WINDOW_SECONDS]
+            self._failures[key] = [*recent, moment][-64:]
+        if len(self._failures) > 10_000:  # forget the oldest keys (a spray of addresses)
+            for stale in list(self._failures)[:5_000]:
+                del self._failures[stale]
+
+    def succeeded(self, *keys: str) -> None:
+        for key in keys:
+            self._failures.pop(key, None)
+
+
+def login_keys(request: Request, name: str) -> tuple[str, str]:
+    """The throttle's keys of a login attempt: the user name and the client's address."""
+    client = request.client.host if request.client else "?"
+    return f"user:{name}", f"addr:{client}"
 
 
 def parse_users(text: str) -> dict[str, tuple[str, Role]]:
@@ -174,21 +271,40 @@ def credentials_from_env(environ: Mapping[str, str] | None = None) -> Credential
     )
 
 
-def env_authorizer(credentials: Credentials, signer: SessionSigner) -> Authorizer:
+def env_authorizer(
+    credentials: Credentials, signer: SessionSigner, throttle: LoginThrottle | None = None
+) -> Authorizer:
     """The standalone authorizer: ``Authorization: Bearer <token>``, ``Authorization: Basic``
-    for a configured user, or a session cookie set by the login form."""
+    for a configured user, or a session cookie set by the login form. Basic and bearer
+    attempts go through ``throttle``: a refused one sets ``request.state.retry_after``."""
+    throttle = throttle or LoginThrottle()
 
     def authorize(request: Request) -> Principal | None:
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
-        if scheme.lower() == "bearer" and value:
-            return credentials.check_token(value.strip())
-        if scheme.lower() == "basic" and value:
-            try:
-                name, _, password = base64.b64decode(value.strip()).decode().partition(":")
-            except (binascii.Error, UnicodeDecodeError):
+        if scheme.lower() in ("bearer", "basic") and value:
+            if scheme.lower() == "bearer":
+                name, secret = "token", value.strip()
+            else:
+                try:
+                    name, _, secret = base64.b64decode(value.strip()).decode().partition(":")
+                except (binascii.Error, UnicodeDecodeError):
+                    return None
+            keys = login_keys(request, name)
+            wait = throttle.retry_after(*keys)
+            if wait > 0:
+                request.state.retry_after = wait
                 return None
-            return credentials.check_user(name, password)
+            found = (
+                credentials.check_token(secret)
+                if scheme.lower() == "bearer"
+                else credentials.check_user(name, secret)
+            )
+            if found is None:
+                throttle.failed(*keys)
+            else:
+                throttle.succeeded(keys[0])
+            return found
         cookie = request.cookies.get(SESSION_COOKIE)
         return signer.verify(cookie) if cookie else None
 
@@ -197,6 +313,20 @@ def env_authorizer(credentials: Credentials, signer: SessionSigner) -> Authorize
 
 def new_csrf_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+def origin_ok(request: Request) -> bool:
+    """A state-changing request did not come from another site: its ``Origin`` (sent by every
+    browser on a POST) names this very host, and ``Sec-Fetch-Site`` does not say cross-site.
+    A client that sends neither (curl, a script) is not a browser another site could drive."""
+    origin = request.headers.get("origin")
+    if origin is not None:
+        if origin == "null":  # a sandboxed frame, a file: page, a redirect across origins
+            return False
+        parsed = urlsplit(origin)
+        host = request.headers.get("host", "")
+        return bool(parsed.netloc) and hmac.compare_digest(parsed.netloc.lower(), host.lower())
+    return request.headers.get("sec-fetch-site", "same-origin") != "cross-site"
 
 
 def csrf_ok(request: Request) -> bool:

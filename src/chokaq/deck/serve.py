@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from ..app import App
@@ -17,6 +18,10 @@ from .app import create_deck
 from .auth import Authorizer, credentials_from_env
 
 __all__ = ["build_server", "is_loopback", "serve"]
+
+
+# The names a Deck without authentication answers to, beside the one it is bound to.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
 def is_loopback(host: str) -> bool:
@@ -40,6 +45,8 @@ def build_server(
     log_level: str = "info",
     demo: bool = False,
     public_metrics: bool = False,
+    allowed_hosts: Sequence[str] = (),
+    trusted_proxies: Sequence[str] = ("127.0.0.1",),
 ) -> Any:
     """A ``uvicorn.Server`` for the Deck of ``app``, not started (``await server.serve()``).
 
@@ -48,9 +55,18 @@ def build_server(
     (``"alice:secret:admin,bob:pw:readonly"``) and ``CHOKAQ_DECK_SECRET`` (session signing key;
     random per process when unset). Bound to anything but loopback without any of these, it
     raises ``ConfigurationError`` instead of starting. ``proxy_headers`` trusts
-    X-Forwarded-Proto from the proxy so cookies get ``Secure`` behind TLS. ``demo`` only
+    X-Forwarded-Proto and X-Forwarded-For so cookies get ``Secure`` behind TLS, from the
+    addresses of ``trusted_proxies`` only (default the proxy on this machine, 127.0.0.1; a
+    network such as ``10.0.0.0/8`` or ``*`` for any, which lets every client pick its own
+    address and scheme). ``demo`` only
     changes the page title. ``public_metrics`` serves ``/metrics`` and ``/health/ready``
     without the login (``/health/live`` never asks for one).
+
+    ``allowed_hosts`` (also ``CHOKAQ_DECK_ALLOWED_HOSTS``, comma-separated) are the ``Host``
+    names it answers, beside the loopback names (``localhost``, ``127.0.0.1``, ``[::1]``) and the
+    bound address. A Deck without authentication answers only those: a page on another site
+    that rebinds its own name to 127.0.0.1 gets a 400. With authentication every name is
+    answered unless some are given (a browser sends no credential to another site's name).
     """
     import uvicorn
 
@@ -61,8 +77,17 @@ def build_server(
             "CHOKAQ_DECK_TOKEN, CHOKAQ_DECK_READONLY_TOKEN or CHOKAQ_DECK_USERS "
             "(or bind to 127.0.0.1)"
         )
+    hosts = list(allowed_hosts) + [
+        name.strip()
+        for name in os.environ.get("CHOKAQ_DECK_ALLOWED_HOSTS", "").split(",")
+        if name.strip()
+    ]
+    guarded = authorizer is not None or credentials.configured
+    if hosts or not guarded:  # loopback names are always answered (checks from the host)
+        hosts += [*LOOPBACK_NAMES, host if ":" not in host else f"[{host.strip('[]')}]"]
     deck = create_deck(
         app,
+        allowed_hosts=hosts or None,
         authorizer=authorizer,
         credentials=credentials if credentials.configured else None,
         session_secret=os.environ.get("CHOKAQ_DECK_SECRET") or None,
@@ -76,7 +101,7 @@ def build_server(
         port=port,
         root_path=root_path,
         proxy_headers=proxy_headers,
-        forwarded_allow_ips="*" if proxy_headers else None,
+        forwarded_allow_ips=list(trusted_proxies) if proxy_headers else None,
         log_level=log_level,
         timeout_graceful_shutdown=2,
         lifespan="on",

@@ -302,6 +302,10 @@ def _enum_by_name(field: str, value: str | None, kind: type[enum.IntEnum]) -> An
         raise ValidationError(field, f"must be one of {names}") from None
 
 
+# The most job ids one request may name (a selection, a filter's ids).
+MAX_IDS = 1000
+
+
 def parse_filter(params: Mapping[str, Any]) -> JobFilter:
     """A ``JobFilter`` from query parameters or a JSON object (``queue``, ``type``, ``status``,
     ``reason``, ``since``, ``until``, ``search``, ``ids``, ``blocked``, ``partition``)."""
@@ -323,6 +327,8 @@ def parse_filter(params: Mapping[str, Any]) -> JobFilter:
     ids = params.get("ids")
     if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
         raise ValidationError("ids", "must be a list of job ids")
+    if ids is not None and len(ids) > MAX_IDS:
+        raise ValidationError("ids", f"must hold at most {MAX_IDS} ids (got {len(ids)})")
     return JobFilter(
         queue=check_name("queue", queue) if queue is not None else None,
         type=check_name("type", type_) if type_ is not None else None,

@@ -1,0 +1,195 @@
+"""Who gets in, against real `chokaq deck` processes: a Deck without authentication answers
+loopback names only (another site's name rebound to 127.0.0.1 gets a 400, page, token and all);
+every mutation, login and logout refuses an Origin of another host; --allowed-host widens what
+a Deck answers; passwords may be bcrypt hashes (plain text warns); failed logins are throttled
+per user and per address, the right password included while locked."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import USERS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """``start(*args, **env)`` -> the URL of a `chokaq deck` process on a fresh SQLite file."""
+    procs: list[subprocess.Popen[bytes]] = []
+    logs: list[Any] = []
+
+    def run(*args: str, **env: str) -> str:
+        port = _free_port()
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("CHOKAQ_DECK_")}
+        environ.update(env, PYTHONPATH=str(REPO / "src"))
+        db = f"sqlite:///{tmp_path / f'deck-{port}.db'}"
+        argv = [sys.executable, "-m", "chokaq", "deck", "--database", db, "--port", str(port)]
+        log = (tmp_path / f"deck-{port}.log").open("wb")
+        logs.append(log)
+        procs.append(subprocess.Popen([*argv, *args], env=environ, stdout=log, stderr=log))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/health/live").status_code == 200:
+                    return url
+            except httpx.TransportError:
+                pass
+            assert procs[-1].poll() is None, (tmp_path / f"deck-{port}.log").read_text()
+            assert time.monotonic() < deadline, "the Deck did not start"
+            time.sleep(0.1)
+
+    yield run
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=30)
+    for log in logs:
+        log.close()
+
+
+def test_an_unguarded_deck_answers_loopback_names_only(start: Callable[..., str]) -> None:
+    url = start()
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url) as c:
+        assert c.get("/", headers={"host": f"127.0.0.1:{port}"}).status_code == 200
+        assert c.get("/", headers={"host": f"localhost:{port}"}).status_code == 200
+        rebound = c.get("/", headers={"host": f"attacker.example:{port}"})
+        assert rebound.status_code == 400 and "csrf" not in rebound.text.lower()
+        api = c.get("/api/me", headers={"host": f"attacker.example:{port}"})
+        assert api.status_code == 400
+
+
+def test_a_mutation_from_another_origin_is_refused(start: Callable[..., str]) -> None:
+    url = start()
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url) as c:
+        assert c.get("/").status_code == 200
+        token = {"x-csrf-token": str(c.cookies.get("chokaq_deck_csrf"))}
+        body = {"queue": "emails", "create": True, "paused": True}
+        evil = c.post(
+            "/api/queues",
+            json=body,
+            headers={**token, "origin": f"http://attacker.example:{port}"},
+        )
+        assert evil.status_code == 403 and "cross-site" in evil.json()["error"]
+        sandboxed = c.post("/api/queues", json=body, headers={**token, "origin": "null"})
+        assert sandboxed.status_code == 403
+        fetched = c.post(
+            "/api/queues", json=body, headers={**token, "sec-fetch-site": "cross-site"}
+        )
+        assert fetched.status_code == 403
+        own = c.post(
+            "/api/queues", json=body, headers={**token, "origin": f"http://127.0.0.1:{port}"}
+        )
+        assert own.status_code == 200, own.text
+
+
+def test_login_and_logout_refuse_another_origin_and_allowed_hosts_widen(
+    start: Callable[..., str],
+) -> None:
+    users = ",".join(f"{name}:{pw}:{role.value}" for name, (pw, role) in USERS.items())
+    url = start("--allowed-host", "deck.internal", CHOKAQ_DECK_USERS=users)
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url) as c:
+        form = {"username": "alice", "password": "alice-pw"}
+        forced = c.post("/login", data=form, headers={"origin": "http://attacker.example"})
+        assert forced.status_code == 403 and "chokaq_deck_session" not in forced.headers.get(
+            "set-cookie", ""
+        )
+        login = c.post("/login", data=form, headers={"origin": f"http://127.0.0.1:{port}"})
+        assert login.status_code == 303
+        assert c.post("/logout", headers={"origin": "http://attacker.example"}).status_code == 403
+        # Given names (and only they) are answered once some are.
+        assert c.get("/login", headers={"host": f"deck.internal:{port}"}).status_code == 200
+        assert c.get("/login", headers={"host": f"other.example:{port}"}).status_code == 400
+
+
+def _hash(password: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "chokaq", "deck-password", "--stdin"],
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _basic(name: str, password: str) -> dict[str, str]:
+    return {"authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
+
+
+def test_a_hashed_password_logs_in_and_plain_text_warns(
+    start: Callable[..., str], tmp_path: Path
+) -> None:
+    hashed = _hash("correct horse")
+    assert hashed.startswith("$2b$12$") and "correct" not in hashed
+    url = start(CHOKAQ_DECK_USERS=f"alice:{hashed}:admin,bob:bob-pw:readonly")
+    with httpx.Client(base_url=url) as c:
+        assert c.get("/api/me", headers=_basic("alice", "correct horse")).json()["role"] == "admin"
+        assert c.get("/api/me", headers=_basic("alice", hashed)).status_code == 401
+        form = {"username": "alice", "password": "correct horse"}
+        assert c.post("/login", data=form).status_code == 303
+    logs = "".join(p.read_text() for p in tmp_path.glob("deck-*.log"))
+    assert "plain-text passwords" in logs and "bob" in logs and "alice," not in logs
+    too_long = subprocess.run(
+        [sys.executable, "-m", "chokaq", "deck-password", "--stdin"],
+        input="x" * 73 + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=60,
+    )
+    assert too_long.returncode == 2 and "1 to 72 bytes" in too_long.stderr
+
+
+def test_failed_logins_are_throttled_per_user_and_address(start: Callable[..., str]) -> None:
+    url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin,bob:bob-pw:readonly")
+    with httpx.Client(base_url=url) as c:
+        codes = [
+            c.get("/api/me", headers=_basic("alice", f"guess-{i}")).status_code for i in range(8)
+        ]
+        assert codes[:5] == [401] * 5 and set(codes[5:]) == {429}
+        locked = c.get("/api/me", headers=_basic("alice", "alice-pw"))
+        assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
+        # The address is locked too: another user from it waits as well, and so does the form.
+        assert c.get("/api/me", headers=_basic("bob", "bob-pw")).status_code == 429
+        form = c.post("/login", data={"username": "alice", "password": "alice-pw"})
+        assert form.status_code == 429 and "Too many failed logins" in form.text
+
+
+@pytest.mark.parametrize(("trusted", "secure"), [((), True), (("10.0.0.1",), False)])
+def test_forwarded_headers_are_trusted_from_the_trusted_proxies_only(
+    start: Callable[..., str], trusted: tuple[str, ...], secure: bool
+) -> None:
+    args = ["--proxy-headers", *(a for t in trusted for a in ("--trusted-proxy", t))]
+    url = start(*args, CHOKAQ_DECK_USERS="alice:alice-pw:admin")
+    with httpx.Client(base_url=url) as c:
+        login = c.post(
+            "/login",
+            data={"username": "alice", "password": "alice-pw"},
+            headers={"x-forwarded-proto": "https"},
+        )
+        assert login.status_code == 303
+        cookie = login.headers["set-cookie"].lower()
+        assert ("secure" in cookie) is secure  # 127.0.0.1 is the default proxy, 10.0.0.1 not
