@@ -92,6 +92,13 @@ def test_a_mutation_from_another_origin_is_refused(start: Callable[..., str]) ->
         assert evil.status_code == 403 and "cross-site" in evil.json()["error"]
         sandboxed = c.post("/api/queues", json=body, headers={**token, "origin": "null"})
         assert sandboxed.status_code == 403
+        # Origin null with Sec-Fetch-Site same-origin: the Deck's own form under no-referrer.
+        own_form = c.post(
+            "/api/queues",
+            json=body,
+            headers={**token, "origin": "null", "sec-fetch-site": "same-origin"},
+        )
+        assert own_form.status_code == 200, own_form.text
         fetched = c.post(
             "/api/queues", json=body, headers={**token, "sec-fetch-site": "cross-site"}
         )

@@ -316,17 +316,22 @@ def new_csrf_token() -> str:
 
 
 def origin_ok(request: Request) -> bool:
-    """A state-changing request did not come from another site: its ``Origin`` (sent by every
-    browser on a POST) names this very host, and ``Sec-Fetch-Site`` does not say cross-site.
-    A client that sends neither (curl, a script) is not a browser another site could drive."""
+    """A state-changing request did not come from another site. ``Sec-Fetch-Site: cross-site``
+    is refused; an ``Origin`` must name this very host. A browser sends ``Origin: null`` for a
+    form of a page whose referrer policy is ``no-referrer`` (the Deck's own), and for a
+    sandboxed frame: then only ``Sec-Fetch-Site: same-origin`` lets it through. A client that
+    sends neither header (curl, a script) is not a browser another site could drive."""
+    site = request.headers.get("sec-fetch-site")
+    if site == "cross-site":
+        return False
     origin = request.headers.get("origin")
-    if origin is not None:
-        if origin == "null":  # a sandboxed frame, a file: page, a redirect across origins
-            return False
-        parsed = urlsplit(origin)
-        host = request.headers.get("host", "")
-        return bool(parsed.netloc) and hmac.compare_digest(parsed.netloc.lower(), host.lower())
-    return request.headers.get("sec-fetch-site", "same-origin") != "cross-site"
+    if origin is None:
+        return True
+    if origin == "null":
+        return site == "same-origin"
+    parsed = urlsplit(origin)
+    host = request.headers.get("host", "")
+    return bool(parsed.netloc) and hmac.compare_digest(parsed.netloc.lower(), host.lower())
 
 
 def csrf_ok(request: Request) -> bool:
