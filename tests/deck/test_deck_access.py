@@ -200,3 +200,48 @@ def test_forwarded_headers_are_trusted_from_the_trusted_proxies_only(
         assert login.status_code == 303
         cookie = login.headers["set-cookie"].lower()
         assert ("secure" in cookie) is secure  # 127.0.0.1 is the default proxy, 10.0.0.1 not
+
+
+def _session_of(url: str, name: str, password: str) -> str:
+    with httpx.Client(base_url=url) as c:
+        login = c.post("/login", data={"username": name, "password": password})
+        assert login.status_code == 303, login.text
+        return str(login.cookies["chokaq_deck_session"])
+
+
+def _me(url: str, session: str) -> int:
+    with httpx.Client(base_url=url, cookies={"chokaq_deck_session": session}) as c:
+        return c.get("/api/me").status_code
+
+
+def test_a_logout_ends_the_session_wherever_its_cookie_was_copied(
+    start: Callable[..., str],
+) -> None:
+    url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin")
+    session = _session_of(url, "alice", "alice-pw")
+    assert _me(url, session) == 200
+    with httpx.Client(base_url=url, cookies={"chokaq_deck_session": session}) as c:
+        assert c.post("/logout").status_code == 303
+    assert _me(url, session) == 401  # a copy kept elsewhere is refused too
+
+
+@pytest.mark.parametrize(
+    ("users", "secret"),
+    [
+        ("bob:bob-pw:readonly", "same-secret"),  # alice removed
+        ("alice:alice-pw:readonly,bob:bob-pw:readonly", "same-secret"),  # her role changed
+        ("alice:new-pw:admin", "same-secret"),  # her password changed
+        ("alice:alice-pw:admin", "a-new-secret"),  # the secret rotated
+    ],
+    ids=["removed", "role changed", "password changed", "secret rotated"],
+)
+def test_a_session_ends_when_its_credential_changes(
+    start: Callable[..., str], users: str, secret: str
+) -> None:
+    before = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin", CHOKAQ_DECK_SECRET="same-secret")
+    session = _session_of(before, "alice", "alice-pw")
+    assert _me(before, session) == 200
+    after = start(CHOKAQ_DECK_USERS=users, CHOKAQ_DECK_SECRET=secret)
+    assert _me(after, session) == 401
+    unchanged = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin", CHOKAQ_DECK_SECRET="same-secret")
+    assert _me(unchanged, session) == 200  # the same credentials and secret: still valid

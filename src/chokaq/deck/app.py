@@ -39,6 +39,7 @@ from .auth import (
     Authorizer,
     Credentials,
     LoginThrottle,
+    Revocations,
     SessionSigner,
     login_keys,
     new_csrf_token,
@@ -187,10 +188,12 @@ async def login_submit(request: Request) -> Response:
         if wait > 0:
             refused.headers["retry-after"] = str(math.ceil(wait))
         return refused
+    assert creds is not None  # a principal came from them
+    credential = creds.credential(principal, state.signer) or ""
     response = RedirectResponse(_base(request) + "/", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
-        state.signer.sign(principal),
+        state.signer.sign(principal, credential=credential),
         max_age=SESSION_SECONDS,
         httponly=True,
         samesite="strict",
@@ -203,6 +206,11 @@ async def login_submit(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     if not origin_ok(request):
         return JSONResponse({"error": "cross-site request refused"}, status_code=403)
+    state: DeckState = request.app.state.deck
+    cookie = request.cookies.get(SESSION_COOKIE)
+    session = state.signer.session(cookie) if cookie else None
+    if session is not None:
+        state.revoked.revoke(session)  # the cookie no longer works, wherever it was copied
     response = RedirectResponse(_base(request) + "/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path=_cookie_path(request))
     return response
@@ -317,11 +325,11 @@ def create_deck(
             "whatever serves it must guard it (chokaq deck binds such a Deck to loopback only)",
             level=WARNING,
         )
-    throttle = LoginThrottle()
+    throttle, revoked = LoginThrottle(), Revocations()
     if authorizer is None and credentials is not None and credentials.configured:
         from .auth import env_authorizer
 
-        authorizer = env_authorizer(credentials, signer, throttle)
+        authorizer = env_authorizer(credentials, signer, throttle, revoked)
         plain = credentials.plain_text_users
         if plain:
             log_event(
@@ -331,7 +339,9 @@ def create_deck(
                 level=WARNING,
                 users=",".join(plain),
             )
-    state = DeckState(app, authorizer, signer, credentials, poll_interval_seconds, title, throttle)
+    state = DeckState(
+        app, authorizer, signer, credentials, poll_interval_seconds, title, throttle, revoked
+    )
 
     @asynccontextmanager
     async def lifespan(deck: Starlette) -> AsyncIterator[None]:

@@ -87,34 +87,74 @@ def _host_user(request: Request) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Session:
+    """A verified session cookie: who, until when, its own id (``sid``, what a logout revokes)
+    and the fingerprint of the credential it was made from (``credential``)."""
+
+    principal: Principal
+    expires: int
+    sid: str
+    credential: str
+
+
 class SessionSigner:
-    """Signs ``name|role|expiry`` cookies with a secret (``CHOKAQ_DECK_SECRET`` or random per
-    process, which logs everyone out on restart: the safe default)."""
+    """Signs ``name|role|expiry|sid|credential`` cookies with a secret (``CHOKAQ_DECK_SECRET`` or
+    random per process, which logs everyone out on restart: the safe default; a new secret
+    logs everyone out too)."""
 
     def __init__(self, secret: str | None = None) -> None:
         self._key = (secret or secrets.token_hex(32)).encode()
 
-    def sign(self, principal: Principal, *, now: float | None = None) -> str:
+    def fingerprint(self, kind: str, name: str, role: Role, secret: str) -> str:
+        """What a session remembers of the credential it came from: changing or removing the
+        user (or token), or their role, makes it differ, and the session ends."""
+        text = f"{kind}|{name}|{role.value}|{secret}"
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def sign(self, principal: Principal, *, credential: str = "", now: float | None = None) -> str:
         expires = int((now or time.time()) + SESSION_SECONDS)
-        body = f"{principal.name}|{principal.role.value}|{expires}"
+        sid = secrets.token_urlsafe(12)
+        body = f"{principal.name}|{principal.role.value}|{expires}|{sid}|{credential}"
         raw = base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
         return f"{raw}.{self._mac(raw)}"
 
-    def verify(self, value: str, *, now: float | None = None) -> Principal | None:
+    def session(self, value: str, *, now: float | None = None) -> Session | None:
+        """The session of a cookie this signer made and that has not expired, or None."""
         raw, _, mac = value.partition(".")
         if not raw or not hmac.compare_digest(mac, self._mac(raw)):
             return None
         try:
             body = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
-            name, role, expires = body.rsplit("|", 2)
+            name, role, expires, sid, credential = body.rsplit("|", 4)
             if int(expires) < (now or time.time()):
                 return None
-            return Principal(name, Role(role))
+            return Session(Principal(name, Role(role)), int(expires), sid, credential)
         except (ValueError, binascii.Error, UnicodeDecodeError):
             return None
 
+    def verify(self, value: str, *, now: float | None = None) -> Principal | None:
+        found = self.session(value, now=now)
+        return None if found is None else found.principal
+
     def _mac(self, raw: str) -> str:
         return hmac.new(self._key, raw.encode(), hashlib.sha256).hexdigest()
+
+
+class Revocations:
+    """Sessions ended by a logout, kept until they would have expired anyway (this process's
+    memory: a Deck restarted with the same secret forgets them, see docs/deck.md)."""
+
+    def __init__(self) -> None:
+        self._ended: dict[str, int] = {}
+
+    def revoke(self, session: Session) -> None:
+        now = time.time()
+        self._ended = {sid: t for sid, t in self._ended.items() if t >= now}
+        self._ended[session.sid] = session.expires
+
+    def __contains__(self, session: Session) -> bool:
+        return session.sid in self._ended
 
 
 @dataclass(frozen=True)
@@ -144,6 +184,20 @@ class Credentials:
             return None
         secret, role = entry
         return Principal(name, role) if _password_matches(password, secret) else None
+
+    def credential(self, principal: Principal, signer: SessionSigner) -> str | None:
+        """The fingerprint of the credential ``principal`` holds now (a user of this name and
+        role, or the token of its role), or None when none does any more."""
+        if principal.name in ("token-admin", "token-readonly"):
+            token = self.admin_token if principal.role is Role.ADMIN else self.readonly_token
+            expected = "token-admin" if principal.role is Role.ADMIN else "token-readonly"
+            if not token or principal.name != expected:
+                return None
+            return signer.fingerprint("token", principal.name, principal.role, token)
+        entry = (self.users or {}).get(principal.name)
+        if entry is None or entry[1] is not principal.role:
+            return None
+        return signer.fingerprint("user", principal.name, principal.role, entry[0])
 
     @property
     def plain_text_users(self) -> list[str]:
@@ -272,12 +326,18 @@ def credentials_from_env(environ: Mapping[str, str] | None = None) -> Credential
 
 
 def env_authorizer(
-    credentials: Credentials, signer: SessionSigner, throttle: LoginThrottle | None = None
+    credentials: Credentials,
+    signer: SessionSigner,
+    throttle: LoginThrottle | None = None,
+    revoked: Revocations | None = None,
 ) -> Authorizer:
     """The standalone authorizer: ``Authorization: Bearer <token>``, ``Authorization: Basic``
     for a configured user, or a session cookie set by the login form. Basic and bearer
-    attempts go through ``throttle``: a refused one sets ``request.state.retry_after``."""
+    attempts go through ``throttle``: a refused one sets ``request.state.retry_after``. A
+    session holds only while its credential is still configured as it was (same user, role and
+    password, or token), and until a logout ``revoked`` it."""
     throttle = throttle or LoginThrottle()
+    revoked = revoked or Revocations()
 
     def authorize(request: Request) -> Principal | None:
         header = request.headers.get("authorization", "")
@@ -306,7 +366,13 @@ def env_authorizer(
                 throttle.succeeded(keys[0])
             return found
         cookie = request.cookies.get(SESSION_COOKIE)
-        return signer.verify(cookie) if cookie else None
+        session = signer.session(cookie) if cookie else None
+        if session is None or session in revoked:
+            return None
+        current = credentials.credential(session.principal, signer)
+        if current is None or not hmac.compare_digest(current, session.credential):
+            return None  # removed, its role or password changed: log in again
+        return session.principal
 
     return authorize
 

@@ -19,7 +19,15 @@ from starlette.requests import Request
 
 from ..app import App
 from ..models import LimitInfo, PendingGroup
-from .auth import Authorizer, Credentials, LoginThrottle, Principal, SessionSigner, resolve
+from .auth import (
+    Authorizer,
+    Credentials,
+    LoginThrottle,
+    Principal,
+    Revocations,
+    SessionSigner,
+    resolve,
+)
 from .views import circuits_of, dump, limit_json, queue_json, throughput_json
 
 __all__ = ["LIMITS_SECONDS", "TOP_ERRORS_SECONDS", "DeckState", "snapshot"]
@@ -43,6 +51,8 @@ class DeckState:
     title: str
     # Failed logins per user and address, shared by the login form and Basic/Bearer auth.
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
+    # Sessions ended by a logout (until they would have expired anyway).
+    revoked: Revocations = field(default_factory=Revocations)
 
     # One snapshot is shared by every open stream of this Deck, and the (heavier) top-errors
     # scan is refreshed at most every TOP_ERRORS_SECONDS: ten operators watching must not mean
