@@ -669,3 +669,25 @@ def test_operator_finds_expired_jobs_by_reason_and_sees_a_pending_jobs_expiry(
     page.wait_for_selector("#insp-banner.dlq >> text=EXPIRED")
     assert page.text_content("#insp-error") == "Expired: not started by 2001-01-01 00:00:00 UTC"
     no_js_errors(page)
+
+
+def test_a_link_opens_the_tab_and_the_job_and_esc_closes_the_drawer(
+    login: Any, deck_server: Served
+) -> None:
+    [dead] = dead_letter(deck_server.db_url, 1, error="boom")
+    page = login("alice")
+    page.goto(f"{deck_server.url}/#tab=dlq&job={dead}")
+    page.wait_for_selector("#source button[data-source=dlq].on")
+    page.wait_for_selector(f"#insp-fields dd[data-field=id] >> text={dead}")
+    assert not page.is_hidden("#drawer")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#drawer", state="hidden")
+    assert page.evaluate("window.location.hash") == "#tab=dlq"  # the job left the link
+    page.click(f"#job-rows tr[data-id='{dead}']")
+    page.wait_for_function(f"window.location.hash === '#tab=dlq&job={dead}'")
+    page.reload()  # the link survives a reload
+    page.wait_for_selector(f"#insp-fields dd[data-field=id] >> text={dead}")
+    page.goto(f"{deck_server.url}/#tab=nowhere&job=not-an-id")  # a bad link: the default view
+    page.wait_for_selector("#source button[data-source=active].on")
+    assert page.is_hidden("#drawer")
+    no_js_errors(page)

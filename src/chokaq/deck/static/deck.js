@@ -714,7 +714,32 @@
     document.body.dataset.source = source;
     document.querySelectorAll(".only-dlq").forEach(function (n) { n.hidden = source !== "dlq"; });
     document.querySelectorAll(".only-active").forEach(function (n) { n.hidden = source !== "active"; });
+    writeLink();
     loadJobs();
+  }
+
+  // -- deep links: the tab and the open job live in the URL's fragment (#tab=dlq&job=ID), so a
+  // link (or a reload) opens the same view; the fragment never reaches the server.
+
+  var SOURCES = ["active", "archive", "dlq"];
+  var JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+  function writeLink() {
+    var parts = ["tab=" + encodeURIComponent(state.source)];
+    if (state.job) { parts.push("job=" + encodeURIComponent(state.job)); }
+    history.replaceState(null, "", "#" + parts.join("&"));
+  }
+
+  function readLink() {
+    var out = {};
+    (window.location.hash || "").replace(/^#/, "").split("&").forEach(function (pair) {
+      var kv = pair.split("=");
+      if (kv.length === 2) { out[decodeURIComponent(kv[0])] = decodeURIComponent(kv[1]); }
+    });
+    return {
+      tab: SOURCES.indexOf(out.tab) >= 0 ? out.tab : "active",
+      job: JOB_ID.test(out.job || "") ? out.job : null,
+    };
   }
 
   // -- actions ----------------------------------------------------------------------------
@@ -1067,6 +1092,7 @@
     state.job = id;
     $("drawer").hidden = false;
     showTab("inspector");
+    writeLink();
     refreshInspector();
   }
 
@@ -1316,6 +1342,7 @@
     state.job = null; state.jobData = null;
     state.workflow = null; state.workflowData = null; state.workflowText = "";
     $("drawer").hidden = true;
+    writeLink();
   }
 
   // -- wiring ---------------------------------------------------------------------------------
@@ -1335,6 +1362,13 @@
   $("next").addEventListener("click", function () { if (state.page < state.pages) { state.page++; loadJobs(); } });
   $("show-hidden").addEventListener("change", function () { if (state.lastSnapshot) { renderQueues(state.lastSnapshot.queues); } });
   $("drawer-close").addEventListener("click", closeDrawer);
+  document.addEventListener("keydown", function (ev) {
+    // Esc closes the drawer, unless a dialog or an editor field has the key first.
+    if (ev.key !== "Escape" || $("drawer").hidden || $("confirm").open) { return; }
+    var target = ev.target;
+    if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) { return; }
+    closeDrawer();
+  });
   $("sch-close").addEventListener("click", closeSchedule);
   document.querySelectorAll("#drawer-tabs button").forEach(function (b) {
     b.addEventListener("click", function () {
@@ -1434,6 +1468,15 @@
     if (state.lastEventAt && Date.now() - state.lastEventAt > 5000) { setOnline(false); state.lastEventAt = 0; connect(); }
   }, 1000);
 
-  setSource("active");
+  function followLink() {
+    var link = readLink();
+    if (link.tab !== state.source) { setSource(link.tab); }
+    if (link.job && link.job !== state.job) { openJob(link.job); }
+    if (!link.job && state.job) { closeDrawer(); }
+    writeLink();  // a bad part of the link is dropped
+  }
+  window.addEventListener("hashchange", followLink);  // a link followed within the page
+  state.source = null;
+  followLink();
   connect();
 })();
