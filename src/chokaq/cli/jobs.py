@@ -39,6 +39,7 @@ from .options import (
     run_with_app,
     store_options,
 )
+from .output import job_data
 
 __all__ = [
     "COMMANDS",
@@ -67,9 +68,6 @@ _STYLES = {
     "waiting": "yellow",
 }
 
-# JobView fields that hold JSON text: --json embeds them as values, not as strings.
-_JSON_TEXT = {"payload", "result"}
-
 
 def state_style(state: str) -> Text:
     return Text(state, style=_STYLES.get(state, ""))
@@ -90,20 +88,6 @@ def json_value(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [json_value(item) for item in value]
     return value
-
-
-def _job_json(view: JobView) -> dict[str, Any]:
-    """Every field of the view under its ``JobView`` name, plus ``state``; the payload and
-    the result as JSON values (``result`` is null when the job returned None, or has no
-    result yet: ``state`` and ``result_error`` tell which)."""
-    out: dict[str, Any] = {"id": view.id, "state": view.state}
-    for f in fields(view):
-        value = getattr(view, f.name)
-        if f.name in _JSON_TEXT and value is not None:
-            out[f.name] = json.loads(value)
-        else:
-            out[f.name] = json_value(value)
-    return out
 
 
 def _utc(moment: datetime | None) -> str:
@@ -264,7 +248,7 @@ def job_show(
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ (never enqueued, or purged)")
     if as_json:
-        click.echo(json.dumps(_job_json(view), ensure_ascii=False))
+        click.echo(json.dumps(job_data(view), ensure_ascii=False))
         return
     _print_job(view, MAX_RELATIVES)
 
@@ -542,7 +526,7 @@ def job_list(
         app, lambda a: a.backend.jobs_page(pillar=pillar, filter=flt, page_size=limit)
     )
     if as_json:
-        click.echo(json.dumps([_job_json(v) for v in page.items], ensure_ascii=False))
+        click.echo(json.dumps([job_data(v) for v in page.items], ensure_ascii=False))
         return
     table = Table(title=f"{place}: {len(page.items)} of {page.total} job(s)", title_justify="left")
     for column in ("id", "state", "type", "queue", "attempts", _DATES[pillar][:-3]):
