@@ -29,6 +29,7 @@ __all__ = [
     "JobOutcome",
     "JobStatus",
     "JobView",
+    "LagGroup",
     "LeaderTerm",
     "Lease",
     "LimitInfo",
@@ -55,6 +56,7 @@ __all__ = [
     "Summary",
     "Throughput",
     "TypeLimit",
+    "UnservedQueue",
     "WorkerControl",
     "WorkerInfo",
     "Workflow",
@@ -650,6 +652,41 @@ class PendingGroup:
     @property
     def pending(self) -> int:
         return self.due + self.waiting + self.later
+
+
+@dataclass(frozen=True, slots=True)
+class LagGroup:
+    """The jobs of one (queue, type) that wait, as "Why the wait" shows them.
+
+    ``due``: Pending and due now (they wait for a worker). ``retrying``: Pending, not due yet,
+    run or released before (a retry's backoff, a circuit's deferral). ``delayed``: Pending, not
+    due yet and never tried (enqueued for later). ``on_parents``: waiting on parents (after=).
+    ``oldest_due_at``: the earliest due time among the due rows (their lag is now minus it).
+    ``next_due_at``: the earliest due time among the Pending rows not due yet.
+    """
+
+    queue: str
+    type: str
+    due: int
+    retrying: int
+    delayed: int
+    on_parents: int
+    oldest_due_at: datetime | None
+    next_due_at: datetime | None
+
+    @property
+    def pending(self) -> int:
+        return self.due + self.retrying + self.delayed
+
+
+@dataclass(frozen=True, slots=True)
+class UnservedQueue:
+    """An active, unpaused queue with due Pending jobs and no live worker serving it. ``due``
+    is counted up to the read's cap; ``more`` says that the count stopped there."""
+
+    queue: str
+    due: int
+    more: bool
 
 
 @dataclass(frozen=True, slots=True)

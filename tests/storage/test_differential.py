@@ -981,6 +981,59 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("one", lambda b, s: b.jobs_pending_groups(queues=["q"], now=at(5))),
         ("later", lambda b, s: b.jobs_pending_groups(queues=["q", "r"], now=at(-5))),
     ],
+    "jobs_lag": [
+        ("limit 0", lambda b, s: b.jobs_lag(limit=0)),
+        ("limit huge", lambda b, s: b.jobs_lag(limit=1001)),
+        ("limit text", lambda b, s: b.jobs_lag(limit="5")),  # type: ignore[arg-type]
+        ("naive", lambda b, s: b.jobs_lag(now=NAIVE)),
+        ("seeded", lambda b, s: b.jobs_lag(now=at(5))),
+        ("before due", lambda b, s: b.jobs_lag(now=at(-5))),
+        (
+            "retry later",
+            lambda b, s: b.jobs_finalize(
+                moves=[RetryMove(s.running, "boom", delay_seconds=60)], now=at(10)
+            ),
+        ),
+        (
+            "delayed",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob(type="u", queue="later", id=H, delay_seconds=3600)], now=at(10)
+            ),
+        ),
+        ("on a dead parent", lambda b, s: b.jobs_enqueue([_job(W1, E), _job(W2, W1)], now=at(10))),
+        ("more due", lambda b, s: b.jobs_enqueue([NewJob("t", queue="z", id=W3)], now=at(8))),
+        ("every reason", lambda b, s: b.jobs_lag(now=at(11))),
+        ("limit 2", lambda b, s: b.jobs_lag(limit=2, now=at(11))),
+        ("all due", lambda b, s: b.jobs_lag(now=at(4000))),
+    ],
+    "queues_unserved": [
+        ("window 0", lambda b, s: b.queues_unserved(alive_within_seconds=0)),
+        ("window nan", lambda b, s: b.queues_unserved(alive_within_seconds=math.nan)),
+        ("cap 0", lambda b, s: b.queues_unserved(cap=0)),
+        ("cap huge", lambda b, s: b.queues_unserved(cap=10**7)),
+        ("naive", lambda b, s: b.queues_unserved(now=NAIVE)),
+        ("served", lambda b, s: b.queues_unserved(now=at(6))),
+        (
+            "lonely",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob("t", queue="lonely", id=i) for i in (W1, W2, W3)], now=at(6)
+            ),
+        ),
+        (
+            "delayed",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob("t", queue="soon", id=W4, delay_seconds=60)], now=at(6)
+            ),
+        ),
+        ("unserved", lambda b, s: b.queues_unserved(now=at(7))),
+        ("capped", lambda b, s: b.queues_unserved(cap=2, now=at(7))),
+        ("worker died", lambda b, s: b.queues_unserved(alive_within_seconds=1, now=at(7))),
+        ("serves all", lambda b, s: b.worker_beat(_worker("w2", queues=()), now=at(7))),
+        ("none unserved", lambda b, s: b.queues_unserved(now=at(8))),
+        ("both gone", lambda b, s: b.queues_unserved(alive_within_seconds=30, now=at(100))),
+        ("paused", lambda b, s: b.queue_pause(name="lonely", paused=True, actor="ops")),
+        ("not while paused", lambda b, s: b.queues_unserved(alive_within_seconds=30, now=at(100))),
+    ],
     "queue_list": [("all", lambda b, s: b.queue_list())],
     "queue_get": [
         ("blank", lambda b, s: b.queue_get("")),

@@ -138,6 +138,8 @@ MAX_SAMPLE = 1000
 MAX_TOP_ERRORS = 1000
 MAX_TOP_ERRORS_SCAN = 1_000_000
 MAX_WIDTH_SECONDS = 86_400
+MAX_LAG_GROUPS = 1000
+MAX_UNSERVED_CAP = 1_000_000
 MAX_LEASE_SECONDS = 3600.0
 
 # The sortable columns of each pillar (the `sort` names of jobs_page); others are refused.

@@ -32,6 +32,7 @@ from ..models import (
     JobLink,
     JobOutcome,
     JobView,
+    LagGroup,
     LeaderTerm,
     Lease,
     LimitInfo,
@@ -53,6 +54,7 @@ from ..models import (
     Summary,
     Throughput,
     TypeLimit,
+    UnservedQueue,
     WorkerControl,
     WorkerInfo,
     WorkflowMember,
@@ -496,6 +498,15 @@ class Driver(abc.ABC):
         self, queues: list[str] | None, marker: str, now: datetime | None
     ) -> list[PendingGroup]:
         """``marker`` is a LIKE pattern (``NO_HANDLER_ERROR%``) for ``no_handler``."""
+
+    @abc.abstractmethod
+    async def jobs_lag(self, limit: int, now: datetime | None) -> list[LagGroup]: ...
+
+    @abc.abstractmethod
+    async def queues_unserved(
+        self, alive_within_seconds: float, cap: int, now: datetime | None
+    ) -> list[UnservedQueue]:
+        """``cap``: count each queue's due jobs up to ``cap`` and set ``more`` past it."""
 
     @abc.abstractmethod
     async def stats_throughput(self, now: datetime | None) -> Throughput: ...

@@ -17,6 +17,7 @@ from ..models import (
     ErrorGroup,
     JobFilter,
     JobView,
+    LagGroup,
     Page,
     PendingGroup,
     Pillar,
@@ -24,6 +25,7 @@ from ..models import (
     SeriesPoint,
     Summary,
     Throughput,
+    UnservedQueue,
 )
 from . import checks
 from .group import OperationGroup
@@ -54,6 +56,39 @@ class ReadOperations(OperationGroup):
         are not applied; a burst worker and The Deck's notices read this."""
         names = checks.names("queues", queues)
         return await self.driver.jobs_pending_groups(names, NO_HANDLER_ERROR + "%", checks.now(now))
+
+    @operation
+    async def jobs_lag(self, *, limit: int = 200, now: datetime | None = None) -> list[LagGroup]:
+        """Why jobs wait, by (queue, type) (``LagGroup``): Pending jobs due now, retrying
+        later and delayed by design, jobs waiting on parents, the oldest due time (the lag) and
+        the next. The ``limit`` (1..1000) groups with the most due jobs come first (then the
+        oldest due). It reads every Pending and Waiting row: callers that poll read it at a
+        slower cadence (The Deck: every few seconds)."""
+        most = checks.positive_int("limit", limit, checks.MAX_LAG_GROUPS)
+        return await self.driver.jobs_lag(most, checks.now(now))
+
+    @operation
+    async def queues_unserved(
+        self,
+        *,
+        alive_within_seconds: float = 60.0,
+        cap: int = 10_000,
+        now: datetime | None = None,
+    ) -> list[UnservedQueue]:
+        """Active, unpaused queues with due Pending jobs that no worker serves whose heartbeat
+        is within ``alive_within_seconds`` (0 < t <= 366 days; as ``workers_list``), by name.
+        A worker started without a queue list serves every queue. Due jobs are counted up to
+        ``cap`` (1..1,000,000) per queue (``more`` past it), so the read stays cheap however
+        many wait."""
+        window = checks.seconds(
+            "alive_within_seconds",
+            alive_within_seconds,
+            low=0,
+            high=checks.MAX_RESCUE_TIMEOUT_SECONDS,
+            exclusive=True,
+        )
+        most = checks.positive_int("cap", cap, checks.MAX_UNSERVED_CAP)
+        return await self.driver.queues_unserved(window, most, checks.now(now))
 
     @operation
     async def stats_queues(self, *, now: datetime | None = None) -> list[QueueStats]:

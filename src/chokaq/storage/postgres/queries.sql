@@ -1079,6 +1079,65 @@ WHERE h.status = 0
 GROUP BY h.queue, h.type
 ORDER BY h.queue, h.type
 
+-- name: jobs_lag
+-- Why jobs wait, by (queue, type): Pending rows due now, retrying later, delayed by design,
+-- rows waiting on parents, the oldest due time and the next one; the groups with the most due
+-- jobs first, at most %(limit)s of them. It reads every Pending and Waiting row once (the
+-- type is not in any index), so The Deck reads it at a slower cadence than its snapshot.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+)
+SELECT h.queue, h.type,
+       count(*) FILTER (WHERE h.status = 0 AND h.scheduled_at <= k.now) AS due,
+       count(*) FILTER (WHERE h.status = 0 AND h.scheduled_at > k.now
+                          AND (h.attempt_count > 0 OR h.last_error IS NOT NULL)),
+       count(*) FILTER (WHERE h.status = 0 AND h.scheduled_at > k.now
+                          AND h.attempt_count = 0 AND h.last_error IS NULL),
+       count(*) FILTER (WHERE h.status = 3),
+       min(h.scheduled_at) FILTER (WHERE h.status = 0 AND h.scheduled_at <= k.now) AS oldest,
+       min(h.scheduled_at) FILTER (WHERE h.status = 0 AND h.scheduled_at > k.now)
+FROM {schema}.jobs_hot h CROSS JOIN clock k
+WHERE h.status IN (0, 3)
+GROUP BY h.queue, h.type
+ORDER BY due DESC, oldest NULLS LAST, h.queue, h.type
+LIMIT %(limit)s
+
+-- name: queues_unserved
+-- Active, unpaused queues with due Pending jobs and no worker that beat within %(within)s
+-- seconds serving them (a worker whose queues are NULL serves every queue). Each queue's due
+-- jobs are counted up to %(cap)s per branch, off the partial fetch index for unpartitioned
+-- jobs, so the read stays bounded however many wait.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+live AS MATERIALIZED (
+    SELECT w.queues
+    FROM {schema}.workers w CROSS JOIN clock k
+    WHERE w.heartbeat_at >= k.now - make_interval(secs => %(within)s::float8)
+)
+SELECT q.name, d.n
+FROM {schema}.queues q
+CROSS JOIN clock k
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n FROM (
+        (SELECT 1 FROM {schema}.jobs_hot h
+         WHERE h.status = 0 AND h.partition_key IS NULL
+           AND h.queue = q.name AND h.scheduled_at <= k.now
+         LIMIT %(cap)s)
+        UNION ALL
+        (SELECT 1 FROM {schema}.jobs_hot h
+         WHERE h.status = 0 AND h.partition_key IS NOT NULL
+           AND h.queue = q.name AND h.scheduled_at <= k.now
+         LIMIT %(cap)s)
+    ) AS due
+) AS d
+WHERE NOT q.paused AND q.active AND d.n > 0
+  AND NOT EXISTS (
+      SELECT 1 FROM live l
+      WHERE l.queues IS NULL OR q.name = ANY(string_to_array(l.queues, ','))
+  )
+ORDER BY q.name
+
 -- name: stats_throughput
 WITH clock AS MATERIALIZED (
     SELECT date_trunc('second', coalesce(%(now)s::timestamptz, now())) AS now

@@ -17,6 +17,7 @@ from ...models import (
     FailureReason,
     JobFilter,
     JobView,
+    LagGroup,
     Page,
     PendingGroup,
     Pillar,
@@ -24,6 +25,7 @@ from ...models import (
     SeriesPoint,
     Summary,
     Throughput,
+    UnservedQueue,
 )
 from ..checks import NULLABLE_SORTS
 from .connection import PostgresCore
@@ -88,6 +90,18 @@ class PostgresReads(PostgresCore):
             "jobs_pending_groups", {"queues": queues, "marker": marker, "now": now}
         )
         return [PendingGroup(*row) for row in rows]
+
+    async def jobs_lag(self, limit: int, now: datetime | None) -> list[LagGroup]:
+        rows = await self._rows("jobs_lag", {"limit": limit, "now": now})
+        return [LagGroup(*row) for row in rows]
+
+    async def queues_unserved(
+        self, alive_within_seconds: float, cap: int, now: datetime | None
+    ) -> list[UnservedQueue]:
+        # Each branch of the count stops at cap + 1: past cap is "more", whichever branch.
+        params = {"within": alive_within_seconds, "cap": cap + 1, "now": now}
+        rows = await self._rows("queues_unserved", params)
+        return [UnservedQueue(name, min(n, cap), n > cap) for name, n in rows]
 
     async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
         rows = await self._rows("stats_queues", {"now": now})

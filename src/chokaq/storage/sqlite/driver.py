@@ -28,6 +28,7 @@ from ...models import (
     JobLink,
     JobOutcome,
     JobView,
+    LagGroup,
     LeaderTerm,
     Lease,
     LimitInfo,
@@ -49,6 +50,7 @@ from ...models import (
     Summary,
     Throughput,
     TypeLimit,
+    UnservedQueue,
     WorkerControl,
     WorkerInfo,
     WorkflowMember,
@@ -446,6 +448,15 @@ class SQLiteDriver(Driver):
         self, queues: list[str] | None, marker: str, now: datetime | None
     ) -> list[PendingGroup]:
         return await self._db.call(reads.jobs_pending_groups, queues, marker, ts_now(now))
+
+    async def jobs_lag(self, limit: int, now: datetime | None) -> list[LagGroup]:
+        return await self._db.call(reads.jobs_lag, limit, ts_now(now))
+
+    async def queues_unserved(
+        self, alive_within_seconds: float, cap: int, now: datetime | None
+    ) -> list[UnservedQueue]:
+        at = ts_now(now)
+        return await self._db.call(reads.queues_unserved, at - alive_within_seconds, cap, at)
 
     async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
         return await self._db.call(reads.stats_queues, ts_now(now))

@@ -420,6 +420,44 @@ WHERE status = 0
 GROUP BY queue, type
 ORDER BY queue, type
 
+-- name: jobs_lag
+-- Why jobs wait, by (queue, type): Pending rows due now, retrying later, delayed by design,
+-- rows waiting on parents, the oldest due time and the next one; the groups with the most due
+-- jobs first, at most :limit of them.
+SELECT queue, type,
+       sum(status = 0 AND scheduled_at <= :now) AS due,
+       sum(status = 0 AND scheduled_at > :now AND (attempt_count > 0 OR last_error IS NOT NULL)),
+       sum(status = 0 AND scheduled_at > :now AND attempt_count = 0 AND last_error IS NULL),
+       sum(status = 3),
+       min(CASE WHEN status = 0 AND scheduled_at <= :now THEN scheduled_at END) AS oldest,
+       min(CASE WHEN status = 0 AND scheduled_at > :now THEN scheduled_at END)
+FROM {p}jobs_hot
+WHERE status IN (0, 3)
+GROUP BY queue, type
+ORDER BY due DESC, oldest IS NULL, oldest, queue, type
+LIMIT :limit
+
+-- name: queues_unserved
+-- Active, unpaused queues with due Pending jobs and no worker that beat since :since serving
+-- them (a worker whose queues are '[]' serves every queue); due jobs counted up to :cap.
+SELECT name, n FROM (
+    SELECT q.name AS name,
+           (SELECT count(*) FROM (SELECT 1 FROM {p}jobs_hot h
+                                  WHERE h.status = 0 AND h.queue = q.name
+                                    AND h.scheduled_at <= :now
+                                  LIMIT :cap)) AS n
+    FROM {p}queues q
+    WHERE q.paused = 0 AND q.active = 1
+      AND NOT EXISTS (
+          SELECT 1 FROM {p}workers w
+          WHERE w.heartbeat_at >= :since
+            AND (w.queues IS NULL OR w.queues = '[]'
+                 OR EXISTS (SELECT 1 FROM json_each(w.queues) WHERE value = q.name))
+      )
+)
+WHERE n > 0
+ORDER BY name
+
 -- name: stats_throughput
 SELECT coalesce(sum(CASE WHEN bucket_start >= :since_1m THEN completed_count END), 0),
        coalesce(sum(CASE WHEN bucket_start >= :since_1m AND outcome = 1

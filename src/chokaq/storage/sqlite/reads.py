@@ -18,6 +18,7 @@ from ...models import (
     FailureReason,
     JobFilter,
     JobView,
+    LagGroup,
     Page,
     PendingGroup,
     Pillar,
@@ -25,6 +26,7 @@ from ...models import (
     SeriesPoint,
     Summary,
     Throughput,
+    UnservedQueue,
 )
 from ..checks import NULLABLE_SORTS
 from .connection import Database, quote_identifier
@@ -33,9 +35,11 @@ from .rows import from_ts, job_view, queue_info
 __all__ = [
     "filter_params",
     "job_get",
+    "jobs_lag",
     "jobs_page",
     "jobs_pending_groups",
     "order_by",
+    "queues_unserved",
     "stats_queues",
     "stats_series",
     "stats_summary",
@@ -106,6 +110,19 @@ def jobs_pending_groups(
         PendingGroup(r[0], r[1], r[2], r[3], r[4], from_ts(r[5]), r[6])
         for r in db.conn.execute(db.q["jobs_pending_groups"], params).fetchall()
     ]
+
+
+def jobs_lag(db: Database, limit: int, now: float) -> list[LagGroup]:
+    rows = db.conn.execute(db.q["jobs_lag"], {"limit": limit, "now": now}).fetchall()
+    return [
+        LagGroup(r[0], r[1], r[2], r[3], r[4], r[5], from_ts(r[6]), from_ts(r[7])) for r in rows
+    ]
+
+
+def queues_unserved(db: Database, since: float, cap: int, now: float) -> list[UnservedQueue]:
+    params = {"since": since, "cap": cap + 1, "now": now}
+    rows = db.conn.execute(db.q["queues_unserved"], params).fetchall()
+    return [UnservedQueue(name, min(n, cap), n > cap) for name, n in rows]
 
 
 def stats_queues(db: Database, now: float) -> list[QueueStats]:
