@@ -72,7 +72,7 @@ class ReadOperations(OperationGroup):
         self,
         *,
         alive_within_seconds: float = 60.0,
-        cap: int = 10_000,
+        cap: int = 1000,
         now: datetime | None = None,
     ) -> list[UnservedQueue]:
         """Active, unpaused queues with due Pending jobs that no worker serves whose heartbeat

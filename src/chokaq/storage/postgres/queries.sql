@@ -1104,39 +1104,46 @@ LIMIT %(limit)s
 
 -- name: queues_unserved
 -- Active, unpaused queues with due Pending jobs and no worker that beat within %(within)s
--- seconds serving them (a worker whose queues are NULL serves every queue). Each queue's due
--- jobs are counted up to %(cap)s per branch, off the partial fetch index for unpartitioned
--- jobs, so the read stays bounded however many wait.
+-- seconds serving them (a worker whose queues are NULL serves every queue). Unpartitioned due
+-- jobs are counted off the partial fetch index, up to %(cap)s per queue, so the read stays
+-- bounded however many wait; partitioned ones (in an index led by type, not queue) in one
+-- pass over the partitioned due rows, stopping at %(cap)s matches.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ),
-live AS MATERIALIZED (
-    SELECT w.queues
-    FROM {schema}.workers w CROSS JOIN clock k
-    WHERE w.heartbeat_at >= k.now - make_interval(secs => %(within)s::float8)
+unserved AS MATERIALIZED (
+    SELECT q.name
+    FROM {schema}.queues q CROSS JOIN clock k
+    WHERE NOT q.paused AND q.active
+      AND NOT EXISTS (
+          SELECT 1 FROM {schema}.workers w
+          WHERE w.heartbeat_at >= k.now - make_interval(secs => %(within)s::float8)
+            AND (w.queues IS NULL OR q.name = ANY(string_to_array(w.queues, ',')))
+      )
+),
+partitioned AS MATERIALIZED (
+    SELECT p.queue, count(*) AS n
+    FROM (SELECT h.queue
+          FROM {schema}.jobs_hot h CROSS JOIN clock k
+          WHERE h.status = 0 AND h.partition_key IS NOT NULL AND h.scheduled_at <= k.now
+            AND h.queue IN (SELECT name FROM unserved)
+          LIMIT %(cap)s) AS p
+    GROUP BY p.queue
 )
-SELECT q.name, d.n
-FROM {schema}.queues q
+SELECT u.name, d.n + coalesce(p.n, 0)
+FROM unserved u
 CROSS JOIN clock k
 CROSS JOIN LATERAL (
     SELECT count(*) AS n FROM (
-        (SELECT 1 FROM {schema}.jobs_hot h
-         WHERE h.status = 0 AND h.partition_key IS NULL
-           AND h.queue = q.name AND h.scheduled_at <= k.now
-         LIMIT %(cap)s)
-        UNION ALL
-        (SELECT 1 FROM {schema}.jobs_hot h
-         WHERE h.status = 0 AND h.partition_key IS NOT NULL
-           AND h.queue = q.name AND h.scheduled_at <= k.now
-         LIMIT %(cap)s)
+        SELECT 1 FROM {schema}.jobs_hot h
+        WHERE h.status = 0 AND h.partition_key IS NULL
+          AND h.queue = u.name AND h.scheduled_at <= k.now
+        LIMIT %(cap)s
     ) AS due
 ) AS d
-WHERE NOT q.paused AND q.active AND d.n > 0
-  AND NOT EXISTS (
-      SELECT 1 FROM live l
-      WHERE l.queues IS NULL OR q.name = ANY(string_to_array(l.queues, ','))
-  )
-ORDER BY q.name
+LEFT JOIN partitioned p ON p.queue = u.name
+WHERE d.n + coalesce(p.n, 0) > 0
+ORDER BY u.name
 
 -- name: stats_throughput
 WITH clock AS MATERIALIZED (

@@ -98,7 +98,7 @@ class PostgresReads(PostgresCore):
     async def queues_unserved(
         self, alive_within_seconds: float, cap: int, now: datetime | None
     ) -> list[UnservedQueue]:
-        # Each branch of the count stops at cap + 1: past cap is "more", whichever branch.
+        # Each part of the count stops at cap + 1: past cap is "more".
         params = {"within": alive_within_seconds, "cap": cap + 1, "now": now}
         rows = await self._rows("queues_unserved", params)
         return [UnservedQueue(name, min(n, cap), n > cap) for name, n in rows]
