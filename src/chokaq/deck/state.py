@@ -29,6 +29,7 @@ from .auth import (
     resolve,
 )
 from .views import circuits_of, dump, limit_json, queue_json, throughput_json
+from .waits import WaitReads
 
 __all__ = ["LIMITS_SECONDS", "TOP_ERRORS_SECONDS", "DeckState", "snapshot"]
 
@@ -53,6 +54,8 @@ class DeckState:
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
     # Sessions ended by a logout (until they would have expired anyway).
     revoked: Revocations = field(default_factory=Revocations)
+    # Why jobs wait: the banner's read at every snapshot, the panel's every few seconds.
+    waits: WaitReads = field(default_factory=WaitReads)
 
     # One snapshot is shared by every open stream of this Deck, and the (heavier) top-errors
     # scan is refreshed at most every TOP_ERRORS_SECONDS: ten operators watching must not mean
@@ -117,6 +120,7 @@ class DeckState:
         self._errors = None
         self._notices = None
         self._limits = None
+        self.waits.forget()
 
     async def ensure_open(self) -> None:
         await self.app.open()
@@ -145,6 +149,7 @@ async def snapshot(state: DeckState) -> dict[str, Any]:
         "top_errors": dump(errors),
         "notices": await state.notices(),
         "limits": limits,
+        **await state.waits.snapshot(state.app),
     }
 
 
