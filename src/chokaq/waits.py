@@ -81,7 +81,10 @@ class Waits:
 
     def as_json(self) -> dict[str, Any]:
         def iso(value: datetime | None) -> str | None:
-            return None if value is None else value.isoformat()
+            # As the Deck's API and the CLI's --json write times: UTC, ending in Z.
+            if value is None:
+                return None
+            return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
         return {
             "at": iso(self.at),

@@ -21,6 +21,7 @@ from ..errors import NotFoundError
 from ..logs import log_admin
 from ..models import LimitInfo, QueueInfo, QueueStats, Summary, Throughput
 from ..storage import UNSET
+from ..waits import explain
 from .options import (
     CLEAR_WORDS,
     actor_name,
@@ -33,6 +34,7 @@ from .options import (
     store_options,
 )
 from .output import echo_json, json_flag
+from .waits import waits_view
 
 __all__ = ["COMMANDS", "queue_table"]
 
@@ -137,6 +139,9 @@ async def _snapshot_json(app: App) -> dict[str, Any]:
         "throughput": throughput_json(throughput),
         "workers": len(workers),
         "queues": [queue_json(q) for q in queues],
+        # Why jobs wait (as the Deck's GET /api/lag): reasons by queue and type, and the
+        # queues with due jobs no live worker serves.
+        "waits": (await explain(backend)).as_json(),
     }
 
 
@@ -146,7 +151,10 @@ async def _snapshot(app: App) -> Group:
     throughput = await backend.stats_throughput()
     queues = await backend.stats_queues()
     workers = await backend.workers_list()
-    return Group(_overview(summary, throughput, len(workers)), queue_table(queues))
+    waits = await explain(backend)
+    return Group(
+        _overview(summary, throughput, len(workers)), queue_table(queues), waits_view(waits)
+    )
 
 
 @click.command()
@@ -162,7 +170,9 @@ def stats(
     database: str | None,
     schema: str | None,
 ) -> None:
-    """Show the overview (live counts, lifetime counters, throughput) and every queue.
+    """Show the overview (live counts, lifetime counters, throughput), every queue, and why
+    jobs wait: queues with due jobs and no live worker, and pending jobs by queue and type with
+    the reason their due jobs do not run (no worker, paused, circuit, limit, capacity).
 
     \b
     Example:
