@@ -411,6 +411,7 @@ class StoreMetrics:
         now = datetime.now(UTC)
         schedules = await backend.schedules_list(now=now)
         limits = await backend.limits_list(now=now)
+        unserved = {u.queue: u.due for u in await backend.queues_unserved(now=now)}
         families = {
             "pending": GaugeMetricFamily(
                 "chokaq_queue_pending", "Pending jobs (due or not).", labels=["queue"]
@@ -434,6 +435,12 @@ class StoreMetrics:
                 "Jobs waiting on a parent that is in the DLQ.",
                 labels=["queue"],
             ),
+            "unserved": GaugeMetricFamily(
+                "chokaq_queue_due_unserved",
+                "Due pending jobs of an active, unpaused queue no live worker serves (counted "
+                "up to 1,000; 0 while a worker serves it).",
+                labels=["queue"],
+            ),
         }
         lifetime = {
             "succeeded": CounterMetricFamily(
@@ -454,6 +461,7 @@ class StoreMetrics:
             families["paused"].add_metric(name, 1 if q.queue.paused else 0)
             families["waiting"].add_metric(name, q.waiting)
             families["blocked"].add_metric(name, q.blocked)
+            families["unserved"].add_metric(name, unserved.get(q.queue.name, 0))
             lifetime["succeeded"].add_metric(name, q.succeeded_total)
             lifetime["failed"].add_metric(name, q.failed_total)
             lifetime["retried"].add_metric(name, q.retried_total)

@@ -1,16 +1,20 @@
 """``chokaq stats`` says why jobs wait, as The Deck does: a line per queue with due jobs and no
 live worker, the "Why the wait" table with a reason per queue and type, and the same in
-``--json`` (``waits``), on both backends."""
+``--json`` (``waits``), and the store metrics' gauge of those due jobs, on both backends."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
 
+from chokaq.app import App
+from chokaq.metrics import StoreMetrics
 from chokaq.models import NewJob, WorkerInfo
 
 from .conftest import Cli, on_store
+from .test_endpoints import samples, value
 
 
 def _worker(queues: tuple[str, ...]) -> WorkerInfo:
@@ -46,3 +50,22 @@ def test_stats_names_queues_without_a_worker_and_the_reasons(cli: Cli, store: An
         ("ci", "build"): "delayed",
     }
     assert waits["counts"]["no_worker"] == 2 and waits["at"].endswith("Z")
+
+
+def test_store_metrics_gauge_due_jobs_in_queues_no_worker_serves(store: Any) -> None:
+    async def scrape() -> str:
+        app = App(store.url, schema=store.schema, auto_migrate=True)
+        await app.open()
+        try:
+            backend = app.backend
+            await backend.jobs_enqueue([NewJob(type="send", queue="mail") for _ in range(2)])
+            await backend.jobs_enqueue([NewJob(type="tick", queue="served")])
+            await backend.worker_beat(_worker(("served",)))
+            return (await StoreMetrics(app).render()).decode()
+        finally:
+            await app.close()
+
+    data = samples(asyncio.run(scrape()))
+    assert value(data, "chokaq_queue_due_unserved", queue="mail") == 2
+    assert ("chokaq_queue_due_unserved", frozenset({("queue", "served")})) in data
+    assert value(data, "chokaq_queue_due_unserved", queue="served") == 0
