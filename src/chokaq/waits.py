@@ -21,6 +21,7 @@ from typing import Any
 
 from .models import LagGroup, LimitInfo, QueueInfo, UnservedQueue, WorkerInfo
 from .storage import Backend
+from .storage.checks import MAX_LAG_GROUPS
 
 __all__ = ["REASONS", "WaitRow", "Waits", "explain", "unserved_message"]
 
@@ -115,14 +116,15 @@ async def explain(
 ) -> Waits:
     """Why jobs wait now, as ``Waits``: ``limit`` (1..1000) groups at most."""
     at = now or datetime.now(UTC)
-    groups = await backend.jobs_lag(limit=limit, now=at)
+    # One more than asked tells whether more exist (at the read's own maximum, it cannot).
+    groups = await backend.jobs_lag(limit=min(limit + 1, MAX_LAG_GROUPS), now=at)
     unserved = await backend.queues_unserved(alive_within_seconds=alive_within_seconds, now=at)
     workers = await backend.workers_list(alive_within_seconds=alive_within_seconds, now=at)
     queues = {q.name: q for q in await backend.queue_list()}
     limits = await backend.limits_list(now=at)
     judge = _Judge(queues, {u.queue for u in unserved}, workers, limits)
-    rows = tuple(judge.row(group, at) for group in groups)
-    return Waits(at, rows, tuple(unserved), truncated=len(groups) >= limit)
+    rows = tuple(judge.row(group, at) for group in groups[:limit])
+    return Waits(at, rows, tuple(unserved), truncated=len(groups) > limit)
 
 
 def open_circuits(info: WorkerInfo) -> dict[str, float | None]:

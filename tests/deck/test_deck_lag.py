@@ -141,3 +141,16 @@ async def test_limits_pauses_and_jobs_not_due_yet_have_their_reasons(
     assert later["lag_seconds"] is None and later["next_due_at"] is not None
     assert body["unserved"] == []  # a paused queue is not "unserved": it is paused
     assert body["counts"]["limit"] == 2 and body["counts"]["delayed"] == 1
+
+
+async def test_the_list_is_capped_and_a_bad_limit_is_a_422(app: App, client: Client) -> None:
+    await app.enqueue_many([NewJob(type=f"t{i}", queue="q") for i in range(3)])
+    c = await client("bob")
+    body = (await c.get("/api/lag", params={"limit": "2"})).json()
+    assert len(body["rows"]) == 2 and body["truncated"] is True
+    assert (await c.get("/api/lag")).json()["truncated"] is False
+    for bad in ("0", "1001", "x"):
+        r = await c.get("/api/lag", params={"limit": bad})
+        assert r.status_code == 422 and r.json()["field"] == "limit", r.text
+    exactly = (await c.get("/api/lag", params={"limit": "3"})).json()
+    assert len(exactly["rows"]) == 3 and exactly["truncated"] is False

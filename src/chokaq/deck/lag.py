@@ -13,16 +13,20 @@ from typing import Any
 
 from starlette.requests import Request
 
+from ..waits import explain
 from .api import ApiRoute
 from .auth import Principal
 from .state import DeckState
+from .views import parse_int
 
 __all__ = ["ROUTES"]
 
 
 async def get_lag(request: Request, state: DeckState, who: Principal) -> Any:
-    """Why jobs wait, read now (the live stream's copy may be a few seconds old)."""
-    return await state.waits.waits(state.app, fresh=True)
+    """Why jobs wait, read now (the live stream's copy may be a few seconds old and lists
+    the 50 groups with the most due jobs); ``limit``: 1..1000 groups (default 200)."""
+    limit = parse_int("limit", request.query_params.get("limit"), default=200, low=1, high=1000)
+    return (await explain(state.app.backend, limit=limit)).as_json()
 
 
 ROUTES: tuple[ApiRoute, ...] = (
@@ -33,5 +37,6 @@ ROUTES: tuple[ApiRoute, ...] = (
         "Why jobs wait: pending jobs by queue and type with a reason (no worker, paused, "
         "circuit, limit, capacity, retrying, delayed, parents) and the queues with due jobs "
         "no live worker serves",
+        query=("limit",),
     ),
 )

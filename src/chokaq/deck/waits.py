@@ -18,9 +18,12 @@ from typing import Any
 from ..app import App
 from ..waits import explain, unserved_json
 
-__all__ = ["WAITS_SECONDS", "WaitReads"]
+__all__ = ["SNAPSHOT_GROUPS", "WAITS_SECONDS", "WaitReads"]
 
 WAITS_SECONDS = 5.0
+# The groups the live stream carries, the most due first: every event of every open tab
+# carries them, so they are capped (GET /api/lag?limit= lists up to 1,000).
+SNAPSHOT_GROUPS = 50
 
 
 @dataclass
@@ -35,9 +38,9 @@ class WaitReads:
         unserved = await app.backend.queues_unserved()
         return {"unserved": [unserved_json(u) for u in unserved], "waits": await self.waits(app)}
 
-    async def waits(self, app: App, *, fresh: bool = False) -> dict[str, Any]:
-        if fresh or self._waits is None or time.monotonic() - self._at >= WAITS_SECONDS:
-            self._waits = (await explain(app.backend)).as_json()
+    async def waits(self, app: App) -> dict[str, Any]:
+        if self._waits is None or time.monotonic() - self._at >= WAITS_SECONDS:
+            self._waits = (await explain(app.backend, limit=SNAPSHOT_GROUPS)).as_json()
             self._at = time.monotonic()
         return self._waits
 
