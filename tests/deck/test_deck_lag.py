@@ -143,6 +143,27 @@ async def test_limits_pauses_and_jobs_not_due_yet_have_their_reasons(
     assert body["counts"]["limit"] == 2 and body["counts"]["delayed"] == 1
 
 
+async def test_a_spent_queue_rate_holds_and_a_hidden_queue_is_paused(
+    app: App, client: Client
+) -> None:
+    backend = app.backend
+    await backend.limit_set(scope="queue", name="slow", rate_limit="1/h", actor="ops")
+    await app.enqueue_many([NewJob(type="job", queue="slow") for _ in range(3)])
+    claim = await backend.jobs_claim(worker_id="w-test", limit=10, queues=["slow"], start=True)
+    assert len(claim.jobs) == 1  # the hour's one start is spent
+    await app.enqueue_many([NewJob(type="job", queue="gone")])
+    await backend.queue_activate(name="gone", active=False, actor="ops")
+    await backend.worker_beat(worker("w-all", (), []))
+    c = await client("bob")
+
+    rows = by_group((await c.get("/api/lag")).json())
+    slow = rows[("slow", "job")]
+    assert (slow["reason"], slow["due"], slow["held"]) == ("limit", 2, 2)
+    assert slow["detail"] == "held by the queue's rate (1/h)"
+    assert rows[("gone", "job")]["reason"] == "paused"
+    assert "hidden" in rows[("gone", "job")]["detail"]
+
+
 async def test_the_list_is_capped_and_a_bad_limit_is_a_422(app: App, client: Client) -> None:
     await app.enqueue_many([NewJob(type=f"t{i}", queue="q") for i in range(3)])
     c = await client("bob")

@@ -1025,6 +1025,12 @@ CASES: dict[str, list[tuple[str, Call]]] = {
                 [NewJob("t", queue="soon", id=W4, delay_seconds=60)], now=at(6)
             ),
         ),
+        (
+            "partitioned",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob("t", queue="lonely", id=W5, partition="p")], now=at(6)
+            ),
+        ),
         ("unserved", lambda b, s: b.queues_unserved(now=at(7))),
         ("capped", lambda b, s: b.queues_unserved(cap=2, now=at(7))),
         ("worker died", lambda b, s: b.queues_unserved(alive_within_seconds=1, now=at(7))),
