@@ -228,9 +228,9 @@ class _Judge:
 
     @staticmethod
     def _later(group: LagGroup) -> tuple[str, str, str | None, int]:
-        when = group.next_due_at.isoformat(timespec="seconds") if group.next_due_at else None
+        # The next due time is its own field (``next_due_at``): each reader shows it its way.
         if group.retrying:
-            return "retrying", f"retrying later (next due {when})", None, 0
+            return "retrying", "run before, due again later", None, 0
         if group.delayed:
-            return "delayed", f"scheduled for later (next due {when})", None, 0
+            return "delayed", "enqueued for later", None, 0
         return "parents", "waiting on parents (after=)", None, 0

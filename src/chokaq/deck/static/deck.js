@@ -300,7 +300,7 @@
   function waitKey(r) { return JSON.stringify([r.queue, r.type]); }
 
   function renderWaits(w) {
-    $("waits-at").textContent = "as of " + ago(w.at);
+    $("waits-at").textContent = "read " + ago(w.at);
     $("waits-empty").hidden = w.rows.length > 0;
     $("waits-truncated").hidden = !w.truncated;
     var c = w.counts;
@@ -333,6 +333,9 @@
     if (r.held) { c[5].appendChild(el("span", { className: "hint" }, " " + fmtNum(r.held) + " held")); }
     clear(c[6]);
     c[6].appendChild(el("bdi", null, r.detail));
+    if (!r.due && r.next_due_at) {
+      c[6].appendChild(el("span", { className: "hint", title: r.next_due_at }, " · next due " + ago(r.next_due_at)));
+    }
     if (r.circuit !== null) {
       var link = el("button", { type: "button", className: "link circuit-link" }, "circuit");
       link.addEventListener("click", function () { showCircuit(r.circuit); });
