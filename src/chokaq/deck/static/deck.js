@@ -1585,7 +1585,8 @@
   $("drawer-close").addEventListener("click", closeDrawer);
   document.addEventListener("keydown", function (ev) {
     // Esc closes the drawer, unless a dialog or an editor field has the key first.
-    if (ev.key !== "Escape" || $("drawer").hidden || $("confirm").open) { return; }
+    // (A read-only page has no confirm dialog at all.)
+    if (ev.key !== "Escape" || $("drawer").hidden || ($("confirm") && $("confirm").open)) { return; }
     var target = ev.target;
     if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) { return; }
     closeDrawer();
