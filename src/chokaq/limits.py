@@ -97,6 +97,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # these costs nothing real (Python identifiers refuse them too); payloads and partitions are data,
 # which The Deck shows with a visible marker for each such character instead.
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+# Letters that draw nothing (the Hangul fillers): a name of one of them is as invisible.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 # Names seen valid, so a bulk enqueue checks each queue and type once, not once per job.
 _VALID_NAMES: set[str] = set()
 _VALID_NAMES_MAX = 10_000
@@ -111,7 +113,7 @@ def _invisible(value: str) -> str | None:
     if value.isascii():
         return None
     for ch in value:
-        if unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+        if ch in _BLANK_LETTERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
             return f"U+{ord(ch):04X}"
     return None
 

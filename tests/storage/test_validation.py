@@ -53,6 +53,12 @@ CASES = [
         "must not contain invisible or bidirectional characters (found U+0085)",
     ),
     (
+        "queue-hangul-filler",
+        {"queue": "\u3164"},
+        "queue",
+        "must not contain invisible or bidirectional characters (found U+3164)",
+    ),
+    (
         "queue-line-separator",
         {"queue": "a\u2028b"},
         "queue",
