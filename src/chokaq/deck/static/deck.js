@@ -47,20 +47,25 @@
   // (a queue named "\u202e" is invisible). So every such piece goes through userText(): it sits
   // in its own <bdi> (direction from its own first strong character, isolated from its
   // neighbours), and each bidi control, zero-width character and C0/C1 control is replaced by a
-  // visible marker ⟨U+202E⟩. Tab and newline stay: payloads and tracebacks need them.
-  var INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]/gu;
+  // visible marker ⟨U+202E⟩ (the Hangul fillers too: letters that draw nothing). Tab and
+  // newline are marked only in one-line places: payloads and tracebacks (a <pre>) need them.
+  var HIDDEN = "\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u115f\\u1160\\u180e\\u200b-\\u200f" +
+    "\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb\\u{e0000}-\\u{e007f}";
+  var INVISIBLE = new RegExp("[" + HIDDEN + "]", "gu");
+  var INVISIBLE_IN_LINE = new RegExp("[\\t\\n" + HIDDEN + "]", "gu");
 
   function codePoint(ch) {
     return "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
   }
 
-  // A DOM node showing `value` (any type; null shows as nothing) safely, for a cell or a line.
-  function userText(value) {
+  // A DOM node showing `value` (any type; null shows as nothing) safely: one line unless
+  // `multiline` (then tabs and newlines are kept as they are).
+  function userText(value, multiline) {
     var text = value === null || value === undefined ? "" : String(value);
     var node = el("bdi", { className: "ut" });
-    var last = 0, m;
-    INVISIBLE.lastIndex = 0;
-    while ((m = INVISIBLE.exec(text)) !== null) {
+    var last = 0, m, re = multiline ? INVISIBLE : INVISIBLE_IN_LINE;
+    re.lastIndex = 0;
+    while ((m = re.exec(text)) !== null) {
       if (m.index > last) { node.appendChild(document.createTextNode(text.slice(last, m.index))); }
       var cp = codePoint(m[0]);
       node.appendChild(el("span", { className: "ctl", title: "invisible character " + cp }, "⟨" + cp + "⟩"));
@@ -70,15 +75,16 @@
     return node;
   }
 
-  // Replaces a node's content with userText(value); a table cell also gets the whole text as
-  // its tooltip, since the CSS cuts long text in cells with an ellipsis.
+  // Replaces a node's content with userText(value), many lines in a <pre>; a table cell also
+  // gets the whole text as its tooltip, since the CSS cuts long text in cells with an ellipsis.
   function setText(node, value) {
     clear(node);
-    node.appendChild(userText(value));
+    node.appendChild(userText(value, node.tagName === "PRE"));
     if (node.tagName === "TD") { node.title = attrText(value); }
   }
 
-  // User text for an attribute (a tooltip): no markup there, so the markers are plain text.
+  // User text for an attribute (a tooltip, which may hold many lines): no markup there, so the
+  // markers are plain text.
   function attrText(value) {
     var text = value === null || value === undefined ? "" : String(value);
     return text.replace(INVISIBLE, function (ch) { return "⟨" + codePoint(ch) + "⟩"; });
@@ -1180,9 +1186,9 @@
     var code = d.declared.expression + (d.declared.every_seconds !== null ? "" : " (" + d.declared.timezone + ")");
     field(dl, "declared", "declared by code", code);
     field(dl, "job", "job", d.type + " on " + d.queue + ", priority " + d.priority);
-    field(dl, "kwargs", "kwargs", el("pre", { className: "code" }, userText(pretty(d.kwargs))));
+    field(dl, "kwargs", "kwargs", el("pre", { className: "code" }, userText(pretty(d.kwargs), true)));
     if (d.edited && d.kwargs !== d.declared.kwargs) {
-      field(dl, "declared_kwargs", "declared kwargs", el("pre", { className: "code" }, userText(pretty(d.declared.kwargs))));
+      field(dl, "declared_kwargs", "declared kwargs", el("pre", { className: "code" }, userText(pretty(d.declared.kwargs), true)));
     }
     field(dl, "next_run", "next run", isoText(d.next_run_local) + "  ·  " + isoText(d.next_run_utc));
     field(dl, "lag", "overdue by", d.lag_seconds > 0 ? fmtSecs(d.lag_seconds) : "–");
