@@ -96,10 +96,7 @@ def no_js_errors(page: Any) -> None:
 # -- 7. bidi spoofing -----------------------------------------------------------------------------
 
 # Every character userText() must mark, as the page's text must never hold it raw.
-RAW_INVISIBLE = (
-    "[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f"
-    "\\u2028-\\u202e\\u2060-\\u206f\\u3164\\ufeff\\uffa0]"
-)
+RAW_INVISIBLE = "(?![\\t\\n\\r])[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\u115f\\u1160\\u3164\\uffa0]"
 
 
 def raw_invisible_texts(page: Any) -> list[str]:
@@ -107,7 +104,7 @@ def raw_invisible_texts(page: Any) -> list[str]:
     return list(
         page.evaluate(
             """(pattern) => {
-              const re = new RegExp(pattern);
+              const re = new RegExp(pattern, "u");
               const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
               const found = [];
               for (let n = walk.nextNode(); n; n = walk.nextNode()) {
