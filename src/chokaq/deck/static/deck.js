@@ -15,8 +15,9 @@
     source: "active", page: 1, pages: 1, selected: new Set(), job: null,
     chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
-    liveMode: "auto", pausedAt: undefined, schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
-    workflowText: "", limits: []
+    schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
+    workflowText: "", limits: [],
+    liveMode: "auto", pausedAt: undefined  // the jobs table's live refresh (see refreshJobs)
   };
 
   function $(id) { return document.getElementById(id); }
@@ -78,10 +79,17 @@
 
   // Replaces a node's content with userText(value), many lines in a <pre>; a table cell also
   // gets the whole text as its tooltip, since the CSS cuts long text in cells with an ellipsis.
+  // The live refresh rewrites every cell each second with mostly the same text: a node that
+  // still holds only the <bdi> this wrote for the same text is left alone.
   function setText(node, value) {
+    var text = value === null || value === undefined ? "" : String(value);
+    var only = node.childNodes.length === 1 ? node.firstChild : null;
+    if (only && only.nodeName === "BDI" && only.chokaqText === text) { return; }
     clear(node);
-    node.appendChild(userText(value, node.tagName === "PRE"));
-    if (node.tagName === "TD") { node.title = attrText(value); }
+    var shown = userText(text, node.tagName === "PRE");
+    shown.chokaqText = text;  // a property, not an attribute: a payload may be a megabyte
+    node.appendChild(shown);
+    if (node.tagName === "TD") { node.title = attrText(text); }
   }
 
   // User text for an attribute (a tooltip, which may hold many lines): no markup there, so the
