@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,9 +17,9 @@ import pytest
 from chokaq.app import App
 from chokaq.models import FailMove, FailureReason, JobFilter, NewJob, Pillar, SucceedMove
 
-from .conftest import USERS, Served, run, wait_for
+from .conftest import USERS, Client, Served, csrf, run, wait_for
 
-pytestmark = pytest.mark.browser
+browser = pytest.mark.browser
 
 SPOOF = "\u202eRTL-fdp.exe"  # reads "exe.pdf-LTR" when the override is obeyed
 SPOOF_PAYLOAD = json.dumps({"file": SPOOF}, ensure_ascii=False)  # the raw character, unescaped
@@ -121,6 +121,26 @@ def raw_invisible_texts(page: Any) -> list[str]:
     )
 
 
+@pytest.fixture
+async def app(db_url: str) -> AsyncIterator[App]:
+    chokaq_app = App(db_url)
+    await chokaq_app.open()
+    yield chokaq_app
+    await chokaq_app.close()
+
+
+async def test_the_api_refuses_invisible_names_with_the_code_point(client: Client) -> None:
+    c = await client("alice")
+    h = {"x-csrf-token": csrf(c)}
+    r = await c.post("/api/queues", json={"queue": "\u202e", "paused": True}, headers=h)
+    assert r.status_code == 422
+    assert r.json()["error"] == (
+        "queue: must not contain invisible or bidirectional characters (found U+202E)"
+    )
+    r = await c.get("/api/jobs", params={"queue": "pay\u200b"})
+    assert r.status_code == 422 and "U+200B" in r.json()["error"]
+
+
 def reads_left_to_right(page: Any, selector: str, text: str) -> bool:
     """Whether the first and last characters of ``text`` inside ``selector`` are drawn in
     that order from left to right (an obeyed U+202E draws them mirrored)."""
@@ -154,6 +174,7 @@ def plant_queue(url: str, old: str, new: str) -> None:
         conn.close()
 
 
+@browser
 def test_bidi_and_invisible_characters_show_as_markers(open_page: Any, deck_server: Served) -> None:
     url = deck_server.db_url
     # Partitions, payloads and errors are data: stored as given, so The Deck must defuse them.
@@ -208,6 +229,7 @@ def test_bidi_and_invisible_characters_show_as_markers(open_page: Any, deck_serv
 # -- 12. ids, durations, times, tries ---------------------------------------------------------
 
 
+@browser
 def test_ids_durations_local_times_and_tries(open_page: Any, deck_server: Served) -> None:
     url = deck_server.db_url
     fast = seed(url, [NewJob(type="fast", queue="q1", max_attempts=5)], took=0.00001299399997378714)
@@ -276,6 +298,7 @@ def shown_ids(page: Any) -> list[str]:
     return list(page.eval_on_selector_all("#job-rows tr", "rows => rows.map(r => r.dataset.id)"))
 
 
+@browser
 def test_selection_stays_what_the_operator_saw(open_page: Any, deck_server: Served) -> None:
     url = deck_server.db_url
     older = fail_now(url, 5)
@@ -308,6 +331,7 @@ def test_selection_stays_what_the_operator_saw(open_page: Any, deck_server: Serv
     no_js_errors(page)
 
 
+@browser
 def test_live_refresh_pauses_by_hand_and_while_a_job_is_open(
     open_page: Any, deck_server: Served
 ) -> None:
@@ -350,6 +374,7 @@ def fragment_of(page: Any) -> dict[str, str]:
     return dict(parse_qsl(page.evaluate("location.hash").lstrip("#")))
 
 
+@browser
 def test_deep_link_carries_filters_and_sort(open_page: Any, deck_server: Served) -> None:
     url = deck_server.db_url
     card = seed(url, [NewJob(type="charge", queue="pay", tags=("eu",))], fail="CardDeclined: x")
@@ -405,6 +430,7 @@ def test_deep_link_carries_filters_and_sort(open_page: Any, deck_server: Served)
 LONG = "q" * 200 + "-long-name-" + "z" * 44  # 255 characters
 
 
+@browser
 def test_layout_fits_1024_and_a_phone_with_255_character_names(
     open_page: Any, deck_server: Served
 ) -> None:
