@@ -210,6 +210,9 @@ def test_bidi_and_invisible_characters_show_as_markers(open_page: Any, deck_serv
     assert page.text_content("#insp-fields dd[data-field=partition]") == (
         "\u27e8U+202E\u27e9RTL-fdp.exe"
     )
+    # The editor's textarea cannot draw markers: its hint names what it holds.
+    page.click("#insp-edit")
+    assert page.text_content("#ed-json") == "Valid JSON · holds invisible characters: U+202E"
     page.click("#drawer-close")
     # The invisible queue is a visible marker, in the queues panel and in the jobs table.
     page.click("#source button[data-source=active]")

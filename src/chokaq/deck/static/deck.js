@@ -92,6 +92,17 @@
     if (node.tagName === "TD") { node.title = attrText(text); }
   }
 
+  // The invisible characters a text holds, as "U+202E, U+200B" (each once), or "": for a
+  // textarea, where no marker can be drawn.
+  function invisibleIn(text) {
+    var seen = [];
+    (String(text).match(INVISIBLE) || []).forEach(function (ch) {
+      var cp = codePoint(ch);
+      if (seen.indexOf(cp) < 0) { seen.push(cp); }
+    });
+    return seen.join(", ");
+  }
+
   // User text for an attribute (a tooltip, which may hold many lines): no markup there, so the
   // markers are plain text.
   function attrText(value) {
@@ -1277,7 +1288,7 @@
   function checkKwargs() {
     var hint = $("sch-json"), value;
     try { value = JSON.parse($("sch-kwargs").value); } catch (e) {
-      hint.textContent = "Invalid JSON: " + e.message; hint.className = "hint bad";
+      setText(hint, "Invalid JSON: " + e.message); hint.className = "hint bad";
       $("sch-save").disabled = true;
       return undefined;
     }
@@ -1543,11 +1554,13 @@
     var hint = $("ed-json");
     try {
       JSON.parse($("ed-payload").value);
-      hint.textContent = "Valid JSON"; hint.className = "hint ok";
+      var hidden = invisibleIn($("ed-payload").value);
+      hint.textContent = "Valid JSON" + (hidden ? " · holds invisible characters: " + hidden : "");
+      hint.className = "hint ok";
       $("ed-save").disabled = false; $("ed-requeue").disabled = false;
       return true;
     } catch (e) {
-      hint.textContent = "Invalid JSON: " + e.message; hint.className = "hint bad";
+      setText(hint, "Invalid JSON: " + e.message); hint.className = "hint bad";
       $("ed-save").disabled = true; $("ed-requeue").disabled = true;
       return false;
     }
