@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -88,13 +89,33 @@ DEFAULT_LIMITS = Limits()
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Beyond ASCII, the characters a name must not hold are those the operator cannot see or that
+# change how the text around them reads: C1 controls (Cc), format characters (Cf: the bidi
+# overrides and isolates U+202A-202E and U+2066-2069, the marks U+200E/F, zero-width space and
+# joiners, the BOM) and the line and paragraph separators. U+202E alone makes an invisible
+# queue, and "\u202eRTL-fdp.exe" reads as "exe.pdf-LTR". Names are identifiers, so refusing
+# these costs nothing real (Python identifiers refuse them too); payloads and partitions are data,
+# which The Deck shows with a visible marker for each such character instead.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+# Letters that draw nothing (the Hangul fillers): a name of one of them is as invisible.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 # Names seen valid, so a bulk enqueue checks each queue and type once, not once per job.
 _VALID_NAMES: set[str] = set()
 _VALID_NAMES_MAX = 10_000
 
 
 def _has_control(value: str) -> bool:
-    return _CONTROL.search(value) is not None
+    return _CONTROL.search(value) is not None or _invisible(value) is not None
+
+
+def _invisible(value: str) -> str | None:
+    """The first invisible or bidi character of ``value`` beyond ASCII, as "U+202E", or None."""
+    if value.isascii():
+        return None
+    for ch in value:
+        if ch in _BLANK_LETTERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+            return f"U+{ord(ch):04X}"
+    return None
 
 
 class JsonText(str):
@@ -147,7 +168,8 @@ def check_text(
 
 
 def check_name(field: str, value: object) -> str:
-    """A queue or job type name: 1..255 characters, no control characters, no outer spaces."""
+    """A queue or job type name: 1..255 characters, no outer spaces, no control characters
+    and none of the invisible or bidi ones (format characters, C1 controls, line separators)."""
     if type(value) is str and value in _VALID_NAMES:
         return value
     if not isinstance(value, str):
@@ -161,8 +183,13 @@ def check_name(field: str, value: object) -> str:
         raise ValidationError(
             field, f"must be at most {MAX_NAME_LENGTH} characters (got {len(value)})"
         )
-    if _has_control(value):
+    if _CONTROL.search(value) is not None:
         raise ValidationError(field, "must not contain control characters")
+    hidden = _invisible(value)
+    if hidden is not None:
+        raise ValidationError(
+            field, f"must not contain invisible or bidirectional characters (found {hidden})"
+        )
     if type(value) is str and len(_VALID_NAMES) < _VALID_NAMES_MAX:
         _VALID_NAMES.add(value)
     return value

@@ -252,6 +252,10 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("duplicate id", lambda b, s: b.jobs_enqueue([NewJob(type="t", id=A)], now=at(10))),
         ("blank queue", lambda b, s: b.jobs_enqueue([NewJob(type="t", queue="")])),
         ("long type", lambda b, s: b.jobs_enqueue([NewJob(type="t" * 300)])),
+        # A name only the bidi override U+202E is an invisible queue; refused at the seam.
+        ("bidi queue", lambda b, s: b.jobs_enqueue([NewJob(type="t", queue="\u202e")])),
+        ("zero-width type", lambda b, s: b.jobs_enqueue([NewJob(type="a\u200bb")])),
+        ("bidi tag", lambda b, s: b.jobs_enqueue([NewJob(type="t", tags=("\u2066x",))])),
         ("naive run_at", lambda b, s: b.jobs_enqueue([NewJob(type="t", run_at=NAIVE)])),
         (
             "year 1 at +14:00",
@@ -1054,6 +1058,7 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     ],
     "queue_pause": [
         ("blank", lambda b, s: b.queue_pause(name="", paused=True)),
+        ("bidi", lambda b, s: b.queue_pause(name="q\u202e", paused=True)),
         ("long actor", lambda b, s: b.queue_pause(name="q", paused=True, actor="x" * 101)),
         ("unknown", lambda b, s: b.queue_pause(name="nope", paused=True, create=False)),
         ("ok", lambda b, s: b.queue_pause(name="q", paused=True, actor="ops")),

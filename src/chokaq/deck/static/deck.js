@@ -1,7 +1,8 @@
 // The Deck's page logic: live snapshot over server-sent events, the jobs table, the inspector
 // and editor, the workflow view, actions with typed confirmation, the periodic schedules, the
 // rate limits, why jobs wait, and the SVG throughput chart.
-// All user data is written with textContent (never innerHTML); no inline handlers (CSP).
+// All user data is written through userText() (text nodes in an isolating <bdi>, invisible
+// characters shown as visible markers; never innerHTML); no inline handlers (CSP).
 (function () {
   "use strict";
 
@@ -15,7 +16,8 @@
     chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
     schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
-    workflowText: "", limits: []
+    workflowText: "", limits: [],
+    liveMode: "auto", pausedAt: undefined  // the jobs table's live refresh (see refreshJobs)
   };
 
   function $(id) { return document.getElementById(id); }
@@ -40,8 +42,76 @@
 
   function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
 
+  // -- user text: names, tags, partitions, ids, payloads, errors and worker names come from
+  // users. Written as bare text, a bidi override reorders what the operator reads
+  // ("\u202eRTL-fdp.exe" shows as "exe.pdf-LTR") and a zero-width or control character hides
+  // (a queue named "\u202e" is invisible). So every such piece goes through userText(): it sits
+  // in its own <bdi> (direction from its own first strong character, isolated from its
+  // neighbours), and each bidi control, zero-width character and C0/C1 control is replaced by a
+  // visible marker ⟨U+202E⟩. "Such" is what storage refuses in names (chokaq.limits): the
+  // Unicode categories Cc (C0/C1 controls), Cf (format: bidi controls, zero-width characters,
+  // soft hyphen, BOM), Zl and Zp (line and paragraph separators), and the Hangul fillers,
+  // letters that draw nothing. Tab and line ends are marked only in one-line places: payloads
+  // and tracebacks (a <pre>) need them.
+  var INVISIBLE_IN_LINE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]/gu;
+  var INVISIBLE = /(?![\t\n\r])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]/gu;
+
+  function codePoint(ch) {
+    return "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+  }
+
+  // A DOM node showing `value` (any type; null shows as nothing) safely: one line unless
+  // `multiline` (then tabs and newlines are kept as they are).
+  function userText(value, multiline) {
+    var text = value === null || value === undefined ? "" : String(value);
+    var node = el("bdi", { className: "ut" });
+    var last = 0, m, re = multiline ? INVISIBLE : INVISIBLE_IN_LINE;
+    re.lastIndex = 0;
+    while ((m = re.exec(text)) !== null) {
+      if (m.index > last) { node.appendChild(document.createTextNode(text.slice(last, m.index))); }
+      var cp = codePoint(m[0]);
+      node.appendChild(el("span", { className: "ctl", title: "invisible character " + cp }, "⟨" + cp + "⟩"));
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) { node.appendChild(document.createTextNode(text.slice(last))); }
+    return node;
+  }
+
+  // Replaces a node's content with userText(value), many lines in a <pre>; a table cell also
+  // gets the whole text as its tooltip, since the CSS cuts long text in cells with an ellipsis.
+  // The live refresh rewrites every cell each second with mostly the same text: a node that
+  // still holds only the <bdi> this wrote for the same text is left alone.
+  function setText(node, value) {
+    var text = value === null || value === undefined ? "" : String(value);
+    var only = node.childNodes.length === 1 ? node.firstChild : null;
+    if (only && only.nodeName === "BDI" && only.chokaqText === text) { return; }
+    clear(node);
+    var shown = userText(text, node.tagName === "PRE");
+    shown.chokaqText = text;  // a property, not an attribute: a payload may be a megabyte
+    node.appendChild(shown);
+    if (node.tagName === "TD") { node.title = attrText(text); }
+  }
+
+  // The invisible characters a text holds, as "U+202E, U+200B" (each once), or "": for a
+  // textarea, where no marker can be drawn.
+  function invisibleIn(text) {
+    var seen = [];
+    (String(text).match(INVISIBLE) || []).forEach(function (ch) {
+      var cp = codePoint(ch);
+      if (seen.indexOf(cp) < 0) { seen.push(cp); }
+    });
+    return seen.join(", ");
+  }
+
+  // User text for an attribute (a tooltip, which may hold many lines): no markup there, so the
+  // markers are plain text.
+  function attrText(value) {
+    var text = value === null || value === undefined ? "" : String(value);
+    return text.replace(INVISIBLE, function (ch) { return "⟨" + codePoint(ch) + "⟩"; });
+  }
+
   function toast(message, bad) {
-    var t = el("div", { className: "toast" + (bad ? " bad" : "") }, message);
+    var t = el("div", { className: "toast" + (bad ? " bad" : "") }, userText(message));
     $("toasts").appendChild(t);
     setTimeout(function () { t.remove(); }, 4000);
   }
@@ -65,13 +135,30 @@
   // -- formatting -------------------------------------------------------------------------
 
   function fmtNum(n) { return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
+  // A duration in human units: 13 µs, 250 ms, 2.5 s, 3 m 4 s, 2 h 5 m, 3 d 4 h. The stored
+  // value is a float of seconds (0.00001299399997378714); the exact figure is for the tooltip.
   function fmtSecs(s) {
-    if (s === null || s === undefined) { return "–"; }
-    if (s < 1) { return Math.round(s * 1000) + " ms"; }
-    if (s < 60) { return s.toFixed(1) + " s"; }
-    var m = Math.floor(s / 60);
-    return m + ":" + String(Math.floor(s % 60)).padStart(2, "0");
+    if (s === null || s === undefined || isNaN(s)) { return "–"; }
+    s = Number(s);
+    if (s < 0) { return "-" + fmtSecs(-s); }
+    if (s === 0) { return "0 s"; }
+    if (s < 0.001) { return Math.max(1, Math.round(s * 1e6)) + " µs"; }
+    if (s < 1) { return Math.min(999, Math.round(s * 1000)) + " ms"; }
+    if (s < 10) { return (Math.floor(s * 10) / 10).toFixed(1) + " s"; }
+    if (s < 60) { return Math.floor(s) + " s"; }
+    var units = [[86400, "d"], [3600, "h"], [60, "m"], [1, "s"]];
+    for (var i = 0; i < 3; i++) {
+      if (s >= units[i][0]) {
+        var big = Math.floor(s / units[i][0]), small = Math.floor((s % units[i][0]) / units[i + 1][0]);
+        return big + " " + units[i][1] + (small ? " " + small + " " + units[i + 1][1] : "");
+      }
+    }
+    return Math.floor(s) + " s";
   }
+
+  // A UUIDv7 starts with its creation time, the same on every row of a busy page; its last
+  // characters are random, so the short form shows those (the full id is on hover and copy).
+  function shortId(id) { return id && id.length > 12 ? "…" + id.slice(-8) : (id || ""); }
   function ago(iso) {
     if (!iso) { return "–"; }
     var s = (Date.now() - Date.parse(iso)) / 1000;
@@ -81,7 +168,30 @@
     if (s < 86400) { return Math.floor(s / 3600) + "h ago"; }
     return Math.floor(s / 86400) + "d ago";
   }
-  function when(iso) { return iso ? new Date(iso).toLocaleString() : "–"; }
+  function pad2(n) { return String(n).padStart(2, "0"); }
+
+  // Times are shown in the browser's time zone; UTC is the tooltip (when()).
+  function localTime(iso) {
+    if (!iso) { return "–"; }
+    var d = new Date(iso);
+    if (isNaN(d.getTime())) { return String(iso); }
+    return d.getFullYear() + "-" + pad2(d.getMonth() + 1) + "-" + pad2(d.getDate()) + " " +
+      pad2(d.getHours()) + ":" + pad2(d.getMinutes()) + ":" + pad2(d.getSeconds());
+  }
+  function utcTime(iso) {
+    var d = new Date(iso);
+    return isNaN(d.getTime()) ? String(iso) : d.toISOString().replace("T", " ").replace("Z", " UTC");
+  }
+  function when(iso) { return iso ? localTime(iso) + " local · " + utcTime(iso) : "–"; }
+
+  // An inspector field's text and tooltip: times local (UTC on hover), durations in units.
+  function fieldText(key, value) {
+    if (key === "duration_seconds" || key === "timeout_seconds") {
+      return { text: fmtSecs(value), title: String(value) + " s" };
+    }
+    if (/_at$/.test(key) && typeof value === "string") { return { text: localTime(value), title: utcTime(value) }; }
+    return { text: Array.isArray(value) ? value.join(", ") : value, title: "" };
+  }
   function pretty(text) {
     if (text === null || text === undefined) { return ""; }
     try { return JSON.stringify(JSON.parse(text), null, 2); } catch (e) { return text; }
@@ -107,8 +217,8 @@
 
   function confirmAction(title, text, word) {
     var dialog = $("confirm");
-    $("confirm-title").textContent = title;
-    $("confirm-text").textContent = text;
+    setText($("confirm-title"), title);
+    setText($("confirm-text"), text);
     $("confirm-word").textContent = word || "";
     $("confirm-typed").hidden = !word;
     $("confirm-input").value = "";
@@ -172,7 +282,7 @@
     var changed = !prev || prev.summary.succeeded_total !== s.succeeded_total ||
       prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending;
     state.ticks++;
-    if (state.source === "active" || changed || state.ticks % 10 === 0) { loadJobs(); }
+    refreshJobs(state.source === "active" || changed || state.ticks % 10 === 0);
     if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
     if (state.workflow && !$("workflow").hidden) { refreshWorkflow(); }
     loadSchedules();
@@ -183,7 +293,7 @@
     clear(list);
     list.hidden = notices.length === 0;
     notices.forEach(function (n) {
-      list.appendChild(el("li", { className: "notice notice-" + n.kind }, n.message));
+      list.appendChild(el("li", { className: "notice notice-" + n.kind }, userText(n.message)));
     });
   }
 
@@ -242,7 +352,8 @@
   function updateQueueRow(tr, q) {
     var c = tr.children;
     tr.dataset.paused = q.paused; tr.dataset.active = q.active;
-    c[0].textContent = q.name;
+    setText(c[0], q.name);
+    c[0].title = attrText(q.name);
     c[1].textContent = fmtNum(q.pending);
     c[2].textContent = fmtNum(q.fetched);
     c[3].textContent = fmtNum(q.processing);
@@ -265,7 +376,7 @@
     } else {
       c[9].textContent = q.max_workers === null ? "∞" : q.max_workers;
       c[10].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
-      c[11].textContent = q.rate_limit || "–";
+      setText(c[11], q.rate_limit || "–");
     }
     c[12].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
     c[12].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
@@ -293,7 +404,7 @@
     list.hidden = unserved.length === 0;
     unserved.forEach(function (u) {
       list.appendChild(el("li", { className: "notice notice-unserved", dataset: { queue: u.queue } },
-        el("bdi", null, u.message)));
+        userText(u.message)));
     });
   }
 
@@ -322,8 +433,8 @@
   function updateWaitRow(tr, r) {
     var c = tr.children;
     tr.dataset.reason = r.reason;
-    clear(c[0]); c[0].appendChild(el("bdi", null, r.queue));
-    clear(c[1]); c[1].appendChild(el("bdi", null, r.type));
+    setText(c[0], r.queue);
+    setText(c[1], r.type);
     c[2].textContent = fmtNum(r.pending);
     c[3].textContent = fmtNum(r.due);
     c[4].textContent = r.lag_seconds === null ? "–" : fmtSecs(r.lag_seconds);
@@ -332,7 +443,7 @@
     c[5].appendChild(el("span", { className: "reason reason-" + r.reason }, REASON_LABELS[r.reason] || r.reason));
     if (r.held) { c[5].appendChild(el("span", { className: "hint" }, " " + fmtNum(r.held) + " held")); }
     clear(c[6]);
-    c[6].appendChild(el("bdi", null, r.detail));
+    c[6].appendChild(userText(r.detail));
     if (!r.due && r.next_due_at) {
       c[6].appendChild(el("span", { className: "hint", title: r.next_due_at }, " · next due " + ago(r.next_due_at)));
     }
@@ -369,7 +480,7 @@
   function sourceMarker(source, declared, l) {
     if (!source) { return null; }
     var title = source === "operator"
-      ? "Set by " + (l.last_modified_by || "an operator") + "; the code declares " + (declared === null ? "none" : declared) + ". Kept until reset to code."
+      ? "Set by " + attrText(l.last_modified_by || "an operator") + "; the code declares " + (declared === null ? "none" : declared) + ". Kept until reset to code."
       : "Declared by the job's code";
     return el("span", { className: "chip src src-" + source, title: title }, source.toUpperCase());
   }
@@ -378,7 +489,7 @@
     // The cell keeps its input (admins) and rebuilds only the text and the marker around it.
     Array.prototype.slice.call(cell.childNodes).forEach(function (n) { if (n !== input) { n.remove(); } });
     if (input) { setInput(input, value); }
-    else { cell.appendChild(el("span", { className: "val" }, value === null ? "none" : String(value))); }
+    else { cell.appendChild(el("span", { className: "val" }, userText(value === null ? "none" : value))); }
     var marker = sourceMarker(source, declared, l);
     if (marker) { cell.appendChild(document.createTextNode(" ")); cell.appendChild(marker); }
     if (source === "operator" && l.scope === "type") {
@@ -426,8 +537,8 @@
     tr.dataset.rateSource = l.rate_source || "";
     tr.dataset.concurrencySource = l.concurrency_source || "";
     c[0].textContent = l.scope;
-    c[1].textContent = l.name;
-    c[2].textContent = l.scope === "type" ? (l.queue || "–") : "–";
+    setText(c[1], l.name);
+    setText(c[2], l.scope === "type" ? (l.queue || "–") : "–");
     c[2].title = l.scope === "type" && !l.queue ? "not known: the Deck's app does not register this type" : "";
     limitValue(c[3], isAdmin ? c[3].querySelector(".l-rate") : null, l.rate_limit, l.rate_source, l.declared_rate_limit, l);
     if (l.scope === "type") {
@@ -457,7 +568,7 @@
     if (l.scope !== "type" || l.top_partitions.length === 0) { cell.textContent = "–"; return; }
     var list = el("ul", { className: "parts" });
     l.top_partitions.forEach(function (p) {
-      var b = el("button", { type: "button", className: "link part", title: "Show the jobs of this partition" }, p.partition);
+      var b = el("button", { type: "button", className: "link part", title: "Show the jobs of this partition" }, userText(p.partition));
       b.dataset.partition = p.partition;
       b.addEventListener("click", function () { showPartition(l.name, p.partition); });
       list.appendChild(el("li", { dataset: { waiting: String(p.waiting), running: String(p.running) } },
@@ -520,7 +631,7 @@
       var li = el("li", { title: "Show these jobs in the DLQ" },
         el("span", { className: "chip" }, g.failure_reason), " ",
         el("b", null, fmtNum(g.count)), " · ", ago(g.latest_at),
-        el("span", { className: "prefix" }, g.prefix.length > 160 ? g.prefix.slice(0, 160) + "…" : g.prefix));
+        el("span", { className: "prefix" }, userText(g.prefix.length > 160 ? g.prefix.slice(0, 160) + "…" : g.prefix)));
       li.addEventListener("click", function () { showErrorGroup(g); });
       list.appendChild(li);
     });
@@ -555,7 +666,7 @@
       }
       return tr;
     }, function (tr, c) {
-      tr.children[0].textContent = c.key;
+      setText(tr.children[0], c.key);
       tr.children[1].textContent = c.state.toUpperCase().replace("_", "-");
       tr.children[1].className = "st-" + c.state;
       tr.children[2].textContent = c.failures;
@@ -581,13 +692,13 @@
       return tr;
     }, function (tr, w) {
       var c = tr.children;
-      c[0].textContent = w.hostname + ":" + w.pid;
-      c[0].title = w.id;
-      c[1].textContent = w.queues.length ? w.queues.join(", ") : "all";
+      setText(c[0], w.hostname + ":" + w.pid);
+      c[0].title = attrText(w.id);
+      setText(c[1], w.queues.length ? w.queues.join(", ") : "all");
       c[2].textContent = w.running;
       if (isAdmin) { setInput(c[3].firstChild, w.desired_concurrency || w.concurrency); }
       else { c[3].textContent = w.concurrency; }
-      c[4].textContent = w.state;
+      setText(c[4], w.state);
       c[5].textContent = ago(w.heartbeat_at);
     });
   }
@@ -678,6 +789,7 @@
   function loadJobs() {
     if (state.jobsBusy) { state.jobsAgain = true; return; }
     state.jobsBusy = true;
+    writeLink();  // the filters and sort in force are part of the link
     var f = $("filters").elements;
     var params = new URLSearchParams(filterValues());
     params.set("source", state.source);
@@ -700,8 +812,8 @@
     $("prev").disabled = data.page <= 1;
     $("next").disabled = data.page >= data.pages;
     $("jobs").dataset.total = String(data.total);
-    var visible = new Set(data.items.map(function (j) { return j.id; }));
-    state.selected.forEach(function (id) { if (!visible.has(id)) { state.selected.delete(id); } });
+    // The selection is not trimmed to what this page shows: it is the set of ids the operator
+    // ticked, and an action applies to exactly those (updateSelection says how many are off-page).
     syncRows($("job-rows"), data.items, function (j) { return j.pillar + ":" + j.id; }, buildJobRow, updateJobRow);
     updateSelection();
   }
@@ -720,6 +832,9 @@
       tr.appendChild(el("td", { className: "admin-only" }, box));
     }
     for (var i = 0; i < 10; i++) { tr.appendChild(el("td")); }
+    ["id", "queue", "type", "prio", "status", "progress", "tries", "when", "by", "act"].forEach(function (col, k) {
+      tr.children[k + (isAdmin ? 1 : 0)].dataset.col = col;
+    });
     tr.addEventListener("click", function () { openJob(j.id); });
     return tr;
   }
@@ -727,11 +842,11 @@
   function updateJobRow(tr, j) {
     var c = Array.prototype.slice.call(tr.children, isAdmin ? 1 : 0);
     if (isAdmin) { tr.firstChild.firstChild.checked = state.selected.has(j.id); }
-    c[0].textContent = j.id.slice(0, 8) + "…" + j.id.slice(-4);
-    c[0].className = "id"; c[0].title = j.id;
-    c[1].textContent = j.queue;
-    c[2].textContent = j.type;
-    if (j.partition) { c[2].appendChild(el("span", { className: "chip part", title: "partition" }, j.partition)); }
+    setText(c[0], shortId(j.id));
+    c[0].className = "id"; c[0].title = attrText(j.id); c[0].dataset.full = j.id;
+    setText(c[1], j.queue); c[1].title = attrText(j.queue);
+    setText(c[2], j.type); c[2].title = attrText(j.type);
+    if (j.partition) { c[2].appendChild(el("span", { className: "chip part", title: "partition " + attrText(j.partition) }, userText(j.partition))); }
     c[3].textContent = j.priority === null ? "–" : j.priority;
     clear(c[4]);
     var status;
@@ -741,10 +856,10 @@
     c[4].appendChild(el("span", { className: "st-" + status }, status.toUpperCase()));
     tr.dataset.status = status;
     if (j.pillar === "dlq") {
-      c[4].appendChild(el("span", { className: "chip" }, j.failure_reason || ""));
-      if (j.error) { c[4].appendChild(el("span", { className: "err", title: j.error }, j.error.split("\n").slice(-1)[0])); }
+      c[4].appendChild(el("span", { className: "chip" }, userText(j.failure_reason || "")));
+      if (j.error) { c[4].appendChild(el("span", { className: "err", title: attrText(j.error) }, userText(j.error.split("\n").slice(-1)[0]))); }
     }
-    (j.tags || []).forEach(function (t) { c[4].appendChild(el("span", { className: "chip tag" }, t)); });
+    (j.tags || []).forEach(function (t) { c[4].appendChild(el("span", { className: "chip tag", title: attrText(t) }, userText(t))); });
     // Progress for running jobs, due time for delayed ones, duration for finished ones.
     var cell = c[5];
     if (j.pillar === "hot" && j.status === "processing") {
@@ -756,16 +871,20 @@
       cell.querySelector(".pct").textContent = " " + pct + "%";
     } else {
       clear(cell);
+      cell.title = "";
       if (j.pillar === "hot" && j.scheduled_at && Date.parse(j.scheduled_at) > Date.now()) {
         cell.appendChild(el("span", { className: "due", title: when(j.scheduled_at) }, "due " + ago(j.scheduled_at)));
       } else if (j.duration_seconds !== null && j.duration_seconds !== undefined) {
         cell.textContent = fmtSecs(j.duration_seconds);
+        cell.title = j.duration_seconds + " s";
       } else { cell.textContent = "–"; }
     }
-    c[6].textContent = j.attempt_count + (j.max_attempts ? "/" + j.max_attempts : "");
+    c[6].textContent = j.attempt_count + " / " + (j.max_attempts || "–");
+    c[6].title = j.max_attempts ? "tries so far / at most" : "tries so far; at most: the handler's or the worker's default";
     var at = j.failed_at || j.finished_at || j.created_at;
     c[7].textContent = ago(at); c[7].title = when(at);
-    c[8].textContent = j.cancelled_by || j.last_modified_by || j.created_by || "system";
+    var by = j.cancelled_by || j.last_modified_by || j.created_by || "system";
+    setText(c[8], by); c[8].title = attrText(by);
     clear(c[9]);
     if (isAdmin) {
       if (j.pillar === "hot") {
@@ -783,10 +902,76 @@
 
   function updateSelection() {
     if (!isAdmin) { return; }
-    $("selected-count").textContent = state.selected.size + " selected";
+    var shown = 0;
+    document.querySelectorAll("#job-rows tr").forEach(function (tr) { if (state.selected.has(tr.dataset.id)) { shown++; } });
+    var off = state.selected.size - shown;
+    $("selected-count").textContent = state.selected.size + " selected" + (off > 0 ? " (" + off + " not on this page)" : "");
+    $("bulk").dataset.selected = String(state.selected.size);
     ["bulk-cancel", "bulk-retry", "bulk-purge"].forEach(function (id) { $(id).disabled = state.selected.size === 0; });
+    $("clear-selection").hidden = state.selected.size === 0;
     var boxes = document.querySelectorAll("#job-rows .sel");
     $("select-all").checked = boxes.length > 0 && Array.prototype.every.call(boxes, function (b) { return b.checked; });
+    refreshJobs(false);
+  }
+
+  // -- live refresh of the jobs table: while the operator has rows selected or a job open, the
+  // table stops following the live snapshot, because rows moving under the cursor change what
+  // they are looking at (50 failures on screen become another 50 as new ones arrive). The
+  // selection is a frozen set of ids either way, so an action applies to exactly those. The
+  // toggle pauses by hand, or resumes while something is selected; the hint counts what
+  // finished since the pause, from the lifetime counters the snapshot carries anyway.
+
+  function pauseReason() {
+    if (state.liveMode === "live" && state.selected.size === 0 && $("drawer").hidden) { state.liveMode = "auto"; }
+    if (state.liveMode === "paused") { return "by hand"; }
+    if (state.liveMode === "live") { return null; }
+    if (state.selected.size > 0) { return state.selected.size + " selected"; }
+    if (!$("drawer").hidden) { return "a job is open"; }
+    return null;
+  }
+
+  function finishedCounts() {
+    var s = state.lastSnapshot ? state.lastSnapshot.summary : null;
+    return s ? { succeeded: s.succeeded_total, failed: s.failed_total } : null;
+  }
+
+  // Called on every snapshot with whether a live reload is due, and whenever what pauses the
+  // table may have changed; a table that resumes is reloaded at once.
+  function refreshJobs(due) {
+    var reason = pauseReason();
+    if (reason === null) {
+      if (state.pausedAt !== undefined) { state.pausedAt = undefined; due = true; }
+      if (due) { loadJobs(); }
+    } else if (state.pausedAt === undefined) {
+      state.pausedAt = finishedCounts();
+    }
+    showLive(reason);
+  }
+
+  function showLive(reason) {
+    var pill = $("live-state"), toggle = $("live-toggle");
+    $("jobs").dataset.live = reason === null ? "live" : "paused";
+    toggle.textContent = reason === null ? "Pause" : "Resume";
+    toggle.setAttribute("aria-pressed", String(reason !== null));
+    toggle.title = reason === null ? "Stop refreshing the table" : "Refresh the table live again (the selection stays)";
+    pill.className = "pill " + (reason === null ? "live" : "paused");
+    if (reason === null) { pill.textContent = "LIVE"; return; }
+    var since = "", now = finishedCounts(), base = state.pausedAt;
+    if (now && base && state.source !== "active") {
+      var key = state.source === "dlq" ? "failed" : "succeeded";
+      var n = now[key] - base[key];
+      if (n > 0) { since = " · " + fmtNum(n) + " " + key + " since"; }
+    }
+    pill.textContent = "PAUSED · " + reason + since;
+  }
+
+  // A copied short id is the full one: the cell shows only its distinguishing tail.
+  function copyFullId(ev) {
+    var sel = window.getSelection(), node = sel && sel.anchorNode;
+    var cell = node && (node.nodeType === 1 ? node : node.parentElement).closest("td[data-col=id]");
+    if (!cell || !ev.clipboardData) { return; }
+    ev.clipboardData.setData("text/plain", cell.dataset.full);
+    ev.preventDefault();
   }
 
   function setSource(source) {
@@ -803,28 +988,82 @@
     loadJobs();
   }
 
-  // -- deep links: the tab and the open job live in the URL's fragment (#tab=dlq&job=ID), so a
-  // link (or a reload) opens the same view; the fragment never reaches the server.
+  // -- deep links: the tab, the jobs table's filters and sort, and the open job live in the
+  // URL's fragment (#tab=dlq&reason=timeout&sort=type&order=asc&job=ID), so a link (or a reload)
+  // opens the same view; the fragment never reaches the server. A part names a field of the
+  // filters form; a part left at its default is left out. Another part joins by adding itself
+  // to writeLink and readLink (and followLink, if it needs to act).
 
   var SOURCES = ["active", "archive", "dlq"];
   var JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  var LINK_FILTERS = ["search", "queue", "type", "status", "blocked", "partition", "reason", "since", "until",
+    "sort", "order", "page_size"];
+  var MAX_LINK_TEXT = 1000;  // the server's longest search (MAX_SEARCH_LENGTH)
+
+  // The form field's value as link text ("" when at its default: left out of the link). A time
+  // goes into the link in UTC, so that a colleague in another zone sees the same window.
+  function fieldValue(input) {
+    if (input.type === "checkbox") { return input.checked ? "1" : ""; }
+    if (input.type === "datetime-local") { return input.value ? new Date(input.value).toISOString() : ""; }
+    var initial = input.tagName === "SELECT"
+      ? (Array.prototype.filter.call(input.options, function (o) { return o.defaultSelected; })[0] || input.options[0]).value
+      : input.defaultValue;
+    return input.value === initial ? "" : input.value;
+  }
+
+  // Sets a form field from link text; false when the text is not a value the field can take.
+  function setField(input, text) {
+    if (input.type === "checkbox") { input.checked = text === "1"; return text === "1" || text === ""; }
+    if (text.length > MAX_LINK_TEXT) { return false; }
+    if (input.type === "datetime-local") {
+      var d = new Date(text);
+      if (!/^\d{4}-\d\d-\d\dT/.test(text) || isNaN(d.getTime())) { return false; }
+      input.value = localTime(d.toISOString()).replace(" ", "T");
+      return input.value !== "";
+    }
+    input.value = text;
+    return input.value === text;  // a select without that option, or a malformed date, refuses it
+  }
 
   function writeLink() {
-    var parts = ["tab=" + encodeURIComponent(state.source)];
-    if (state.job) { parts.push("job=" + encodeURIComponent(state.job)); }
-    history.replaceState(null, "", "#" + parts.join("&"));
+    var params = new URLSearchParams();
+    params.set("tab", state.source);
+    var form = $("filters").elements;
+    LINK_FILTERS.forEach(function (name) {
+      var value = fieldValue(form[name]);
+      if (value !== "") { params.set(name, value); }
+    });
+    if (state.job) { params.set("job", state.job); }
+    var hash = "#" + params.toString();
+    if (window.location.hash !== hash) { history.replaceState(null, "", hash); }
   }
 
   function readLink() {
-    var out = {};
-    (window.location.hash || "").replace(/^#/, "").split("&").forEach(function (pair) {
-      var kv = pair.split("=");
-      if (kv.length === 2) { out[decodeURIComponent(kv[0])] = decodeURIComponent(kv[1]); }
-    });
+    var params = new URLSearchParams((window.location.hash || "").replace(/^#/, ""));
+    var filters = {};
+    LINK_FILTERS.forEach(function (name) { if (params.has(name)) { filters[name] = params.get(name); } });
     return {
-      tab: SOURCES.indexOf(out.tab) >= 0 ? out.tab : "active",
-      job: JOB_ID.test(out.job || "") ? out.job : null,
+      tab: SOURCES.indexOf(params.get("tab")) >= 0 ? params.get("tab") : "active",
+      job: JOB_ID.test(params.get("job") || "") ? params.get("job") : null,
+      filters: filters,
     };
+  }
+
+  // Puts the link's filters in the form (the others back to their defaults); whether any changed.
+  function applyLinkFilters(filters) {
+    var form = $("filters").elements, changed = false;
+    LINK_FILTERS.forEach(function (name) {
+      var input = form[name], before = fieldValue(input);
+      var text = Object.prototype.hasOwnProperty.call(filters, name) ? filters[name] : "";
+      if (text === before) { return; }
+      if (text === "" || !setField(input, text)) {
+        if (input.type === "checkbox") { input.checked = false; }
+        else if (input.tagName === "SELECT") { input.selectedIndex = Math.max(0, Array.prototype.findIndex.call(input.options, function (o) { return o.defaultSelected; })); }
+        else { input.value = input.defaultValue; }
+      }
+      changed = changed || fieldValue(input) !== before;
+    });
+    return changed;
   }
 
   // -- actions ----------------------------------------------------------------------------
@@ -884,7 +1123,7 @@
         "Will " + verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + fmtNum(p.matched) +
         " matching DLQ jobs" + (p.matched > p.will_affect ? " (capped at " + p.cap + ")" : "") + ", newest failure first."));
       var sample = el("p", { className: "hint" }, "First ids: ");
-      p.sample_ids.forEach(function (id) { sample.appendChild(el("code", null, id + " ")); });
+      p.sample_ids.forEach(function (id) { sample.appendChild(el("code", null, userText(id), " ")); });
       box.appendChild(sample);
       var go = el("button", { type: "button", id: "preview-confirm", className: "danger" }, "Confirm " + verb + "…");
       go.disabled = p.will_affect === 0;
@@ -948,15 +1187,15 @@
       }).catch(function (e) {
         if (state.schedule === name) {
           $("sch-banner").hidden = false;
-          $("sch-banner").textContent = e.message;
+          setText($("sch-banner"), e.message);
         }
       });
     });
   });
 
   function jobLink(id) {
-    var b = el("button", { type: "button", className: "link job-link", title: "Open job " + id },
-      id.slice(0, 8) + "…" + id.slice(-4));
+    var b = el("button", { type: "button", className: "link job-link", title: "Open job " + attrText(id) },
+      userText(shortId(id)));
     b.dataset.job = id;
     b.addEventListener("click", function (ev) { ev.stopPropagation(); openJob(id); });
     return b;
@@ -970,8 +1209,8 @@
     }
     if (s.edited) {
       out.push(el("span", { className: "chip marker edited",
-        title: "Edited by " + s.edited_by + " " + ago(s.edited_at) + "; the code declares " +
-          s.declared.expression + ". Kept until reset to code." }, "EDITED"));
+        title: "Edited by " + attrText(s.edited_by) + " " + ago(s.edited_at) + "; the code declares " +
+          attrText(s.declared.expression) + ". Kept until reset to code." }, "EDITED"));
     }
     if (s.lag_seconds >= 5 && !s.paused && !s.orphaned) {
       out.push(el("span", { className: s.lag_seconds >= 60 ? "lag-critical" : "lag-warning",
@@ -983,7 +1222,7 @@
   function lastRun(s) {
     if (!s.last_run_at) { return el("span", { className: "hint" }, "never"); }
     return el("span", { title: when(s.last_run_at) }, ago(s.last_run_at), " ",
-      el("span", { className: "chip outcome" }, s.last_outcome || "?"), " ",
+      el("span", { className: "chip outcome" }, userText(s.last_outcome || "?")), " ",
       s.last_job_id ? jobLink(s.last_job_id) : null);
   }
 
@@ -1000,9 +1239,9 @@
       var c = tr.children;
       tr.dataset.paused = s.paused; tr.dataset.orphaned = s.orphaned; tr.dataset.edited = s.edited;
       tr.classList.toggle("on", state.schedule === s.name);
-      c[0].textContent = s.name;
-      c[1].textContent = s.expression;
-      c[2].textContent = s.every_seconds !== null ? "–" : s.timezone;
+      setText(c[0], s.name);
+      setText(c[1], s.expression);
+      setText(c[2], s.every_seconds !== null ? "–" : s.timezone);
       c[3].textContent = isoText(s.next_run_local);
       c[4].textContent = isoText(s.next_run_utc);
       c[4].title = s.next_run_utc ? ago(s.next_run_utc) : "";
@@ -1017,7 +1256,7 @@
     var box = $("schedule-detail");
     box.hidden = false;
     box.dataset.name = name;
-    $("sch-name").textContent = name;
+    setText($("sch-name"), name);
     $("sch-banner").hidden = true;
     clear($("sch-fields")); clear($("sch-history")); clear($("sch-markers"));
     if ($("sch-form")) { $("sch-form").hidden = true; }
@@ -1033,7 +1272,7 @@
 
   function field(dl, key, label, value) {
     dl.appendChild(el("dt", null, label));
-    dl.appendChild(el("dd", { dataset: { field: key } }, value));
+    dl.appendChild(el("dd", { dataset: { field: key } }, typeof value === "string" ? userText(value) : value));
   }
 
   function renderScheduleDetail(d) {
@@ -1041,7 +1280,7 @@
     var box = $("schedule-detail");
     box.dataset.paused = d.paused; box.dataset.edited = d.edited; box.dataset.orphaned = d.orphaned;
     $("sch-banner").hidden = true;
-    $("sch-name").textContent = d.name;
+    setText($("sch-name"), d.name);
     var markers = $("sch-markers");
     clear(markers);
     scheduleMarkers(d).forEach(function (m) { markers.appendChild(m); markers.appendChild(document.createTextNode(" ")); });
@@ -1052,9 +1291,9 @@
     var code = d.declared.expression + (d.declared.every_seconds !== null ? "" : " (" + d.declared.timezone + ")");
     field(dl, "declared", "declared by code", code);
     field(dl, "job", "job", d.type + " on " + d.queue + ", priority " + d.priority);
-    field(dl, "kwargs", "kwargs", el("pre", { className: "code" }, pretty(d.kwargs)));
+    field(dl, "kwargs", "kwargs", el("pre", { className: "code" }, userText(pretty(d.kwargs), true)));
     if (d.edited && d.kwargs !== d.declared.kwargs) {
-      field(dl, "declared_kwargs", "declared kwargs", el("pre", { className: "code" }, pretty(d.declared.kwargs)));
+      field(dl, "declared_kwargs", "declared kwargs", el("pre", { className: "code" }, userText(pretty(d.declared.kwargs), true)));
     }
     field(dl, "next_run", "next run", isoText(d.next_run_local) + "  ·  " + isoText(d.next_run_utc));
     field(dl, "lag", "overdue by", d.lag_seconds > 0 ? fmtSecs(d.lag_seconds) : "–");
@@ -1077,7 +1316,7 @@
         c[0].textContent = isoText(r.slot);
         clear(c[1]); c[1].appendChild(el("span", { className: "outcome-" + r.outcome }, r.outcome.toUpperCase()));
         clear(c[2]); c[2].appendChild(r.job_id ? jobLink(r.job_id) : document.createTextNode("–"));
-        c[3].textContent = r.detail || "";
+        setText(c[3], r.detail || "");
       });
   }
 
@@ -1134,7 +1373,7 @@
   function checkKwargs() {
     var hint = $("sch-json"), value;
     try { value = JSON.parse($("sch-kwargs").value); } catch (e) {
-      hint.textContent = "Invalid JSON: " + e.message; hint.className = "hint bad";
+      setText(hint, "Invalid JSON: " + e.message); hint.className = "hint bad";
       $("sch-save").disabled = true;
       return undefined;
     }
@@ -1188,7 +1427,7 @@
       if (state.job === id) { renderInspector(j); }
     }).catch(function (e) {
       if (state.job === id) {
-        $("insp-banner").textContent = e.message;
+        setText($("insp-banner"), e.message);
         $("insp-banner").className = "banner";
         $("drawer").dataset.pillar = "gone";
       }
@@ -1200,7 +1439,7 @@
     var banner = $("insp-banner");
     var where = { hot: "ACTIVE", archive: "ARCHIVE · SUCCEEDED", dlq: "DLQ · " + String(j.failure_reason).toUpperCase() }[j.pillar];
     var now = j.pillar === "hot" ? (j.state || j.status) : null;
-    banner.textContent = where + (now ? " · " + now.toUpperCase() : "");
+    setText(banner, where + (now ? " · " + now.toUpperCase() : ""));
     banner.className = "banner " + j.pillar + (j.state === "blocked" ? " blocked" : "");
     $("drawer").dataset.pillar = j.pillar;
     $("drawer").dataset.status = j.status || "";
@@ -1213,10 +1452,11 @@
       var v = j[k];
       if (v === null || v === undefined || (Array.isArray(v) && v.length === 0)) { return; }
       dl.appendChild(el("dt", null, k.replace(/_/g, " ")));
-      dl.appendChild(el("dd", { dataset: { field: k } }, Array.isArray(v) ? v.join(", ") : String(v)));
+      var shown = fieldText(k, v);
+      dl.appendChild(el("dd", { dataset: { field: k }, title: shown.title }, userText(shown.text)));
     });
-    $("insp-error").textContent = j.error || j.last_error || "(none)";
-    $("insp-payload").textContent = j.payload === null ? "(not stored)" : pretty(j.payload);
+    setText($("insp-error"), j.error || j.last_error || "(none)");
+    setText($("insp-payload"), j.payload === null ? "(not stored)" : pretty(j.payload));
     if (isAdmin) {
       var editable = j.pillar === "dlq" || (j.pillar === "hot" && j.status === "pending");
       $("insp-edit").hidden = !editable;
@@ -1233,10 +1473,10 @@
     var box = $("insp-result-box"), pre = $("insp-result");
     box.hidden = j.pillar !== "archive";
     if (j.result_error) {
-      pre.textContent = "not kept: " + j.result_error;
+      setText(pre, "not kept: " + j.result_error);
       pre.className = "code not-kept";
     } else {
-      pre.textContent = j.result === null || j.result === undefined ? "null (nothing returned)" : pretty(j.result);
+      setText(pre, j.result === null || j.result === undefined ? "null (nothing returned)" : pretty(j.result));
       pre.className = "code";
     }
   }
@@ -1249,8 +1489,8 @@
   // when it failed, why.
   function linkItem(link) {
     var li = el("li", { dataset: { id: link.id, state: link.state } }, stateBadge(link.state), " ",
-      jobLink(link.id), " ", el("span", { className: "ltype" }, link.type || "?"));
-    if (link.failure_reason) { li.appendChild(el("span", { className: "chip" }, link.failure_reason)); }
+      jobLink(link.id), " ", el("span", { className: "ltype" }, userText(link.type || "?")));
+    if (link.failure_reason) { li.appendChild(el("span", { className: "chip" }, userText(link.failure_reason))); }
     return li;
   }
 
@@ -1266,7 +1506,7 @@
     var box = $("insp-relatives");
     box.hidden = !j.workflow_id && parents.length === 0 && children.length === 0;
     var link = $("insp-workflow-link");
-    link.textContent = j.workflow_id ? j.workflow_id : "";
+    setText(link, j.workflow_id ? j.workflow_id : "");
     link.dataset.workflow = j.workflow_id || "";
     $("insp-workflow").hidden = !j.workflow_id;
     fillLinks($("insp-parents"), $("insp-parents-note"), parents, j.relatives_limit || 1000);
@@ -1290,7 +1530,7 @@
     state.workflow = id;
     $("drawer").hidden = false;
     $("workflow").dataset.id = id;
-    $("wf-id").textContent = id;
+    setText($("wf-id"), id);
     document.querySelector('#drawer-tabs [data-tab="workflow"]').disabled = false;
     showTab("workflow");
     refreshWorkflow();
@@ -1304,7 +1544,7 @@
     }).catch(function (e) {
       if (state.workflow === id) {
         state.workflowText = "";
-        $("wf-banner").textContent = e.message;
+        setText($("wf-banner"), e.message);
         $("wf-banner").className = "banner gone";
         $("workflow").dataset.finished = "";
       }
@@ -1335,7 +1575,7 @@
       if (n) { counts.appendChild(el("span", { className: "chip count", dataset: { state: st } }, stateBadge(st), " " + fmtNum(n))); }
     });
     var short = {};
-    w.jobs.forEach(function (job) { short[job.id] = job.id.slice(0, 8) + "…" + job.id.slice(-4); });
+    w.jobs.forEach(function (job) { short[job.id] = shortId(job.id); });
     var levels = $("wf-levels");
     clear(levels);
     var lists = [];
@@ -1347,13 +1587,13 @@
           el("h4", null, "Step " + (job.depth + 1)), ol));
       }
       var li = el("li", { className: "wf-job", dataset: { id: job.id, state: job.state } },
-        stateBadge(job.state), " ", jobLink(job.id), " ", el("span", { className: "ltype" }, job.type || "?"),
-        " ", el("span", { className: "chip" }, job.queue || "?"));
+        stateBadge(job.state), " ", jobLink(job.id), " ", el("span", { className: "ltype" }, userText(job.type || "?")),
+        " ", el("span", { className: "chip" }, userText(job.queue || "?")));
       if (job.parents.length) {
-        li.appendChild(el("span", { className: "after hint" }, "after " + job.parents.map(function (p) { return short[p] || p; }).join(", ")));
+        li.appendChild(el("span", { className: "after hint" }, "after ", userText(job.parents.map(function (p) { return short[p] || p; }).join(", "))));
       }
-      if (job.failure_reason) { li.appendChild(el("span", { className: "chip" }, job.failure_reason)); }
-      if (job.error) { li.appendChild(el("span", { className: "err", title: job.error }, job.error.split("\n").slice(-1)[0])); }
+      if (job.failure_reason) { li.appendChild(el("span", { className: "chip" }, userText(job.failure_reason))); }
+      if (job.error) { li.appendChild(el("span", { className: "err", title: attrText(job.error) }, userText(job.error.split("\n").slice(-1)[0]))); }
       ol.appendChild(li);
     });
     $("wf-truncated").hidden = !w.truncated;
@@ -1399,11 +1639,13 @@
     var hint = $("ed-json");
     try {
       JSON.parse($("ed-payload").value);
-      hint.textContent = "Valid JSON"; hint.className = "hint ok";
+      var hidden = invisibleIn($("ed-payload").value);
+      hint.textContent = "Valid JSON" + (hidden ? " · holds invisible characters: " + hidden : "");
+      hint.className = "hint ok";
       $("ed-save").disabled = false; $("ed-requeue").disabled = false;
       return true;
     } catch (e) {
-      hint.textContent = "Invalid JSON: " + e.message; hint.className = "hint bad";
+      setText(hint, "Invalid JSON: " + e.message); hint.className = "hint bad";
       $("ed-save").disabled = true; $("ed-requeue").disabled = true;
       return false;
     }
@@ -1445,11 +1687,19 @@
   $("filters").addEventListener("reset", function () { setTimeout(function () { state.page = 1; invalidatePreview(); loadJobs(); }, 0); });
   $("prev").addEventListener("click", function () { if (state.page > 1) { state.page--; loadJobs(); } });
   $("next").addEventListener("click", function () { if (state.page < state.pages) { state.page++; loadJobs(); } });
+  $("live-toggle").addEventListener("click", function () {
+    state.liveMode = pauseReason() === null ? "paused" : "live";
+    refreshJobs(false);
+  });
+  // Opening or closing the drawer pauses or resumes the table, whoever opened it.
+  new MutationObserver(function () { refreshJobs(false); }).observe($("drawer"), { attributes: true, attributeFilter: ["hidden"] });
+  $("job-rows").addEventListener("copy", copyFullId);
   $("show-hidden").addEventListener("change", function () { if (state.lastSnapshot) { renderQueues(state.lastSnapshot.queues); } });
   $("drawer-close").addEventListener("click", closeDrawer);
   document.addEventListener("keydown", function (ev) {
     // Esc closes the drawer, unless a dialog or an editor field has the key first.
-    if (ev.key !== "Escape" || $("drawer").hidden || $("confirm").open) { return; }
+    // (A read-only page has no confirm dialog at all.)
+    if (ev.key !== "Escape" || $("drawer").hidden || ($("confirm") && $("confirm").open)) { return; }
     var target = ev.target;
     if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT")) { return; }
     closeDrawer();
@@ -1470,6 +1720,11 @@
         if (on) { state.selected.add(tr.dataset.id); } else { state.selected.delete(tr.dataset.id); }
         tr.querySelector(".sel").checked = on;
       });
+      updateSelection();
+    });
+    $("clear-selection").addEventListener("click", function () {
+      state.selected.clear();
+      document.querySelectorAll("#job-rows .sel").forEach(function (b) { b.checked = false; });
       updateSelection();
     });
     $("bulk-cancel").addEventListener("click", function () { cancelJobs(Array.from(state.selected)); });
@@ -1522,7 +1777,7 @@
       setOnline(true);
       state.lastEventAt = Date.now();
       // Reconcile everything with storage after every (re)connect.
-      loadSeries(); loadJobs(); refreshInspector(); refreshWorkflow(); loadSchedules();
+      loadSeries(); refreshJobs(true); refreshInspector(); refreshWorkflow(); loadSchedules();
     });
     source.addEventListener("snapshot", function (ev) {
       state.lastEventAt = Date.now();
@@ -1555,7 +1810,9 @@
 
   function followLink() {
     var link = readLink();
+    var filtered = applyLinkFilters(link.filters);
     if (link.tab !== state.source) { setSource(link.tab); }
+    else if (filtered) { state.page = 1; invalidatePreview(); loadJobs(); }
     if (link.job && link.job !== state.job) { openJob(link.job); }
     if (!link.job && state.job) { closeDrawer(); }
     writeLink();  // a bad part of the link is dropped
