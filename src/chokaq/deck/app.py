@@ -31,7 +31,7 @@ from ..app import App
 from ..errors import ChokaqError
 from ..http import deck_routes
 from ..logs import Event, log_event
-from . import api, audit, limits
+from . import api, audit, bulk, limits
 from .auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -51,7 +51,7 @@ __all__ = ["DeckState", "create_deck"]
 
 HERE = Path(__file__).parent
 # Every API operation: the core ones and the limits' (a module of their own).
-ROUTES: tuple[api.ApiRoute, ...] = api.ROUTES + limits.ROUTES
+ROUTES: tuple[api.ApiRoute, ...] = api.ROUTES + limits.ROUTES + bulk.ROUTES
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
