@@ -11,8 +11,9 @@ wakes the workers of other processes.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
-from conformance import T0, at, claim, counters, enqueue, succeed
+from conformance import T0, at, claim, counters, enqueue, job, succeed
 
 from chokaq.models import JobFilter, JobStatus, Pillar
 
@@ -173,3 +174,27 @@ async def test_requeue_as_new_wakes_the_workers_of_other_backends(open_backend):
         assert await asyncio.wait_for(woken.get(), timeout=5) in ("reports", "")
     finally:
         await notifier.stop()
+
+
+async def test_jobs_arriving_while_a_pinned_cancel_runs_are_not_swept(open_backend):
+    # Real clocks on both sides (the database's on PostgreSQL): the filter is pinned once the
+    # first jobs exist, then jobs keep arriving from another backend while the cancel runs.
+    operator, producer = await open_backend(), await open_backend()
+    first = [
+        r.id for r in await operator.jobs_enqueue([job(queue="mail", delay_seconds=3600)] * 20)
+    ]
+    pinned = JobFilter(queue="mail", until=datetime.now(UTC))
+
+    async def arrive() -> list[str]:
+        ids = []
+        for _ in range(20):
+            [r] = await producer.jobs_enqueue([job(queue="mail", delay_seconds=3600)])
+            ids.append(r.id)
+        return ids
+
+    result, late = await asyncio.gather(
+        operator.jobs_cancel_by_filter(filter=pinned, actor="alice", cap=1000), arrive()
+    )
+    assert sorted(result.cancelled) == sorted(first)
+    for job_id in late:
+        assert (await operator.job_get(job_id)).status is JobStatus.PENDING
