@@ -270,7 +270,8 @@ def job_run_now(
     async def run_now(app: App) -> tuple[list[str], dict[str, str]]:
         moved = await app.backend.jobs_run_now(ids=job_ids, actor=who)
         why: dict[str, str] = {}
-        for job_id in (i for i in job_ids if i not in set(moved)):
+        done = set(moved)
+        for job_id in (i for i in job_ids if i not in done):
             found = await app.backend.job_outcome(id=job_id)
             if found is None:
                 why[job_id] = "not stored (never enqueued, or purged)"

@@ -124,7 +124,8 @@ async def post_run_now(request: Request, state: DeckState, who: Principal) -> An
     _confirm(data, "RUN", len(ids))
     backend = state.app.backend
     moved = await backend.jobs_run_now(ids=ids, actor=who.name)
-    refused = [i for i in ids if i not in set(moved)]
+    done = set(moved)
+    refused = [i for i in ids if i not in done]
     if len(ids) == 1 and refused:
         job = await backend.job_get(ids[0])
         where = "gone" if job is None else job.state
