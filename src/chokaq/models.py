@@ -43,6 +43,7 @@ __all__ = [
     "Preview",
     "QueueInfo",
     "QueueStats",
+    "RequeuedJob",
     "RescueResult",
     "RetryMove",
     "Schedule",
@@ -465,6 +466,15 @@ class Preview:
     will_affect: int
     cap: int
     sample_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuedJob:
+    """An archived job requeued as new: the archived row (kept) and the new hot job made from it
+    (whose ``created_by`` is ``"requeue:<archived_id>"``)."""
+
+    archived_id: str
+    new_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -928,6 +928,129 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("ok", lambda b, s: b.dlq_purge_by_filter(filter=_f(), actor="ops", cap=1)),
         ("rest", lambda b, s: b.dlq_purge_by_filter(filter=_f(queue="dead"), actor="ops", cap=9)),
     ],
+    "jobs_preview": [
+        ("cap 0", lambda b, s: b.jobs_preview(pillar=Pillar.HOT, filter=_f(), cap=0)),
+        ("cap over", lambda b, s: b.jobs_preview(pillar=Pillar.HOT, filter=_f(), cap=10_001)),
+        ("bad pillar", lambda b, s: b.jobs_preview(pillar="x", filter=_f(), cap=5)),  # type: ignore[arg-type]
+        (
+            "sample -1",
+            lambda b, s: b.jobs_preview(pillar=Pillar.HOT, filter=_f(), cap=5, sample=-1),
+        ),
+        (
+            "status on archive",
+            lambda b, s: b.jobs_preview(
+                pillar=Pillar.ARCHIVE, filter=_f(status=JobStatus.PENDING), cap=5
+            ),
+        ),
+        (
+            "reason on hot",
+            lambda b, s: b.jobs_preview(
+                pillar=Pillar.HOT, filter=_f(failure_reason=FailureReason.CANCELLED), cap=5
+            ),
+        ),
+        ("hot", lambda b, s: b.jobs_preview(pillar=Pillar.HOT, filter=_f(), cap=3, sample=2)),
+        ("hot queue", lambda b, s: b.jobs_preview(pillar=Pillar.HOT, filter=_f(queue="q"), cap=5)),
+        (
+            "hot running",
+            lambda b, s: b.jobs_preview(
+                pillar=Pillar.HOT, filter=_f(status=JobStatus.PROCESSING), cap=5
+            ),
+        ),
+        (
+            "hot pinned",
+            lambda b, s: b.jobs_preview(pillar=Pillar.HOT, filter=_f(until=at(-1)), cap=5),
+        ),
+        ("archive", lambda b, s: b.jobs_preview(pillar=Pillar.ARCHIVE, filter=_f(), cap=1)),
+        (
+            "archive pinned",
+            lambda b, s: b.jobs_preview(pillar=Pillar.ARCHIVE, filter=_f(until=at(1)), cap=5),
+        ),
+        ("dlq", lambda b, s: b.jobs_preview(pillar=Pillar.DLQ, filter=_f(), cap=5)),
+    ],
+    "jobs_cancel_by_filter": [
+        ("cap 0", lambda b, s: b.jobs_cancel_by_filter(filter=_f(), actor="ops", cap=0)),
+        ("cap over", lambda b, s: b.jobs_cancel_by_filter(filter=_f(), actor="ops", cap=10_001)),
+        ("no actor", lambda b, s: b.jobs_cancel_by_filter(filter=_f(), actor=None, cap=5)),  # type: ignore[arg-type]
+        (
+            "reason",
+            lambda b, s: b.jobs_cancel_by_filter(
+                filter=_f(failure_reason=FailureReason.CANCELLED), actor="ops", cap=5
+            ),
+        ),
+        (
+            "pinned before",
+            lambda b, s: b.jobs_cancel_by_filter(filter=_f(until=at(-1)), actor="ops", cap=5),
+        ),
+        (
+            "running",
+            lambda b, s: b.jobs_cancel_by_filter(
+                filter=_f(queue="run"), actor="ops", cap=5, now=at(10)
+            ),
+        ),
+        (
+            "newest pending",
+            lambda b, s: b.jobs_cancel_by_filter(
+                filter=_f(queue="q"), actor="ops", cap=1, now=at(10)
+            ),
+        ),
+        ("cancelled", lambda b, s: b.job_get(B)),
+        ("requested", lambda b, s: b.job_get(C)),
+        ("summary", lambda b, s: b.stats_summary()),
+    ],
+    "archive_requeue_by_filter": [
+        ("cap 0", lambda b, s: b.archive_requeue_by_filter(filter=_f(), actor="ops", cap=0)),
+        ("no actor", lambda b, s: b.archive_requeue_by_filter(filter=_f(), actor=None, cap=5)),  # type: ignore[arg-type]
+        (
+            "status",
+            lambda b, s: b.archive_requeue_by_filter(
+                filter=_f(status=JobStatus.PENDING), actor="ops", cap=5
+            ),
+        ),
+        (
+            "pinned before",
+            lambda b, s: b.archive_requeue_by_filter(filter=_f(until=at(1)), actor="ops", cap=5),
+        ),
+        (
+            "newest",
+            lambda b, s: b.archive_requeue_by_filter(
+                filter=_f(queue="done"), actor="ops", cap=1, now=at(10)
+            ),
+        ),
+        ("new job", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(queue="done"))),
+        ("archived kept", lambda b, s: b.job_get(D2)),
+        ("summary", lambda b, s: b.stats_summary()),
+    ],
+    "archive_delete_by_filter": [
+        ("cap 0", lambda b, s: b.archive_delete_by_filter(filter=_f(), actor="ops", cap=0)),
+        ("no actor", lambda b, s: b.archive_delete_by_filter(filter=_f(), actor=None, cap=5)),  # type: ignore[arg-type]
+        (
+            "blocked",
+            lambda b, s: b.archive_delete_by_filter(filter=_f(blocked=True), actor="ops", cap=5),
+        ),
+        ("child of D", lambda b, s: b.jobs_enqueue([_job(W1, D)], now=at(10))),
+        ("all", lambda b, s: b.archive_delete_by_filter(filter=_f(), actor="ops", cap=10)),
+        ("parent kept", lambda b, s: b.job_get(D)),
+        ("gone", lambda b, s: b.job_get(D2)),
+        ("summary", lambda b, s: b.stats_summary()),
+        ("series", lambda b, s: b.stats_series(since=T0, until=at(100))),
+    ],
+    "jobs_run_now": [
+        ("bad id", lambda b, s: b.jobs_run_now(ids=["x"], actor="ops")),
+        ("no actor", lambda b, s: b.jobs_run_now(ids=[A], actor=None)),  # type: ignore[arg-type]
+        ("empty", lambda b, s: b.jobs_run_now(ids=[], actor="ops")),
+        (
+            "delayed",
+            lambda b, s: b.jobs_enqueue(
+                [NewJob(type="t", queue="later", id=H, delay_seconds=3600)], now=at(10)
+            ),
+        ),
+        (
+            "mixed",
+            lambda b, s: b.jobs_run_now(ids=[A, H, C, E, D, UNKNOWN], actor="ops", now=at(20)),
+        ),
+        ("due", lambda b, s: b.job_get(H)),
+        ("again", lambda b, s: b.jobs_run_now(ids=[H], actor="ops", now=at(20))),
+    ],
     "stats_summary": [("now", lambda b, s: b.stats_summary())],
     "stats_queues": [
         ("naive", lambda b, s: b.stats_queues(now=NAIVE)),

@@ -66,6 +66,7 @@ def main(log_level: str | None) -> None:
 
 def _register() -> None:
     from . import (
+        bulk,
         config,
         deck,
         demo,
@@ -92,6 +93,7 @@ def _register() -> None:
         jobs,
         workflows,
         dlq,
+        bulk,
         schedules,
         purge,
         config,

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from ..app import App
 from ..errors import NotFoundError
+from ..limits import MAX_BULK_CAP
 from ..logs import log_admin
 from ..models import CancelResult, JobFilter, JobLink, JobOutcome, JobStatus, JobView, Pillar
 from ..storage.workflows import MAX_RELATIVES
@@ -216,6 +217,35 @@ def _job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...])
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
+
+def cancel_filter_options(fn: Any) -> Any:
+    """``job cancel``'s filter, cap and confirmation (used when no ID is given)."""
+    for option in reversed(
+        [
+            click.option("--queue", help="Only this queue (with no ID: cancel by filter)."),
+            click.option("--type", "job_type", help="Only this job type."),
+            click.option(
+                "--status",
+                type=click.Choice(["pending", "fetched", "processing", "waiting"]),
+                help="Only jobs in this state.",
+            ),
+            click.option("--since", help="Created at or after: ISO time or an age (2h)."),
+            click.option("--until", help="Created at or before: ISO time or an age (7d)."),
+            click.option("--search", help="Substring of id, type, tags or last error."),
+            click.option("--all", "everything", is_flag=True, help="Allow a cancel by no filter."),
+            click.option(
+                "--cap",
+                default=100,
+                show_default=True,
+                type=click.IntRange(1, MAX_BULK_CAP),
+                help=f"At most this many jobs (newest created first); at most {MAX_BULK_CAP}.",
+            ),
+            click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation."),
+        ]
+    ):
+        fn = option(fn)
+    return fn
 
 
 @click.group()
@@ -417,7 +447,8 @@ def print_cancelled(result: CancelResult, why: dict[str, str]) -> None:
 
 
 @job.command("cancel")
-@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=_job_ids)
+@click.argument("job_ids", metavar="[ID]...", nargs=-1, callback=_job_ids)
+@cancel_filter_options
 @actor_option
 @store_options
 @logged
@@ -427,18 +458,29 @@ def job_cancel(
     app_spec: str | None,
     database: str | None,
     schema: str | None,
+    **matching: Any,
 ) -> None:
-    """Cancel jobs by id, from any process: a pending, fetched or waiting job goes to the DLQ
-    as cancelled at once; a running one is asked to stop (its worker hears it). A job that has
-    finished is left alone and named. Jobs waiting on a cancelled job are blocked from then
-    on: 'chokaq workflow cancel' cancels a whole workflow.
+    """Cancel jobs by id, or all active jobs matching a filter (a preview, then confirm), from
+    any process: a pending, fetched or waiting job goes to the DLQ as cancelled at once; a
+    running one is asked to stop (its worker hears it). A job that has finished is left alone
+    and named. Jobs waiting on a cancelled job are blocked from then on: 'chokaq workflow
+    cancel' cancels a whole workflow.
 
     \b
     Example:
       chokaq job cancel 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
+      chokaq job cancel --queue emails --status pending --until 1h --cap 500
     """
     app = make_app(app_spec, database, schema, existing=True)
     who = actor_name(actor)
+    filtered = ("queue", "job_type", "status", "since", "until", "search")
+    if job_ids and any(matching[name] for name in filtered):
+        raise click.UsageError("give job ids or a filter, not both")
+    if not job_ids:
+        from .bulk import cancel_matching  # it imports this module
+
+        cancel_matching(app, who, **matching)
+        return
 
     async def cancel(app: App) -> tuple[CancelResult, dict[str, str]]:
         result = await app.backend.jobs_cancel(ids=job_ids, actor=who)

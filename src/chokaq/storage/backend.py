@@ -12,8 +12,9 @@ here. This module must not import a database driver or hold SQL.
 ``Backend`` is assembled from groups of operations, one module each: this one holds the
 lifecycle, enqueue and the worker path (fetch, start, heartbeat, progress, release, finalize);
 ``upkeep`` rescue, retention, metric roll-ups and leadership; ``operators`` cancel, edit and the
-DLQ's actions; ``views`` the reads; ``control`` queues and workers; ``schedules`` periodic
-schedules; ``workflows`` results, relatives and workflows. Every group follows the rules below.
+DLQ's actions; ``bulk`` the actions by filter over hot and archive, and run-now; ``views`` the
+reads; ``control`` queues and workers; ``schedules`` periodic schedules; ``workflows`` results,
+relatives and workflows. Every group follows the rules below.
 
 Semantics shared by all backends (the conformance suite in ``tests/storage`` checks each):
 
@@ -55,6 +56,7 @@ from ..models import (
     Started,
 )
 from . import checks
+from .bulk import BulkOperations
 from .control import ControlOperations
 from .driver import Driver, Notifier, StorageSettings, UndecodableRow
 from .graph import plan
@@ -100,6 +102,7 @@ def _expired(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
 class Backend(
     UpkeepOperations,
     OperatorOperations,
+    BulkOperations,
     ReadOperations,
     ControlOperations,
     ScheduleOperations,

@@ -44,6 +44,7 @@ from ..models import (
     Preview,
     QueueInfo,
     QueueStats,
+    RequeuedJob,
     RescueResult,
     Schedule,
     ScheduleChange,
@@ -484,6 +485,32 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+
+    # -- bulk actions by filter and run-now (bulk.py) ---------------------------------------
+
+    @abc.abstractmethod
+    async def jobs_preview(
+        self, pillar: Pillar, filter: JobFilter, cap: int, sample: int
+    ) -> Preview:
+        """``pillar`` is HOT or ARCHIVE (the DLQ's is ``dlq_preview``)."""
+
+    @abc.abstractmethod
+    async def jobs_cancel_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> CancelResult: ...
+
+    @abc.abstractmethod
+    async def archive_requeue_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> list[RequeuedJob]: ...
+
+    @abc.abstractmethod
+    async def archive_delete_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def jobs_run_now(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> list[str]: ...
 
     # -- reads (reads.py) ---------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 // The Deck's page logic: live snapshot over server-sent events, the jobs table, the inspector
-// and editor, the workflow view, actions with typed confirmation, the periodic schedules, the
-// rate limits, why jobs wait, and the SVG throughput chart.
+// and editor, the workflow view, actions with typed confirmation, bulk actions on all jobs
+// matching the filter (with a preview) and run-now, the periodic schedules, the rate limits, why
+// jobs wait, and the SVG throughput chart.
 // All user data is written through userText() (text nodes in an isolating <bdi>, invisible
 // characters shown as visible markers; never innerHTML); no inline handlers (CSP).
 (function () {
@@ -892,6 +893,7 @@
         stop.disabled = !!j.cancel_requested_at;
         stop.addEventListener("click", function (ev) { ev.stopPropagation(); cancelJobs([j.id]); });
         c[9].appendChild(stop);
+        if (isDelayed(j)) { c[9].appendChild(runNowButton(j.id)); }
       } else if (j.pillar === "dlq") {
         var retry = el("button", { type: "button", className: "row-retry" }, "Requeue");
         retry.addEventListener("click", function (ev) { ev.stopPropagation(); resurrect([j.id]); });
@@ -907,7 +909,7 @@
     var off = state.selected.size - shown;
     $("selected-count").textContent = state.selected.size + " selected" + (off > 0 ? " (" + off + " not on this page)" : "");
     $("bulk").dataset.selected = String(state.selected.size);
-    ["bulk-cancel", "bulk-retry", "bulk-purge"].forEach(function (id) { $(id).disabled = state.selected.size === 0; });
+    ["bulk-cancel", "bulk-run-now", "bulk-retry", "bulk-purge"].forEach(function (id) { $(id).disabled = state.selected.size === 0; });
     $("clear-selection").hidden = state.selected.size === 0;
     var boxes = document.querySelectorAll("#job-rows .sel");
     $("select-all").checked = boxes.length > 0 && Array.prototype.every.call(boxes, function (b) { return b.checked; });
@@ -984,6 +986,7 @@
     document.body.dataset.source = source;
     document.querySelectorAll(".only-dlq").forEach(function (n) { n.hidden = source !== "dlq"; });
     document.querySelectorAll(".only-active").forEach(function (n) { n.hidden = source !== "active"; });
+    document.querySelectorAll(".only-archive").forEach(function (n) { n.hidden = source !== "archive"; });
     writeLink();
     loadJobs();
   }
@@ -1105,6 +1108,42 @@
       });
   }
 
+  // -- bulk by filter and run-now: "all matching the filter" on each tab (a preview pinned to
+  // now, then the typed word, then exactly the previewed set), and delayed jobs made due now.
+
+  var BULK = {
+    "active:cancel": {
+      preview: "/api/jobs/preview", path: "/api/jobs/cancel-by-filter", verb: "cancel",
+      word: "CANCEL", always: true, noun: "active jobs", order: "newest created first",
+      pinned: "created before the preview was taken",
+      note: "Pending, fetched and waiting jobs go to the DLQ as Cancelled now; running jobs are stopped by their worker."
+    },
+    "archive:requeue": {
+      preview: "/api/archive/preview", path: "/api/archive/requeue-by-filter", verb: "requeue as new",
+      word: "REQUEUE", always: false, noun: "archived jobs", order: "newest finished first",
+      pinned: "finished before the preview was taken",
+      note: "Each becomes a new pending job (created by requeue:<archived id>); the archived jobs stay."
+    },
+    "archive:delete": {
+      preview: "/api/archive/preview", path: "/api/archive/delete-by-filter", verb: "delete",
+      word: "DELETE", always: true, noun: "archived jobs", order: "newest finished first",
+      pinned: "finished before the preview was taken",
+      note: "They are deleted for good. Lifetime counters and charts keep them."
+    },
+    "dlq:requeue": {
+      preview: "/api/dlq/preview", path: "/api/dlq/requeue-by-filter", verb: "requeue",
+      word: "REQUEUE", always: false, noun: "DLQ jobs", order: "newest failure first",
+      pinned: "failed before the preview was taken",
+      note: "They go back to pending with attempts reset."
+    },
+    "dlq:purge": {
+      preview: "/api/dlq/preview", path: "/api/dlq/purge-by-filter", verb: "purge",
+      word: "PURGE", always: true, noun: "DLQ jobs", order: "newest failure first",
+      pinned: "failed before the preview was taken",
+      note: "They are deleted for good. Lifetime counters keep them."
+    }
+  };
+
   function invalidatePreview() {
     state.preview = null;
     var box = $("preview");
@@ -1112,20 +1151,23 @@
   }
 
   function previewByFilter(action) {
+    var key = state.source + ":" + action;
+    var spec = BULK[key];
     var cap = parseInt($("cap").value, 10) || 100;
-    api("/api/dlq/preview", { filter: filterValues(), cap: cap }).then(function (p) {
-      state.preview = { action: action, data: p };
+    api(spec.preview, { filter: filterValues(), cap: cap }).then(function (p) {
+      if (state.source + ":" + action !== key) { return; }  // the tab changed meanwhile
+      state.preview = { key: key, data: p };
       var box = $("preview");
       clear(box);
       box.hidden = false;
-      var verb = action === "purge" ? "purge" : "requeue";
+      box.dataset.action = key;
       box.appendChild(el("p", { className: "preview-text" },
-        "Will " + verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + fmtNum(p.matched) +
-        " matching DLQ jobs" + (p.matched > p.will_affect ? " (capped at " + p.cap + ")" : "") + ", newest failure first."));
+        "Will " + spec.verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + fmtNum(p.matched) +
+        " matching " + spec.noun + (p.matched > p.will_affect ? " (capped at " + p.cap + ")" : "") + ", " + spec.order + "."));
       var sample = el("p", { className: "hint" }, "First ids: ");
       p.sample_ids.forEach(function (id) { sample.appendChild(el("code", null, userText(id), " ")); });
       box.appendChild(sample);
-      var go = el("button", { type: "button", id: "preview-confirm", className: "danger" }, "Confirm " + verb + "…");
+      var go = el("button", { type: "button", id: "preview-confirm", className: "danger" }, "Confirm " + spec.verb + "…");
       go.disabled = p.will_affect === 0;
       var back = el("button", { type: "button", className: "ghost" }, "Discard preview");
       back.addEventListener("click", invalidatePreview);
@@ -1134,21 +1176,63 @@
     }).catch(function (e) { toast(e.message, true); });
   }
 
+  function doneText(key, r) {
+    if (key === "active:cancel") {
+      return "Cancelled " + r.cancelled.length + ", stop requested for " + r.requested.length +
+        (r.not_found.length ? ", " + r.not_found.length + " no longer active" : "");
+    }
+    var past = { "archive:requeue": "requeued as new", "archive:delete": "deleted", "dlq:requeue": "requeued", "dlq:purge": "purged" };
+    return r.affected + " job(s) " + past[key];
+  }
+
   function executeByFilter() {
     var pv = state.preview;
     if (!pv) { return; }
-    var word = pv.action === "purge" ? "PURGE" : "REQUEUE";
-    var needsWord = pv.action === "purge" || pv.data.will_affect >= 25;
-    confirmAction((pv.action === "purge" ? "Purge " : "Requeue ") + pv.data.will_affect + " DLQ job(s) by filter?",
-      "Exactly the jobs previewed (failed before the preview was taken).", needsWord ? word : null)
+    var spec = BULK[pv.key];
+    var needsWord = spec.always || pv.data.will_affect >= 25;
+    var verb = spec.verb.charAt(0).toUpperCase() + spec.verb.slice(1);
+    confirmAction(verb + " " + pv.data.will_affect + " " + spec.noun + " by filter?",
+      "Exactly the jobs previewed (" + spec.pinned + "). " + spec.note, needsWord ? spec.word : null)
       .then(function (ok) {
         if (!ok) { return; }
-        var path = pv.action === "purge" ? "/api/dlq/purge-by-filter" : "/api/dlq/requeue-by-filter";
-        api(path, { filter: pv.data.filter, cap: pv.data.cap, confirm: word }).then(function (r) {
-          toast(r.affected + " job(s) " + (pv.action === "purge" ? "purged" : "requeued"));
-          invalidatePreview(); state.page = 1; loadJobs();
+        api(spec.path, { filter: pv.data.filter, cap: pv.data.cap, confirm: spec.word }).then(function (r) {
+          toast(doneText(pv.key, r));
+          invalidatePreview(); state.page = 1; loadJobs(); refreshInspector();
         }).catch(function (e) { toast(e.message, true); });
       });
+  }
+
+  // A delayed job: pending and due later (a delay, a run-at time or a retry's backoff).
+  function isDelayed(j) {
+    return j.pillar === "hot" && j.status === "pending" && !!j.scheduled_at && Date.parse(j.scheduled_at) > Date.now();
+  }
+
+  function runNowButton(id) {
+    var go = el("button", { type: "button", className: "row-run-now" }, "Run now");
+    go.addEventListener("click", function (ev) { ev.stopPropagation(); runNow([id]); });
+    return go;
+  }
+
+  function runNow(ids) {
+    var word = ids.length >= 25 ? "RUN" : null;
+    confirmAction("Run " + ids.length + " delayed job(s) now?",
+      "They become due now and the workers are woken; a job that is not delayed is left alone. Recorded as " +
+      document.body.dataset.user + ".", word).then(function (ok) {
+      if (!ok) { return; }
+      api("/api/jobs/run-now", { ids: ids, confirm: "RUN" }).then(function (r) {
+        toast("Due now: " + r.moved.length + (r.refused.length ? ", " + r.refused.length + " not delayed (left alone)" : ""));
+        state.selected.clear(); loadJobs(); refreshInspector();
+      }).catch(function (e) { toast(e.message, true); });
+    });
+  }
+
+  if (isAdmin) {
+    [["preview-cancel", "cancel"], ["preview-archive-requeue", "requeue"], ["preview-archive-delete", "delete"],
+      ["preview-requeue", "requeue"], ["preview-purge", "purge"]].forEach(function (pair) {
+      $(pair[0]).addEventListener("click", function () { previewByFilter(pair[1]); });
+    });
+    $("cap").addEventListener("input", invalidatePreview);
+    $("bulk-run-now").addEventListener("click", function () { runNow(Array.from(state.selected)); });
   }
 
   // -- schedules ------------------------------------------------------------------------------
@@ -1730,9 +1814,6 @@
     $("bulk-cancel").addEventListener("click", function () { cancelJobs(Array.from(state.selected)); });
     $("bulk-retry").addEventListener("click", function () { resurrect(Array.from(state.selected)); });
     $("bulk-purge").addEventListener("click", function () { purge(Array.from(state.selected)); });
-    $("preview-purge").addEventListener("click", function () { previewByFilter("purge"); });
-    $("preview-requeue").addEventListener("click", function () { previewByFilter("requeue"); });
-    $("cap").addEventListener("input", invalidatePreview);
     $("insp-edit").addEventListener("click", function () { showTab("editor"); });
     $("insp-retry").addEventListener("click", function () { resurrect([state.job]); });
     $("insp-cancel").addEventListener("click", function () { cancelJobs([state.job]); });

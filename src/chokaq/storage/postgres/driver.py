@@ -1,15 +1,16 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
-Owns assembling the operation modules (``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``,
-``leadership``, ``schedules``, ``workflows``, all on the pool and queries of ``connection``)
-into one ``Driver``, declaring what PostgreSQL can do (``Capabilities``) and handing out its
-notifier (LISTEN/NOTIFY). It must not check arguments or hold SQL text.
+Owns assembling the operation modules (``jobs``, ``bulk``, ``dlq``, ``retention``, ``queues``,
+``reads``, ``leadership``, ``schedules``, ``workflows``, all on the pool and queries of
+``connection``) into one ``Driver``, declaring what PostgreSQL can do (``Capabilities``) and
+handing out its notifier (LISTEN/NOTIFY). It must not check arguments or hold SQL text.
 """
 
 from __future__ import annotations
 
 from ...models import Capabilities
 from ..driver import Notifier
+from .bulk import PostgresBulk
 from .dlq import PostgresDlq
 from .jobs import PostgresJobs
 from .leadership import PostgresLeadership
@@ -26,6 +27,7 @@ __all__ = ["PostgresDriver"]
 
 class PostgresDriver(
     PostgresSchedules,
+    PostgresBulk,
     PostgresJobs,
     PostgresDlq,
     PostgresRetention,

@@ -3,8 +3,8 @@
 Owns the hop onto the connection's thread for every operation (``connection.Database.call``),
 converting times to the stored Unix seconds, the in-process wake-ups after a commit
 (``notify``), translating ``sqlite3`` errors into our tree and declaring what SQLite can do
-(``Capabilities``). The work is in ``jobs``, ``dlq``, ``retention``, ``queues``, ``reads`` and
-``leadership``; the statements in ``queries.sql``. It must not check arguments (the seam did)
+(``Capabilities``). The work is in ``jobs``, ``bulk``, ``dlq``, ``retention``, ``queues``, ``reads``
+and ``leadership``; the statements in ``queries.sql``. It must not check arguments (the seam did)
 or hold SQL. It is imported only when the URL is ``sqlite:``.
 """
 
@@ -56,9 +56,10 @@ from ...models import (
     WorkflowMember,
 )
 from ..checks import UNSET, Edits, QueueLimits
-from ..driver import Driver, Notifier, StorageSettings, UndecodableRow
+from ..driver import Notifier, StorageSettings, UndecodableRow
 from ..graph import Graph
 from . import dlq, jobs, leadership, queues, ratelimits, reads, retention, schedules, workflows
+from .bulk import SQLiteBulk
 from .connection import Database, database_path
 from .notify import ANY_QUEUE, FileNotifier, broadcast_cancel, broadcast_done, broadcast_jobs
 from .rows import from_ts, tags_in, ts_now
@@ -66,7 +67,7 @@ from .rows import from_ts, tags_in, ts_now
 __all__ = ["SQLiteDriver"]
 
 
-class SQLiteDriver(Driver):
+class SQLiteDriver(SQLiteBulk):
     """Every storage operation on one SQLite file (WAL mode), safe for several processes."""
 
     capabilities = Capabilities(

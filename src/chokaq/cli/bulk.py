@@ -1,0 +1,299 @@
+"""``chokaq archive requeue | delete`` and ``chokaq job run-now``: the CLI's side of the Deck's
+bulk actions beyond the DLQ's.
+
+An archive action takes ids or a filter (queue, type, finished since/until, search), pins the
+filter's upper bound to now, prints the preview (how many match, how many the cap allows, the
+first ids) and asks before it acts, unless ``--yes``; it then acts on that pinned set only, so a
+job archived meanwhile is not swept up. ``run-now`` makes delayed jobs due now and names those
+that were not delayed. Each logs its audit line (``ADMIN_COMPLETED``). ``--json`` prints one
+JSON object. This module reaches data through the backend only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from ..app import App
+from ..limits import MAX_BULK_CAP
+from ..logs import log_admin, log_admin_refused
+from ..models import CancelResult, JobFilter, JobStatus, Pillar, Preview, RequeuedJob
+from .dlq import DEFAULT_CAP, _preview_table, _summary
+from .jobs import _job_ids, job, json_value, print_cancelled
+from .options import (
+    actor_name,
+    actor_option,
+    console,
+    logged,
+    make_app,
+    parse_when,
+    run_with_app,
+    store_options,
+)
+from .output import echo_json, json_flag
+
+__all__ = ["COMMANDS"]
+
+
+@click.group()
+def archive() -> None:
+    """Requeue archived (succeeded) jobs as new jobs, or delete them.
+
+    \b
+    Example:
+      chokaq archive requeue --type report.build --since 1d --database sqlite:///jobs.db
+    """
+
+
+_PAST = {"requeue": "requeued as new", "delete": "deleted"}
+
+
+Act = Callable[[JobFilter], Awaitable[Any]]
+
+
+async def _preview_then_act(
+    app: App,
+    pillar: Pillar,
+    flt: JobFilter,
+    cap: int,
+    verb: str,
+    ask: str | None,
+    act: Act,
+    quiet: bool = False,
+) -> tuple[Preview, Any]:
+    """Pin ``flt`` to now, print the preview of ``verb`` (unless ``quiet``: --json), ask
+    ``ask`` (its ``{n}`` the count; None: --yes), then ``act(pinned)``; None for the result
+    when the operator said no."""
+    now = datetime.now(UTC)
+    pinned = replace(flt, until=min(flt.until or now, now))
+    preview = await app.backend.jobs_preview(pillar=pillar, filter=pinned, cap=cap)
+    if not quiet:
+        console().print(_preview_table(verb, preview))
+    if preview.will_affect == 0:
+        return preview, []
+    if ask is not None and not click.confirm(
+        ask.format(n=preview.will_affect), default=False, err=True
+    ):
+        return preview, None
+    return preview, await act(pinned)
+
+
+def _archive_command(verb: str, example: str, what: str) -> Any:
+    @click.argument("ids", metavar="[ID]...", nargs=-1, callback=_job_ids)
+    @click.option("--queue", help="Only this queue.")
+    @click.option("--type", "job_type", help="Only this job type.")
+    @click.option("--since", help="Finished at or after: ISO time or an age (2h: 2 hours ago).")
+    @click.option("--until", help="Finished at or before: ISO time or an age (7d: 7 days ago).")
+    @click.option("--search", help="Substring of id, type or tags.")
+    @click.option("--all", "everything", is_flag=True, help="Allow acting with no filter.")
+    @click.option(
+        "--cap",
+        default=DEFAULT_CAP,
+        show_default=True,
+        type=click.IntRange(1, MAX_BULK_CAP),
+        help=f"At most this many jobs (newest finished first); at most {MAX_BULK_CAP}, as in "
+        "the Deck's API.",
+    )
+    @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+    @json_flag("one JSON object (the preview and what was done)")
+    @actor_option
+    @store_options
+    @logged
+    def command(
+        ids: list[str],
+        queue: str | None,
+        job_type: str | None,
+        since: str | None,
+        until: str | None,
+        search: str | None,
+        everything: bool,
+        cap: int,
+        yes: bool,
+        as_json: bool,
+        actor: str | None,
+        app_spec: str | None,
+        database: str | None,
+        schema: str | None,
+    ) -> None:
+        flt = JobFilter(
+            queue=queue,
+            type=job_type,
+            since=parse_when(since, param="--since"),
+            until=parse_when(until, param="--until"),
+            search=search,
+            ids=tuple(ids) or None,
+        )
+        who = actor_name(actor)
+        action = f"archive.{verb}_by_filter"
+        if flt == JobFilter() and not everything:
+            log_admin_refused("cli", action, who, "no ids, no filter and no --all")
+            raise click.UsageError(
+                f"give job ids, a filter (--queue, --type, --since, --until, --search) or "
+                f"--all to {verb} without one"
+            )
+        app = make_app(app_spec, database, schema, existing=True)
+        backend = app.backend
+
+        async def act(pinned: JobFilter) -> list[Any]:
+            if verb == "requeue":
+                made = await backend.archive_requeue_by_filter(filter=pinned, actor=who, cap=cap)
+                return list(made)
+            return await backend.archive_delete_by_filter(filter=pinned, actor=who, cap=cap)
+
+        ask = None if yes else f"{verb} {{n}} archived job(s)?"
+        preview, done = run_with_app(
+            app, lambda a: _preview_then_act(a, Pillar.ARCHIVE, flt, cap, verb, ask, act, as_json)
+        )
+        if done is None:
+            click.echo("nothing done")
+            sys.exit(1)
+        summary = _summary(queue=queue, type=job_type, since=since, until=until, search=search)
+        if ids:
+            summary = f"{summary} ids={len(ids)}".removeprefix("everything ")
+        log_admin("cli", action, who, summary, len(done), cap=cap)
+        _report(verb, preview, done, as_json)
+
+    command.__doc__ = (
+        f"{what}: the given IDS, or those matching a filter (preview, then confirm).\n\n"
+        f"\b\nExample:\n  {example}\n"
+    )
+    return archive.command(verb)(command)
+
+
+def _report(verb: str, preview: Preview, done: list[Any], as_json: bool) -> None:
+    if as_json:
+        from ..deck.views import dump
+
+        key = "requeued" if verb == "requeue" else "ids"
+        echo_json({"preview": dump(preview), "affected": len(done), key: dump(done)})
+        return
+    click.echo(f"{_PAST[verb]} {len(done)} job(s)")
+    for item in done:
+        if isinstance(item, RequeuedJob):
+            click.echo(f"  {item.archived_id} -> new job {item.new_id}")
+
+
+_archive_command(
+    "requeue",
+    "chokaq archive requeue --type report.build --since 1d --cap 50",
+    "Make a new pending job from each archived job (new id; same type, queue, payload, tags, "
+    "priority; attempts reset; created_by requeue:<archived id>); the archived jobs stay",
+)
+_archive_command(
+    "delete",
+    "chokaq archive delete --queue reports --until 30d --yes",
+    "Delete archived jobs for good (lifetime counters and charts keep them; a parent that a "
+    "pending job still depends on is kept)",
+)
+
+
+def cancel_matching(
+    app: App,
+    who: str,
+    *,
+    queue: str | None,
+    job_type: str | None,
+    status: str | None,
+    since: str | None,
+    until: str | None,
+    search: str | None,
+    everything: bool,
+    cap: int,
+    yes: bool,
+) -> None:
+    """``chokaq job cancel`` with no ID: cancel the active jobs matching the filter (pinned to
+    now, previewed, confirmed) exactly as a cancel by id does."""
+    flt = JobFilter(
+        queue=queue,
+        type=job_type,
+        status=JobStatus[status.upper()] if status else None,
+        since=parse_when(since, param="--since"),
+        until=parse_when(until, param="--until"),
+        search=search,
+    )
+    if flt == JobFilter() and not everything:
+        log_admin_refused("cli", "jobs.cancel_by_filter", who, "no ids, no filter and no --all")
+        raise click.UsageError(
+            "give job ids, a filter (--queue, --type, --status, --since, --until, --search) "
+            "or --all to cancel without one"
+        )
+
+    async def act(pinned: JobFilter) -> CancelResult:
+        return await app.backend.jobs_cancel_by_filter(filter=pinned, actor=who, cap=cap)
+
+    ask = None if yes else "cancel {n} active job(s)?"
+    _, result = run_with_app(
+        app, lambda a: _preview_then_act(a, Pillar.HOT, flt, cap, "cancel", ask, act)
+    )
+    if result is None:
+        click.echo("nothing done")
+        sys.exit(1)
+    if isinstance(result, list):  # nothing matched
+        result = CancelResult(cancelled=(), requested=(), not_found=())
+    summary = _summary(
+        queue=queue, type=job_type, status=status, since=since, until=until, search=search
+    )
+    rows = len(result.cancelled) + len(result.requested)
+    log_admin("cli", "jobs.cancel_by_filter", who, summary, rows, cap=cap)
+    print_cancelled(result, {})
+
+
+@job.command("run-now")
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=_job_ids)
+@json_flag("one JSON object ({moved, refused: {id: why}})")
+@actor_option
+@store_options
+@logged
+def job_run_now(
+    job_ids: list[str],
+    as_json: bool,
+    actor: str | None,
+    app_spec: str | None,
+    database: str | None,
+    schema: str | None,
+) -> None:
+    """Make delayed jobs (pending, scheduled in the future) due now and wake the workers. A job
+    that is not delayed is left alone and named, and the exit code is 1.
+
+    \b
+    Example:
+      chokaq job run-now 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
+    """
+    app = make_app(app_spec, database, schema, existing=True)
+    who = actor_name(actor)
+
+    async def run_now(app: App) -> tuple[list[str], dict[str, str]]:
+        moved = await app.backend.jobs_run_now(ids=job_ids, actor=who)
+        why: dict[str, str] = {}
+        done = set(moved)
+        for job_id in (i for i in job_ids if i not in done):
+            found = await app.backend.job_outcome(id=job_id)
+            if found is None:
+                why[job_id] = "not stored (never enqueued, or purged)"
+            elif found.pillar is Pillar.HOT:
+                state = json_value(found.status)
+                why[job_id] = "already due" if state == "pending" else f"not delayed: {state}"
+            else:
+                why[job_id] = "already finished"
+        return moved, why
+
+    moved, why = run_with_app(app, run_now)
+    log_admin("cli", "jobs.run_now", who, f"{len(job_ids)} id(s)", len(moved))
+    if as_json:
+        echo_json({"moved": moved, "refused": why})
+    else:
+        click.echo(f"due now {len(moved)}, left alone {len(why)}")
+        for job_id in moved:
+            click.echo(f"  {job_id}: due now")
+        for job_id, reason in why.items():
+            click.echo(f"  {job_id}: {reason}")
+    if why:
+        sys.exit(1)
+
+
+COMMANDS = [archive]
