@@ -12,8 +12,10 @@ from chokaq.limits import DEFAULT_LIMITS
 FAST = dict(
     heartbeat_min_seconds=0.1,
     heartbeat_max_seconds=0.2,
-    zombie_timeout_seconds=2.0,
-    fetched_timeout_seconds=2.0,
+    # No test of this app waits for a rescue, and a busy CI machine can stall a process for
+    # seconds: a 2 s zombie timeout once dead-lettered a job as a zombie mid-test.
+    zombie_timeout_seconds=30.0,
+    fetched_timeout_seconds=30.0,
     rescue_interval_seconds=0.3,
     poll_interval_seconds=0.02,
     worker_beat_interval_seconds=0.2,
