@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import time
 import uuid
@@ -22,11 +23,13 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from starlette.requests import Request
 
 from chokaq.app import App
+from chokaq.deck import series
 from chokaq.deck.api import snapshot
 from chokaq.deck.app import DeckState
-from chokaq.deck.auth import SessionSigner
+from chokaq.deck.auth import Principal, Role, SessionSigner
 from chokaq.models import FailureReason, JobFilter, Pillar
 
 ARCHIVE_ROWS = 1_000_000
@@ -168,8 +171,30 @@ async def bench(url: str, schema: str) -> None:
         print(f"median of {RUNS} runs:")
         for name, fn in cases:
             print(f"  {name:<42} {await median_ms(fn):9.1f} ms")
+        await bench_series(state)
     finally:
         await app.close()
+
+
+async def bench_series(state: DeckState) -> None:
+    """The chart's reads as The Deck serves them (``GET /api/series``, 1,000 points): the
+    handler's time (median, min-max) and its JSON size, per window and for one queue."""
+    print(f"GET /api/series, points=1000, {RUNS} runs: median (min-max), JSON size")
+    for query in ("window=5m", "window=hour", "window=24h", "window=2w", "window=2w&queue=q3"):
+        scope = {"type": "http", "query_string": f"{query}&points=1000".encode()}
+        request = Request(scope)
+        body = await series.get_series(request, state, Principal("bench", Role.ADMIN))
+        times = []
+        for _ in range(RUNS):
+            started = time.perf_counter()
+            body = await series.get_series(request, state, Principal("bench", Role.ADMIN))
+            times.append((time.perf_counter() - started) * 1000)
+        size = len(json.dumps(body, separators=(",", ":")))
+        print(
+            f"  {query:<22} {statistics.median(times):7.1f} ms ({min(times):.1f}-{max(times):.1f})"
+            f"  {size / 1000:6.1f} kB  {len(body['points']['t'])} buckets of"
+            f" {body['width_seconds']} s"
+        )
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from ..app import App
 from ..errors import ChokaqError
 from ..http import deck_routes
 from ..logs import Event, log_event
-from . import api, audit, limits
+from . import api, audit, limits, series
 from .auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -50,8 +50,8 @@ from .state import DeckState
 __all__ = ["DeckState", "create_deck"]
 
 HERE = Path(__file__).parent
-# Every API operation: the core ones and the limits' (a module of their own).
-ROUTES: tuple[api.ApiRoute, ...] = api.ROUTES + limits.ROUTES
+# Every API operation: the core ones, the limits' and the chart's (modules of their own).
+ROUTES: tuple[api.ApiRoute, ...] = api.ROUTES + limits.ROUTES + series.ROUTES
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
