@@ -22,11 +22,12 @@
   }
   function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
 
-  // The smallest 1, 2, 2.5 or 5 times a power of ten at or above v (the axis' top value).
+  // The axis' top value: the smallest 1, 2, 4, 6 or 8 times a power of ten at or above v, so
+  // that each quarter is a round number too.
   function niceTop(v) {
     if (!(v > 0)) { return 1; }
     var p = Math.pow(10, Math.floor(Math.log10(v)));
-    var steps = [1, 2, 2.5, 5, 10];
+    var steps = [1, 2, 4, 6, 8, 10];
     for (var i = 0; i < steps.length; i++) { if (steps[i] * p >= v * (1 - 1e-9)) { return steps[i] * p; } }
     return 10 * p;
   }
@@ -34,7 +35,7 @@
     if (v === 0) { return "0"; }
     if (v >= 100) { return v.toFixed(0); }
     if (v >= 10) { return v.toFixed(1).replace(/\.0$/, ""); }
-    return String(Number(v.toPrecision(2)));
+    return String(Number(v.toPrecision(3)));
   }
   function fmtDur(s) {
     if (s === null || s === undefined) { return "–"; }
@@ -70,7 +71,7 @@
       buckets: new Map(),  // bucket start -> totals read aggregated, for seconds before tailFrom
       seconds: new Map(),  // second -> totals, from tailFrom on (the live snapshots' tails)
       drawn: new Map(), x0: 0, x1: 1, clockSkew: 0, lastSnapAt: 0,
-      queueMark: null, queueDirty: false, hover: null
+      queues: [], queueMark: "", queueDirty: false, hover: null
     };
 
     function points() {
@@ -84,6 +85,7 @@
       if (c.queue) { q += "&queue=" + encodeURIComponent(c.queue); }
       c.loadedAt = Date.now();
       c.queueDirty = false;
+      c.queueMark = queueMark();
       return api(q).then(function (data) {
         if (seq !== c.seq) { return; }  // a newer read (another window or queue) was asked for
         c.width = data.width_seconds;
@@ -123,17 +125,28 @@
       var gap = c.lastSnapAt && at - c.lastSnapAt > GAP_SECONDS;
       c.lastSnapAt = at;
       if (!c.loadedAt || gap || Date.now() - c.loadedAt > RELOAD_MS) { load(); return; }
+      c.queues = snap.queues || [];
       if (c.queue) {
         // The snapshot's tail is every queue's: a one-queue chart re-reads while it moves.
-        var row = (snap.queues || []).filter(function (q) { return q.name === c.queue; })[0];
-        var mark = row ? row.succeeded_total + "/" + row.failed_total : "";
-        if (c.queueMark !== null && mark !== c.queueMark) { c.queueDirty = true; }
-        c.queueMark = mark;
-        if (c.queueDirty && Date.now() - c.loadedAt > QUEUE_RELOAD_MS) { load(); return; }
+        var mark = queueMark();
+        if (mark !== c.queueMark) { c.queueDirty = true; c.queueMark = mark; }
       } else {
         mergeSeconds(snap.series_tail || []);
       }
+      tick();
+    }
+
+    // Every second (a snapshot or the idle stream's tick): redraw, so the window slides with
+    // the clock, or re-read a one-queue chart that moved since its last read.
+    function tick() {
+      if (c.queue && c.queueDirty && Date.now() - c.loadedAt > QUEUE_RELOAD_MS) { load(); return; }
       draw();
+    }
+
+    // The chosen queue's lifetime counters in the latest snapshot: they move when it does.
+    function queueMark() {
+      var row = c.queues.filter(function (q) { return q.name === c.queue; })[0];
+      return row ? row.succeeded_total + "/" + row.failed_total : "";
     }
 
     function syncQueues(queues) {
@@ -306,13 +319,13 @@
       });
     });
     picker.addEventListener("change", function () {
-      c.queue = picker.value; c.queueMark = null; hideTip(); load();
+      c.queue = picker.value; hideTip(); load();
     });
 
     return {
       load: load,
       snapshot: snapshot,
-      tick: function () { draw(); }
+      tick: tick
     };
   }
 
