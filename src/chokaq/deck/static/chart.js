@@ -226,6 +226,7 @@
       svg.dataset.x0 = String(c.x0);
       svg.dataset.x1 = String(c.x1);
       lat.dataset.bars = String(avg.length);
+      svg.setAttribute("aria-label", "throughput chart: " + total + " jobs, " + failed + " failed");
       $("chart-from").textContent = fmtTime(c.x0, true);
       $("chart-peak").textContent = "bars of " + fmtDur(w) + " · peak " + fmtRate(peak) +
         " jobs/s · " + total.toLocaleString("en-US") + " jobs, " +
@@ -272,8 +273,9 @@
 
     function showTip(b) {
       var v = c.drawn.get(b) || emptyBucket(), n = v.s + v.f, w = c.width;
+      var days = c.window === "24h" || c.window === "2w";
       var lines = [
-        fmtTime(b, w >= 3600) + " – " + fmtTime(b + w, w >= 3600),
+        fmtTime(b, days) + " – " + fmtTime(b + w, days),
         v.s.toLocaleString("en-US") + " succeeded · " + v.f.toLocaleString("en-US") + " failed · " +
           (n ? (100 * v.f / n).toFixed(1) : "0.0") + "% failed",
         fmtRate(n / w) + " jobs/s · duration avg " + fmtDur(v.dn ? v.dt / v.dn : null) +
