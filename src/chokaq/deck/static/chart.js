@@ -304,12 +304,13 @@
     }
 
     [svg, lat].forEach(function (target) {
-      target.addEventListener("mousemove", function (ev) {
+      // Pointer events: a mouse, a pen or a finger dragged along the chart.
+      target.addEventListener("pointermove", function (ev) {
         if (!c.loadedAt) { return; }
         c.hover = bucketAt(target, ev.clientX);
         showTip(c.hover);
       });
-      target.addEventListener("mouseleave", hideTip);
+      target.addEventListener("pointerleave", hideTip);
     });
 
     document.querySelectorAll("#chart-window button").forEach(function (b) {
