@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import PG_URL, drop_schema, require_postgres
 
 from chokaq.app import App
+from chokaq.deck import series
 from chokaq.deck.series import MAX_POINTS, WINDOWS, bucket_width
 from chokaq.models import FailMove, FailureReason, NewJob, SucceedMove
 
@@ -128,6 +129,34 @@ async def test_points_are_capped_and_never_exceeded(app: App, client: Client) ->
     # Most 4-second bars hold one of the outcomes 3 s apart (the window has slid by however
     # long the writes above took on a busy machine).
     assert hour["width_seconds"] == 4 and len(hour["points"]["t"]) >= 600
+
+
+async def test_kept_bars_and_a_fresh_read_agree(app: App, client: Client) -> None:
+    now = datetime.now(UTC)
+    await finish(app, now - timedelta(days=2), 5, 1)
+    await finish(app, now - timedelta(minutes=30), 3, 1)
+    c = await client("bob")
+    windows = ("5m", "hour", "24h", "2w")
+    first = {w: (await c.get(f"/api/series?window={w}&points=1000")).json() for w in windows}
+    assert totals(first["2w"]) == (8, 2)
+    # Outcomes stamped around the first reads' end (one committed late) and after it.
+    await finish(
+        app, datetime.fromisoformat(first["2w"]["tail_from"]) - timedelta(seconds=30), 2, 0
+    )
+    await finish(app, now - timedelta(seconds=10), 1, 1)
+    await finish(app, datetime.now(UTC), 0, 2)
+    kept = {w: (await c.get(f"/api/series?window={w}&points=1000")).json() for w in windows}
+    series._kept.clear()
+    fresh = {w: (await c.get(f"/api/series?window={w}&points=1000")).json() for w in windows}
+    assert totals(kept["2w"]) == totals(fresh["2w"]) == (11, 5)
+    for w in windows:
+        assert totals(kept[w]) == totals(fresh[w]), w
+        # Bars drawn from the kept and the fresh read alike (the newest seconds may differ
+        # in which part they are: the reads are a moment apart).
+        assert (
+            kept[w]["points"]["t"][:-2]
+            == fresh[w]["points"]["t"][: len(kept[w]["points"]["t"]) - 2]
+        )
 
 
 @pytest.mark.parametrize(

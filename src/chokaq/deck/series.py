@@ -8,20 +8,27 @@ buckets come from storage aggregated (``stats_series`` reads live seconds and mi
 alike) up to ``TAIL_SECONDS`` ago, and the newest seconds come one by one as ``tail``, in the
 shape of the live snapshot's ``series_tail``, so that the page can keep the chart moving from the
 snapshots without re-reading the window. Points are columns of numbers, not objects, to keep a
-two-week series small. It reaches data through the backend and must not hold SQL.
+two-week series small. Whole bars are kept per (queue, width) between requests (``Bars``): a
+later read of the same window asks storage only for the bars since, not for two weeks again.
+It reaches data through the backend and must not hold SQL.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starlette.requests import Request
 
+from ..app import App
 from ..errors import ValidationError
 from ..limits import check_name
 from ..models import SeriesPoint
+from ..storage import Backend
 from .api import ApiRoute
 from .auth import Principal
 from .state import DeckState
@@ -48,6 +55,57 @@ def bucket_width(span_seconds: int, points: int) -> int:
         if math.ceil(span_seconds / width) + 2 <= points:
             return width
     return WIDTHS[-1]
+
+
+@dataclass
+class Bars:
+    """The bars of one (queue, width) read so far, from ``since`` on: every stored bucket that
+    started up to ``until`` (Unix seconds) is in them. Stored buckets are only ever added to
+    at the newest end (requeue and purge never erase an outcome), so the next read asks
+    storage again only for the bars from ``REREAD_SECONDS`` before ``until`` on. Upkeep's
+    roll-up moves seconds into their minute, in the same bar at widths of a minute or more;
+    at shorter widths (the hour window) a fresh read would count a rolled-up minute in the
+    bar of its start, where kept bars keep its seconds where they were: only at the window's
+    far left edge, over an hour old."""
+
+    since: float = math.inf
+    until: float = -math.inf
+    points: dict[int, SeriesPoint] = field(default_factory=dict)
+
+
+MAX_KEPT = 64  # (queue, width) pairs whose bars a Deck keeps, least recently read dropped first
+# Kept bars this close to their read's end are read again: a transaction that committed late
+# (its outcome stamped with a second already read) is counted all the same.
+REREAD_SECONDS = 60
+_kept: weakref.WeakKeyDictionary[App, OrderedDict[tuple[str | None, int], Bars]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def read_bars(
+    app: App, since: datetime, until: datetime, width: int, queue: str | None
+) -> list[SeriesPoint]:
+    """The bars from ``since`` (on a bar boundary) to ``until``: the kept ones, and storage
+    read again from the last (partial) bar on."""
+    kept = _kept.setdefault(app, OrderedDict())
+    bars = kept.pop((queue, width), None) or Bars()
+    kept[(queue, width)] = bars
+    while len(kept) > MAX_KEPT:
+        kept.popitem(last=False)
+    first, end = since.timestamp(), until.timestamp()
+    start = first
+    if bars.since <= first <= bars.until <= end:
+        # Kept from an earlier read: read again from its last bars on.
+        start = max(first, math.floor((bars.until - REREAD_SECONDS) / width) * width)
+    else:
+        bars.since, bars.points = first, {}
+    fresh = await app.backend.stats_series(
+        since=datetime.fromtimestamp(start, UTC), until=until, width_seconds=width, queue=queue
+    )
+    bars.points = {b: p for b, p in bars.points.items() if first <= b < start}
+    bars.points.update((int(p.bucket_start.timestamp()), p) for p in fresh)
+    bars.until = end
+    return [bars.points[b] for b in sorted(bars.points)]
 
 
 def columns(points: list[SeriesPoint]) -> dict[str, list[Any]]:
@@ -87,10 +145,8 @@ async def get_series(request: Request, state: DeckState, who: Principal) -> Any:
     start = math.floor((now.timestamp() - span) / width) * width
     since = datetime.fromtimestamp(start, UTC)
     tail_from = datetime.fromtimestamp(math.floor(now.timestamp()) - TAIL_SECONDS, UTC)
-    backend = state.app.backend
-    body = await backend.stats_series(
-        since=since, until=tail_from - timedelta(seconds=1), width_seconds=width, queue=queue
-    )
+    body = await read_bars(state.app, since, tail_from - timedelta(seconds=1), width, queue)
+    backend: Backend = state.app.backend
     tail = await backend.stats_series(since=tail_from, width_seconds=1, queue=queue)
     return {
         "window": window,
