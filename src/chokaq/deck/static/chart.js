@@ -179,7 +179,7 @@
     }
 
     function draw() {
-      if (!c.loadedAt || !c.width) { return; }
+      if (!c.since) { return; }  // nothing read yet
       var nowSec = now(), w = c.width;
       var drawn = combine(nowSec);
       // The x domain runs from the window's first bucket to the end of the current one, so every
@@ -306,7 +306,7 @@
     [svg, lat].forEach(function (target) {
       // Pointer events: a mouse, a pen or a finger dragged along the chart.
       target.addEventListener("pointermove", function (ev) {
-        if (!c.loadedAt) { return; }
+        if (!c.since) { return; }
         c.hover = bucketAt(target, ev.clientX);
         showTip(c.hover);
       });
