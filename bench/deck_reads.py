@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import time
 import uuid
@@ -22,11 +23,13 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from starlette.requests import Request
 
 from chokaq.app import App
+from chokaq.deck import series
 from chokaq.deck.api import snapshot
 from chokaq.deck.app import DeckState
-from chokaq.deck.auth import SessionSigner
+from chokaq.deck.auth import Principal, Role, SessionSigner
 from chokaq.models import FailureReason, JobFilter, Pillar
 
 ARCHIVE_ROWS = 1_000_000
@@ -168,8 +171,31 @@ async def bench(url: str, schema: str) -> None:
         print(f"median of {RUNS} runs:")
         for name, fn in cases:
             print(f"  {name:<42} {await median_ms(fn):9.1f} ms")
+        await bench_series(state)
     finally:
         await app.close()
+
+
+async def bench_series(state: DeckState) -> None:
+    """The chart's reads as The Deck serves them (``GET /api/series``, 1,000 points), per
+    window and for one queue: the first read (nothing kept), then the median (min-max) of the
+    next ones (the Deck keeps whole bars and reads only the newest again), and the JSON size."""
+    print(f"GET /api/series, points=1000: first read; median (min-max) of {RUNS} more; size")
+    who = Principal("bench", Role.ADMIN)
+    for query in ("window=5m", "window=hour", "window=24h", "window=2w", "window=2w&queue=q3"):
+        request = Request({"type": "http", "query_string": f"{query}&points=1000".encode()})
+        times = []
+        for _ in range(RUNS + 1):
+            started = time.perf_counter()
+            body = await series.get_series(request, state, who)
+            times.append((time.perf_counter() - started) * 1000)
+        first, rest = times[0], times[1:]
+        size = len(json.dumps(body, separators=(",", ":")))
+        print(
+            f"  {query:<20} {first:7.1f} ms; {statistics.median(rest):6.1f} ms"
+            f" ({min(rest):.1f}-{max(rest):.1f})  {size / 1000:5.1f} kB"
+            f"  {len(body['points']['t'])} bars of {body['width_seconds']} s"
+        )
 
 
 def main() -> None:

@@ -747,13 +747,15 @@ class Throughput:
 
 @dataclass(frozen=True, slots=True)
 class SeriesPoint:
-    """One bucket of the throughput chart."""
+    """One bucket of the throughput chart: outcomes that finished in it, and the durations of
+    those that recorded one (``duration_count`` of them, summed and the longest)."""
 
     bucket_start: datetime
     succeeded: int
     failed: int
     total_duration_seconds: float = 0.0
     max_duration_seconds: float | None = None
+    duration_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

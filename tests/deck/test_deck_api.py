@@ -316,9 +316,11 @@ async def test_overview_series_and_queues(app: App, client: Client) -> None:
     [mail] = [q for q in snap["queues"] if q["name"] == "mail"]
     assert mail["pending"] == 1 and mail["failed_total"] == 2 and mail["lag_level"] == "ok"
     assert snap["top_errors"][0]["count"] == 2
+    # The failures are seconds old: in the series' tail (the newest seconds, one by one).
     series = (await c.get("/api/series?window=hour")).json()
-    assert series["width_seconds"] == 1 and sum(p["failed"] for p in series["points"]) == 2
-    assert (await c.get("/api/series?window=2w")).json()["width_seconds"] == 60
+    failed = sum(series["points"]["failed"]) + sum(p["failed"] for p in series["tail"])
+    assert series["width_seconds"] == 10 and failed == 2  # an hour in at most 600 bars
+    assert (await c.get("/api/series?window=2w")).json()["width_seconds"] == 3600
 
 
 async def test_overview_names_jobs_of_a_type_no_worker_has_a_handler_for(

@@ -1067,6 +1067,13 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("blank queue", lambda b, s: b.stats_series(since=T0, queue="")),
         ("all", lambda b, s: b.stats_series(since=T0, until=at(100))),
         ("one queue", lambda b, s: b.stats_series(since=T0, queue="done")),
+        ("width huge", lambda b, s: b.stats_series(since=T0, width_seconds=86_401)),
+        ("width 7", lambda b, s: b.stats_series(since=T0, width_seconds=7)),
+        ("width 3600", lambda b, s: b.stats_series(since=T0, width_seconds=3600)),
+        ("fold the first seconds", lambda b, s: b.metrics_rollup(older_than=at(3))),
+        ("minutes and seconds at 1 s", lambda b, s: b.stats_series(since=T0)),
+        ("minutes and seconds at 2 s", lambda b, s: b.stats_series(since=T0, width_seconds=2)),
+        ("minutes and seconds at 60 s", lambda b, s: b.stats_series(since=T0, width_seconds=60)),
     ],
     "dlq_top_errors": [
         ("limit 0", lambda b, s: b.dlq_top_errors(limit=0)),

@@ -87,6 +87,34 @@ async def test_stats_series_points_and_queue_filter(backend):
     assert await backend.stats_series(since=at(6), until=at(6.5)) == []
 
 
+async def test_stats_series_sums_into_wider_buckets_and_reads_minute_rollups(backend):
+    await enqueue(backend, 5)
+    jobs = await claim(backend, 5)
+    await succeed(backend, jobs[:2], now=at(61), duration=1.0)
+    await fail(backend, jobs[2:3], now=at(64))
+    await succeed(backend, jobs[3:], now=at(125), duration=3.0)
+    wide = await backend.stats_series(since=T0, width_seconds=5)
+    # Chart buckets are aligned to the epoch (T0 is on a minute): +61 and +64 share one.
+    assert [(p.bucket_start, p.succeeded, p.failed) for p in wide] == [
+        (at(60), 2, 1),
+        (at(125), 2, 0),
+    ]
+    assert (wide[0].duration_count, wide[0].total_duration_seconds) == (2, 2.0)
+    assert (wide[1].duration_count, wide[1].max_duration_seconds) == (2, 3.0)
+    # Upkeep folds the first minute's seconds into a minute bucket: the series still counts
+    # them (on the minute's start) beside the seconds not rolled up yet.
+    assert await backend.metrics_rollup(older_than=at(120)) >= 2
+    mixed = await backend.stats_series(since=T0, width_seconds=1)
+    assert [(p.bucket_start, p.succeeded, p.failed) for p in mixed] == [
+        (at(60), 2, 1),
+        (at(125), 2, 0),
+    ]
+    hour = await backend.stats_series(since=T0, width_seconds=3600)
+    assert [(p.bucket_start, p.succeeded, p.failed, p.duration_count) for p in hour] == [
+        (T0, 4, 1, 4)
+    ]
+
+
 async def test_failures_with_different_reasons_in_one_second_are_one_point(backend):
     await enqueue(backend, 2)
     a, b = await claim(backend, 2)

@@ -1,5 +1,6 @@
 """The Deck's JSON API: every read and action the page (and automation) uses, with the route
-metadata the OpenAPI document is generated from (the limits' routes live in ``deck.limits``).
+metadata the OpenAPI document is generated from (the limits' routes live in ``deck.limits``,
+the chart's in ``deck.series``).
 
 Each handler authorizes (``admin`` routes need the admin role and, for cookie sessions, the CSRF
 header), validates its input before calling storage, and maps errors to 4xx answers with a
@@ -15,7 +16,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -227,28 +228,6 @@ async def get_me(request: Request, state: DeckState, who: Principal) -> Any:
 
 async def get_overview(request: Request, state: DeckState, who: Principal) -> Any:
     return await state.live_snapshot()
-
-
-async def get_series(request: Request, state: DeckState, who: Principal) -> Any:
-    window = request.query_params.get("window", "hour")
-    if window not in ("hour", "2w"):
-        raise ValidationError("window", "must be hour or 2w")
-    queue = request.query_params.get("queue") or None
-    if queue is not None:
-        check_name("queue", queue)
-    now = datetime.now(UTC)
-    if window == "hour":
-        since, width = now - timedelta(hours=1), 1
-    else:
-        since, width = now - timedelta(days=14), 60
-    points = await state.app.backend.stats_series(since=since, width_seconds=width, queue=queue)
-    return {
-        "window": window,
-        "width_seconds": width,
-        "since": dump(since),
-        "until": dump(now),
-        "points": dump(points),
-    }
 
 
 async def get_jobs(request: Request, state: DeckState, who: Principal) -> Any:
@@ -638,13 +617,6 @@ ROUTES: tuple[ApiRoute, ...] = (
         "/api/overview",
         get_overview,
         "Counts, throughput, queues, workers, circuits and top errors (the live snapshot)",
-    ),
-    ApiRoute(
-        "GET",
-        "/api/series",
-        get_series,
-        "Throughput and failures per bucket: window=hour (1 s) or 2w (60 s)",
-        query=("window", "queue"),
     ),
     ApiRoute(
         "GET",

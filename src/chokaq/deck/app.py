@@ -31,7 +31,7 @@ from ..app import App
 from ..errors import ChokaqError
 from ..http import deck_routes
 from ..logs import Event, log_event
-from . import api, audit, bulk, lag, limits
+from . import api, audit, bulk, lag, limits, series
 from .auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -50,9 +50,11 @@ from .state import DeckState
 __all__ = ["DeckState", "create_deck"]
 
 HERE = Path(__file__).parent
-# Every API operation: the core ones, and the limits', why jobs wait and bulk actions' (modules
-# of their own).
-ROUTES: tuple[api.ApiRoute, ...] = api.ROUTES + limits.ROUTES + lag.ROUTES + bulk.ROUTES
+# Every API operation: the core ones, then the limits', why jobs wait, bulk actions and the
+# chart's (modules of their own).
+ROUTES: tuple[api.ApiRoute, ...] = (
+    api.ROUTES + limits.ROUTES + lag.ROUTES + bulk.ROUTES + series.ROUTES
+)
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "

@@ -110,8 +110,14 @@ class ReadOperations(OperationGroup):
         width_seconds: int = 1,
         queue: str | None = None,
     ) -> list[SeriesPoint]:
-        """Chart points from ``metric_buckets`` of one width (1..86,400 s), oldest first (empty
-        buckets are absent)."""
+        """Chart points from ``metric_buckets`` summed into buckets of ``width_seconds``
+        (1..86,400 s) aligned to the Unix epoch, oldest first; empty buckets are absent.
+
+        Every stored width is read (live 1-second buckets and the 60-second roll-ups), so a
+        window reaches ``until`` (None: no end) whatever upkeep has rolled up; a stored bucket
+        counts whole in the chart bucket that holds its start (a minute roll-up read at a width
+        under 60 s lands in one chart bucket). ``since`` and ``until`` bound the stored
+        buckets' starts, both inclusive; ``queue`` keeps one queue's outcomes."""
         start = check_time("since", since)
         end = None if until is None else check_time("until", until)
         width = checks.positive_int("width_seconds", width_seconds, checks.MAX_WIDTH_SECONDS)

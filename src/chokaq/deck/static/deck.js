@@ -1,7 +1,7 @@
 // The Deck's page logic: live snapshot over server-sent events, the jobs table, the inspector
 // and editor, the workflow view, actions with typed confirmation, bulk actions on all jobs
 // matching the filter (with a preview) and run-now, the periodic schedules, the rate limits, why
-// jobs wait, and the SVG throughput chart.
+// jobs wait, and the wiring of the charts (static/chart.js).
 // All user data is written through userText() (text nodes in an isolating <bdi>, invisible
 // characters shown as visible markers; never innerHTML); no inline handlers (CSP).
 (function () {
@@ -14,7 +14,7 @@
 
   var state = {
     source: "active", page: 1, pages: 1, selected: new Set(), job: null,
-    chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
+    lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
     schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
     workflowText: "", limits: [],
@@ -274,12 +274,7 @@
     renderErrors(snap.top_errors);
     renderCircuits(snap.circuits);
     renderWorkers(snap.workers);
-    if (state.chartWindow !== "2w") {
-      snap.series_tail.forEach(function (p) {
-        state.series.set(Date.parse(p.bucket_start) / 1000, { s: p.succeeded, f: p.failed });
-      });
-    }
-    drawChart(Date.parse(snap.at) / 1000);
+    chart.snapshot(snap);
     var changed = !prev || prev.summary.succeeded_total !== s.succeeded_total ||
       prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending;
     state.ticks++;
@@ -705,72 +700,9 @@
   }
 
   // -- chart --------------------------------------------------------------------------------
+  // The charts live in static/chart.js (loaded first); this wires them to the live snapshot.
 
-  function loadSeries() {
-    var win = state.chartWindow === "2w" ? "2w" : "hour";
-    return api("/api/series?window=" + win).then(function (data) {
-      state.series = new Map();
-      state.seriesWidth = data.width_seconds;
-      data.points.forEach(function (p) {
-        state.series.set(Date.parse(p.bucket_start) / 1000, { s: p.succeeded, f: p.failed });
-      });
-      drawChart(Date.parse(data.until) / 1000);
-    }).catch(function (e) { toast("Chart: " + e.message, true); });
-  }
-
-  function drawChart(nowSec) {
-    var svg = $("chart");
-    var span = { "5m": 300, hour: 3600, "2w": 14 * 86400 }[state.chartWindow];
-    var width = state.seriesWidth;
-    var start = nowSec - span;
-    var peak = 0, total = 0;
-    state.series.forEach(function (v, k) {
-      if (k < nowSec - Math.max(span, 3600)) { state.series.delete(k); return; }
-      if (k < start) { return; }
-      peak = Math.max(peak, (v.s + v.f) / width);
-      total += v.s + v.f;
-    });
-    var scale = peak > 0 ? 190 / peak : 0;
-    var barW = Math.max(1000 / (span / width), 1.2);
-    var ok = [], bad = [];
-    state.series.forEach(function (v, k) {
-      if (k < start) { return; }
-      var x = ((k - start) / span) * 1000;
-      var hs = (v.s / width) * scale, hf = (v.f / width) * scale;
-      if (hs > 0) { ok.push("M" + x.toFixed(2) + " " + (200 - hs).toFixed(2) + "h" + barW.toFixed(2) + "V200h-" + barW.toFixed(2) + "Z"); }
-      if (hf > 0) { bad.push("M" + x.toFixed(2) + " " + (200 - hs - hf).toFixed(2) + "h" + barW.toFixed(2) + "v" + hf.toFixed(2) + "h-" + barW.toFixed(2) + "Z"); }
-    });
-    var NS = "http://www.w3.org/2000/svg";
-    clear(svg);
-    [25, 50, 75].forEach(function (pct) {
-      var line = document.createElementNS(NS, "line");
-      line.setAttribute("x1", "0"); line.setAttribute("x2", "1000");
-      line.setAttribute("y1", String(200 - pct * 1.9)); line.setAttribute("y2", String(200 - pct * 1.9));
-      line.setAttribute("class", "axis");
-      svg.appendChild(line);
-    });
-    [["ok", ok], ["bad", bad]].forEach(function (pair) {
-      var path = document.createElementNS(NS, "path");
-      path.setAttribute("class", pair[0]);
-      path.setAttribute("d", pair[1].join("") || "M0 200");
-      svg.appendChild(path);
-    });
-    svg.dataset.until = String(Math.floor(nowSec));
-    svg.dataset.total = String(total);
-    svg.dataset.bars = String(ok.length + bad.length);
-    $("chart-from").textContent = new Date(start * 1000).toLocaleString();
-    $("chart-peak").textContent = "peak " + peak.toFixed(2) + " jobs/s";
-    $("chart-to").textContent = "now";
-  }
-
-  document.querySelectorAll("#chart-window button").forEach(function (b) {
-    b.addEventListener("click", function () {
-      state.chartWindow = b.dataset.window;
-      document.querySelectorAll("#chart-window button").forEach(function (o) { o.classList.toggle("on", o === b); });
-      loadSeries();
-    });
-  });
-  setInterval(function () { if (state.chartWindow === "2w") { loadSeries(); } }, 60000);
+  var chart = window.DeckChart.create({ api: api, toast: toast });
 
   // -- jobs ---------------------------------------------------------------------------------
 
@@ -1858,7 +1790,7 @@
       setOnline(true);
       state.lastEventAt = Date.now();
       // Reconcile everything with storage after every (re)connect.
-      loadSeries(); refreshJobs(true); refreshInspector(); refreshWorkflow(); loadSchedules();
+      chart.load(); refreshJobs(true); refreshInspector(); refreshWorkflow(); loadSchedules();
     });
     source.addEventListener("snapshot", function (ev) {
       state.lastEventAt = Date.now();
@@ -1867,7 +1799,7 @@
     });
     source.addEventListener("tick", function () {
       state.lastEventAt = Date.now(); setOnline(true);
-      if (state.chartWindow !== "2w") { drawChart(Date.now() / 1000); }
+      chart.tick();
       // Idle storage still moves schedules along (a slot comes due, a worker stops declaring
       // one): re-read them every few ticks.
       if (++state.idleTicks % 4 === 0) { loadSchedules(); }

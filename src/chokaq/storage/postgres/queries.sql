@@ -1160,18 +1160,24 @@ WHERE b.width_seconds = 1
   AND b.bucket_start <= k.now
 
 -- name: stats_series
-SELECT bucket_start,
+-- Every stored width (live seconds and the minute roll-ups) in one pass, so that a window reaches
+-- now whatever upkeep has rolled up; a stored bucket is summed whole into the chart bucket that
+-- holds its start. Chart buckets are aligned to the Unix epoch (as on SQLite). The IN list keeps
+-- the primary key's leading column usable for the time range.
+SELECT date_bin(make_interval(secs => %(width)s), bucket_start,
+                TIMESTAMPTZ '1970-01-01 00:00:00+00') AS chart_bucket,
        coalesce(sum(completed_count) FILTER (WHERE outcome = 0), 0)::bigint,
        coalesce(sum(completed_count) FILTER (WHERE outcome = 1), 0)::bigint,
        coalesce(sum(total_duration_seconds), 0)::float8,
-       max(max_duration_seconds)
+       max(max_duration_seconds),
+       coalesce(sum(duration_count), 0)::bigint
 FROM {schema}.metric_buckets
-WHERE width_seconds = %(width)s
+WHERE width_seconds IN (1, 60)
   AND bucket_start >= %(since)s
   AND (%(until)s::timestamptz IS NULL OR bucket_start <= %(until)s::timestamptz)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-GROUP BY bucket_start
-ORDER BY bucket_start
+GROUP BY chart_bucket
+ORDER BY chart_bucket
 
 -- name: dlq_top_errors
 WITH recent AS (

@@ -145,6 +145,7 @@ class PostgresReads(PostgresCore):
                 failed=row[2],
                 total_duration_seconds=float(row[3]),
                 max_duration_seconds=row[4],
+                duration_count=row[5],
             )
             for row in rows
         ]

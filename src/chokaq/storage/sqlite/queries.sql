@@ -468,17 +468,21 @@ FROM {p}metric_buckets
 WHERE width_seconds = 1 AND bucket_start >= :since_5m
 
 -- name: stats_series
-SELECT bucket_start,
+-- Every stored width (live seconds and the minute roll-ups) in one pass, so that a window reaches
+-- now whatever upkeep has rolled up; a stored bucket is summed whole into the chart bucket that
+-- holds its start. Chart buckets are aligned to the Unix epoch (as on PostgreSQL).
+SELECT CAST(bucket_start / :width AS INTEGER) * :width AS chart_bucket,
        coalesce(sum(CASE WHEN outcome = 0 THEN completed_count END), 0),
        coalesce(sum(CASE WHEN outcome = 1 THEN completed_count END), 0),
        coalesce(sum(total_duration_seconds), 0.0),
-       max(max_duration_seconds)
+       max(max_duration_seconds),
+       coalesce(sum(duration_count), 0)
 FROM {p}metric_buckets
-WHERE width_seconds = :width AND bucket_start >= :since
+WHERE width_seconds IN (1, 60) AND bucket_start >= :since
   AND (:until IS NULL OR bucket_start <= :until)
   AND (:queue IS NULL OR queue = :queue)
-GROUP BY bucket_start
-ORDER BY bucket_start
+GROUP BY chart_bucket
+ORDER BY chart_bucket
 
 -- name: dlq_top_errors
 SELECT failure_reason, error, failed_at FROM {p}jobs_dlq ORDER BY failed_at DESC LIMIT :scan

@@ -172,6 +172,7 @@ def stats_series(
             failed=row[2],
             total_duration_seconds=float(row[3]),
             max_duration_seconds=row[4],
+            duration_count=row[5],
         )
         for row in rows
     ]

@@ -1,0 +1,278 @@
+"""The Deck's charts in Chromium against a real server, on a SQLite file seeded with a known mix
+of successes and failures (written the way a worker writes them, then rolled up into minutes by
+upkeep where they are over an hour old): in every window the red share of the drawn area is the
+failure share of the stored counts, hover reads out one bucket's numbers, the duration chart
+draws, and a queue's chart shows only that queue."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from chokaq.app import App
+from chokaq.models import FailMove, FailureReason, NewJob, SucceedMove
+
+from .conftest import USERS, Served, run, wait_for
+
+pytestmark = pytest.mark.browser
+
+RECT = re.compile(r"M([\d.]+) ([\d.]+)V([\d.]+)H([\d.]+)V([\d.]+)Z")
+SPANS = {"5m": 300, "hour": 3600, "24h": 86_400, "2w": 14 * 86_400}
+
+
+@dataclass(frozen=True)
+class Group:
+    """``succeeded`` and ``failed`` jobs of ``queue`` that finished at ``at``."""
+
+    at: datetime
+    succeeded: int
+    failed: int
+    queue: str = "default"
+    duration: float = 0.2
+
+
+@pytest.fixture
+def login(browser: Any, deck_server: Served) -> Iterator[Callable[[str], Any]]:
+    """``login("bob")`` -> a signed-in page at twice the pixel density (the conftest's login
+    at density 1 would round bars under a pixel wide or tall; the counts below are of pixels)."""
+    contexts: list[Any] = []
+
+    def open_as(user: str) -> Any:
+        context = browser.new_context(
+            viewport={"width": 1400, "height": 1000}, device_scale_factor=2
+        )
+        contexts.append(context)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.js_errors = errors
+        page.goto(deck_server.url + "/")
+        page.fill("input[name=username]", user)
+        page.fill("input[name=password]", USERS[user][0])
+        page.click("button[type=submit]")
+        page.wait_for_selector("#conn.online", timeout=10_000)
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()
+
+
+def known_mix(now: datetime) -> list[Group]:
+    groups = []
+    # Days ago (two-week window only): 10 % failures, rolled up into minutes below; as many
+    # jobs per bar as the last hour has, so that these bars are pixels tall, not fractions.
+    for i in range(52):
+        groups.append(Group(now - timedelta(hours=27 + 6 * i), 90 + 10 * (i % 5), 10 + i % 3))
+    # The last hour but not the last 5 minutes: about 4 % failures, a third on queue "mail".
+    for i in range(400):
+        at = now - timedelta(seconds=3300 - 7 * i)
+        queue = "mail" if i % 3 == 0 else "default"
+        groups.append(Group(at, 1 + i % 5, 1 if i % 11 == 0 else 0, queue))
+    # The last 3 minutes: two failures for each success.
+    for i in range(60):
+        groups.append(
+            Group(now - timedelta(seconds=200 - 3 * i), 1, 2, "mail" if i % 2 else "default")
+        )
+    return groups
+
+
+SLOW = timedelta(seconds=3300 - 7 * 200)  # the group (200 of the hour) with a 4.5 s job
+
+
+def seed(url: str, groups: list[Group], now: datetime, *, rollup: bool = True) -> None:
+    async def go(app: App) -> None:
+        b = app.backend
+        for g in groups:
+            n = g.succeeded + g.failed
+            await b.jobs_enqueue(
+                [NewJob(type="t", queue=g.queue) for _ in range(n)], now=g.at - timedelta(seconds=2)
+            )
+            claimed = await b.jobs_fetch(
+                worker_id="seed",
+                limit=n,
+                queues=[g.queue],
+                start=True,
+                now=g.at - timedelta(seconds=1),
+            )
+            duration = 4.5 if rollup and now - g.at == SLOW else g.duration
+            moves: list[Any] = [SucceedMove(c.lease, duration) for c in claimed[: g.succeeded]]
+            moves += [
+                FailMove(c.lease, FailureReason.TRANSIENT, "boom", duration_seconds=duration)
+                for c in claimed[g.succeeded :]
+            ]
+            assert all(await b.jobs_finalize(moves=moves, now=g.at))
+        if rollup:  # what upkeep does to seconds over an hour old
+            assert await b.metrics_rollup(older_than=now - timedelta(hours=1)) > 0
+
+    run(go, url)
+
+
+def expected(
+    groups: list[Group], now: datetime, window: str, queue: str | None = None
+) -> tuple[int, int]:
+    start = now - timedelta(seconds=SPANS[window])
+    inside = [g for g in groups if g.at >= start and (queue is None or g.queue == queue)]
+    return sum(g.succeeded for g in inside), sum(g.failed for g in inside)
+
+
+def areas(page: Any, cls: str) -> float:
+    d = page.get_attribute(f"#chart path.{cls}", "d") or ""
+    total = 0.0
+    for x, y0, y1, x2, _ in RECT.findall(d):
+        total += (float(x2) - float(x)) * abs(float(y1) - float(y0))
+    return total
+
+
+def show(page: Any, window: str, counts: tuple[int, int]) -> None:
+    page.click(f"#chart-window button[data-window='{window}']")
+    total = sum(counts)
+    wait_for(
+        lambda: (
+            page.get_attribute("#chart", "data-total") == str(total)
+            and page.get_attribute("#chart", "data-failed") == str(counts[1])
+        ),
+        what=f"the {window} chart to show {counts}",
+    )
+
+
+def red_share(page: Any) -> float:
+    """The red share of the bars' area as the SVG describes it."""
+    red, green = areas(page, "bad"), areas(page, "ok")
+    return red / (red + green)
+
+
+def rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in re.findall(r"\d+", css)[:3])
+
+
+def painted_red_share(page: Any) -> float:
+    """The red share of the pixels Chromium painted for the bars (what the operator sees: a
+    bar painted over another would show here). Each pixel counts for the nearest of the two
+    bar colours, the panel's background and the grid lines' colour."""
+    colours = page.evaluate(
+        """() => {
+          const css = (sel, prop) => getComputedStyle(document.querySelector(sel))[prop];
+          return [css('#chart path.ok', 'fill'), css('#chart path.bad', 'fill'),
+                  css('#overview', 'backgroundColor'), css('#chart line.axis', 'stroke')];
+        }"""
+    )
+    palette = [rgb(c) for c in colours]
+    image = Image.open(io.BytesIO(page.locator("#chart").screenshot())).convert("RGB")
+    counts = [0, 0, 0, 0]
+    for n, pixel in image.getcolors(maxcolors=1 << 24) or []:
+        distances = [sum((a - b) ** 2 for a, b in zip(pixel, c, strict=True)) for c in palette]
+        counts[distances.index(min(distances))] += n
+    return counts[1] / (counts[0] + counts[1])
+
+
+def test_red_share_is_the_failure_share_in_every_window(login: Any, deck_server: Served) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    groups = known_mix(now)
+    seed(deck_server.db_url, groups, now)
+    page = login("bob")
+    width = page.locator("#chart").bounding_box()["width"]
+    shares = {}
+    for window in ("5m", "hour", "24h", "2w"):
+        succeeded, failed = expected(groups, now, window)
+        show(page, window, (succeeded, failed))
+        real = failed / (succeeded + failed)
+        page.mouse.move(5, 5)  # no hover band over the bars
+        drawn, painted = red_share(page), painted_red_share(page)
+        assert abs(drawn - real) < 0.01, (window, drawn, real)
+        assert abs(painted - real) < 0.01, (window, painted, real)
+        bars = int(page.get_attribute("#chart", "data-bars") or 0)
+        assert 0 < bars <= width  # never more bars than the chart is wide
+        # The y axis' top value is at least the tallest bar (jobs per second).
+        top = float(page.locator("#chart-y span").first.text_content() or "0")
+        peak = re.search(r"peak ([\d.]+) jobs/s", page.text_content("#chart-peak") or "")
+        assert peak and top >= float(peak.group(1)) > 0
+        shares[window] = real
+    # The windows do differ, so a chart stuck on one would fail above.
+    assert shares["5m"] > 0.6 and shares["hour"] < 0.2 and shares["2w"] < shares["hour"] + 0.1
+    assert page.js_errors == []
+
+
+def test_hover_reads_out_a_bucket_and_the_duration_chart_draws(
+    login: Any, deck_server: Served
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    groups = known_mix(now)
+    seed(deck_server.db_url, groups, now)
+    page = login("bob")
+    show(page, "hour", expected(groups, now, "hour"))
+    [slow] = [g for g in groups if now - g.at == SLOW]
+    width = int(page.get_attribute("#chart", "data-width") or 0)
+    bucket = math.floor(slow.at.timestamp() / width) * width
+    # Groups are 7 s apart and buckets at most 4 s wide: this bucket holds the slow group only.
+    assert width <= 4
+    box = page.locator("#chart").bounding_box()
+
+    def point_at_bucket() -> bool:
+        # The domain's right end follows the clock: aim with the current one until it holds.
+        x0 = float(page.get_attribute("#chart", "data-x0") or 0)
+        x1 = float(page.get_attribute("#chart", "data-x1") or 0)
+        x = box["x"] + (bucket + width / 2 - x0) / (x1 - x0) * box["width"]
+        page.mouse.move(x, box["y"] + box["height"] / 2)
+        return page.get_attribute("#chart-tip", "data-bucket") == str(bucket)
+
+    wait_for(point_at_bucket, what="the pointer over the slow group's bucket")
+    text = page.text_content("#chart-tip") or ""
+    share = 100 * slow.failed / (slow.succeeded + slow.failed)
+    assert f"{slow.succeeded} succeeded · {slow.failed} failed · {share:.1f}% failed" in text
+    assert "max 4.5 s" in text and "avg 4.5 s" in text
+    # The duration chart: a bar per bucket with durations, the axis reaching the slowest job.
+    assert int(page.get_attribute("#lat", "data-bars") or 0) > 100
+    assert "M" in (page.get_attribute("#lat path.max", "d") or "")
+    assert (page.locator("#lat-y span").first.text_content() or "") == "6 s"
+    # The same bucket from the duration chart; leaving hides the read-out.
+    box = page.locator("#lat").bounding_box()
+    wait_for(point_at_bucket, what="the pointer over the same bucket of the duration chart")
+    page.mouse.move(5, 5)
+    page.wait_for_selector("#chart-tip[hidden]", state="attached")
+    assert page.js_errors == []
+
+
+def test_a_queue_chart_shows_only_that_queue(login: Any, deck_server: Served) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    groups = known_mix(now)
+    seed(deck_server.db_url, groups, now)
+    page = login("bob")
+    show(page, "hour", expected(groups, now, "hour"))
+    page.wait_for_selector("#chart-queue option[value='mail']", state="attached")
+    page.select_option("#chart-queue", "mail")
+    succeeded, failed = expected(groups, now, "hour", "mail")
+    wait_for(
+        lambda: page.get_attribute("#chart", "data-total") == str(succeeded + failed),
+        what="the mail queue's chart",
+    )
+    assert abs(red_share(page) - failed / (succeeded + failed)) < 0.01
+    # Jobs of that queue finishing now show up (the chart re-reads while its queue moves).
+    later = datetime.now(UTC)
+    seed(deck_server.db_url, [Group(later, 3, 2, "mail")], later, rollup=False)
+    wait_for(
+        lambda: page.get_attribute("#chart", "data-total") == str(succeeded + failed + 5),
+        what="the mail queue's new jobs",
+    )
+    mail = expected(groups, now, "2w", "mail")
+    show(page, "2w", (mail[0] + 3, mail[1] + 2))
+    page.select_option("#chart-queue", "")
+    everything = expected(groups, now, "2w")
+    show(page, "2w", (everything[0] + 3, everything[1] + 2))
+    # Every queue's chart follows the live snapshot's newest seconds.
+    later = datetime.now(UTC)
+    seed(deck_server.db_url, [Group(later, 4, 0)], later, rollup=False)
+    wait_for(
+        lambda: page.get_attribute("#chart", "data-total") == str(sum(everything) + 9),
+        what="the new jobs in every queue's chart",
+    )
+    assert page.js_errors == []
