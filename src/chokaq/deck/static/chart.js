@@ -63,6 +63,7 @@
     };
   }
 
+  // deps: api(path) the page's fetch, toast(message, bad), label(text) a name as plain text.
   function create(deps) {
     var api = deps.api, toast = deps.toast;
     var svg = $("chart"), lat = $("lat"), tip = $("chart-tip"), picker = $("chart-queue");
@@ -158,7 +159,8 @@
       while (picker.options.length > 1) { picker.remove(1); }
       names.forEach(function (name) {
         var o = document.createElement("option");
-        o.value = name; o.textContent = name; o.dir = "auto";
+        // An option holds plain text only: invisible characters as the page's visible markers.
+        o.value = name; o.textContent = deps.label(name); o.dir = "auto";
         picker.appendChild(o);
       });
       picker.value = c.queue;

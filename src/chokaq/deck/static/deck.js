@@ -702,7 +702,7 @@
   // -- chart --------------------------------------------------------------------------------
   // The charts live in static/chart.js (loaded first); this wires them to the live snapshot.
 
-  var chart = window.DeckChart.create({ api: api, toast: toast });
+  var chart = window.DeckChart.create({ api: api, toast: toast, label: attrText });
 
   // -- jobs ---------------------------------------------------------------------------------
 
