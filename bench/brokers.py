@@ -147,6 +147,8 @@ class CelerySystem:
 
     async def close(self) -> None:
         if self.client is not None:
+            # app.close() leaves the producer pool's connection open.
+            self.client.pool.force_close_all()
             self.client.close()
             self.client = None
 

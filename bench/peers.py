@@ -84,11 +84,12 @@ def burn_down(system: Any, jobs: int, history: int = 0) -> dict[str, float]:
         raise RuntimeError(f"{system.label}: {left} jobs left after the burn-down")
     if ran != jobs:
         raise RuntimeError(f"{system.label}: {ran} handler runs counted for {jobs} jobs")
-    return {
+    figures = {
         "enqueue_jobs_s": enqueue_rate,
         "process_jobs_s": jobs / seen.elapsed_s,
         "peak_rss_mib": seen.peak_rss_kb / 1024,
     }
+    return {**figures, "handler_runs": float(ran)} if done else figures
 
 
 def _start_worker(
