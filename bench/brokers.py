@@ -143,27 +143,32 @@ class CelerySystem:
         broker, queue = _split(store)
         app = Celery("bench", broker=broker)
         app.conf.update(task_default_queue=queue, task_ignore_result=True)
-        self.client = app
+        # One connection of our own: kombu's pools are process-wide, keyed by the URL, and
+        # would outlive (or be closed under) one system's run.
+        conn = app.connection_for_write()
+        # What send_task(connection=conn) builds for each message, made once and kept.
+        self.client = (app, conn, app.amqp.Producer(conn, auto_declare=False))
 
     async def close(self) -> None:
         if self.client is not None:
-            # app.close() leaves the producer pool's connection open.
-            self.client.pool.force_close_all()
-            self.client.close()
+            app, conn, _ = self.client
+            conn.release()
+            app.close()
             self.client = None
 
     async def enqueue_bulk(self, count: int, batch: int = 10_000) -> float:
         """Celery has no bulk send: one publish per job over one kept producer."""
         import time
 
+        app, _, producer = self.client
         started = time.perf_counter()
-        with self.client.producer_or_acquire() as producer:
-            for i in range(count):
-                self.client.send_task("noop", kwargs={"i": i}, producer=producer)
+        for i in range(count):
+            app.send_task("noop", kwargs={"i": i}, producer=producer)
         return count / (time.perf_counter() - started)
 
     async def enqueue_one(self, sent: float) -> None:
-        self.client.send_task("noop", kwargs={"sent": sent})
+        app, _, producer = self.client
+        app.send_task("noop", kwargs={"sent": sent}, producer=producer)
 
 
 @dataclass

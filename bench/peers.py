@@ -292,6 +292,9 @@ def run(
             "steady_runs": min(steady_runs, done),
             "runs": done,
             "systems": [s.key for s in systems],
+            # Read by the report: how these figures were taken (earlier records ran the worker
+            # in process and timed it from inside).
+            "measured_from": "outside",
         }
         return {"config": _with_earlier(block, kept, earlier)}
 

@@ -38,8 +38,9 @@ from bench.outside import WORK_DB, redis_url
 WORK_SOURCE = r"""
 import os, time
 LAT = os.environ.get("LAT_FILE")
-INCR = os.environ.get("WORK") == "incr" or os.environ.get("COUNT") == "1"
 COUNTER, WORK_REDIS = os.environ.get("COUNTER", ""), os.environ.get("WORK_REDIS", "")
+# No counter (a pickup run): nothing to count, and no INCR after the latency is written.
+INCR = bool(COUNTER) and (os.environ.get("WORK") == "incr" or os.environ.get("COUNT") == "1")
 _sync_clients, _async_clients = {}, []
 
 def _latency(sent):
