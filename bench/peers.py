@@ -8,9 +8,9 @@ rounds with min and max. Every worker is the system's own command line, timed fr
 
 * burn-down: bulk-enqueue ``jobs`` jobs (batches of 10,000 where the system has a bulk API;
   enqueue jobs/s), then one worker process drains them: processing jobs/s = jobs / the time from
-  the worker's start until all are done (its burst exit; or the Redis counter the handlers INCR,
-  for the INCR handler and for Celery and RQ, whose exit cannot mark the end); peak RSS of the
-  worker's process tree, sampled from /proc.
+  the worker's start until all are done (its burst exit; or, for Celery and RQ, whose exit
+  cannot mark the end, the Redis counter the handlers INCR); peak RSS of the worker's process
+  tree, sampled from /proc.
 * pickup (no-op handlers): an idle worker; ``pickups`` single jobs enqueued one at a time at
   about 50/s; the handler records time.time() - the time the job was sent; p50/p95/p99.
 * history (PostgreSQL systems, no-op): the burn-down again with ``history`` finished jobs
@@ -49,10 +49,10 @@ def _log(system: Any) -> Path:
 
 def burn_down(system: Any, jobs: int, history: int = 0) -> dict[str, float]:
     """Bulk-enqueue ``jobs``, then time one burst worker from outside until all are done: by
-    its exit when that marks the end (chokaq, PgQueuer, procrastinate) and the handler is a
-    no-op, else by the Redis counter the handlers INCR (the harness polls it; then the worker
-    is stopped). A counted run also proves that every job ran once: the counter must equal
-    ``jobs`` after the stop."""
+    its exit when that marks the end (chokaq, PgQueuer, procrastinate), else by the Redis
+    counter the handlers INCR (Celery, RQ: the harness polls it, then stops the worker). Each
+    system ends the same way whatever its handler does. A run whose handlers INCR also proves
+    that every job ran once: the counter must equal ``jobs`` once the worker is gone."""
     counts = work_of(system.key) == "incr" or not system.ends_by_exit
     with (
         system.store() as store,
@@ -75,7 +75,7 @@ def burn_down(system: Any, jobs: int, history: int = 0) -> dict[str, float]:
             argv,
             env,
             _log(system),
-            done=(lambda: done.value() >= jobs) if done else None,
+            done=None if system.ends_by_exit else (lambda: done.value() >= jobs),
             hurry_after=system.hurry_after,
         )
         left = system.unfinished(store)
