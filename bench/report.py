@@ -328,9 +328,9 @@ def _outside_method(cfg: dict[str, Any]) -> list[str]:
         "handler INCRs (Celery, which has no burst mode, and RQ, whose burst exit lags its "
         "last job by up to a minute; their no-op rows do that one INCR), whatever the "
         "handler does. With the INCR handler the counter also checks that every job ran "
-        "exactly once. Peak RSS: the "
-        "worker's whole process tree (a prefork pool, RQ's forked job processes), sampled "
-        "from /proc every 50 ms. The handler work is the same everywhere: a no-op, or one "
+        "exactly once. Peak RSS: the worker's whole process tree (a prefork pool, RQ's forked "
+        "job processes), sampled from /proc every 50 ms (pages a forked child shares with its "
+        "parent count in each). The handler work is the same everywhere: a no-op, or one "
         "Redis INCR (a round trip; rows marked so). PgQueuer runs on asyncpg in two "
         "configurations: batch 5 capped at 10 concurrent jobs and its best (batch 10, "
         "uncapped); procrastinate with concurrency 10; Celery with threads x10 in one process "
@@ -649,16 +649,42 @@ def _bar(path: Path, title: str, ylabel: str, bars: list[tuple[str, dict[str, fl
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
     names = [n for n, _ in bars]
     meds = [f["median"] for _, f in bars]
     err = [[f["median"] - f["min"] for _, f in bars], [f["max"] - f["median"] for _, f in bars]]
+    if len(bars) > 5:  # long labels (the peers part's many configurations) read better across
+        _barh(path, title, ylabel, names, meds, err)
+        return
+    fig, ax = plt.subplots(figsize=(8, 4))
     ax.bar(names, meds, yerr=err, capsize=4, color="#4C72B0")
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.tick_params(axis="x", labelsize=8)
     for i, v in enumerate(meds):
         ax.annotate(_num(v), (i, v), ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _barh(
+    path: Path,
+    title: str,
+    unit: str,
+    names: list[str],
+    meds: list[float],
+    err: list[list[float]],
+) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.32 * len(names)))
+    ax.barh(names, meds, xerr=err, capsize=3, color="#4C72B0")
+    ax.invert_yaxis()  # the first configuration on top, as in the table
+    ax.set_title(title)
+    ax.set_xlabel(unit)
+    ax.tick_params(axis="y", labelsize=8)
+    for i, v in enumerate(meds):
+        ax.annotate(f" {_num(v)}", (v, i), ha="left", va="center", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
