@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.brokers import broker_systems, brokers_available
+from bench.outside import REDIS_URL, WORK_DB, reachable, redis_url
 from bench.systems import (
     WORKS,
     chokaq_def,
@@ -18,8 +19,6 @@ from bench.systems import (
     postgres_systems,
     with_work,
 )
-
-FAMILIES = ("chokaq", "pgqueuer", "procrastinate", "celery", "rq")
 
 
 def every_configuration() -> list[Any]:
@@ -51,6 +50,11 @@ def select(names: Sequence[str] | None, works: Sequence[str]) -> list[Any]:
     for work in works:
         if work not in WORKS:
             raise SystemExit(f"--works: {work!r} is not one of {', '.join(WORKS)}")
+    if "incr" in works and not redis_reachable():
+        if names is not None:
+            raise SystemExit(f"--works incr: no Redis answers at {REDIS_URL}")
+        print(f"  (left out: the INCR handler: no Redis answers at {REDIS_URL})", flush=True)
+        works = [w for w in works if w != "incr"]
     known = every_configuration()
     if names is None:
         chosen = []
@@ -70,6 +74,11 @@ def select(names: Sequence[str] | None, works: Sequence[str]) -> list[Any]:
             if why:
                 raise SystemExit(f"--systems: {system.key} cannot run here: {why}")
     return [with_work(system, work) for work in works for system in chosen]
+
+
+def redis_reachable() -> bool:
+    """Whether the Redis the INCR handler's work goes to answers."""
+    return reachable(redis_url(WORK_DB))
 
 
 def _keys() -> str:

@@ -26,13 +26,15 @@ BROKER_KEYS = [
 ]
 
 
-def _require(key: str) -> None:
+def _require(key: str, work: str) -> None:
     try:
-        from bench.lineup import unavailable
+        from bench.lineup import redis_reachable, unavailable
     except ImportError as exc:  # celery, rq or redis not installed
         why = f"the bench extra is not installed ({exc})"
     else:
         why = unavailable(key)
+        if not why and work == "incr" and not redis_reachable():
+            why = "the INCR handler needs Redis, which does not answer"
     if why:
         if IN_CI:
             pytest.fail(f"CI=true but {key} cannot run: {why}")
@@ -47,7 +49,7 @@ def test_short_form_burn_down_runs_every_job_once(
     if key == "chokaq-def":
         require_postgres()
         monkeypatch.setenv("CHOKAQ_BENCH_PG_URL", PG_URL)
-    _require(key)
+    _require(key, work)
     from bench.lineup import select
     from bench.peers import burn_down
 
