@@ -140,10 +140,12 @@ def stop(proc: subprocess.Popen[bytes], hurry_after: float | None = None) -> Non
     try:
         proc.wait(timeout=30.0)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    # A forking pool's children normally go with their parent; make sure of it.
+    # A forking pool's children normally go with their parent; make sure of it (a worker
+    # started in its own session leads a process group of its pid; for any other, no group).
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
