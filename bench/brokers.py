@@ -110,7 +110,9 @@ class CelerySystem:
             channel.queue_delete(queue)
             channel.exchange_delete(queue)
 
-    def launch(self, store: str, mode: str, folder: Path, **extra: str) -> tuple[list[str], dict]:
+    def launch(
+        self, store: str, mode: str, folder: Path, **extra: str
+    ) -> tuple[list[str], dict[str, str]]:
         broker, queue = _split(store)
         (folder / "bench_celery_app.py").write_text(CELERY_APP)
         env = child_env(BROKER=broker, QUEUE=queue, WORK_REDIS=redis_url(WORK_DB))
@@ -128,7 +130,7 @@ class CelerySystem:
             import redis
 
             with redis.Redis.from_url(broker) as client:
-                return int(client.llen(queue)) + int(client.hlen("unacked"))  # type: ignore[arg-type]
+                return int(client.llen(queue)) + int(client.hlen("unacked"))
         from kombu import Connection
 
         with Connection(broker) as conn:
@@ -201,7 +203,9 @@ class RQSystem:
             finally:
                 client.flushdb()
 
-    def launch(self, store: str, mode: str, folder: Path, **extra: str) -> tuple[list[str], dict]:
+    def launch(
+        self, store: str, mode: str, folder: Path, **extra: str
+    ) -> tuple[list[str], dict[str, str]]:
         url, queue = _split(store)
         (folder / "bench_rq_app.py").write_text(RQ_APP)
         env = child_env(WORK_REDIS=redis_url(WORK_DB), **self.worker_env, **extra)

@@ -67,7 +67,7 @@ class Counter:
 
     def value(self) -> int:
         got = self._client.get(self.key)
-        return int(got) if got else 0  # type: ignore[arg-type]
+        return int(got) if got else 0
 
     def close(self) -> None:
         self._client.delete(self.key)

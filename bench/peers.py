@@ -36,18 +36,26 @@ from typing import Any
 
 from bench.measure import percentile, spread, storage_figures, wal_lsn
 from bench.outside import counter, measure, stop
-from bench.systems import System, data_schema, load_history, postgres_systems, unfinished, work_of
+from bench.systems import (
+    Surface,
+    System,
+    data_schema,
+    load_history,
+    postgres_systems,
+    unfinished,
+    work_of,
+)
 
 SECTIONS = ("burn_down", "history", "pickup", "steady")
 _STEADY_SETTINGS = ("steady_rate_per_s", "steady_seconds", "steady_runs")
 
 
-def _log(system: Any) -> Path:
+def _log(system: Surface) -> Path:
     # The worker's stderr goes to a file so that a failure can be reported with its cause.
     return Path(tempfile.gettempdir()) / f"bench_worker_{system.key}.log"
 
 
-def burn_down(system: Any, jobs: int, history: int = 0) -> dict[str, float]:
+def burn_down(system: Surface, jobs: int, history: int = 0) -> dict[str, float]:
     """Bulk-enqueue ``jobs``, then time one burst worker from outside until all are done: by
     its exit when that marks the end (chokaq, PgQueuer, procrastinate), else by the Redis
     counter the handlers INCR (Celery, RQ: the harness polls it, then stops the worker). Each
@@ -93,7 +101,7 @@ def burn_down(system: Any, jobs: int, history: int = 0) -> dict[str, float]:
 
 
 def _start_worker(
-    system: Any, store: str, folder: Path, lat_file: str = ""
+    system: Surface, store: str, folder: Path, lat_file: str = ""
 ) -> subprocess.Popen[bytes]:
     argv, env = system.launch(store, "serve", folder, LAT_FILE=lat_file)
     with _log(system).open("wb") as err:
@@ -103,7 +111,7 @@ def _start_worker(
         )
 
 
-def _worker_log(system: Any) -> str:
+def _worker_log(system: Surface) -> str:
     log = _log(system)
     return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
@@ -112,7 +120,7 @@ def _worker_log(system: Any) -> str:
 _stop = stop
 
 
-def pickup(system: Any, count: int, interval: float = 0.02) -> dict[str, float]:
+def pickup(system: Surface, count: int, interval: float = 0.02) -> dict[str, float]:
     with system.store() as url, tempfile.TemporaryDirectory() as tmp:
         lat_file = str(Path(tmp) / "lat.txt")
 
@@ -351,7 +359,7 @@ def run(
     return _result(raw, labels, config(runs))
 
 
-def _sql_and_noop(system: Any) -> bool:
+def _sql_and_noop(system: Surface) -> bool:
     """History and the steady load read the database's own tables: PostgreSQL systems only,
     with the no-op handler."""
     return bool(system.database) and work_of(system.key) == "noop"

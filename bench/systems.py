@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 
@@ -152,6 +152,29 @@ def work_of(key: str) -> str:
     return key.partition("+")[2] or "noop"
 
 
+class Surface(Protocol):
+    """What the peers part needs of a system (System here; CelerySystem and RQSystem in
+    bench/brokers.py). ``store`` is whatever ``store()`` yields: a database URL, or for a
+    broker ``<broker URL>|<queue>``."""
+
+    key: str
+    label: str
+    worker_env: dict[str, str]
+    ends_by_exit: bool  # its burst exit marks the end of a burn-down (else: the Redis counter)
+    database: bool  # history and the steady load apply (they read the database's tables)
+    hurry_after: float | None  # a second SIGTERM after this many seconds of stopping
+
+    def store(self) -> contextlib.AbstractContextManager[str]: ...
+    def launch(
+        self, store: str, mode: str, folder: Path, **extra: str
+    ) -> tuple[list[str], dict[str, str]]: ...
+    def unfinished(self, store: str) -> int: ...
+    async def open(self, store: str, install: bool) -> None: ...
+    async def close(self) -> None: ...
+    async def enqueue_bulk(self, count: int, batch: int = 10_000) -> float: ...
+    async def enqueue_one(self, sent: float) -> None: ...
+
+
 @dataclass
 class System:
     """One system under test and the configuration its worker runs with."""
@@ -162,8 +185,8 @@ class System:
     worker_env: dict[str, str] = field(default_factory=dict)
     client: Any = None
     # Every PostgreSQL system here has a burst mode (run until nothing is left, then exit) whose
-    # exit marks the end of a no-op burn-down, and keeps its jobs in the database, so the
-    # history and steady sections apply to it.
+    # exit marks the end of its burn-down, and keeps its jobs in the database, so the history
+    # and steady sections apply to it.
     ends_by_exit: bool = True
     database: bool = True
     hurry_after: float | None = None
@@ -176,10 +199,12 @@ class System:
         with fresh_database(family(self.key)) as url:
             yield url
 
-    def launch(self, url: str, mode: str, folder: Path, **extra: str) -> tuple[list[str], dict]:
+    def launch(
+        self, store: str, mode: str, folder: Path, **extra: str
+    ) -> tuple[list[str], dict[str, str]]:
         """The worker's command line and environment; chokaq's is its CLI on an app module
         written into ``folder`` (``mode`` burst adds ``--burst``)."""
-        env = child_env(URL=url, MODE=mode, WORK_REDIS=redis_url(WORK_DB), **self.worker_env)
+        env = child_env(URL=store, MODE=mode, WORK_REDIS=redis_url(WORK_DB), **self.worker_env)
         env.update(extra)
         if family(self.key) != "chokaq":
             return [sys.executable, "-c", self.worker_source], env
@@ -189,8 +214,8 @@ class System:
         argv += ["--concurrency", self.worker_env.get("CONCURRENCY", "10")]
         return argv + (["--burst"] if mode == "burst" else []), env
 
-    def unfinished(self, url: str) -> int:
-        return unfinished(url, self.key)
+    def unfinished(self, store: str) -> int:
+        return unfinished(store, self.key)
 
     # -- lifecycle in the parent process ----------------------------------------------------------
 
