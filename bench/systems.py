@@ -141,7 +141,8 @@ def with_work(system: Any, work: str) -> Any:
         raise ValueError(f"work must be one of {', '.join(WORKS)}, got {work!r}")
     if work == "noop":
         if system.worker_env.get("COUNT") == "1":
-            return replace(system, label=f"{system.label}, no-op + the completion INCR")
+            # The INCR is only there to count a burn-down's jobs; a pickup run does not do it.
+            return replace(system, label=f"{system.label}, no-op (burn-down: + counting INCR)")
         return system
     label = f"{system.label}, one Redis INCR per job"
     env = {**system.worker_env, "WORK": work}
