@@ -1,7 +1,8 @@
 """The short form of the queues compared beside chokaq on brokers (bench/brokers.py): each Celery
 and RQ configuration, and chokaq's plain-def handler, burns down a few jobs for real against the
 local RabbitMQ and Redis, and every job must have run exactly once (the handlers' Redis counter
-equals the jobs enqueued, and the system holds none after). Without a broker (or the bench extra)
+equals the jobs enqueued, and the system holds none after); an idle worker on each broker picks up
+single jobs. Without a broker (or the bench extra)
 these skip, except under CI=true, where the machine runs both and they must run.
 """
 
@@ -61,6 +62,19 @@ def test_short_form_burn_down_runs_every_job_once(
     if work == "incr" or not system.ends_by_exit:
         # Counted in Redis by the handlers themselves: each job ran, and none twice.
         assert figures["handler_runs"] == JOBS
+
+
+@pytest.mark.parametrize("key", ["celery-rabbitmq-threads", "celery-redis-prefork", "rq-fork"])
+def test_short_form_pickup_on_a_broker(key: str) -> None:
+    # Serve mode and single enqueues, on each broker and on both forking pools.
+    _require(key, "noop")
+    from bench.lineup import select
+    from bench.peers import pickup
+
+    [system] = select([key], ["noop"])
+    figures = pickup(system, 3)
+
+    assert 0 < figures["p50_ms"] <= figures["p99_ms"]
 
 
 def test_chokaq_runs_as_users_run_it(tmp_path: Path) -> None:
