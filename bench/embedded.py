@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import child_env, percentile, run_script, spread
+from bench.measure import percentile, spread
+from bench.outside import measure
 from bench.scale import drain_with_processes, enqueue_chokaq
-from bench.systems import CHOKAQ_WORKER, System
+from bench.systems import System, postgres_systems
 
 PROCESSES = (1, 2, 3, 4)
 
@@ -25,29 +25,33 @@ def _url(folder: str) -> str:
 
 
 def burn_down(jobs: int) -> dict[str, float]:
+    """Bulk-enqueue, then one ``chokaq worker --burst`` timed from outside until it exits."""
     with tempfile.TemporaryDirectory() as folder:
         url = _url(folder)
         enqueue_rate = enqueue_chokaq(url, jobs)
-        out = run_script(CHOKAQ_WORKER, URL=url, MODE="burst", CONCURRENCY="10")
+        argv, env = _chokaq().launch(url, "burst", Path(folder))
+        seen = measure(argv, env, Path(folder) / "worker.log")
     return {
         "enqueue_jobs_s": enqueue_rate,
-        "process_jobs_s": jobs / float(out[0]),
-        "peak_rss_mib": int(out[1]) / 1024,
+        "process_jobs_s": jobs / seen.elapsed_s,
+        "peak_rss_mib": seen.peak_rss_kb / 1024,
     }
+
+
+def _chokaq() -> System:
+    return postgres_systems(include_peers=False)[0]
 
 
 def pickup(count: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         url, lat = _url(folder), str(Path(folder) / "lat.txt")
-        system = System("chokaq", "chokaq", CHOKAQ_WORKER)
+        system = _chokaq()
 
         async def drive() -> None:
             await system.open(url, install=True)
+            argv, env = system.launch(url, "serve", Path(folder), LAT_FILE=lat)
             proc = subprocess.Popen(
-                [sys.executable, "-c", CHOKAQ_WORKER],
-                env=child_env(URL=url, MODE="serve", CONCURRENCY="10", LAT_FILE=lat),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
             try:
                 await system.enqueue_one(time.time())

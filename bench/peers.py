@@ -1,110 +1,132 @@
-"""Part 2: chokaq against PgQueuer and procrastinate, end to end, same PostgreSQL, same run.
+"""Part 2: chokaq against the queues a team would pick instead (PgQueuer and procrastinate on the
+same PostgreSQL; Celery on RabbitMQ and Redis; RQ on Redis), end to end, in the same run.
 
-Every measurement gets a fresh database per system; in each round the systems run one after the
-other (side by side), and each figure is the median over rounds with min and max.
+Every measurement gets a fresh store per system (bench/lineup.py picks the systems); in each
+round the systems run one after the other (side by side), and each figure is the median over
+rounds with min and max. Every worker is the system's own command line, timed from outside
+(bench/outside.py), with the same handler work: a no-op, or one Redis INCR ("+incr" keys).
 
-* burn-down: bulk-enqueue ``jobs`` no-op jobs (batches of 10,000; enqueue jobs/s), then one worker
-  process drains them (processing jobs/s = jobs / the worker's own run time; peak RSS of the
-  worker process from VmHWM in /proc/self/status).
-* pickup: an idle worker; ``pickups`` single jobs enqueued one at a time at about 50/s; the
-  handler records time.time() - the time the job was sent; p50/p95/p99.
-* history: the burn-down again with ``history`` finished jobs already stored (each system's own
-  place for them), run right beside an empty burn-down (alternating which goes first); the
-  change is taken within each pair, and its median over rounds is the figure.
-* steady: a producer inserting single jobs at ``rate``/s for ``seconds`` while a worker keeps
-  up; afterwards: backlog when the producer stopped, dead tuples, table + index size and WAL
-  bytes per job (cluster-wide WAL, so other activity on the server adds to it).
+* burn-down: bulk-enqueue ``jobs`` jobs (batches of 10,000 where the system has a bulk API;
+  enqueue jobs/s), then one worker process drains them: processing jobs/s = jobs / the time from
+  the worker's start until all are done (its burst exit; or, for Celery and RQ, whose exit
+  cannot mark the end, the Redis counter the handlers INCR); peak RSS of the worker's process
+  tree, sampled from /proc.
+* pickup (no-op handlers): an idle worker; ``pickups`` single jobs enqueued one at a time at
+  about 50/s; the handler records time.time() - the time the job was sent; p50/p95/p99.
+* history (PostgreSQL systems, no-op): the burn-down again with ``history`` finished jobs
+  already stored (each system's own place for them), run right beside an empty burn-down
+  (alternating which goes first); the change is taken within each pair, and its median over
+  rounds is the figure.
+* steady (PostgreSQL systems, no-op): a producer inserting single jobs at ``rate``/s for
+  ``seconds`` while a worker keeps up; afterwards: backlog when the producer stopped, dead
+  tuples, table + index size and WAL bytes per job (cluster-wide WAL, so other activity on the
+  server adds to it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.measure import (
-    child_env,
-    fresh_database,
-    percentile,
-    run_script,
-    spread,
-    storage_figures,
-    wal_lsn,
+from bench.measure import percentile, spread, storage_figures, wal_lsn
+from bench.outside import counter, measure, stop
+from bench.systems import (
+    Surface,
+    System,
+    data_schema,
+    load_history,
+    postgres_systems,
+    unfinished,
+    work_of,
 )
-from bench.systems import System, data_schema, load_history, postgres_systems, unfinished
 
 SECTIONS = ("burn_down", "history", "pickup", "steady")
 _STEADY_SETTINGS = ("steady_rate_per_s", "steady_seconds", "steady_runs")
 
 
-def _worker_env(system: System, url: str, mode: str, **extra: str) -> dict[str, str]:
-    return {"URL": url, "MODE": mode, **system.worker_env, **extra}
+def _log(system: Surface) -> Path:
+    # The worker's stderr goes to a file so that a failure can be reported with its cause.
+    return Path(tempfile.gettempdir()) / f"bench_worker_{system.key}.log"
 
 
-def burn_down(system: System, jobs: int, history: int = 0) -> dict[str, float]:
-    with fresh_database(system.key.split("-")[0]) as url:
+def burn_down(system: Surface, jobs: int, history: int = 0) -> dict[str, float]:
+    """Bulk-enqueue ``jobs``, then time one burst worker from outside until all are done: by
+    its exit when that marks the end (chokaq, PgQueuer, procrastinate), else by the Redis
+    counter the handlers INCR (Celery, RQ: the harness polls it, then stops the worker). Each
+    system ends the same way whatever its handler does. A run whose handlers INCR also proves
+    that every job ran once: the counter must equal ``jobs`` once the worker is gone."""
+    counts = work_of(system.key) == "incr" or not system.ends_by_exit
+    with (
+        system.store() as store,
+        counter() if counts else contextlib.nullcontext() as done,
+        tempfile.TemporaryDirectory() as folder,
+    ):
 
         async def prepare() -> float:
-            await system.open(url, install=True)
+            await system.open(store, install=True)
             try:
                 if history:
-                    load_history(url, system.key, history)
+                    load_history(store, system.key, history)
                 return await system.enqueue_bulk(jobs)
             finally:
                 await system.close()
 
         enqueue_rate = asyncio.run(prepare())
-        out = run_script(system.worker_source, **_worker_env(system, url, "burst"))
-        left = unfinished(url, system.key)
-    elapsed, rss_kb = float(out[0]), int(out[1])
+        argv, env = system.launch(store, "burst", Path(folder), COUNTER=done.key if done else "")
+        seen = measure(
+            argv,
+            env,
+            _log(system),
+            done=None if system.ends_by_exit else (lambda: done.value() >= jobs),
+            hurry_after=system.hurry_after,
+        )
+        left = system.unfinished(store)
+        ran = done.value() if done else jobs
     if left:
         raise RuntimeError(f"{system.label}: {left} jobs left after the burn-down")
-    return {
+    if ran != jobs:
+        raise RuntimeError(f"{system.label}: {ran} handler runs counted for {jobs} jobs")
+    figures = {
         "enqueue_jobs_s": enqueue_rate,
-        "process_jobs_s": jobs / elapsed,
-        "peak_rss_mib": rss_kb / 1024,
+        "process_jobs_s": jobs / seen.elapsed_s,
+        "peak_rss_mib": seen.peak_rss_kb / 1024,
     }
+    return {**figures, "handler_runs": float(ran)} if done else figures
 
 
-def _start_worker(system: System, url: str, lat_file: str = "") -> subprocess.Popen[bytes]:
-    env = _worker_env(system, url, "serve", LAT_FILE=lat_file)
-    # The worker's stderr goes to a file so that a failure can be reported with its cause.
-    log = Path(tempfile.gettempdir()) / f"bench_worker_{system.key}.log"
-    with log.open("wb") as err:
+def _start_worker(
+    system: Surface, store: str, folder: Path, lat_file: str = ""
+) -> subprocess.Popen[bytes]:
+    argv, env = system.launch(store, "serve", folder, LAT_FILE=lat_file)
+    with _log(system).open("wb") as err:
+        # Its own session, so that a pool's children can be stopped with it.
         return subprocess.Popen(
-            [sys.executable, "-c", system.worker_source],
-            env=child_env(**env),
-            stdout=subprocess.DEVNULL,
-            stderr=err,
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
         )
 
 
-def _worker_log(system: System) -> str:
-    log = Path(tempfile.gettempdir()) / f"bench_worker_{system.key}.log"
+def _worker_log(system: Surface) -> str:
+    log = _log(system)
     return log.read_text(errors="replace")[-2000:] if log.exists() else ""
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+# compare.py, idle.py and workflows.py stop their workers this way too.
+_stop = stop
 
 
-def pickup(system: System, count: int, interval: float = 0.02) -> dict[str, float]:
-    with fresh_database(system.key.split("-")[0]) as url, tempfile.TemporaryDirectory() as tmp:
+def pickup(system: Surface, count: int, interval: float = 0.02) -> dict[str, float]:
+    with system.store() as url, tempfile.TemporaryDirectory() as tmp:
         lat_file = str(Path(tmp) / "lat.txt")
 
         async def drive() -> None:
             await system.open(url, install=True)
-            proc = _start_worker(system, url, lat_file)
+            proc = _start_worker(system, url, Path(tmp), lat_file)
             try:
                 # Warm-up job: wait until the worker has started and handled one job.
                 await system.enqueue_one(time.time())
@@ -123,7 +145,7 @@ def pickup(system: System, count: int, interval: float = 0.02) -> dict[str, floa
                         break
                     await asyncio.sleep(0.05)
             finally:
-                _stop(proc)
+                stop(proc, system.hurry_after)
                 await system.close()
 
         asyncio.run(drive())
@@ -141,11 +163,11 @@ def pickup(system: System, count: int, interval: float = 0.02) -> dict[str, floa
 
 
 def steady(system: System, rate: float, seconds: float) -> dict[str, float]:
-    with fresh_database(system.key.split("-")[0]) as url:
+    with system.store() as url, tempfile.TemporaryDirectory() as tmp:
 
         async def drive() -> dict[str, float]:
             await system.open(url, install=True)
-            proc = _start_worker(system, url)
+            proc = _start_worker(system, url, Path(tmp))
             try:
                 await asyncio.sleep(2.0)
                 wal_before = wal_lsn(url)
@@ -165,7 +187,7 @@ def steady(system: System, rate: float, seconds: float) -> dict[str, float]:
                 drain_seconds = time.monotonic() - drain_started
                 wal_per_job = (wal_lsn(url) - wal_before) / sent
             finally:
-                _stop(proc)
+                stop(proc, system.hurry_after)
                 await system.close()
             sizes = storage_figures(url, [data_schema(system.key)])
             return {
@@ -211,7 +233,7 @@ def _burn_downs(
     (often more than the 5 % the history target allows) cancels out. The order alternates
     between rounds. When only the history section is rerun, its empty partner runs all the
     same and is kept in the history record."""
-    if history and "history" in sections:
+    if history and "history" in sections and _sql_and_noop(system):
         order = (0, history) if round_no % 2 else (history, 0)
     elif "burn_down" in sections:
         order = (0,)
@@ -256,10 +278,13 @@ def run(
     checkpoint: Any = None,
     sections: Sequence[str] = SECTIONS,
     earlier: dict[str, Any] | None = None,
+    systems: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Every section, or only ``sections``: the others keep their runs from ``earlier`` (the
-    stored record of a previous run of this part), and the report says which came from when."""
-    systems = postgres_systems(include_peers)
+    stored record of a previous run of this part), and the report says which came from when.
+    ``systems``: the configurations to compare (bench/lineup.py); by default chokaq and, with
+    ``include_peers``, the PostgreSQL peers installed, with the no-op handler."""
+    systems = list(systems) if systems is not None else postgres_systems(include_peers)
     labels = {s.key: s.label for s in systems}
     raw: dict[str, dict[str, list[dict[str, float]]]] = {
         name: {s.key: [] for s in systems} for name in SECTIONS
@@ -278,6 +303,10 @@ def run(
             "steady_seconds": seconds,
             "steady_runs": min(steady_runs, done),
             "runs": done,
+            "systems": [s.key for s in systems],
+            # Read by the report: how these figures were taken (earlier records ran the worker
+            # in process and timed it from inside).
+            "measured_from": "outside",
         }
         return {"config": _with_earlier(block, kept, earlier)}
 
@@ -291,8 +320,12 @@ def run(
         for system in systems:
             _burn_downs(system, round_no, raw, sections, jobs, history)
         for system in systems:
-            if system.key == "pgqueuer-c10" or "pickup" not in sections:
-                continue  # pickup is measured once per peer, in its best configuration
+            if (
+                system.key == "pgqueuer-c10"
+                or work_of(system.key) != "noop"
+                or "pickup" not in sections
+            ):
+                continue  # pickup: once per peer, in its best configuration, no-op handler
             r = _attempt(f"{system.label} pickup", pickup, system, pickups)
             if r is None:
                 continue
@@ -305,6 +338,7 @@ def run(
         for system in systems:
             if (
                 system.key == "pgqueuer-c10"
+                or not _sql_and_noop(system)
                 or not seconds
                 or round_no > steady_runs
                 or "steady" not in sections
@@ -323,6 +357,12 @@ def run(
         if checkpoint is not None:
             checkpoint(_result(raw, labels, config(round_no)))
     return _result(raw, labels, config(runs))
+
+
+def _sql_and_noop(system: Surface) -> bool:
+    """History and the steady load read the database's own tables: PostgreSQL systems only,
+    with the no-op handler."""
+    return bool(system.database) and work_of(system.key) == "noop"
 
 
 def _with_earlier(

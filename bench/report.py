@@ -10,6 +10,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench import promises
+
 COMMAND = ".venv/bin/python bench/run_all.py"
 
 
@@ -277,10 +279,69 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
         res.get("pickup", {}),
         res.get("steady", {}),
     )
-    base = burn["chokaq"]["figures"]
     lines = [
-        "## 2. chokaq against PgQueuer and procrastinate (PostgreSQL, end to end)",
+        "## 2. chokaq against PgQueuer and procrastinate (PostgreSQL), Celery and RQ (end to end)",
         "",
+        *(_outside_method(cfg) if cfg.get("measured_from") == "outside" else _in_process(cfg)),
+        "",
+        *promises.LINES,
+        "",
+        "### Burn-down",
+        "",
+        "| System | enqueue jobs/s | processing jobs/s | chokaq processing is | "
+        "worker peak RSS MiB |",
+        "|---|---|---|---|---|",
+    ]
+    for key, r in burn.items():
+        f = r["figures"]
+        # Against chokaq's async handler with the same work (no-op, or the Redis INCR).
+        base = burn.get("chokaq" + key.partition("+")[1] + key.partition("+")[2])
+        ratio = (
+            f"{base['figures']['process_jobs_s']['median'] / f['process_jobs_s']['median']:.2f}x"
+            if base
+            else "-"
+        )
+        lines.append(
+            f"| {labels[key]} | {cell(f['enqueue_jobs_s'])} | {cell(f['process_jobs_s'])} | "
+            f"{ratio} | {cell(f['peak_rss_mib'])} |"
+        )
+    lines += _peers_rest(rec, cfg, labels, burn, hist, pick, steady, charts)
+    if "chokaq" not in burn:
+        return lines, []
+    return lines, _peers_targets(cfg, labels, burn, hist, pick)
+
+
+def _outside_method(cfg: dict[str, Any]) -> list[str]:
+    return [
+        f"Same machine, same run; a fresh store for every measurement (a PostgreSQL database; a "
+        "RabbitMQ queue; a Redis database number of the system's own, flushed); in each of "
+        f"{cfg['runs']} round(s) the systems run one after the other. Burn-down: bulk-enqueue "
+        f"{cfg['jobs']:,} jobs (batches of {cfg['enqueue_batch']:,} through each system's bulk "
+        "API: chokaq `enqueue_many`, PgQueuer `Queries.enqueue` with lists, procrastinate "
+        "`batch_defer_async`, RQ `enqueue_many`; Celery has none: one `send_task` per job over "
+        "one kept producer), then one worker process, started by its own command line as users "
+        "start it (`chokaq worker --app ... --burst --concurrency 10`, `celery worker`, `rq "
+        "worker --burst`), drains them. Everything is measured from outside: processing jobs/s "
+        "= jobs / the time from the worker's start (its imports included) until all jobs are "
+        "done, which the harness sees by the worker's burst exit (chokaq, PgQueuer, "
+        "procrastinate; so their figures include their shutdown) or by a Redis counter every "
+        "handler INCRs (Celery, which has no burst mode, and RQ, whose burst exit lags its "
+        "last job by up to a minute; their no-op rows do that one INCR), whatever the "
+        "handler does. With the INCR handler the counter also checks that every job ran "
+        "exactly once. Peak RSS: the worker's whole process tree (a prefork pool, RQ's forked "
+        "job processes), sampled from /proc every 50 ms (pages a forked child shares with its "
+        "parent count in each). The handler work is the same everywhere: a no-op, or one "
+        "Redis INCR (a round trip; rows marked so). PgQueuer runs on asyncpg in two "
+        "configurations: batch 5 capped at 10 concurrent jobs and its best (batch 10, "
+        "uncapped); procrastinate with concurrency 10; Celery with threads x10 in one process "
+        "and the default prefork pool x2, `acks_late`, no result backend, mingle, gossip and "
+        "event heartbeats off; RQ's SimpleWorker and its forking Worker (defaults).",
+    ]
+
+
+def _in_process(cfg: dict[str, Any]) -> list[str]:
+    """The method of the records made before the workers were measured from outside."""
+    return [
         f"Same machine, same PostgreSQL, same run; a fresh database for every measurement; in each"
         f" of {cfg['runs']} round(s) the systems run one after the other. Burn-down: bulk-enqueue "
         f"{cfg['jobs']:,} no-op jobs (batches of {cfg['enqueue_batch']:,}, each system's bulk "
@@ -292,20 +353,21 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
         "configurations: batch 5 capped at 10 concurrent jobs (the closest to concurrency 10; "
         "it requires cap >= 2x batch), and its best (batch 10, uncapped, as its own benchmark "
         "runs). procrastinate runs with its defaults and concurrency 10 (async no-op task).",
-        "",
-        "### Burn-down",
-        "",
-        "| System | enqueue jobs/s | processing jobs/s | chokaq processing is | "
-        "worker peak RSS MiB |",
-        "|---|---|---|---|---|",
     ]
-    for key, r in burn.items():
-        f = r["figures"]
-        ratio = base["process_jobs_s"]["median"] / f["process_jobs_s"]["median"]
-        lines.append(
-            f"| {labels[key]} | {cell(f['enqueue_jobs_s'])} | {cell(f['process_jobs_s'])} | "
-            f"{ratio:.2f}x | {cell(f['peak_rss_mib'])} |"
-        )
+
+
+def _peers_rest(
+    rec: dict[str, Any],
+    cfg: dict[str, Any],
+    labels: dict[str, str],
+    burn: dict[str, Any],
+    hist: dict[str, Any],
+    pick: dict[str, Any],
+    steady: dict[str, Any],
+    charts: list[str],
+) -> list[str]:
+    """The peers part's sections after the burn-down table."""
+    lines: list[str] = []
     if hist:
         lines += [
             "",
@@ -394,8 +456,17 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
             + f". The rest was rerun at {rec['finished_at']} (chokaq at "
             f"{rec['machine'].get('git', '?')}).",
         ]
-    lines += ["", *charts, ""]
+    return [*lines, "", *charts, ""]
 
+
+def _peers_targets(
+    cfg: dict[str, Any],
+    labels: dict[str, str],
+    burn: dict[str, Any],
+    hist: dict[str, Any],
+    pick: dict[str, Any],
+) -> list[tuple[str, ...]]:
+    base = burn["chokaq"]["figures"]
     targets: list[tuple[str, ...]] = []
 
     def target(
@@ -465,7 +536,7 @@ def _peers(rec: dict[str, Any], charts: list[str]) -> tuple[list[str], list[tupl
                 "met" if abs(change) <= 0.05 or change > 0 else "**missed**",
             )
         )
-    return lines, targets
+    return targets
 
 
 def _history_change(hist: dict[str, Any], burn: dict[str, Any]) -> tuple[float, str]:
@@ -578,16 +649,42 @@ def _bar(path: Path, title: str, ylabel: str, bars: list[tuple[str, dict[str, fl
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
     names = [n for n, _ in bars]
     meds = [f["median"] for _, f in bars]
     err = [[f["median"] - f["min"] for _, f in bars], [f["max"] - f["median"] for _, f in bars]]
+    if len(bars) > 5:  # long labels (the peers part's many configurations) read better across
+        _barh(path, title, ylabel, names, meds, err)
+        return
+    fig, ax = plt.subplots(figsize=(8, 4))
     ax.bar(names, meds, yerr=err, capsize=4, color="#4C72B0")
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.tick_params(axis="x", labelsize=8)
     for i, v in enumerate(meds):
         ax.annotate(_num(v), (i, v), ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _barh(
+    path: Path,
+    title: str,
+    unit: str,
+    names: list[str],
+    meds: list[float],
+    err: list[list[float]],
+) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.32 * len(names)))
+    ax.barh(names, meds, xerr=err, capsize=3, color="#4C72B0")
+    ax.invert_yaxis()  # the first configuration on top, as in the table
+    ax.set_title(title)
+    ax.set_xlabel(unit)
+    ax.tick_params(axis="y", labelsize=8)
+    for i, v in enumerate(meds):
+        ax.annotate(f" {_num(v)}", (v, i), ha="left", va="center", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -5,9 +5,18 @@
     .venv/bin/python bench/run_all.py --parts peers         # one part; the report keeps the rest
     .venv/bin/python bench/run_all.py --quick --out /tmp/b  # the short form the tests run
 
-Parts: pillars (Three Pillars vs a single table), peers (chokaq vs PgQueuer and procrastinate),
-sqlite (the embedded backend), scale (1/2/4 worker processes on PostgreSQL and a sizing
-estimate). ``--report-only`` rewrites the report from the stored JSON.
+Parts: pillars (Three Pillars vs a single table), peers (chokaq vs PgQueuer, procrastinate,
+Celery and RQ), sqlite (the embedded backend), scale (1/2/4 worker processes on PostgreSQL and a
+sizing estimate). ``--report-only`` rewrites the report from the stored JSON.
+
+The peers part compares every configuration that can run here (its packages installed, its
+broker answering; the others are named and left out), each with a no-op handler and one doing a
+Redis INCR; ``--systems celery,rq`` and ``--works incr`` narrow it:
+
+    .venv/bin/python bench/run_all.py --parts peers --systems chokaq,celery-redis --works incr
+
+Budget for it: RQ's forking Worker runs about 55 jobs/s here, so at 20,000 jobs its two
+burn-downs take some 12 minutes a round.
 """
 
 from __future__ import annotations
@@ -47,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
         "from the stored results, and the report says so)",
     )
     p.add_argument("--no-peers", action="store_true", help="chokaq (and the baseline) only")
+    p.add_argument(
+        "--systems",
+        help="peers: comma-separated families (chokaq, pgqueuer, procrastinate, celery, rq) or "
+        "configurations (such as celery-redis-prefork); default every one that can run here",
+    )
+    p.add_argument(
+        "--works",
+        default="noop,incr",
+        help="peers: the handler work, noop and/or incr (one Redis INCR per job)",
+    )
     p.add_argument("--quick", action="store_true", help="the short form: tiny N, one run")
     p.add_argument("--report-only", action="store_true")
     return p
@@ -75,6 +94,16 @@ def _sections(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _lineup(args: argparse.Namespace) -> list[Any] | None:
+    """The peers part's configurations; None (chokaq alone, no-op) for --no-peers."""
+    if args.no_peers and not args.systems:
+        return None
+    from bench import lineup
+
+    names = [n for n in args.systems.split(",") if n] if args.systems else None
+    return lineup.select(names, [w for w in args.works.split(",") if w])
+
+
 def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dict[str, object]:
     if part == "pillars":
         from bench import pillars
@@ -94,6 +123,7 @@ def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dic
             steady_runs=args.steady_runs,
             include_peers=not args.no_peers,
             checkpoint=checkpoint,
+            systems=_lineup(args),
             **_sections(args),
         )
     if part == "sqlite":

@@ -1,10 +1,11 @@
 """Part 4: scaling out on PostgreSQL, and a paper estimate of one server's capacity.
 
-``jobs`` no-op jobs are bulk-enqueued into a fresh database, then 1, 2 and 4 chokaq worker
-processes (concurrency 10 each) drain them together; throughput = jobs / (last worker's end -
-first worker's start). Around the drain the CPU time of every postgres process (utime + stime
-from /proc) and the WAL position are read, giving PostgreSQL CPU seconds per job and WAL bytes
-per job. On a 2-core machine that also runs the workers this shows contention, not scale.
+``jobs`` no-op jobs are bulk-enqueued into a fresh database, then 1, 2 and 4 ``chokaq worker
+--burst`` processes (concurrency 10 each) drain them together; throughput = jobs / (last
+worker's exit - first worker's start), both seen from outside. Around the drain the CPU time of
+every postgres process (utime + stime from /proc) and the WAL position are read, giving
+PostgreSQL CPU seconds per job and WAL bytes per job. On a 2-core machine that also runs the
+workers this shows contention, not scale.
 
 The estimate divides a server's usable CPU by the measured CPU per job. It assumes the per-job
 cost stays flat as concurrency grows (no lock or WAL-flush bottleneck), which is optimistic.
@@ -14,17 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
-from bench.measure import (
-    child_env,
-    fresh_database,
-    postgres_cpu_seconds,
-    spread,
-    wal_lsn,
-)
-from bench.systems import CHOKAQ_WORKER, System
+from bench.measure import fresh_database, postgres_cpu_seconds, spread, wal_lsn
+from bench.systems import postgres_systems
 
 PROCESSES = (1, 2, 4)
 SERVER_VCPUS = (2, 4, 8, 16, 32)
@@ -32,7 +29,7 @@ USABLE_CPU = 0.7  # headroom kept for vacuum, checkpoints and the rest of the se
 
 
 def enqueue_chokaq(url: str, jobs: int, install: bool = True) -> float:
-    system = System("chokaq", "chokaq", CHOKAQ_WORKER)
+    system = postgres_systems(include_peers=False)[0]
 
     async def go() -> float:
         await system.open(url, install=install)
@@ -45,25 +42,25 @@ def enqueue_chokaq(url: str, jobs: int, install: bool = True) -> float:
 
 
 def drain_with_processes(url: str, jobs: int, processes: int) -> float:
-    """Start ``processes`` burst workers at once; jobs/s over first start to last end."""
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", CHOKAQ_WORKER],
-            env=child_env(URL=url, MODE="burst", CONCURRENCY="10"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(processes)
-    ]
-    spans = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=900)
-        if proc.returncode != 0:
-            raise RuntimeError(f"worker failed:\n{err[-3000:]}")
-        fields = out.split()
-        spans.append((float(fields[2]), float(fields[3])))
-    return jobs / (max(end for _, end in spans) - min(begin for begin, _ in spans))
+    """Start ``processes`` burst CLI workers at once; jobs/s from the first start to the last
+    exit, seen from outside (polled every 5 ms)."""
+    system = postgres_systems(include_peers=False)[0]
+    with tempfile.TemporaryDirectory() as folder:
+        argv, env = system.launch(url, "burst", Path(folder))
+        logs = [Path(folder) / f"worker{i}.log" for i in range(processes)]
+        started = time.perf_counter()
+        procs = []
+        for log in logs:  # stderr to files: a full pipe would stall a worker that logs
+            with log.open("wb") as err:
+                procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err))
+        while any(proc.poll() is None for proc in procs):
+            time.sleep(0.005)
+        ended = time.perf_counter()
+        for proc, log in zip(procs, logs, strict=True):
+            if proc.returncode != 0:
+                tail = log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"worker failed:\n{tail}")
+    return jobs / (ended - started)
 
 
 def _one(jobs: int, processes: int) -> dict[str, float]:

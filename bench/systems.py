@@ -1,69 +1,97 @@
-"""The job systems the end-to-end parts drive, each behind the same small surface: install into a
-fresh database, bulk enqueue, enqueue one job, count unfinished jobs, load finished history, and
-the source of a worker subprocess (burst: drain and print elapsed seconds and peak RSS; serve:
-run until terminated, appending each job's pickup latency to a file when asked).
+"""The job systems on PostgreSQL the end-to-end parts drive, each behind the same small surface
+(bench/brokers.py puts Celery and RQ behind it too): a fresh store, bulk enqueue, enqueue one job,
+count unfinished jobs, load finished history, and the worker's command line (burst: drain, then
+exit; serve: run until terminated, appending each job's pickup latency to a file when asked),
+which bench/outside.py times from outside.
 
-chokaq (PostgreSQL or SQLite), PgQueuer (asyncpg, its fastest driver) and procrastinate (psycopg
-3). Peers run with their documented defaults plus the knobs the issue names (concurrency 10;
-PgQueuer also at batch 10 with no cap, its own benchmark's setting). Bench code may hold SQL.
+chokaq (PostgreSQL or SQLite; its ``chokaq worker`` CLI, async or plain def handler), PgQueuer
+(asyncpg, its fastest driver) and procrastinate (psycopg 3). Peers run with their documented
+defaults plus the knobs the issue names (concurrency 10; PgQueuer also at batch 10 with no cap,
+its own benchmark's setting). Bench code may hold SQL.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
 
 import psycopg
 
-# -- worker subprocess sources -------------------------------------------------------------------
+from bench.measure import child_env, fresh_database
+from bench.outside import WORK_DB, redis_url
+
+# -- worker sources -------------------------------------------------------------------------------
 # Each reads URL, MODE (burst | serve), CONCURRENCY and, for PgQueuer, BATCH and CAP from the
-# environment. A handler given a "sent" wall-clock time appends time.time() - sent to LAT_FILE.
+# environment, and does the handler work WORK_SOURCE defines.
 
-CHOKAQ_WORKER = r"""
-import asyncio, os, time
-from chokaq import App
-
-def peak_rss_kb():
-    # VmHWM is this process's own peak RSS; getrusage's ru_maxrss survives exec and would
-    # report the parent's RSS at fork time when that is larger.
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-app = App(os.environ["URL"], schema="chokaq", auto_migrate=False)
+# The same work per job in every system's handler: nothing ("noop"), or one round trip to Redis
+# ("incr": INCR of the run's counter, which the harness polls: that is how it sees every job
+# done without a burst mode). COUNT=1 adds the INCR to a no-op for a system whose burst exit
+# cannot mark the end (none, or a slow one).
+# A handler given a "sent" wall-clock time first appends time.time() - sent to LAT_FILE.
+WORK_SOURCE = r"""
+import os, time
 LAT = os.environ.get("LAT_FILE")
+COUNTER, WORK_REDIS = os.environ.get("COUNTER", ""), os.environ.get("WORK_REDIS", "")
+# No counter (a pickup run): nothing to count, and no INCR after the latency is written.
+INCR = bool(COUNTER) and (os.environ.get("WORK") == "incr" or os.environ.get("COUNT") == "1")
+_sync_clients, _async_clients = {}, []
 
-@app.job()
-async def noop(i: int = 0, sent: float = 0.0) -> None:
+def _latency(sent):
     if LAT and sent:
         with open(LAT, "a") as f:
             f.write(f"{time.time() - sent}\n")
 
-async def main():
-    await app.open()
-    begin = time.time()
-    t = time.perf_counter()
-    await app.run_worker(burst=os.environ["MODE"] == "burst",
-                         concurrency=int(os.environ["CONCURRENCY"]))
-    elapsed = time.perf_counter() - t
-    print(elapsed, peak_rss_kb(), begin, time.time())
-    await app.close()
+def work_sync(sent=0.0):
+    _latency(sent)
+    if INCR:
+        # One client per process: a forked child must not use its parent's sockets.
+        if os.getpid() not in _sync_clients:
+            import redis
+            _sync_clients[os.getpid()] = redis.Redis.from_url(WORK_REDIS)
+        _sync_clients[os.getpid()].incr(COUNTER)
 
-asyncio.run(main())
+async def work_async(sent=0.0):
+    _latency(sent)
+    if INCR:
+        if not _async_clients:
+            import redis.asyncio
+            _async_clients.append(redis.asyncio.Redis.from_url(WORK_REDIS))
+        await _async_clients[0].incr(COUNTER)
 """
 
-PGQUEUER_WORKER = r"""
-import asyncio, os, time
-from datetime import timedelta
+# chokaq runs as users run it: ``chokaq worker --app bench_chokaq_app:app`` on this module.
+CHOKAQ_APP = (
+    WORK_SOURCE
+    + r"""
+from chokaq import App
 
-def peak_rss_kb():
-    # VmHWM is this process's own peak RSS; getrusage's ru_maxrss survives exec and would
-    # report the parent's RSS at fork time when that is larger.
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+app = App(os.environ["URL"], schema="chokaq", auto_migrate=False)
+
+if os.environ.get("HANDLER") == "def":
+    @app.job(name="noop")
+    def noop(i: int = 0, sent: float = 0.0) -> None:
+        work_sync(sent)
+else:
+    @app.job(name="noop")
+    async def noop(i: int = 0, sent: float = 0.0) -> None:
+        await work_async(sent)
+"""
+)
+
+PGQUEUER_WORKER = (
+    WORK_SOURCE
+    + r"""
+import asyncio
 import asyncpg
 from pgqueuer import PgQueuer
 from pgqueuer.types import QueueExecutionMode
-LAT = os.environ.get("LAT_FILE")
 
 async def main():
     conn = await asyncpg.connect(os.environ["URL"])
@@ -71,53 +99,81 @@ async def main():
 
     @pgq.entrypoint("noop")
     async def noop(job) -> None:
-        if LAT and job.payload:
-            sent = float(job.payload.decode())
-            with open(LAT, "a") as f:
-                f.write(f"{time.time() - sent}\n")
+        await work_async(float(job.payload.decode()) if job.payload else 0.0)
 
     cap = int(os.environ["CAP"]) or None
     mode = (QueueExecutionMode.drain if os.environ["MODE"] == "burst"
             else QueueExecutionMode.continuous)
-    begin = time.time()
-    t = time.perf_counter()
     await pgq.run(batch_size=int(os.environ["BATCH"]), max_concurrent_tasks=cap, mode=mode)
-    elapsed = time.perf_counter() - t
-    print(elapsed, peak_rss_kb(), begin, time.time())
 
 asyncio.run(main())
 """
+)
 
-PROCRASTINATE_WORKER = r"""
-import asyncio, logging, os, time
+PROCRASTINATE_WORKER = (
+    WORK_SOURCE
+    + r"""
+import asyncio, logging
 import procrastinate
 
-def peak_rss_kb():
-    # VmHWM is this process's own peak RSS; getrusage's ru_maxrss survives exec and would
-    # report the parent's RSS at fork time when that is larger.
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-LAT = os.environ.get("LAT_FILE")
 app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=os.environ["URL"]))
 
 @app.task(name="noop")
 async def noop(i: int = 0, sent: float = 0.0) -> None:
-    if LAT and sent:
-        with open(LAT, "a") as f:
-            f.write(f"{time.time() - sent}\n")
+    await work_async(sent)
 
 async def main():
     async with app.open_async():
-        begin = time.time()
-        t = time.perf_counter()
         await app.run_worker_async(concurrency=int(os.environ["CONCURRENCY"]),
                                    wait=os.environ["MODE"] != "burst", install_signal_handlers=True)
-        elapsed = time.perf_counter() - t
-    print(elapsed, peak_rss_kb(), begin, time.time())
 
 logging.disable(logging.WARNING)
 asyncio.run(main())
 """
+)
+
+WORKS = ("noop", "incr")
+
+
+def with_work(system: Any, work: str) -> Any:
+    """A copy of ``system`` whose handler does ``work`` (the no-op keeps the plain key)."""
+    if work not in WORKS:
+        raise ValueError(f"work must be one of {', '.join(WORKS)}, got {work!r}")
+    if work == "noop":
+        if system.worker_env.get("COUNT") == "1":
+            # The INCR is only there to count a burn-down's jobs; a pickup run does not do it.
+            return replace(system, label=f"{system.label}, no-op (burn-down: + counting INCR)")
+        return system
+    label = f"{system.label}, one Redis INCR per job"
+    env = {**system.worker_env, "WORK": work}
+    return replace(system, key=f"{system.key}+{work}", label=label, worker_env=env, client=None)
+
+
+def work_of(key: str) -> str:
+    return key.partition("+")[2] or "noop"
+
+
+class Surface(Protocol):
+    """What the peers part needs of a system (System here; CelerySystem and RQSystem in
+    bench/brokers.py). ``store`` is whatever ``store()`` yields: a database URL, or for a
+    broker ``<broker URL>|<queue>``."""
+
+    key: str
+    label: str
+    worker_env: dict[str, str]
+    ends_by_exit: bool  # its burst exit marks the end of a burn-down (else: the Redis counter)
+    database: bool  # history and the steady load apply (they read the database's tables)
+    hurry_after: float | None  # a second SIGTERM after this many seconds of stopping
+
+    def store(self) -> contextlib.AbstractContextManager[str]: ...
+    def launch(
+        self, store: str, mode: str, folder: Path, **extra: str
+    ) -> tuple[list[str], dict[str, str]]: ...
+    def unfinished(self, store: str) -> int: ...
+    async def open(self, store: str, install: bool) -> None: ...
+    async def close(self) -> None: ...
+    async def enqueue_bulk(self, count: int, batch: int = 10_000) -> float: ...
+    async def enqueue_one(self, sent: float) -> None: ...
 
 
 @dataclass
@@ -129,11 +185,43 @@ class System:
     worker_source: str
     worker_env: dict[str, str] = field(default_factory=dict)
     client: Any = None
+    # Every PostgreSQL system here has a burst mode (run until nothing is left, then exit) whose
+    # exit marks the end of its burn-down, and keeps its jobs in the database, so the history
+    # and steady sections apply to it.
+    ends_by_exit: bool = True
+    database: bool = True
+    hurry_after: float | None = None
+
+    # -- the store and the worker's command line -----------------------------------------------
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[str]:
+        """A fresh, empty database; its URL."""
+        with fresh_database(family(self.key)) as url:
+            yield url
+
+    def launch(
+        self, store: str, mode: str, folder: Path, **extra: str
+    ) -> tuple[list[str], dict[str, str]]:
+        """The worker's command line and environment; chokaq's is its CLI on an app module
+        written into ``folder`` (``mode`` burst adds ``--burst``)."""
+        env = child_env(URL=store, MODE=mode, WORK_REDIS=redis_url(WORK_DB), **self.worker_env)
+        env.update(extra)
+        if family(self.key) != "chokaq":
+            return [sys.executable, "-c", self.worker_source], env
+        (folder / "bench_chokaq_app.py").write_text(CHOKAQ_APP)
+        env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
+        argv = [sys.executable, "-m", "chokaq", "worker", "--app", "bench_chokaq_app:app"]
+        argv += ["--concurrency", self.worker_env.get("CONCURRENCY", "10")]
+        return argv + (["--burst"] if mode == "burst" else []), env
+
+    def unfinished(self, store: str) -> int:
+        return unfinished(store, self.key)
 
     # -- lifecycle in the parent process ----------------------------------------------------------
 
     async def open(self, url: str, install: bool) -> None:
-        if self.key == "chokaq":
+        if family(self.key) == "chokaq":
             from chokaq import App
 
             app = App(url, schema="chokaq", auto_migrate=install)
@@ -171,7 +259,7 @@ class System:
     async def close(self) -> None:
         if self.client is None:
             return
-        if self.key == "chokaq" or self.key.startswith("pgqueuer"):
+        if family(self.key) in ("chokaq", "pgqueuer"):
             await self.client[0].close()
         else:
             await self.client[0].close_async()
@@ -182,7 +270,7 @@ class System:
         started = time.perf_counter()
         for first in range(0, count, batch):
             size = min(batch, count - first)
-            if self.key == "chokaq":
+            if family(self.key) == "chokaq":
                 app, noop = self.client
                 await app.enqueue_many([noop.prepare(i=first + k) for k in range(size)])
             elif self.key.startswith("pgqueuer"):
@@ -197,7 +285,7 @@ class System:
 
     async def enqueue_one(self, sent: float) -> None:
         """One job whose handler reports ``time.time() - sent`` (PgQueuer: in the payload)."""
-        if self.key == "chokaq":
+        if family(self.key) == "chokaq":
             _, noop = self.client
             await noop.enqueue(sent=sent)
         elif self.key.startswith("pgqueuer"):
@@ -255,7 +343,8 @@ HISTORY_SQL = {
 
 
 def family(key: str) -> str:
-    return "pgqueuer" if key.startswith("pgqueuer") else key
+    """The system a configuration key belongs to: "pgqueuer-best+incr" -> "pgqueuer"."""
+    return key.partition("+")[0].split("-")[0]
 
 
 def unfinished(url: str, key: str) -> int:
@@ -277,41 +366,50 @@ def load_history(url: str, key: str, rows: int) -> None:
 
 
 def data_schema(key: str) -> str:
-    return "chokaq" if key == "chokaq" else "public"
+    return "chokaq" if family(key) == "chokaq" else "public"
 
 
 def postgres_systems(include_peers: bool) -> list[System]:
     """chokaq and, when installed and asked for, the peers in the configurations compared."""
-    systems = [System("chokaq", "chokaq (concurrency 10)", CHOKAQ_WORKER, {"CONCURRENCY": "10"})]
+    systems = [System("chokaq", "chokaq (concurrency 10)", CHOKAQ_APP, {"CONCURRENCY": "10"})]
     if not include_peers:
         return systems
-    if peers_available()["pgqueuer"]:
-        systems.append(
-            System(
-                "pgqueuer-c10",
-                "PgQueuer (batch 5, cap 10)",
-                PGQUEUER_WORKER,
-                {"CONCURRENCY": "10", "BATCH": "5", "CAP": "10"},
-            )
-        )
-        systems.append(
-            System(
-                "pgqueuer-best",
-                "PgQueuer best (batch 10, uncapped)",
-                PGQUEUER_WORKER,
-                {"CONCURRENCY": "0", "BATCH": "10", "CAP": "0"},
-            )
-        )
-    if peers_available()["procrastinate"]:
-        systems.append(
-            System(
-                "procrastinate",
-                "procrastinate (concurrency 10)",
-                PROCRASTINATE_WORKER,
-                {"CONCURRENCY": "10"},
-            )
-        )
-    return systems
+    found = peers_available()
+    return systems + [s for s in pg_peers() if found[family(s.key)]]
+
+
+def pg_peers() -> list[System]:
+    """PgQueuer (capped at 10, and its best) and procrastinate, installed or not."""
+    return [
+        System(
+            "pgqueuer-c10",
+            "PgQueuer (batch 5, cap 10)",
+            PGQUEUER_WORKER,
+            {"CONCURRENCY": "10", "BATCH": "5", "CAP": "10"},
+        ),
+        System(
+            "pgqueuer-best",
+            "PgQueuer best (batch 10, uncapped)",
+            PGQUEUER_WORKER,
+            {"CONCURRENCY": "0", "BATCH": "10", "CAP": "0"},
+        ),
+        System(
+            "procrastinate",
+            "procrastinate (concurrency 10)",
+            PROCRASTINATE_WORKER,
+            {"CONCURRENCY": "10"},
+        ),
+    ]
+
+
+def chokaq_def() -> System:
+    """chokaq with a plain ``def`` handler, which its worker runs in a thread pool."""
+    return System(
+        "chokaq-def",
+        "chokaq, plain def handler (threads, concurrency 10)",
+        CHOKAQ_APP,
+        {"CONCURRENCY": "10", "HANDLER": "def"},
+    )
 
 
 def peers_available() -> dict[str, bool]:
