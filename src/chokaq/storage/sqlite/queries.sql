@@ -468,7 +468,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
                                   JOIN {p}jobs_dlq d ON d.id = e.parent_id
                                   WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
 
--- name: hot_page
+-- name: hot_list
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
        max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
@@ -485,6 +485,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
        OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
                                   JOIN {p}jobs_dlq d ON d.id = e.parent_id
                                   WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
+  AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 
@@ -497,7 +498,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 
--- name: archive_page
+-- name: archive_list
 SELECT * FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
@@ -505,6 +506,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
+  AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 
@@ -530,7 +532,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
 ORDER BY failed_at DESC, id DESC
 LIMIT :cap
 
--- name: dlq_page
+-- name: dlq_list
 SELECT * FROM {p}jobs_dlq
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
@@ -539,6 +541,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+  AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from datetime import datetime
 from typing import TypeVar
 
 from ...models import (
@@ -18,7 +19,7 @@ from ...models import (
     FailureReason,
     JobFilter,
     JobView,
-    Page,
+    PageKey,
     PendingGroup,
     Pillar,
     QueueStats,
@@ -33,7 +34,8 @@ from .rows import from_ts, job_view, queue_info
 __all__ = [
     "filter_params",
     "job_get",
-    "jobs_page",
+    "jobs_count",
+    "jobs_list",
     "jobs_pending_groups",
     "order_by",
     "stats_queues",
@@ -41,6 +43,7 @@ __all__ = [
     "stats_summary",
     "stats_throughput",
     "top_errors",
+    "traversal",
 ]
 
 _DIRECTION = {True: "DESC", False: "ASC"}
@@ -187,29 +190,68 @@ def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
 _PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
 
 
-def jobs_page(
+def traversal(
+    column: str, descending: bool, key: PageKey | None, backward: bool
+) -> tuple[str, str]:
+    """The ORDER BY and keyset condition of a listing, as on PostgreSQL (``reads.traversal``
+    there): a row-value comparison on (column, id) that the (column, id) index serves."""
+    desc = descending != backward
+    nulls_last = not backward
+    nullable = column in NULLABLE_SORTS
+    direction = _DIRECTION[desc]
+    nulls = (" NULLS LAST" if nulls_last else " NULLS FIRST") if nullable else ""
+    col = quote_identifier(column)
+    order = f"{col} {direction}{nulls}, id {direction}"
+    if key is None:
+        return order, "1"
+    cmp = "<" if desc else ">"
+    if column == "id":
+        return order, f"id {cmp} :key_id"
+    row = f"({col}, id) {cmp} (:key_value, :key_id)"
+    if not nullable:
+        return order, row
+    if key.value is not None:
+        return order, f"({row} OR {col} IS NULL)" if nulls_last else row
+    among_nulls = f"({col} IS NULL AND id {cmp} :key_id)"
+    return order, among_nulls if nulls_last else f"({among_nulls} OR {col} IS NOT NULL)"
+
+
+def jobs_list(
     db: Database,
     pillar: Pillar,
     filter: JobFilter,
     column: str,
     descending: bool,
-    page: int,
-    page_size: int,
-) -> Page[JobView]:
-    params = filter_params(filter)
-    order = order_by(column, descending)
-    name = _PAGE[pillar]
+    offset: int,
+    limit: int,
+    key: PageKey | None,
+    backward: bool,
+) -> list[JobView]:
+    order, keyset = traversal(column, descending, key, backward)
+    value = None if key is None else key.value
+    params = {
+        **filter_params(filter),
+        "limit": limit,
+        "offset": 0 if key is not None else offset,
+        "key_value": value.timestamp() if isinstance(value, datetime) else value,
+        "key_id": None if key is None else key.id,
+    }
+    sql = db.q[f"{_PAGE[pillar]}_list"].replace("{order}", order).replace("{keyset}", keyset)
 
-    def run() -> Page[JobView]:
-        total = db.conn.execute(db.q[f"{name}_count"], params).fetchone()[0]
-        sql = db.q[f"{name}_page"].replace("{order}", order)
-        rows = db.conn.execute(
-            sql, {**params, "limit": page_size, "offset": (page - 1) * page_size}
-        ).fetchall()
-        items = tuple(job_view(pillar, row) for row in rows)
-        return Page(items=items, total=total, page=page, page_size=page_size)
+    def run() -> list[JobView]:
+        return [job_view(pillar, row) for row in db.conn.execute(sql, params).fetchall()]
 
     return db.read(lambda: _displayable(db, run))
+
+
+def jobs_count(
+    db: Database, pillar: Pillar, filter: JobFilter, exact_up_to: int
+) -> tuple[int, bool]:
+    """Always exact: SQLite keeps no row estimate worth the name, and one host's file counts
+    in milliseconds what PostgreSQL would estimate."""
+    params = filter_params(filter)
+    row = db.read(lambda: db.conn.execute(db.q[f"{_PAGE[pillar]}_count"], params).fetchone())
+    return int(row[0]), False
 
 
 def job_get(db: Database, id: str) -> JobView | None:
