@@ -144,8 +144,14 @@ class ReadOperations(OperationGroup):
         rows = await self.driver.jobs_list(
             which, checked, column, bool(descending), (number - 1) * size, size + 1, key, backward
         )
-        total, estimated = await self.driver.jobs_count(which, checked, paging.COUNT_EXACT_UP_TO)
         more = len(rows) > size
+        if key is None and number == 1 and not more:
+            # A first page that holds every match has counted them already (a search that
+            # matches nothing would otherwise scan the table twice).
+            total, estimated = len(rows), False
+        else:
+            limit = paging.COUNT_EXACT_UP_TO
+            total, estimated = await self.driver.jobs_count(which, checked, limit)
         items = [paging.listed(job) for job in rows[:size]]
         if backward:
             items.reverse()

@@ -11,7 +11,7 @@
   var REASONS = (document.body.dataset.reasons || "").split(" ").filter(Boolean);
 
   var state = {
-    source: "active", page: 1, pages: 1, selected: new Set(), job: null,
+    source: "active", page: 1, pages: 1, cursor: null, selected: new Set(), job: null,
     chartWindow: "hour", series: new Map(), seriesWidth: 1, lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
     schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
@@ -168,9 +168,15 @@
     }
     drawChart(Date.parse(snap.at) / 1000);
     var changed = !prev || prev.summary.succeeded_total !== s.succeeded_total ||
-      prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending;
+      prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending ||
+      prev.summary.fetched !== s.fetched || prev.summary.processing !== s.processing;
     state.ticks++;
-    if (state.source === "active" || changed || state.ticks % 10 === 0) { loadJobs(); }
+    // The jobs table is re-read when the counts moved, while jobs run on Active (their
+    // progress bars; every other snapshot), and every 10th snapshot: a snapshot also comes
+    // when only a lag figure changed, and re-reading a page each time cost an idle tab a
+    // database query every 0.6 s.
+    var running = state.source === "active" && s.processing > 0 && state.ticks % 2 === 0;
+    if (changed || running || state.ticks % 10 === 0) { loadJobs(); }
     if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
     if (state.workflow && !$("workflow").hidden) { refreshWorkflow(); }
     loadSchedules();
@@ -598,10 +604,11 @@
     params.set("source", state.source);
     params.set("sort", f.sort.value);
     params.set("order", f.order.value);
-    params.set("page", String(state.page));
     params.set("page_size", f.page_size.value);
+    setCursorParams(params);
     api("/api/jobs?" + params.toString()).then(renderJobs).catch(function (e) {
       toast("Jobs: " + e.message, true);
+      if (state.cursor) { firstPage(); writeLink(); state.jobsAgain = true; }  // a stale or foreign cursor
     }).then(function () {
       state.jobsBusy = false;
       if (state.jobsAgain) { state.jobsAgain = false; loadJobs(); }
@@ -609,11 +616,7 @@
   }
 
   function renderJobs(data) {
-    state.pages = data.pages;
-    if (data.page > data.pages && data.total > 0) { state.page = data.pages; state.jobsAgain = true; }
-    $("page-info").textContent = "Page " + data.page + " of " + data.pages + " · " + fmtNum(data.total) + " jobs";
-    $("prev").disabled = data.page <= 1;
-    $("next").disabled = data.page >= data.pages;
+    renderPager(data);
     $("jobs").dataset.total = String(data.total);
     var visible = new Set(data.items.map(function (j) { return j.id; }));
     state.selected.forEach(function (id) { if (!visible.has(id)) { state.selected.delete(id); } });
@@ -706,7 +709,7 @@
 
   function setSource(source) {
     state.source = source;
-    state.page = 1;
+    firstPage();
     state.selected.clear();
     clear($("job-rows"));
     invalidatePreview();
@@ -718,6 +721,49 @@
     loadJobs();
   }
 
+  // -- paging: the first pages by number, the others by the cursor tokens the API answers
+  // (next/previous: the row a page follows or precedes), so a deep page costs what the first
+  // does. The page number shown is counted here (a page reached by cursor has none); the
+  // total says "about" when the server estimated it.
+
+  function firstPage() { state.page = 1; state.cursor = null; }
+
+  function setCursorParams(params) {
+    if (!state.cursor) { return; }
+    if (state.cursor.kind === "last") { params.set("last", "true"); }
+    else { params.set(state.cursor.kind, state.cursor.token); }
+  }
+
+  function goPage(kind, token) {
+    if (kind === "first") { firstPage(); }
+    else if (kind === "last") { state.cursor = { kind: "last" }; state.page = state.pages; }
+    else if (token) {
+      state.cursor = { kind: kind, token: token };
+      state.page = Math.max(1, state.page + (kind === "after" ? 1 : -1));
+    } else { return; }
+    writeLink();
+    loadJobs();
+  }
+
+  function renderPager(data) {
+    state.pages = data.pages;
+    state.next = data.next;
+    state.previous = data.previous;
+    if (state.cursor && state.cursor.kind === "last") { state.page = data.pages; }
+    if (!data.previous) { state.page = 1; }
+    if (state.page > data.pages) { state.page = data.pages; }
+    var about = data.total_estimated ? "about " : "";
+    var info = $("page-info");
+    info.textContent = "Page " + fmtNum(state.page) + " of " + about + fmtNum(data.pages) +
+      " · " + about + fmtNum(data.total) + " jobs";
+    info.title = data.total_estimated
+      ? "The total is the database's estimate: counting every match exactly would cost more than the page."
+      : "";
+    info.dataset.estimated = data.total_estimated ? "true" : "false";
+    $("first").disabled = $("prev").disabled = !data.previous;
+    $("next").disabled = $("last").disabled = !data.next;
+  }
+
   // -- deep links: the tab and the open job live in the URL's fragment (#tab=dlq&job=ID), so a
   // link (or a reload) opens the same view; the fragment never reaches the server.
 
@@ -727,6 +773,7 @@
   function writeLink() {
     var parts = ["tab=" + encodeURIComponent(state.source)];
     if (state.job) { parts.push("job=" + encodeURIComponent(state.job)); }
+    parts = parts.concat(pageLink());
     history.replaceState(null, "", "#" + parts.join("&"));
   }
 
@@ -739,7 +786,21 @@
     return {
       tab: SOURCES.indexOf(out.tab) >= 0 ? out.tab : "active",
       job: JOB_ID.test(out.job || "") ? out.job : null,
+      cursor: readCursor(out.cursor), page: /^[1-9][0-9]{0,8}$/.test(out.page || "") ? +out.page : 1,
     };
+  }
+
+  // The page's part of the link: cursor=after.TOKEN, before.TOKEN or last, and its number.
+  var CURSOR = /^(after|before)\.([A-Za-z0-9_-]{1,2048})$/;
+  function pageLink() {
+    if (!state.cursor) { return []; }
+    var c = state.cursor.kind === "last" ? "last" : state.cursor.kind + "." + state.cursor.token;
+    return ["cursor=" + encodeURIComponent(c), "page=" + state.page];
+  }
+  function readCursor(text) {
+    if (text === "last") { return { kind: "last" }; }
+    var m = CURSOR.exec(text || "");
+    return m ? { kind: m[1], token: m[2] } : null;
   }
 
   // -- actions ----------------------------------------------------------------------------
@@ -822,7 +883,7 @@
         var path = pv.action === "purge" ? "/api/dlq/purge-by-filter" : "/api/dlq/requeue-by-filter";
         api(path, { filter: pv.data.filter, cap: pv.data.cap, confirm: word }).then(function (r) {
           toast(r.affected + " job(s) " + (pv.action === "purge" ? "purged" : "requeued"));
-          invalidatePreview(); state.page = 1; loadJobs();
+          invalidatePreview(); firstPage(); writeLink(); loadJobs();
         }).catch(function (e) { toast(e.message, true); });
       });
   }
@@ -1355,11 +1416,13 @@
   document.querySelectorAll("#source button").forEach(function (b) {
     b.addEventListener("click", function () { setSource(b.dataset.source); });
   });
-  $("filters").addEventListener("submit", function (ev) { ev.preventDefault(); state.page = 1; invalidatePreview(); loadJobs(); });
+  $("filters").addEventListener("submit", function (ev) { ev.preventDefault(); firstPage(); writeLink(); invalidatePreview(); loadJobs(); });
   $("filters").addEventListener("input", invalidatePreview);
-  $("filters").addEventListener("reset", function () { setTimeout(function () { state.page = 1; invalidatePreview(); loadJobs(); }, 0); });
-  $("prev").addEventListener("click", function () { if (state.page > 1) { state.page--; loadJobs(); } });
-  $("next").addEventListener("click", function () { if (state.page < state.pages) { state.page++; loadJobs(); } });
+  $("filters").addEventListener("reset", function () { setTimeout(function () { firstPage(); writeLink(); invalidatePreview(); loadJobs(); }, 0); });
+  $("first").addEventListener("click", function () { goPage("first"); });
+  $("prev").addEventListener("click", function () { goPage("before", state.previous); });
+  $("next").addEventListener("click", function () { goPage("after", state.next); });
+  $("last").addEventListener("click", function () { goPage("last"); });
   $("show-hidden").addEventListener("change", function () { if (state.lastSnapshot) { renderQueues(state.lastSnapshot.queues); } });
   $("drawer-close").addEventListener("click", closeDrawer);
   document.addEventListener("keydown", function (ev) {
@@ -1471,6 +1534,9 @@
   function followLink() {
     var link = readLink();
     if (link.tab !== state.source) { setSource(link.tab); }
+    if (JSON.stringify(link.cursor) !== JSON.stringify(state.cursor)) {
+      state.cursor = link.cursor; state.page = link.cursor ? link.page : 1; loadJobs();
+    }
     if (link.job && link.job !== state.job) { openJob(link.job); }
     if (!link.job && state.job) { closeDrawer(); }
     writeLink();  // a bad part of the link is dropped

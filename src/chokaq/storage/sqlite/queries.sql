@@ -489,6 +489,16 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 
+-- name: hot_key_time
+-- The stored time (a sort column, {column}) of a keyset page's key row (reads.jobs_list).
+SELECT {column} FROM {p}jobs_hot WHERE id = :key_id
+
+-- name: archive_key_time
+SELECT {column} FROM {p}jobs_archive WHERE id = :key_id
+
+-- name: dlq_key_time
+SELECT {column} FROM {p}jobs_dlq WHERE id = :key_id
+
 -- name: archive_count
 SELECT count(*) FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)

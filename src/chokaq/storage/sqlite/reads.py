@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from ...models import (
@@ -28,6 +28,7 @@ from ...models import (
     Throughput,
 )
 from ..checks import NULLABLE_SORTS
+from ..paging import TIME_SORTS
 from .connection import Database, quote_identifier
 from .rows import from_ts, job_view, queue_info
 
@@ -188,13 +189,15 @@ def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
 
 
 _PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def traversal(
-    column: str, descending: bool, key: PageKey | None, backward: bool
+    column: str, descending: bool, key: PageKey | None, backward: bool, *, exact: bool = True
 ) -> tuple[str, str]:
     """The ORDER BY and keyset condition of a listing, as on PostgreSQL (``reads.traversal``
-    there): a row-value comparison on (column, id) that the (column, id) index serves."""
+    there): a row-value comparison on (column, id) that the (column, id) index serves.
+    ``exact`` false: the key's time is not the stored float of a row (see ``jobs_list``)."""
     desc = descending != backward
     nulls_last = not backward
     nullable = column in NULLABLE_SORTS
@@ -207,6 +210,12 @@ def traversal(
     cmp = "<" if desc else ">"
     if column == "id":
         return order, f"id {cmp} :key_id"
+    if column in TIME_SORTS and not exact:
+        # The key's row is gone: its time stands for the floats in [key_lo, key_hi) that
+        # round to its microsecond (rows tied within it are told apart by id only).
+        if desc:
+            return order, f"({col} < :key_hi AND ({col} < :key_lo OR id < :key_id))"
+        return order, f"({col} >= :key_lo AND ({col} >= :key_hi OR id > :key_id))"
     row = f"({col}, id) {cmp} (:key_value, :key_id)"
     if not nullable:
         return order, row
@@ -227,18 +236,33 @@ def jobs_list(
     key: PageKey | None,
     backward: bool,
 ) -> list[JobView]:
-    order, keyset = traversal(column, descending, key, backward)
     value = None if key is None else key.value
-    params = {
+    params: dict[str, object] = {
         **filter_params(filter),
         "limit": limit,
         "offset": 0 if key is not None else offset,
-        "key_value": value.timestamp() if isinstance(value, datetime) else value,
+        "key_value": value,
         "key_id": None if key is None else key.id,
     }
-    sql = db.q[f"{_PAGE[pillar]}_list"].replace("{order}", order).replace("{keyset}", keyset)
+    name = _PAGE[pillar]
+    by_time = key is not None and isinstance(value, datetime) and column in TIME_SORTS
 
     def run() -> list[JobView]:
+        exact = True
+        if by_time:
+            # A stored time is the float time.time() gave, finer than the key's microseconds:
+            # compare with the key row's own float, so that the key orders as the rows do.
+            lookup = db.q[f"{name}_key_time"].replace("{column}", quote_identifier(column))
+            found = db.conn.execute(lookup, {"key_id": params["key_id"]}).fetchone()
+            exact = found is not None and from_ts(found[0]) == value
+            if exact:
+                params["key_value"] = found[0]
+            else:
+                micros = (value - _EPOCH) // timedelta(microseconds=1)  # type: ignore[operator]
+                params["key_lo"] = (micros - 0.5) / 1e6
+                params["key_hi"] = (micros + 0.5) / 1e6
+        order, keyset = traversal(column, descending, key, backward, exact=exact)
+        sql = db.q[f"{name}_list"].replace("{order}", order).replace("{keyset}", keyset)
         return [job_view(pillar, row) for row in db.conn.execute(sql, params).fetchall()]
 
     return db.read(lambda: _displayable(db, run))
