@@ -12,7 +12,10 @@ CREATE INDEX jobs_archive_type_id ON {schema}.jobs_archive (type, id);
 CREATE INDEX jobs_archive_queue_id ON {schema}.jobs_archive (queue, id);
 CREATE INDEX jobs_archive_priority_id ON {schema}.jobs_archive (priority, id);
 CREATE INDEX jobs_archive_attempts_id ON {schema}.jobs_archive (attempt_count, id);
-CREATE INDEX jobs_archive_duration_id ON {schema}.jobs_archive (duration_seconds, id);
+-- Duration sorts put jobs without one last in either direction: this index serves the
+-- default (descending, slowest first) and its walk back; ascending sorts the rows.
+CREATE INDEX jobs_archive_duration_id ON {schema}.jobs_archive
+    (duration_seconds DESC NULLS LAST, id DESC);
 DROP INDEX {schema}.jobs_dlq_failed;
 CREATE INDEX jobs_dlq_failed ON {schema}.jobs_dlq (failed_at, id);
 CREATE INDEX jobs_hot_created ON {schema}.jobs_hot (created_at, id);

@@ -8,7 +8,8 @@ CREATE INDEX {p}jobs_archive_type_id ON {p}jobs_archive (type, id);
 CREATE INDEX {p}jobs_archive_queue_id ON {p}jobs_archive (queue, id);
 CREATE INDEX {p}jobs_archive_priority_id ON {p}jobs_archive (priority, id);
 CREATE INDEX {p}jobs_archive_attempts_id ON {p}jobs_archive (attempt_count, id);
-CREATE INDEX {p}jobs_archive_duration_id ON {p}jobs_archive (duration_seconds, id);
+-- Descending, as the slowest-first sort reads it (SQLite puts NULLs last when descending).
+CREATE INDEX {p}jobs_archive_duration_id ON {p}jobs_archive (duration_seconds DESC, id DESC);
 DROP INDEX {p}jobs_dlq_failed;
 CREATE INDEX {p}jobs_dlq_failed ON {p}jobs_dlq (failed_at, id);
 CREATE INDEX {p}jobs_hot_created ON {p}jobs_hot (created_at, id);
