@@ -5,20 +5,21 @@
 -- heartbeat) only gets (created_at, id), its default order: its other sorts sort at most the
 -- active jobs. The DLQ's date index gets the id tie-breaker; its other sorts sort its rows.
 -- An existing archive is indexed by this migration in one transaction (the table is locked
--- for writes meanwhile): see docs/operations.md for building the indexes beforehand.
-DROP INDEX {schema}.jobs_archive_finished;
-CREATE INDEX jobs_archive_finished ON {schema}.jobs_archive (finished_at, id);
-CREATE INDEX jobs_archive_type_id ON {schema}.jobs_archive (type, id);
-CREATE INDEX jobs_archive_queue_id ON {schema}.jobs_archive (queue, id);
-CREATE INDEX jobs_archive_priority_id ON {schema}.jobs_archive (priority, id);
-CREATE INDEX jobs_archive_attempts_id ON {schema}.jobs_archive (attempt_count, id);
+-- for writes meanwhile): every index is created IF NOT EXISTS, so that an operator may build
+-- them beforehand with CREATE INDEX CONCURRENTLY (docs/operations.md).
+DROP INDEX IF EXISTS {schema}.jobs_archive_finished;
+CREATE INDEX IF NOT EXISTS jobs_archive_finished_id ON {schema}.jobs_archive (finished_at, id);
+CREATE INDEX IF NOT EXISTS jobs_archive_type_id ON {schema}.jobs_archive (type, id);
+CREATE INDEX IF NOT EXISTS jobs_archive_queue_id ON {schema}.jobs_archive (queue, id);
+CREATE INDEX IF NOT EXISTS jobs_archive_priority_id ON {schema}.jobs_archive (priority, id);
+CREATE INDEX IF NOT EXISTS jobs_archive_attempts_id ON {schema}.jobs_archive (attempt_count, id);
 -- Duration sorts put jobs without one last in either direction: this index serves the
 -- default (descending, slowest first) and its walk back; ascending sorts the rows.
-CREATE INDEX jobs_archive_duration_id ON {schema}.jobs_archive
+CREATE INDEX IF NOT EXISTS jobs_archive_duration_id ON {schema}.jobs_archive
     (duration_seconds DESC NULLS LAST, id DESC);
-DROP INDEX {schema}.jobs_dlq_failed;
-CREATE INDEX jobs_dlq_failed ON {schema}.jobs_dlq (failed_at, id);
-CREATE INDEX jobs_hot_created ON {schema}.jobs_hot (created_at, id);
+DROP INDEX IF EXISTS {schema}.jobs_dlq_failed;
+CREATE INDEX IF NOT EXISTS jobs_dlq_failed_id ON {schema}.jobs_dlq (failed_at, id);
+CREATE INDEX IF NOT EXISTS jobs_hot_created ON {schema}.jobs_hot (created_at, id);
 
 -- Substring search (ILIKE '%text%' over id, type, tags and, in the DLQ, the error) scans the
 -- table unless trigram indexes serve it: 2.1 s per archive page with no match. pg_trgm ships
@@ -41,12 +42,12 @@ BEGIN
     WHERE e.extname = 'pg_trgm';
     IF trgm IS NOT NULL THEN
         EXECUTE format(
-            'CREATE INDEX jobs_archive_search ON %s.jobs_archive USING gin '
+            'CREATE INDEX IF NOT EXISTS jobs_archive_search ON %s.jobs_archive USING gin '
             '((id::text) %I.gin_trgm_ops, type %I.gin_trgm_ops, '
             '(coalesce(tags, '''')) %I.gin_trgm_ops)',
             '{schema}', trgm, trgm, trgm);
         EXECUTE format(
-            'CREATE INDEX jobs_dlq_search ON %s.jobs_dlq USING gin '
+            'CREATE INDEX IF NOT EXISTS jobs_dlq_search ON %s.jobs_dlq USING gin '
             '((id::text) %I.gin_trgm_ops, type %I.gin_trgm_ops, '
             '(coalesce(tags, '''')) %I.gin_trgm_ops, (coalesce(error, '''')) %I.gin_trgm_ops)',
             '{schema}', trgm, trgm, trgm, trgm);
