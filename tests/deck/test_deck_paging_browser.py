@@ -145,6 +145,10 @@ def test_an_exact_count_is_not_labelled_and_a_foreign_cursor_falls_back_to_page_
     text = page.text_content("#page-info") or ""
     assert text.startswith("Page 2 of 2") and "about" not in text
     assert page.get_attribute("#page-info", "data-estimated") == "false"
+    # Changing the order drops the cursor (it belongs to the other order): page 1 again.
+    page.select_option("select[name=order]", "asc")
+    page.wait_for_function("window.location.hash === '#tab=active'")
+    page.select_option("select[name=order]", "desc")
     # A link whose cursor belongs to another sort (made with other settings) is refused by
     # the server: the page says why, shows page 1 and drops the cursor from the link.
     token = encode_cursor("type", True, "page.me", first[0])

@@ -1419,6 +1419,10 @@
   $("filters").addEventListener("submit", function (ev) { ev.preventDefault(); firstPage(); writeLink(); invalidatePreview(); loadJobs(); });
   $("filters").addEventListener("input", invalidatePreview);
   $("filters").addEventListener("reset", function () { setTimeout(function () { firstPage(); writeLink(); invalidatePreview(); loadJobs(); }, 0); });
+  // A cursor belongs to one sort, order and page size: changing one starts from page 1.
+  ["sort", "order", "page_size"].forEach(function (name) {
+    $("filters").elements[name].addEventListener("change", function () { firstPage(); writeLink(); });
+  });
   $("first").addEventListener("click", function () { goPage("first"); });
   $("prev").addEventListener("click", function () { goPage("before", state.previous); });
   $("next").addEventListener("click", function () { goPage("after", state.next); });
