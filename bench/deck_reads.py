@@ -1,42 +1,55 @@
-"""How fast The Deck's reads are on a big PostgreSQL store.
+"""How fast The Deck's reads are on a big PostgreSQL store, through the Deck's own API.
 
-Loads 1,000,000 archived and 100,000 DLQ rows (plus 10,000 pending jobs and two weeks of metric
-buckets) into a fresh schema with ``INSERT ... SELECT generate_series`` in SQL, then times, as
-the median of 5 runs: the overview calls (stats_summary + stats_queues + stats_throughput +
-stats_series), the 2-week chart, the Deck's whole live snapshot, and a filtered DLQ page
-(jobs_page with reason + search + date range). The schema is dropped afterwards.
+Loads 1,000,000 archived, 100,000 DLQ (the newest 50 with 1 MB payloads and 20 kB errors) and
+100,000 pending rows plus two weeks of metric buckets into a schema with ``INSERT ... SELECT
+generate_series``, then times every list, filter, sort, search and deep-page request the Deck
+makes (``GET /api/jobs`` through an httpx ASGI client on ``create_deck``), the series, the live
+snapshot, and the response sizes, as the median (min-max) of ``--runs`` runs after one warm-up.
+Then it serves the Deck with uvicorn, opens it in Chromium (Playwright) and leaves a tab idle
+on Active and on DLQ for ``--idle-seconds``: the storage time the server spent (every storage
+call, from the Backend's observer: pg_stat_statements is not preloaded here) and the bytes it
+sent, per minute.
 
-    python bench/deck_reads.py [--url postgresql://postgres@127.0.0.1:5432/test]
+``--compare TREE`` measures the same data twice: first with the chokaq of ``TREE/src`` (the
+schema migrated by that tree), then with this one (which migrates it on, timed), so the before
+and after figures come from one load. Each half runs in its own process.
+
+    python bench/deck_reads.py [--url ...] [--compare /tmp/base] [--runs 5] [--idle-seconds 30]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import socket
 import statistics
+import subprocess
+import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 from psycopg import sql
-from starlette.requests import Request
 
 from chokaq.app import App
-from chokaq.deck import series
-from chokaq.deck.api import snapshot
-from chokaq.deck.app import DeckState
-from chokaq.deck.auth import Principal, Role, SessionSigner
-from chokaq.models import FailureReason, JobFilter, Pillar
+from chokaq.deck import Role, create_deck
+from chokaq.deck.state import DeckState, snapshot
 
 ARCHIVE_ROWS = 1_000_000
 DLQ_ROWS = 100_000
-HOT_ROWS = 10_000
+HOT_ROWS = 100_000
+BIG_DLQ_ROWS = 50  # the newest DLQ rows carry a 1 MB payload and a 20 kB traceback
 QUEUES = 8
-RUNS = 5
+PAGE = 50
 
 # Bench code may hold SQL (the library may not): it fabricates a store faster than workers could.
 LOAD = [
@@ -48,7 +61,7 @@ LOAD = [
        SELECT gen_random_uuid(),
               CASE WHEN g %% %(queues)s = 0 THEN 'default' ELSE 'q' || (g %% %(queues)s) END,
               'type_' || (g %% 50), '{{"order":' || g || ',"note":"bench row"}}',
-              'tag' || (g %% 20), 10, 1, 'bench-worker',
+              'tag' || (g %% 20), 10 + g %% 3, 1 + g %% 3, 'bench-worker',
               now() - make_interval(secs => g * 1.2) - interval '2 seconds',
               now() - make_interval(secs => g * 1.2) - interval '1 second',
               now() - make_interval(secs => g * 1.2), 0.5 + (g %% 7) / 10.0
@@ -57,22 +70,30 @@ LOAD = [
            error, attempt_count, worker_id, created_at, started_at, failed_at, duration_seconds)
        SELECT gen_random_uuid(),
               CASE WHEN g %% %(queues)s = 0 THEN 'default' ELSE 'q' || (g %% %(queues)s) END,
-              'type_' || (g %% 50), '{{"order":' || g || '}}', 'tag' || (g %% 20), 10,
+              'type_' || (g %% 50),
+              CASE WHEN g <= %(big)s
+                   THEN '{{"blob":"' || repeat(md5(g::text), 31250) || '"}}'
+                   ELSE '{{"order":' || g || '}}' END,
+              'tag' || (g %% 20), 10,
               (ARRAY[0, 1, 2, 4, 5, 6, 7, 8])[1 + g %% 8],
               'Traceback (most recent call last):' || chr(10) || '  File "jobs.py", line '
-                  || (g %% 300) || ', in handler' || chr(10) || 'ValueError: card '
-                  || (g %% 100) || ' declined by bank ' || (g %% 7),
+                  || (g %% 300) || ', in handler' || chr(10)
+                  || CASE WHEN g <= %(big)s THEN repeat('  frame' || chr(10), 2500) ELSE '' END
+                  || 'ValueError: card ' || (g %% 100) || ' declined by bank ' || (g %% 7),
               3, 'bench-worker',
               now() - make_interval(secs => g * 12) - interval '2 seconds',
               now() - make_interval(secs => g * 12) - interval '1 second',
               now() - make_interval(secs => g * 12), 0.25
        FROM generate_series(1, %(dlq)s) g""",
+    # Pending jobs: 10 % delayed by an hour, the others due over the last 30 seconds.
     """INSERT INTO {s}.jobs_hot (id, queue, type, payload, priority, status, created_at,
            updated_at, scheduled_at)
        SELECT gen_random_uuid(),
               CASE WHEN g %% %(queues)s = 0 THEN 'default' ELSE 'q' || (g %% %(queues)s) END,
               'type_' || (g %% 50), '{{}}', 10, 0, now() - make_interval(secs => g %% 30),
-              now(), CASE WHEN g %% 10 = 0 THEN now() + interval '1 hour' END
+              now(),
+              CASE WHEN g %% 10 = 0 THEN now() + interval '1 hour'
+                   ELSE now() - make_interval(secs => g %% 30) END
        FROM generate_series(1, %(hot)s) g""",
     # Two weeks of 60-second buckets and the last hour of 1-second buckets, per queue.
     """INSERT INTO {s}.metric_buckets (width_seconds, bucket_start, queue, outcome,
@@ -96,120 +117,343 @@ LOAD = [
        ON CONFLICT (queue) DO UPDATE SET succeeded_total = excluded.succeeded_total,
            failed_total = excluded.failed_total, last_activity_at = excluded.last_activity_at""",
 ]
+TABLES = ("jobs_archive", "jobs_dlq", "jobs_hot", "metric_buckets")
+
+# (name, query string of GET /api/jobs). A deep page is asked for by number on a tree without
+# keyset paging and by key (the Deck's `after` token of the row before it) on one with it.
+LISTS: list[tuple[str, str]] = [
+    ("active, page 1", "source=active"),
+    ("archive, page 1", "source=archive"),
+    ("dlq, page 1 (50 rows of 1 MB payload)", "source=dlq"),
+    ("active, status=pending", "source=active&status=pending"),
+    ("active, queue=q3", "source=active&queue=q3"),
+    ("archive, type=type_7", "source=archive&type=type_7"),
+    ("archive, queue=q3", "source=archive&queue=q3"),
+    ("archive, last 24 h", "source=archive&since={day_ago}"),
+    ("dlq, reason=transient", "source=dlq&reason=transient"),
+    ("active, sort type", "source=active&sort=type"),
+    ("active, sort priority asc", "source=active&sort=priority&order=asc"),
+    ("archive, sort type", "source=archive&sort=type"),
+    ("archive, sort queue asc", "source=archive&sort=queue&order=asc"),
+    ("archive, sort priority", "source=archive&sort=priority"),
+    ("archive, sort attempts", "source=archive&sort=attempts"),
+    ("archive, sort duration", "source=archive&sort=duration"),
+    ("archive, sort date asc", "source=archive&order=asc"),
+    ("dlq, sort type", "source=dlq&sort=type"),
+    ("dlq, sort duration", "source=dlq&sort=duration"),
+    ("archive, search no match", "source=archive&search=zq-nomatch"),
+    ("archive, search a tag (tag7)", "source=archive&search=tag7"),
+    ("archive, search an id's tail", "source=archive&search={archive_tail}"),
+    ("dlq, search error text", "source=dlq&search=declined+by+bank+3"),
+    ("dlq, search no match", "source=dlq&search=zq-nomatch"),
+    ("active, search no match", "source=active&search=zq-nomatch"),
+    ("archive, type + search + 7 days", "source=archive&type=type_7&search=tag7&since={week_ago}"),
+]
 
 
 def load(url: str, schema: str) -> float:
     started = time.perf_counter()
-    params = {"queues": QUEUES, "archive": ARCHIVE_ROWS, "dlq": DLQ_ROWS, "hot": HOT_ROWS}
+    params = {
+        "queues": QUEUES,
+        "archive": ARCHIVE_ROWS,
+        "dlq": DLQ_ROWS,
+        "hot": HOT_ROWS,
+        "big": BIG_DLQ_ROWS,
+    }
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in LOAD:
             conn.execute(sql.SQL(statement).format(s=sql.Identifier(schema)), params)
-        for table in ("jobs_archive", "jobs_dlq", "jobs_hot", "metric_buckets"):
-            conn.execute(
-                sql.SQL("VACUUM ANALYZE {}.{}").format(
-                    sql.Identifier(schema), sql.Identifier(table)
-                )
-            )
+        analyze(conn, schema)
     return time.perf_counter() - started
 
 
-async def median_ms(fn: Callable[[], Awaitable[Any]]) -> float:
-    await fn()  # warm caches and the connection pool once
+def analyze(conn: psycopg.Connection[Any], schema: str) -> None:
+    for table in TABLES:
+        conn.execute(
+            sql.SQL("VACUUM ANALYZE {}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+        )
+
+
+def fmt(times: list[float]) -> str:
+    return f"{statistics.median(times):7.1f} ({min(times):.1f}-{max(times):.1f})"
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], runs: int) -> tuple[list[float], Any]:
+    result = await fn()  # warm caches and the connection pool once
     times = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         started = time.perf_counter()
-        await fn()
+        result = await fn()
         times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return times, result
 
 
-async def bench(url: str, schema: str) -> None:
-    app = App(url, schema=schema, auto_migrate=True)
+def deep_query(url: str, schema: str) -> str:
+    """Page 20,000 of the archive by date: by number without keyset paging, else by key (the
+    token of the row just before it, read here with SQL, as the Deck's next link would be)."""
+    try:
+        from chokaq.deck.paging import encode_cursor  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return "source=archive&page=20000"
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            sql.SQL(
+                "SELECT finished_at, id::text FROM {}.jobs_archive"
+                " ORDER BY finished_at DESC, id DESC OFFSET %s LIMIT 1"
+            ).format(sql.Identifier(schema)),
+            (19_999 * PAGE - 1,),
+        ).fetchone()
+    assert row is not None
+    token = encode_cursor("date", True, row[0], row[1])
+    return f"source=archive&after={token}"
+
+
+def last_query(keyset: bool) -> str:
+    return "source=archive&last=true" if keyset else f"source=archive&page={ARCHIVE_ROWS // PAGE}"
+
+
+async def requests(app: App, url: str, schema: str, runs: int) -> dict[str, Any]:
+    deck = create_deck(app, authorizer=lambda request: Role.ADMIN, allowed_hosts=["deck.test"])
+    out: dict[str, Any] = {}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=deck), base_url="http://deck.test", timeout=120
+    ) as client:
+        now = datetime.now(UTC)
+        with psycopg.connect(url) as conn:
+            tail = conn.execute(
+                sql.SQL("SELECT right(id::text, 12) FROM {}.jobs_archive LIMIT 1").format(
+                    sql.Identifier(schema)
+                )
+            ).fetchone()
+        fills = {
+            "day_ago": (now - timedelta(days=1)).isoformat().replace("+00:00", "Z"),
+            "week_ago": (now - timedelta(days=7)).isoformat().replace("+00:00", "Z"),
+            "archive_tail": tail[0] if tail else "0",
+        }
+        deep = deep_query(url, schema)
+        keyset = "after=" in deep
+        cases = [(n, q.format(**fills)) for n, q in LISTS]
+        cases += [("archive, page 20,000 (deep)", deep), ("archive, last page", last_query(keyset))]
+        cases += [
+            ("series, hour", "@/api/series?window=hour"),
+            ("series, 2 weeks", "@/api/series?window=2w"),
+        ]
+        for name, query in cases:
+            path = query[1:] if query.startswith("@") else f"/api/jobs?page_size={PAGE}&{query}"
+
+            async def get(path: str = path) -> httpx.Response:
+                response = await client.get(path)
+                response.raise_for_status()
+                return response
+
+            times, response = await timed(get, runs)
+            body = response.json()
+            total = body.get("total")
+            label = "about " if body.get("total_estimated") else ""
+            out[name] = {
+                "ms": times,
+                "bytes": len(response.content),
+                "total": None if total is None else f"{label}{total:,}",
+            }
+            size = len(response.content)
+            shown = out[name]["total"] or ""
+            print(f"  {name:<40} {fmt(times)} ms  {size:>11,} B  {shown}", flush=True)
+    return out
+
+
+async def snapshot_cost(app: App, runs: int) -> dict[str, Any]:
+    state = DeckState(app, None, _signer(), None, 0.5, "bench")
+    times, snap = await timed(lambda: snapshot(state), runs)
+    size = len(json.dumps(snap, default=str))
+    print(f"  {'live snapshot (uncached)':<40} {fmt(times)} ms  {size:>11,} B", flush=True)
+    return {"ms": times, "bytes": size}
+
+
+def _signer() -> Any:
+    from chokaq.deck.auth import SessionSigner
+
+    return SessionSigner()
+
+
+class ByteCounter:
+    """ASGI wrapper that adds up the body bytes the Deck sends, per path."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.bytes: Counter[str] = Counter()
+        self.requests: Counter[str] = Counter()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+
+        async def counting(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                self.bytes[path] += len(message.get("body", b""))
+            elif message["type"] == "http.response.start":
+                self.requests[path] += 1
+            await send(message)
+
+        await self.app(scope, receive, counting)
+
+
+async def idle_tabs(app: App, seconds: float) -> dict[str, Any]:
+    """A real Chromium tab left idle on Active, then on DLQ: storage seconds and bytes/min."""
+    import uvicorn
+    from playwright.async_api import async_playwright
+
+    spent: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+
+    def observe(operation: str, secs: float, error: BaseException | None) -> None:
+        spent[operation] += secs
+        calls[operation] += 1
+
+    app.backend.add_observer(observe)
+    counter = ByteCounter(create_deck(app, authorizer=lambda request: Role.ADMIN))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(counter, host="127.0.0.1", port=port, log_level="warning")
+    )
+    serving = asyncio.create_task(server.serve())
+    out: dict[str, Any] = {}
+    try:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path="/usr/bin/chromium")
+            for tab in ("active", "dlq"):
+                page = await browser.new_page()
+                await page.goto(f"http://127.0.0.1:{port}/#tab={tab}")
+                await page.wait_for_selector("#job-rows tr", timeout=60_000)
+                await asyncio.sleep(3)  # let the first loads settle
+                spent.clear(), calls.clear(), counter.bytes.clear(), counter.requests.clear()
+                started = time.perf_counter()
+                await asyncio.sleep(seconds)  # the measurement window: the tab sits idle
+                window = time.perf_counter() - started
+                await page.close()
+                per_min = 60.0 / window
+                out[tab] = {
+                    "storage_seconds_per_min": sum(spent.values()) * per_min,
+                    "storage_calls_per_min": sum(calls.values()) * per_min,
+                    "by_operation_seconds_per_min": {
+                        k: v * per_min for k, v in spent.most_common()
+                    },
+                    "bytes_per_min": sum(counter.bytes.values()) * per_min,
+                    "requests_per_min": {k: v * per_min for k, v in counter.requests.items()},
+                }
+                top = ", ".join(f"{k} {v * per_min:.2f}" for k, v in spent.most_common(4))
+                print(
+                    f"  idle {tab:<6} tab: storage {out[tab]['storage_seconds_per_min']:.2f} s/min"
+                    f" in {out[tab]['storage_calls_per_min']:.0f} calls/min ({top}),"
+                    f" {out[tab]['bytes_per_min'] / 1e6:.2f} MB/min sent",
+                    flush=True,
+                )
+            await browser.close()
+    finally:
+        server.should_exit = True
+        await serving
+    return out
+
+
+async def measure(url: str, schema: str, runs: int, idle_seconds: float) -> dict[str, Any]:
+    app = App(url, schema=schema, auto_migrate=False)
     await app.open()
     try:
-        print(f"loading {ARCHIVE_ROWS:,} archive, {DLQ_ROWS:,} DLQ, {HOT_ROWS:,} hot rows ...")
-        print(f"  loaded in {load(url, schema):.1f} s")
-        b = app.backend
-        now = datetime.now(UTC)
-
-        async def overview() -> None:
-            await b.stats_summary()
-            await b.stats_queues()
-            await b.stats_throughput()
-            await b.stats_series(since=datetime.now(UTC) - timedelta(hours=1), width_seconds=1)
-
-        dlq_filter = JobFilter(
-            failure_reason=FailureReason.TRANSIENT,
-            search="declined by bank 3",
-            since=now - timedelta(days=7),
-            until=now,
-        )
-        state = DeckState(app, None, SessionSigner(), None, 0.5, "bench")
-        cases: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-            ("stats_summary", b.stats_summary),
-            ("stats_queues", b.stats_queues),
-            ("stats_throughput", b.stats_throughput),
-            (
-                "stats_series, last hour at 1 s",
-                lambda: b.stats_series(since=datetime.now(UTC) - timedelta(hours=1)),
-            ),
-            ("overview total (the four above)", overview),
-            (
-                "stats_series, two weeks at 60 s",
-                lambda: b.stats_series(
-                    since=datetime.now(UTC) - timedelta(days=14), width_seconds=60
-                ),
-            ),
-            ("dlq_top_errors (scan 5000)", b.dlq_top_errors),
-            ("Deck live snapshot (SSE payload)", lambda: snapshot(state)),
-            (
-                "DLQ page: reason + search + 7-day range",
-                lambda: b.jobs_page(pillar=Pillar.DLQ, filter=dlq_filter, page_size=50),
-            ),
-            ("archive page 1, no filter", lambda: b.jobs_page(pillar=Pillar.ARCHIVE, page_size=50)),
-        ]
-        print(f"median of {RUNS} runs:")
-        for name, fn in cases:
-            print(f"  {name:<42} {await median_ms(fn):9.1f} ms")
-        await bench_series(state)
+        started = time.perf_counter()
+        applied = await app.backend.migrate()
+        migrated = time.perf_counter() - started
+        if applied:
+            print(f"  migrations {applied} applied in {migrated:.1f} s", flush=True)
+            with psycopg.connect(url, autocommit=True) as conn:
+                analyze(conn, schema)
+        result: dict[str, Any] = {"migrated": applied, "migrate_seconds": migrated}
+        print(f"  median (min-max) of {runs} runs, ms; response bytes; total", flush=True)
+        result["requests"] = await requests(app, url, schema, runs)
+        result["snapshot"] = await snapshot_cost(app, runs)
+        if idle_seconds > 0:
+            result["idle"] = await idle_tabs(app, idle_seconds)
+        return result
     finally:
         await app.close()
 
 
-async def bench_series(state: DeckState) -> None:
-    """The chart's reads as The Deck serves them (``GET /api/series``, 1,000 points), per
-    window and for one queue: the first read (nothing kept), then the median (min-max) of the
-    next ones (the Deck keeps whole bars and reads only the newest again), and the JSON size."""
-    print(f"GET /api/series, points=1000: first read; median (min-max) of {RUNS} more; size")
-    who = Principal("bench", Role.ADMIN)
-    for query in ("window=5m", "window=hour", "window=24h", "window=2w", "window=2w&queue=q3"):
-        request = Request({"type": "http", "query_string": f"{query}&points=1000".encode()})
-        times = []
-        for _ in range(RUNS + 1):
-            started = time.perf_counter()
-            body = await series.get_series(request, state, who)
-            times.append((time.perf_counter() - started) * 1000)
-        first, rest = times[0], times[1:]
-        size = len(json.dumps(body, separators=(",", ":")))
-        print(
-            f"  {query:<20} {first:7.1f} ms; {statistics.median(rest):6.1f} ms"
-            f" ({min(rest):.1f}-{max(rest):.1f})  {size / 1000:5.1f} kB"
-            f"  {len(body['points']['t'])} bars of {body['width_seconds']} s"
-        )
+def run_half(tree: Path | None, args: argparse.Namespace, schema: str, out: Path) -> None:
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree / "src")
+    cmd = [
+        sys.executable,
+        __file__,
+        "--url",
+        args.url,
+        "--schema",
+        schema,
+        "--runs",
+        str(args.runs),
+    ]
+    cmd += ["--idle-seconds", str(args.idle_seconds), "--json", str(out), "--no-drop"]
+    subprocess.run(cmd, env=env, check=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--compare", type=Path, help="a source tree to measure first (before)")
+    parser.add_argument("--schema", help="measure this already loaded schema (no load)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--no-drop", action="store_true")
     args = parser.parse_args()
+    if args.schema and not args.compare:
+        result = asyncio.run(measure(args.url, args.schema, args.runs, args.idle_seconds))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1, default=str))
+        return
     schema = f"bench_deck_{uuid.uuid4().hex[:8]}"
     try:
-        asyncio.run(bench(args.url, schema))
+        first = args.compare
+        env = dict(os.environ)
+        if first is not None:
+            env["PYTHONPATH"] = str(first / "src")
+        # The schema is created and migrated by the tree measured first, then loaded.
+        subprocess.run([sys.executable, "-c", _MIGRATE, args.url, schema], env=env, check=True)
+        print(f"loading {ARCHIVE_ROWS:,} archive, {DLQ_ROWS:,} DLQ, {HOT_ROWS:,} hot rows ...")
+        print(f"  loaded in {load(args.url, schema):.1f} s", flush=True)
+        results: dict[str, Any] = {"at": datetime.now(UTC).isoformat()}
+        halves = [("before", first), ("after", None)] if first is not None else [("this", None)]
+        for name, tree in halves:
+            print(
+                f"{name}: chokaq from {(tree or Path(__file__).parent.parent) / 'src'}", flush=True
+            )
+            out = Path(f"/tmp/deck_reads_{schema}_{name}.json")
+            run_half(tree, args, schema, out)
+            results[name] = json.loads(out.read_text())
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1, default=str))
     finally:
-        with psycopg.connect(args.url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-        print(f"dropped schema {schema}")
+        if not args.no_drop:
+            with psycopg.connect(args.url, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+            print(f"dropped schema {schema}")
+
+
+_MIGRATE = """
+import asyncio, sys
+from chokaq.app import App
+async def go():
+    app = App(sys.argv[1], schema=sys.argv[2], auto_migrate=True)
+    await app.open()
+    await app.backend.migrate()
+    await app.close()
+asyncio.run(go())
+"""
 
 
 if __name__ == "__main__":
-    main()
+    with contextlib.suppress(KeyboardInterrupt):
+        main()

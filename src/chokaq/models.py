@@ -37,6 +37,7 @@ __all__ = [
     "NewJob",
     "Outcome",
     "Page",
+    "PageKey",
     "PartitionLoad",
     "PendingGroup",
     "Pillar",
@@ -444,13 +445,30 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
+class PageKey:
+    """Where a keyset page starts: the sort column's value and the id of the row it follows
+    (``after``) or precedes (``before``). ``value`` is the column's type: an aware time for
+    the date columns, an int, a float, a string, or None (a row with no value there)."""
+
+    value: str | int | float | datetime | None
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
-    """One page of a listing with the total number of matching rows."""
+    """One page of a listing with the number of matching rows.
+
+    ``total`` is exact unless ``total_estimated`` (then it is the database's estimate, which
+    may be off either way). ``previous`` and ``next`` are the keys of the pages before and
+    after this one (None: there is none), for keyset paging (``jobs_page(after=...)``)."""
 
     items: tuple[T, ...]
     total: int
     page: int
     page_size: int
+    total_estimated: bool = False
+    previous: PageKey | None = None
+    next: PageKey | None = None
 
     @property
     def pages(self) -> int:
@@ -518,6 +536,8 @@ class JobView:
     children: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs that wait on it
     partition: str | None = None
     expires_at: datetime | None = None  # hot: not started by then, it goes to the DLQ (EXPIRED)
+    # A listing's row: the text fields cut to their first characters (see jobs_page).
+    truncated: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:

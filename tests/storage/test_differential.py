@@ -36,6 +36,7 @@ from chokaq.models import (
     LeaderTerm,
     Lease,
     NewJob,
+    PageKey,
     Pillar,
     RetryMove,
     ScheduleDeclaration,
@@ -1096,6 +1097,38 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=_f(status=JobStatus.PROCESSING)),
         ),
         ("page 2", lambda b, s: b.jobs_page(pillar=Pillar.HOT, sort="id", page=2, page_size=1)),
+        # Keyset pages: a key is a position, whether a row holds it or not.
+        ("after", lambda b, s: b.jobs_page(pillar=Pillar.HOT, after=PageKey(at(0), B))),
+        (
+            "before, ascending",
+            lambda b, s: b.jobs_page(pillar=Pillar.HOT, descending=False, before=PageKey(at(1), C)),
+        ),
+        ("last", lambda b, s: b.jobs_page(pillar=Pillar.DLQ, sort="id", page_size=1, last=True)),
+        (
+            "after a null worker",
+            lambda b, s: b.jobs_page(pillar=Pillar.HOT, sort="worker", after=PageKey(None, A)),
+        ),
+        (
+            "before a worker",
+            lambda b, s: b.jobs_page(pillar=Pillar.HOT, sort="worker", before=PageKey("w", H)),
+        ),
+        ("after by id", lambda b, s: b.jobs_page(pillar=Pillar.ARCHIVE, after=PageKey(D, D))),
+        (
+            "after and before",
+            lambda b, s: b.jobs_page(after=PageKey(at(0), A), before=PageKey(at(0), A)),
+        ),
+        ("after on page 2", lambda b, s: b.jobs_page(page=2, after=PageKey(at(0), A))),
+        ("after, text for a time", lambda b, s: b.jobs_page(after=PageKey("x", A))),
+        ("after, null for a time", lambda b, s: b.jobs_page(after=PageKey(None, A))),
+        ("after, bad id", lambda b, s: b.jobs_page(after=PageKey(at(0), "x"))),
+        ("after, not a key", lambda b, s: b.jobs_page(after=(at(0), A))),  # type: ignore[arg-type]
+        ("after, bool priority", lambda b, s: b.jobs_page(sort="priority", after=PageKey(True, A))),
+        (
+            "after, NaN duration",
+            lambda b, s: b.jobs_page(
+                pillar=Pillar.DLQ, sort="duration", after=PageKey(math.nan, A)
+            ),
+        ),
         (
             "since",
             lambda b, s: b.jobs_page(pillar=Pillar.ARCHIVE, filter=_f(since=at(2), type="t")),

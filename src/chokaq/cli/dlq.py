@@ -136,7 +136,10 @@ def dlq_list(
         echo_json([job_data(view) for view in result.items])
         return
     table = Table(
-        title=f"DLQ: {result.total} job(s), page {result.page} of {result.pages}",
+        title=(
+            f"DLQ: {'about ' if result.total_estimated else ''}{result.total} job(s),"
+            f" page {result.page} of {result.pages}"
+        ),
         title_justify="left",
     )
     for column in ("id", "queue", "type", "reason", "attempts", "failed at", "error"):

@@ -570,7 +570,10 @@ def job_list(
     if as_json:
         click.echo(json.dumps([job_data(v) for v in page.items], ensure_ascii=False))
         return
-    table = Table(title=f"{place}: {len(page.items)} of {page.total} job(s)", title_justify="left")
+    about = "about " if page.total_estimated else ""  # the database's estimate, past 10,000
+    table = Table(
+        title=f"{place}: {len(page.items)} of {about}{page.total} job(s)", title_justify="left"
+    )
     for column in ("id", "state", "type", "queue", "attempts", _DATES[pillar][:-3]):
         table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
     for view in page.items:

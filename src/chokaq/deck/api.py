@@ -36,7 +36,7 @@ from ..limits import (
 from ..models import FailureReason, JobFilter, JobView, Pillar, Workflow
 from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
-from . import audit
+from . import audit, paging
 from .audit import Done
 from .auth import Principal, Role, csrf_ok, origin_ok
 from .state import DeckState, snapshot
@@ -238,24 +238,19 @@ async def get_jobs(request: Request, state: DeckState, who: Principal) -> Any:
     job_filter = parse_filter(params)
     if job_filter.blocked is not None and source != "active":
         raise ValidationError("blocked", "applies to active jobs only (source=active)")
-    page = parse_int("page", params.get("page"), default=1, low=1, high=1_000_000)
-    size = parse_int("page_size", params.get("page_size"), default=50, low=1, high=1000)
     sort = params.get("sort", "date")
     descending = params.get("order", "desc") != "asc"
+    pillar = SOURCES[source]
     result = await state.app.backend.jobs_page(
-        pillar=SOURCES[source],
+        pillar=pillar,
         filter=job_filter,
         sort=sort,
         descending=descending,
-        page=page,
-        page_size=size,
+        **paging.page_arguments(params, pillar, sort, descending),
     )
     return {
         "source": source,
-        "total": result.total,
-        "page": result.page,
-        "page_size": result.page_size,
-        "pages": result.pages,
+        **paging.page_fields(result, pillar, sort, descending),
         "items": [_listed(job, job_filter) for job in result.items],
     }
 
@@ -624,7 +619,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         get_jobs,
         "One page of jobs from active, archive or dlq; status=waiting lists jobs waiting on "
         "parents, blocked=true (active only) those waiting on a parent in the DLQ",
-        query=("source", *FILTER_QUERY, "sort", "order", "page", "page_size"),
+        query=("source", *FILTER_QUERY, "sort", "order", *paging.QUERY),
     ),
     ApiRoute(
         "GET",

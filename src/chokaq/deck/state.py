@@ -31,13 +31,26 @@ from .auth import (
 from .views import circuits_of, dump, limit_json, queue_json, throughput_json
 from .waits import WaitReads
 
-__all__ = ["LIMITS_SECONDS", "TOP_ERRORS_SECONDS", "DeckState", "snapshot"]
+__all__ = [
+    "LIMITS_SECONDS",
+    "SNAPSHOT_DUTY",
+    "SNAPSHOT_MAX_AGE_SECONDS",
+    "TOP_ERRORS_SECONDS",
+    "DeckState",
+    "snapshot",
+]
 
 TOP_ERRORS_SECONDS = 5.0
 # The limits list counts each limit's load (its pending, running and recently started jobs):
 # a few reads per limit, so the stream refreshes it at most this often, not every poll. Its
 # current rate is taken over 10 s, so a 2 s old reading is still a fair one.
 LIMITS_SECONDS = 2.0
+# The live snapshot is read at most once per poll interval for all open streams, and no more
+# often than its own cost allows: at most this share of the time is spent reading it (a
+# snapshot that took 60 ms is reused for 1.2 s), so a bigger store slows the live view down
+# instead of keeping a database connection busy, up to SNAPSHOT_MAX_AGE_SECONDS between reads.
+SNAPSHOT_DUTY = 0.05
+SNAPSHOT_MAX_AGE_SECONDS = 5.0
 
 
 @dataclass
@@ -62,6 +75,7 @@ class DeckState:
     # ten times the storage reads.
     _snapshot: dict[str, Any] | None = field(default=None, init=False, repr=False)
     _snapshot_at: float = field(default=0.0, init=False, repr=False)
+    _snapshot_seconds: float = field(default=0.0, init=False, repr=False)
     _errors: list[Any] | None = field(default=None, init=False, repr=False)
     _errors_at: float = field(default=0.0, init=False, repr=False)
     _notices: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
@@ -74,15 +88,24 @@ class DeckState:
         return await resolve(self.authorizer, request)
 
     async def live_snapshot(self) -> dict[str, Any]:
-        """The current snapshot, read from storage at most once per poll interval."""
+        """The current snapshot, read from storage at most once per poll interval and at most
+        ``SNAPSHOT_DUTY`` of the time (see there)."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             age = time.monotonic() - self._snapshot_at
-            if self._snapshot is None or age >= self.poll_interval_seconds * 0.9:
+            if self._snapshot is None or age >= self.snapshot_interval():
+                started = time.monotonic()
                 self._snapshot = await snapshot(self)
                 self._snapshot_at = time.monotonic()
+                self._snapshot_seconds = self._snapshot_at - started
             return self._snapshot
+
+    def snapshot_interval(self) -> float:
+        """How long a snapshot is reused: the poll interval, or longer when reading it took
+        more than ``SNAPSHOT_DUTY`` of that (at most ``SNAPSHOT_MAX_AGE_SECONDS``)."""
+        by_cost = min(self._snapshot_seconds / SNAPSHOT_DUTY, SNAPSHOT_MAX_AGE_SECONDS)
+        return max(self.poll_interval_seconds * 0.9, by_cost)
 
     async def top_errors(self) -> list[Any]:
         if self._errors is None or time.monotonic() - self._errors_at >= TOP_ERRORS_SECONDS:

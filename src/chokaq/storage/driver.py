@@ -38,7 +38,7 @@ from ..models import (
     LimitInfo,
     Move,
     NewJob,
-    Page,
+    PageKey,
     PendingGroup,
     Pillar,
     Preview,
@@ -547,17 +547,29 @@ class Driver(abc.ABC):
     async def dlq_top_errors(self, limit: int, scan: int) -> list[ErrorGroup]: ...
 
     @abc.abstractmethod
-    async def jobs_page(
+    async def jobs_list(
         self,
         pillar: Pillar,
         filter: JobFilter,
         column: str,
         descending: bool,
-        page: int,
-        page_size: int,
-    ) -> Page[JobView]:
-        """``column`` is whitelisted; rows with NULL in it sort last in either direction, and
-        ``id`` (same direction) breaks ties."""
+        offset: int,
+        limit: int,
+        key: PageKey | None,
+        backward: bool,
+    ) -> list[JobView]:
+        """Rows in traversal order: ``column`` (whitelisted) then ``id``, both ``descending``
+        or not, NULLs in ``column`` last. With ``key``, only rows strictly after it (no
+        OFFSET); ``backward`` walks the order from its end (rows strictly before ``key``, or
+        the last rows without one), nearest first. Text fields may be cut to a few more
+        characters than ``paging.LIST_TEXT_CHARS``; the hot pillar's payload is None."""
+
+    @abc.abstractmethod
+    async def jobs_count(
+        self, pillar: Pillar, filter: JobFilter, exact_up_to: int
+    ) -> tuple[int, bool]:
+        """The number of matches and whether it is an estimate: exact up to ``exact_up_to``;
+        past it a backend may answer an estimate (True) rather than count every match."""
 
     @abc.abstractmethod
     async def job_get(self, id: str) -> JobView | None: ...

@@ -9,8 +9,10 @@ driver or hold SQL.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
+from ..errors import ValidationError
 from ..limits import check_job_id, check_name, check_time
 from ..models import (
     NO_HANDLER_ERROR,
@@ -19,6 +21,7 @@ from ..models import (
     JobView,
     LagGroup,
     Page,
+    PageKey,
     PendingGroup,
     Pillar,
     QueueStats,
@@ -27,7 +30,7 @@ from ..models import (
     Throughput,
     UnservedQueue,
 )
-from . import checks
+from . import checks, paging
 from .group import OperationGroup
 from .observed import operation
 
@@ -144,18 +147,69 @@ class ReadOperations(OperationGroup):
         descending: bool = True,
         page: int = 1,
         page_size: int = 100,
+        after: PageKey | None = None,
+        before: PageKey | None = None,
+        last: bool = False,
     ) -> Page[JobView]:
-        """One page of one pillar with the total count. ``sort`` is whitelisted per pillar
-        (``checks.SORT_COLUMNS``; others raise ``ValidationError``); rows with no value in the
-        sort column (a worker, a duration) come last in either direction; ``page`` is
-        1..10,000,000 and ``page_size`` 1..1000. Listings carry no payload for the hot pillar
-        (payloads are read by ``job_get``)."""
+        """One page of one pillar with the number of matching rows. ``sort`` is whitelisted
+        per pillar (``checks.SORT_COLUMNS``; others raise ``ValidationError``), ``id`` (same
+        direction) breaks ties, and rows with no value in the sort column (a worker, a
+        duration) come last in either direction; ``page_size`` is 1..1000.
+
+        Shallow pages may be numbered (``page``, 1..10,000,000, read with an OFFSET); deep
+        pages are read by key: ``after`` (the rows that follow a row's ``PageKey``, e.g. the
+        ``next`` of the page before), ``before`` (those that precede it) or ``last`` (the last
+        page), each at the cost of the first page. ``page`` must be 1 with any of them, and
+        the answer's ``page`` is 0 (its number is not known) except for ``last``.
+
+        ``total`` is exact up to ``paging.COUNT_EXACT_UP_TO`` matches; past that PostgreSQL
+        answers the planner's estimate with ``total_estimated`` set (SQLite always counts).
+        Rows carry at most ``paging.LIST_TEXT_CHARS`` characters of payload, error and result
+        (the cut fields are named in ``truncated``; ``job_get`` has the full text), and no
+        payload for the hot pillar."""
         which = checks.pillar(pillar)
         column = checks.sort_column(which, sort)
         number = checks.page(page)
         size = checks.page_size(page_size)
         checked = checks.job_filter(filter)
-        return await self.driver.jobs_page(which, checked, column, bool(descending), number, size)
+        given = [name for name, v in (("after", after), ("before", before)) if v is not None]
+        if last:
+            given.append("last")
+        if len(given) > 1:
+            raise ValidationError(given[1], f"cannot be combined with {given[0]}")
+        if given and number != 1:
+            raise ValidationError("page", f"must be 1 with {given[0]}")
+        edge = after if after is not None else before
+        key = None if edge is None else paging.page_key(given[0], column, edge)
+        backward = before is not None or bool(last)
+        rows = await self.driver.jobs_list(
+            which, checked, column, bool(descending), (number - 1) * size, size + 1, key, backward
+        )
+        more = len(rows) > size
+        if key is None and number == 1 and not more:
+            # A first page that holds every match has counted them already (a search that
+            # matches nothing would otherwise scan the table twice).
+            total, estimated = len(rows), False
+        else:
+            limit = paging.COUNT_EXACT_UP_TO
+            total, estimated = await self.driver.jobs_count(which, checked, limit)
+        items = [paging.listed(job) for job in rows[:size]]
+        if backward:
+            items.reverse()
+        first = paging.key_of(column, items[0]) if items else None
+        final = paging.key_of(column, items[-1]) if items else None
+        behind = more if backward else (key is not None or number > 1)
+        ahead = (key is not None) if backward else more
+        result: Page[JobView] = Page(
+            items=tuple(items),
+            total=max(total, len(items)),
+            page=number if not given else 0,
+            page_size=size,
+            total_estimated=estimated,
+            previous=first if behind else None,
+            next=final if ahead else None,
+        )
+        return replace(result, page=result.pages) if last else result
 
     @operation
     async def job_get(self, id: str) -> JobView | None:

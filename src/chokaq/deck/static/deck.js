@@ -13,7 +13,7 @@
   var REASONS = (document.body.dataset.reasons || "").split(" ").filter(Boolean);
 
   var state = {
-    source: "active", page: 1, pages: 1, selected: new Set(), job: null,
+    source: "active", page: 1, pages: 1, cursor: null, selected: new Set(), job: null,
     lastSnapshot: null,
     lastEventAt: 0, jobsBusy: false, jobsAgain: false, preview: null, ticks: 0,
     schedule: null, scheduleData: null, idleTicks: 0, workflow: null, workflowData: null,
@@ -276,9 +276,15 @@
     renderWorkers(snap.workers);
     chart.snapshot(snap);
     var changed = !prev || prev.summary.succeeded_total !== s.succeeded_total ||
-      prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending;
+      prev.summary.failed_total !== s.failed_total || prev.summary.pending !== s.pending ||
+      prev.summary.fetched !== s.fetched || prev.summary.processing !== s.processing;
     state.ticks++;
-    refreshJobs(state.source === "active" || changed || state.ticks % 10 === 0);
+    // The jobs table is re-read when the counts moved, while jobs run on Active (their
+    // progress bars; every other snapshot), and every 10th snapshot: a snapshot also comes
+    // when only a lag figure changed, and re-reading a page each time cost an idle tab a
+    // database query every 0.6 s. refreshJobs holds it while the table is paused.
+    var running = state.source === "active" && s.processing > 0 && state.ticks % 2 === 0;
+    refreshJobs(changed || running || state.ticks % 10 === 0);
     if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
     if (state.workflow && !$("workflow").hidden) { refreshWorkflow(); }
     loadSchedules();
@@ -728,10 +734,11 @@
     params.set("source", state.source);
     params.set("sort", f.sort.value);
     params.set("order", f.order.value);
-    params.set("page", String(state.page));
     params.set("page_size", f.page_size.value);
+    setCursorParams(params);
     api("/api/jobs?" + params.toString()).then(renderJobs).catch(function (e) {
       toast("Jobs: " + e.message, true);
+      if (state.cursor) { firstPage(); writeLink(); state.jobsAgain = true; }  // a stale or foreign cursor
     }).then(function () {
       state.jobsBusy = false;
       if (state.jobsAgain) { state.jobsAgain = false; loadJobs(); }
@@ -739,11 +746,7 @@
   }
 
   function renderJobs(data) {
-    state.pages = data.pages;
-    if (data.page > data.pages && data.total > 0) { state.page = data.pages; state.jobsAgain = true; }
-    $("page-info").textContent = "Page " + data.page + " of " + data.pages + " · " + fmtNum(data.total) + " jobs";
-    $("prev").disabled = data.page <= 1;
-    $("next").disabled = data.page >= data.pages;
+    renderPager(data);
     $("jobs").dataset.total = String(data.total);
     // The selection is not trimmed to what this page shows: it is the set of ids the operator
     // ticked, and an action applies to exactly those (updateSelection says how many are off-page).
@@ -910,7 +913,7 @@
 
   function setSource(source) {
     state.source = source;
-    state.page = 1;
+    firstPage();
     state.selected.clear();
     clear($("job-rows"));
     invalidatePreview();
@@ -923,10 +926,53 @@
     loadJobs();
   }
 
+  // -- paging: the first pages by number, the others by the cursor tokens the API answers
+  // (next/previous: the row a page follows or precedes), so a deep page costs what the first
+  // does. The page number shown is counted here (a page reached by cursor has none); the
+  // total says "about" when the server estimated it.
+
+  function firstPage() { state.page = 1; state.cursor = null; }
+
+  function setCursorParams(params) {
+    if (!state.cursor) { return; }
+    if (state.cursor.kind === "last") { params.set("last", "true"); }
+    else { params.set(state.cursor.kind, state.cursor.token); }
+  }
+
+  function goPage(kind, token) {
+    if (kind === "first") { firstPage(); }
+    else if (kind === "last") { state.cursor = { kind: "last" }; state.page = state.pages; }
+    else if (token) {
+      state.cursor = { kind: kind, token: token };
+      state.page = Math.max(1, state.page + (kind === "after" ? 1 : -1));
+    } else { return; }
+    writeLink();
+    loadJobs();
+  }
+
+  function renderPager(data) {
+    state.pages = data.pages;
+    state.next = data.next;
+    state.previous = data.previous;
+    if (state.cursor && state.cursor.kind === "last") { state.page = data.pages; }
+    if (!data.previous) { state.page = 1; }
+    if (state.page > data.pages) { state.page = data.pages; }
+    var about = data.total_estimated ? "about " : "";
+    var info = $("page-info");
+    info.textContent = "Page " + fmtNum(state.page) + " of " + about + fmtNum(data.pages) +
+      " · " + about + fmtNum(data.total) + " jobs";
+    info.title = data.total_estimated
+      ? "The total is the database's estimate: counting every match exactly would cost more than the page."
+      : "";
+    info.dataset.estimated = data.total_estimated ? "true" : "false";
+    $("first").disabled = $("prev").disabled = !data.previous;
+    $("next").disabled = $("last").disabled = !data.next;
+  }
+
   // -- deep links: the tab, the jobs table's filters and sort, and the open job live in the
   // URL's fragment (#tab=dlq&reason=timeout&sort=type&order=asc&job=ID), so a link (or a reload)
-  // opens the same view; the fragment never reaches the server. A part names a field of the
-  // filters form; a part left at its default is left out. Another part joins by adding itself
+  // opens the same view; the fragment never reaches the server. The page adds its cursor and
+  // number (pageLink). A part names a field of the filters form; a part left at its default is left out. Another part joins by adding itself
   // to writeLink and readLink (and followLink, if it needs to act).
 
   var SOURCES = ["active", "archive", "dlq"];
@@ -969,6 +1015,7 @@
       if (value !== "") { params.set(name, value); }
     });
     if (state.job) { params.set("job", state.job); }
+    pageLink().forEach(function (kv) { params.set(kv[0], kv[1]); });
     var hash = "#" + params.toString();
     if (window.location.hash !== hash) { history.replaceState(null, "", hash); }
   }
@@ -981,6 +1028,8 @@
       tab: SOURCES.indexOf(params.get("tab")) >= 0 ? params.get("tab") : "active",
       job: JOB_ID.test(params.get("job") || "") ? params.get("job") : null,
       filters: filters,
+      cursor: readCursor(params.get("cursor")),
+      page: /^[1-9][0-9]{0,8}$/.test(params.get("page") || "") ? +params.get("page") : 1,
     };
   }
 
@@ -999,6 +1048,19 @@
       changed = changed || fieldValue(input) !== before;
     });
     return changed;
+  }
+
+  // The page's part of the link: cursor=after.TOKEN, before.TOKEN or last, and its number.
+  var CURSOR = /^(after|before)\.([A-Za-z0-9_-]{1,2048})$/;
+  function pageLink() {
+    if (!state.cursor) { return []; }
+    var c = state.cursor.kind === "last" ? "last" : state.cursor.kind + "." + state.cursor.token;
+    return [["cursor", c], ["page", String(state.page)]];
+  }
+  function readCursor(text) {
+    if (text === "last") { return { kind: "last" }; }
+    var m = CURSOR.exec(text || "");
+    return m ? { kind: m[1], token: m[2] } : null;
   }
 
   // -- actions ----------------------------------------------------------------------------
@@ -1129,7 +1191,7 @@
         if (!ok) { return; }
         api(spec.path, { filter: pv.data.filter, cap: pv.data.cap, confirm: spec.word }).then(function (r) {
           toast(doneText(pv.key, r));
-          invalidatePreview(); state.page = 1; loadJobs(); refreshInspector();
+          invalidatePreview(); firstPage(); writeLink(); loadJobs(); refreshInspector();
         }).catch(function (e) { toast(e.message, true); });
       });
   }
@@ -1698,11 +1760,17 @@
   document.querySelectorAll("#source button").forEach(function (b) {
     b.addEventListener("click", function () { setSource(b.dataset.source); });
   });
-  $("filters").addEventListener("submit", function (ev) { ev.preventDefault(); state.page = 1; invalidatePreview(); loadJobs(); });
+  $("filters").addEventListener("submit", function (ev) { ev.preventDefault(); firstPage(); writeLink(); invalidatePreview(); loadJobs(); });
   $("filters").addEventListener("input", invalidatePreview);
-  $("filters").addEventListener("reset", function () { setTimeout(function () { state.page = 1; invalidatePreview(); loadJobs(); }, 0); });
-  $("prev").addEventListener("click", function () { if (state.page > 1) { state.page--; loadJobs(); } });
-  $("next").addEventListener("click", function () { if (state.page < state.pages) { state.page++; loadJobs(); } });
+  $("filters").addEventListener("reset", function () { setTimeout(function () { firstPage(); writeLink(); invalidatePreview(); loadJobs(); }, 0); });
+  // A cursor belongs to one sort, order and page size: changing one starts from page 1.
+  ["sort", "order", "page_size"].forEach(function (name) {
+    $("filters").elements[name].addEventListener("change", function () { firstPage(); writeLink(); });
+  });
+  $("first").addEventListener("click", function () { goPage("first"); });
+  $("prev").addEventListener("click", function () { goPage("before", state.previous); });
+  $("next").addEventListener("click", function () { goPage("after", state.next); });
+  $("last").addEventListener("click", function () { goPage("last"); });
   $("live-toggle").addEventListener("click", function () {
     state.liveMode = pauseReason() === null ? "paused" : "live";
     refreshJobs(false);
@@ -1825,7 +1893,9 @@
     var link = readLink();
     var filtered = applyLinkFilters(link.filters);
     if (link.tab !== state.source) { setSource(link.tab); }
-    else if (filtered) { state.page = 1; invalidatePreview(); loadJobs(); }
+    if (JSON.stringify(link.cursor) !== JSON.stringify(state.cursor)) {
+      state.cursor = link.cursor; state.page = link.cursor ? link.page : 1; invalidatePreview(); loadJobs();
+    } else if (filtered) { firstPage(); invalidatePreview(); loadJobs(); }
     if (link.job && link.job !== state.job) { openJob(link.job); }
     if (!link.job && state.job) { closeDrawer(); }
     writeLink();  // a bad part of the link is dropped

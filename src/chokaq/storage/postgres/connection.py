@@ -39,11 +39,13 @@ Params = Mapping[str, Any]
 
 
 def _compose(text: str, schema: str, channel: str) -> LiteralString:
-    """Fill ``{schema}`` and ``{channel}`` with quoted identifiers; keep ``{order}`` for later."""
+    """Fill ``{schema}`` and ``{channel}`` with quoted identifiers; keep ``{order}`` and
+    ``{keyset}`` for later."""
     composed = sql.SQL(text).format(
         schema=sql.Identifier(schema),
         channel=sql.Identifier(channel),
         order=sql.SQL("{order}"),
+        keyset=sql.SQL("{keyset}"),
     )
     # Built only from our own files and quoted identifiers (mypy treats LiteralString as str).
     return composed.as_string(None)

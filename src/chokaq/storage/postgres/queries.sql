@@ -932,7 +932,8 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
   AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
+       OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
@@ -952,7 +953,8 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
   AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
+       OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
 
@@ -966,7 +968,8 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
   AND (%(search)s::text IS NULL
-       OR id::text ILIKE %(search)s::text ESCAPE '\'
+       -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
+       OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')
@@ -1204,35 +1207,83 @@ GROUP BY failure_reason, family
 ORDER BY n DESC, latest DESC, family
 LIMIT %(limit)s
 
--- name: hot_count
-SELECT count(*)
+-- name: hot_count_upto
+-- How many rows match, counting at most %(bound)s of them (jobs_count).
+SELECT count(*) FROM (
+    SELECT 1
+    FROM {schema}.jobs_hot
+-- include: fragment_hot_filter
+    LIMIT %(bound)s
+) matched
+
+-- name: hot_estimate
+-- The planner's estimate of the matches, read from statistics (jobs_count past its bound).
+EXPLAIN (FORMAT JSON)
+SELECT 1
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
 
--- name: hot_page
-SELECT id::text, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
+-- name: hot_list
+-- A page of a listing (jobs_list): {order} and the {keyset} condition come from
+-- reads.traversal; the text fields are cut to %(cut)s characters.
+SELECT id::text AS job_id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
-       last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at, last_error,
-       progress, cancel_requested_at, cancelled_by, parents_left, partition_key, expires_at
+       last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at,
+       left(last_error, %(cut)s), progress, cancel_requested_at, cancelled_by, parents_left,
+       partition_key, expires_at
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
+  AND {keyset}
 ORDER BY {order}
 LIMIT %(limit)s OFFSET %(offset)s
 
--- name: archive_count
-SELECT count(*)
+-- name: archive_count_upto
+SELECT count(*) FROM (
+    SELECT 1
+    FROM {schema}.jobs_archive
+-- include: fragment_archive_filter
+    LIMIT %(bound)s
+) matched
+
+-- name: archive_estimate
+EXPLAIN (FORMAT JSON)
+SELECT 1
 FROM {schema}.jobs_archive
 -- include: fragment_archive_filter
 
--- name: archive_page
--- include: fragment_archive_view
+-- name: archive_list
+SELECT id::text AS job_id, queue, type, left(payload, %(cut)s), tags, priority, attempt_count,
+       created_at, max_attempts, timeout_seconds, worker_id, created_by, last_modified_by,
+       started_at, finished_at, duration_seconds, left(result, %(cut)s), result_error,
+       partition_key
+FROM {schema}.jobs_archive
 -- include: fragment_archive_filter
+  AND {keyset}
 ORDER BY {order}
 LIMIT %(limit)s OFFSET %(offset)s
 
--- name: dlq_page
--- include: fragment_dlq_view
+-- name: dlq_count_upto
+SELECT count(*) FROM (
+    SELECT 1
+    FROM {schema}.jobs_dlq
 -- include: fragment_dlq_filter
+    LIMIT %(bound)s
+) matched
+
+-- name: dlq_estimate
+EXPLAIN (FORMAT JSON)
+SELECT 1
+FROM {schema}.jobs_dlq
+-- include: fragment_dlq_filter
+
+-- name: dlq_list
+SELECT id::text AS job_id, queue, type, left(payload, %(cut)s), tags, priority, attempt_count,
+       created_at, max_attempts, timeout_seconds, worker_id, created_by, last_modified_by,
+       started_at, failed_at, duration_seconds, failure_reason, left(error, %(cut)s),
+       cancelled_by, partition_key
+FROM {schema}.jobs_dlq
+-- include: fragment_dlq_filter
+  AND {keyset}
 ORDER BY {order}
 LIMIT %(limit)s OFFSET %(offset)s
 

@@ -34,7 +34,7 @@ from ...models import (
     LimitInfo,
     Move,
     NewJob,
-    Page,
+    PageKey,
     PendingGroup,
     Pillar,
     Preview,
@@ -474,18 +474,25 @@ class SQLiteDriver(SQLiteBulk):
     async def dlq_top_errors(self, limit: int, scan: int) -> list[ErrorGroup]:
         return await self._db.call(reads.top_errors, limit, scan)
 
-    async def jobs_page(
+    async def jobs_list(
         self,
         pillar: Pillar,
         filter: JobFilter,
         column: str,
         descending: bool,
-        page: int,
-        page_size: int,
-    ) -> Page[JobView]:
+        offset: int,
+        limit: int,
+        key: PageKey | None,
+        backward: bool,
+    ) -> list[JobView]:
         return await self._db.call(
-            reads.jobs_page, pillar, filter, column, descending, page, page_size
+            reads.jobs_list, pillar, filter, column, descending, offset, limit, key, backward
         )
+
+    async def jobs_count(
+        self, pillar: Pillar, filter: JobFilter, exact_up_to: int
+    ) -> tuple[int, bool]:
+        return await self._db.call(reads.jobs_count, pillar, filter, exact_up_to)
 
     async def job_get(self, id: str) -> JobView | None:
         return await self._db.call(reads.job_get, id)

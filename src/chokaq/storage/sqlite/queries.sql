@@ -510,7 +510,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
                                   JOIN {p}jobs_dlq d ON d.id = e.parent_id
                                   WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
 
--- name: hot_page
+-- name: hot_list
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
        max_attempts, timeout_seconds, idempotency_key, worker_id, created_by, last_modified_by,
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
@@ -527,8 +527,19 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
        OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
                                   JOIN {p}jobs_dlq d ON d.id = e.parent_id
                                   WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
+  AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
+
+-- name: hot_key_time
+-- The stored time (a sort column, {column}) of a keyset page's key row (reads.jobs_list).
+SELECT {column} FROM {p}jobs_hot WHERE id = :key_id
+
+-- name: archive_key_time
+SELECT {column} FROM {p}jobs_archive WHERE id = :key_id
+
+-- name: dlq_key_time
+SELECT {column} FROM {p}jobs_dlq WHERE id = :key_id
 
 -- name: archive_count
 SELECT count(*) FROM {p}jobs_archive
@@ -539,7 +550,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 
--- name: archive_page
+-- name: archive_list
 SELECT * FROM {p}jobs_archive
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
@@ -547,6 +558,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
+  AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 
@@ -572,7 +584,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
 ORDER BY failed_at DESC, id DESC
 LIMIT :cap
 
--- name: dlq_page
+-- name: dlq_list
 SELECT * FROM {p}jobs_dlq
 WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
@@ -581,6 +593,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+  AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from ...models import (
@@ -19,7 +20,7 @@ from ...models import (
     JobFilter,
     JobView,
     LagGroup,
-    Page,
+    PageKey,
     PendingGroup,
     Pillar,
     QueueStats,
@@ -29,14 +30,16 @@ from ...models import (
     UnservedQueue,
 )
 from ..checks import NULLABLE_SORTS
+from ..paging import TIME_SORTS
 from .connection import Database, quote_identifier
 from .rows import from_ts, job_view, queue_info
 
 __all__ = [
     "filter_params",
     "job_get",
+    "jobs_count",
     "jobs_lag",
-    "jobs_page",
+    "jobs_list",
     "jobs_pending_groups",
     "order_by",
     "queues_unserved",
@@ -45,6 +48,7 @@ __all__ = [
     "stats_summary",
     "stats_throughput",
     "top_errors",
+    "traversal",
 ]
 
 _DIRECTION = {True: "DESC", False: "ASC"}
@@ -203,31 +207,93 @@ def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
 
 
 _PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def jobs_page(
+def traversal(
+    column: str, descending: bool, key: PageKey | None, backward: bool, *, exact: bool = True
+) -> tuple[str, str]:
+    """The ORDER BY and keyset condition of a listing, as on PostgreSQL (``reads.traversal``
+    there): a row-value comparison on (column, id) that the (column, id) index serves.
+    ``exact`` false: the key's time is not the stored float of a row (see ``jobs_list``)."""
+    desc = descending != backward
+    nulls_last = not backward
+    nullable = column in NULLABLE_SORTS
+    direction = _DIRECTION[desc]
+    nulls = (" NULLS LAST" if nulls_last else " NULLS FIRST") if nullable else ""
+    col = quote_identifier(column)
+    order = f"{col} {direction}{nulls}, id {direction}"
+    if key is None:
+        return order, "1"
+    cmp = "<" if desc else ">"
+    if column == "id":
+        return order, f"id {cmp} :key_id"
+    if column in TIME_SORTS and not exact:
+        # The key's row is gone: its time stands for the floats in [key_lo, key_hi) that
+        # round to its microsecond (rows tied within it are told apart by id only).
+        if desc:
+            return order, f"({col} < :key_hi AND ({col} < :key_lo OR id < :key_id))"
+        return order, f"({col} >= :key_lo AND ({col} >= :key_hi OR id > :key_id))"
+    row = f"({col}, id) {cmp} (:key_value, :key_id)"
+    if not nullable:
+        return order, row
+    if key.value is not None:
+        return order, f"({row} OR {col} IS NULL)" if nulls_last else row
+    among_nulls = f"({col} IS NULL AND id {cmp} :key_id)"
+    return order, among_nulls if nulls_last else f"({among_nulls} OR {col} IS NOT NULL)"
+
+
+def jobs_list(
     db: Database,
     pillar: Pillar,
     filter: JobFilter,
     column: str,
     descending: bool,
-    page: int,
-    page_size: int,
-) -> Page[JobView]:
-    params = filter_params(filter)
-    order = order_by(column, descending)
+    offset: int,
+    limit: int,
+    key: PageKey | None,
+    backward: bool,
+) -> list[JobView]:
+    value = None if key is None else key.value
+    params: dict[str, object] = {
+        **filter_params(filter),
+        "limit": limit,
+        "offset": 0 if key is not None else offset,
+        "key_value": value,
+        "key_id": None if key is None else key.id,
+    }
     name = _PAGE[pillar]
+    by_time = key is not None and isinstance(value, datetime) and column in TIME_SORTS
 
-    def run() -> Page[JobView]:
-        total = db.conn.execute(db.q[f"{name}_count"], params).fetchone()[0]
-        sql = db.q[f"{name}_page"].replace("{order}", order)
-        rows = db.conn.execute(
-            sql, {**params, "limit": page_size, "offset": (page - 1) * page_size}
-        ).fetchall()
-        items = tuple(job_view(pillar, row) for row in rows)
-        return Page(items=items, total=total, page=page, page_size=page_size)
+    def run() -> list[JobView]:
+        exact = True
+        if by_time:
+            # A stored time is the float time.time() gave, finer than the key's microseconds:
+            # compare with the key row's own float, so that the key orders as the rows do.
+            lookup = db.q[f"{name}_key_time"].replace("{column}", quote_identifier(column))
+            found = db.conn.execute(lookup, {"key_id": params["key_id"]}).fetchone()
+            exact = found is not None and from_ts(found[0]) == value
+            if exact:
+                params["key_value"] = found[0]
+            else:
+                micros = (value - _EPOCH) // timedelta(microseconds=1)  # type: ignore[operator]
+                params["key_lo"] = (micros - 0.5) / 1e6
+                params["key_hi"] = (micros + 0.5) / 1e6
+        order, keyset = traversal(column, descending, key, backward, exact=exact)
+        sql = db.q[f"{name}_list"].replace("{order}", order).replace("{keyset}", keyset)
+        return [job_view(pillar, row) for row in db.conn.execute(sql, params).fetchall()]
 
     return db.read(lambda: _displayable(db, run))
+
+
+def jobs_count(
+    db: Database, pillar: Pillar, filter: JobFilter, exact_up_to: int
+) -> tuple[int, bool]:
+    """Always exact: SQLite keeps no row estimate worth the name, and one host's file counts
+    in milliseconds what PostgreSQL would estimate."""
+    params = filter_params(filter)
+    row = db.read(lambda: db.conn.execute(db.q[f"{_PAGE[pillar]}_count"], params).fetchone())
+    return int(row[0]), False
 
 
 def job_get(db: Database, id: str) -> JobView | None:

@@ -1,0 +1,159 @@
+"""Paging the jobs table in Chromium: next, previous, first and last by cursor, the page in
+the link, and the count labelled "about" when the server estimated it (PostgreSQL, with the
+exact-count bound lowered so that a few rows are "many")."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.conftest import PG_URL, drop_schema, require_postgres
+
+from chokaq.app import App
+from chokaq.deck import Credentials, create_deck
+from chokaq.deck.paging import encode_cursor
+from chokaq.storage import paging
+
+from .conftest import USERS, Served, run
+
+ROWS = 60  # with the default page of 50: one full page and a short one
+
+
+class ServedOnPostgres(Served):
+    """The Deck over real HTTP on a fresh PostgreSQL schema."""
+
+    def __init__(self, schema: str) -> None:
+        super().__init__(f"sqlite:///unused-{schema}.db")
+        self.app = App(PG_URL, schema=schema)
+        self.deck = create_deck(
+            self.app, credentials=Credentials(users=USERS), session_secret="deck-tests"
+        )
+
+
+@pytest.fixture
+def pg_deck(monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedOnPostgres]:
+    require_postgres()
+    # The server runs in this process: a bound of 5 makes 60 rows an estimated count.
+    monkeypatch.setattr(paging, "COUNT_EXACT_UP_TO", 5)
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    served = ServedOnPostgres(schema)
+
+    async def fill(app: App) -> None:
+        for i in range(ROWS):
+            await app.enqueue_raw("page.me", {"n": i})
+
+    # Playwright's sync API keeps an event loop running on this thread: use another one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _with_app(schema, fill)).result()
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()
+        drop_schema(schema)
+
+
+async def _with_app(schema: str, fn: Any) -> None:
+    app = App(PG_URL, schema=schema, auto_migrate=True)
+    await app.open()
+    try:
+        await fn(app)
+    finally:
+        await app.close()
+
+
+def _open(browser: Any, url: str) -> Any:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.js_errors = errors
+    page.goto(url + "/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", USERS["alice"][0])
+    page.click("button[type=submit]")
+    page.wait_for_selector("#conn.online", timeout=10_000)
+    return page
+
+
+def _ids(page: Any) -> list[str]:
+    return list(page.eval_on_selector_all("#job-rows tr", "rows => rows.map(r => r.dataset.id)"))
+
+
+def _rows_become(page: Any, count: int, other_than: list[str] | None = None) -> list[str]:
+    """Wait until the table shows ``count`` rows (and not the ``other_than`` ones)."""
+    page.wait_for_function(
+        "([n, old]) => { const ids = Array.from(document.querySelectorAll('#job-rows tr'))"
+        ".map(r => r.dataset.id); return ids.length === n && !ids.some(i => old.includes(i)); }",
+        arg=[count, other_than or []],
+        timeout=15_000,
+    )
+    return _ids(page)
+
+
+def test_next_previous_first_last_and_the_estimate_label(
+    browser: Any, pg_deck: ServedOnPostgres
+) -> None:
+    page = _open(browser, pg_deck.url)
+    first = _rows_become(page, 50)
+    info = page.locator("#page-info")
+    assert info.get_attribute("data-estimated") == "true"
+    assert "about" in (info.text_content() or "")
+    assert (info.get_attribute("title") or "").startswith("The total is the database's estimate")
+    assert page.is_disabled("#prev") and page.is_disabled("#first")
+    page.click("#next")
+    second = _rows_become(page, ROWS - 50, other_than=first)
+    assert len(set(first) | set(second)) == ROWS
+    page.wait_for_function(
+        "document.getElementById('page-info').textContent.startsWith('Page 2 of about')"
+    )
+    assert "cursor=after." in page.evaluate("window.location.hash")
+    assert page.is_disabled("#next") and page.is_disabled("#last")
+    page.reload()  # the page is in the link
+    assert _rows_become(page, ROWS - 50, other_than=first) == second
+    page.click("#prev")
+    assert _rows_become(page, 50, other_than=second) == first
+    page.click("#last")
+    last = _rows_become(page, 50, other_than=first[: ROWS - 50])
+    assert last[-(ROWS - 50) :] == second
+    page.click("#first")
+    assert _rows_become(page, 50, other_than=second) == first
+    assert page.evaluate("window.location.hash") == "#tab=active"
+    assert [e for e in page.js_errors if "Failed to load resource" not in e] == []
+    page.context.close()
+
+
+def test_an_exact_count_is_not_labelled_and_a_foreign_cursor_falls_back_to_page_one(
+    browser: Any, deck_server: Served
+) -> None:
+    async def fill(app: App) -> None:
+        for i in range(30):
+            await app.enqueue_raw("page.me", {"n": i})
+
+    run(fill, deck_server.db_url)
+    page = _open(browser, deck_server.url)
+    page.select_option("select[name=page_size]", "25")
+    page.click("#filters button[type=submit]")
+    first = _rows_become(page, 25)
+    page.click("#next")
+    _rows_become(page, 5, other_than=first)
+    text = page.text_content("#page-info") or ""
+    assert text.startswith("Page 2 of 2") and "about" not in text
+    assert page.get_attribute("#page-info", "data-estimated") == "false"
+    # Changing the order drops the cursor (it belongs to the other order): page 1 again.
+    page.select_option("select[name=order]", "asc")
+    page.wait_for_function("window.location.hash === '#tab=active'")
+    page.select_option("select[name=order]", "desc")
+    # A link whose cursor belongs to another sort (made with other settings) is refused by
+    # the server: the page says why, shows page 1 and drops the cursor from the link.
+    token = encode_cursor("type", True, "page.me", first[0])
+    page.goto(f"{deck_server.url}/#tab=active&cursor=after.{token}&page=2")
+    page.wait_for_selector(".toast.bad")
+    page.wait_for_function("window.location.hash === '#tab=active'")
+    assert _rows_become(page, 25) == first
+    page.context.close()
