@@ -18,7 +18,7 @@ from chokaq.deck import Credentials, create_deck
 from chokaq.deck.paging import encode_cursor
 from chokaq.storage import paging
 
-from .conftest import USERS, Served, run
+from .conftest import USERS, Served, run, wait_for
 
 ROWS = 60  # with the default page of 50: one full page and a short one
 
@@ -109,8 +109,9 @@ def test_next_previous_first_last_and_the_estimate_label(
     page.click("#next")
     second = _rows_become(page, ROWS - 50, other_than=first)
     assert len(set(first) | set(second)) == ROWS
-    page.wait_for_function(
-        "document.getElementById('page-info').textContent.startsWith('Page 2 of about')"
+    wait_for(
+        lambda: (page.text_content("#page-info") or "").startswith("Page 2 of about"),
+        what="page 2 of about N",
     )
     assert "cursor=after." in page.evaluate("window.location.hash")
     assert page.is_disabled("#next") and page.is_disabled("#last")
@@ -147,13 +148,14 @@ def test_an_exact_count_is_not_labelled_and_a_foreign_cursor_falls_back_to_page_
     assert page.get_attribute("#page-info", "data-estimated") == "false"
     # Changing the order drops the cursor (it belongs to the other order): page 1 again.
     page.select_option("select[name=order]", "asc")
-    page.wait_for_function("window.location.hash === '#tab=active'")
+    wait_for(lambda: "cursor=" not in page.evaluate("window.location.hash"), what="no cursor")
     page.select_option("select[name=order]", "desc")
     # A link whose cursor belongs to another sort (made with other settings) is refused by
     # the server: the page says why, shows page 1 and drops the cursor from the link.
     token = encode_cursor("type", True, "page.me", first[0])
-    page.goto(f"{deck_server.url}/#tab=active&cursor=after.{token}&page=2")
+    page.goto(f"{deck_server.url}/#tab=active&page_size=25&cursor=after.{token}&page=2")
     page.wait_for_selector(".toast.bad")
-    page.wait_for_function("window.location.hash === '#tab=active'")
+    hash_now = lambda: page.evaluate("window.location.hash")  # noqa: E731
+    wait_for(lambda: hash_now() == "#tab=active&page_size=25", what="the cursor dropped")
     assert _rows_become(page, 25) == first
     page.context.close()
