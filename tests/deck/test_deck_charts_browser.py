@@ -22,7 +22,10 @@ from .conftest import USERS, Served, run, wait_for
 
 pytestmark = pytest.mark.browser
 
-RECT = re.compile(r"M([\d.]+) ([\d.]+)V([\d.]+)H([\d.]+)V([\d.]+)Z")
+# Signed numbers: a bar that reached the top once printed "-0.000", and a pattern without the
+# sign silently left that bar out of the sums (a failure on some wall-clock alignments).
+NUM = r"(-?[\d.]+)"
+RECT = re.compile(rf"M{NUM} {NUM}V{NUM}H{NUM}V{NUM}Z")
 SPANS = {"5m": 300, "hour": 3600, "24h": 86_400, "2w": 14 * 86_400}
 
 
@@ -126,7 +129,9 @@ def expected(
 def areas(page: Any, cls: str) -> float:
     d = page.get_attribute(f"#chart path.{cls}", "d") or ""
     total = 0.0
-    for x, y0, y1, x2, _ in RECT.findall(d):
+    found = RECT.findall(d)
+    assert len(found) == d.count("M"), d  # every bar read, none skipped
+    for x, y0, y1, x2, _ in found:
         total += (float(x2) - float(x)) * abs(float(y1) - float(y0))
     return total
 

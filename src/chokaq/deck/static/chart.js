@@ -202,10 +202,11 @@
       drawn.forEach(function (v, b) {
         var x = ((b - c.x0) * k).toFixed(3), x2 = ((b - c.x0) * k + bw).toFixed(3);
         var hs = (v.s / w) * scale, hf = (v.f / w) * scale;
-        if (hs > 0) { ok.push("M" + x + " " + H + "V" + (H - hs).toFixed(3) + "H" + x2 + "V" + H + "Z"); }
+        if (hs > 0) { ok.push("M" + x + " " + H + "V" + Math.max(0, H - hs).toFixed(3) + "H" + x2 + "V" + H + "Z"); }
         if (hf > 0) {
           var y0 = (H - hs).toFixed(3);
-          bad.push("M" + x + " " + y0 + "V" + (H - hs - hf).toFixed(3) + "H" + x2 + "V" + y0 + "Z");
+          // The tallest bar may end a rounding error above the top (-1e-14 prints "-0.000").
+          bad.push("M" + x + " " + y0 + "V" + Math.max(0, H - hs - hf).toFixed(3) + "H" + x2 + "V" + y0 + "Z");
         }
         if (v.dn > 0) {
           avg.push("M" + x + " " + LAT_H + "V" + (LAT_H - (v.dt / v.dn) * latScale).toFixed(3) + "H" + x2 + "V" + LAT_H + "Z");
