@@ -24,6 +24,7 @@ __all__ = [
     "FailureReason",
     "Heartbeat",
     "HeartbeatAck",
+    "JobAttempt",
     "JobFilter",
     "JobLink",
     "JobOutcome",
@@ -271,6 +272,7 @@ class RetryMove:
 
     ``refund_attempt`` gives back the attempt counted at start (a circuit deferral or a job that
     never ran); ``count_retry`` adds one to the queue's lifetime ``retried_total``.
+    ``duration_seconds`` is how long the failed execution ran (kept in the attempt history).
     """
 
     lease: Lease
@@ -279,6 +281,7 @@ class RetryMove:
     run_at: datetime | None = None
     refund_attempt: bool = False
     count_retry: bool = True
+    duration_seconds: float | None = None
 
 
 Move = SucceedMove | FailMove | RetryMove
@@ -435,6 +438,7 @@ class JobFilter:
     ids: tuple[str, ...] | None = None
     blocked: bool | None = None  # hot only: waiting on a parent that is in the DLQ
     partition: str | None = None
+    error_family: str | None = None  # dlq only: exactly this family (``ErrorGroup.family``)
 
 
 T = TypeVar("T")
@@ -463,6 +467,25 @@ class Preview:
     will_affect: int
     cap: int
     sample_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobAttempt:
+    """One failed attempt of a job: a retry, or the final failure that sent it to the DLQ.
+
+    ``seq`` orders a job's attempts (``attempt`` restarts at 1 after a resurrection);
+    ``failure_reason`` is None for a retried attempt, else the reason of the final failure;
+    ``error`` is the error as the worker recorded it (type, message and traceback, at most
+    16,000 characters)."""
+
+    seq: int
+    attempt: int
+    failed_at: datetime
+    started_at: datetime | None
+    worker_id: str | None
+    duration_seconds: float | None
+    failure_reason: FailureReason | None
+    error: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,6 +529,7 @@ class JobView:
     children: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs that wait on it
     partition: str | None = None
     expires_at: datetime | None = None  # hot: not started by then, it goes to the DLQ (EXPIRED)
+    attempts: tuple[JobAttempt, ...] = ()  # with ``relatives``: failed attempts, newest first
 
     @property
     def state(self) -> str:
@@ -711,10 +735,11 @@ class SeriesPoint:
 
 @dataclass(frozen=True, slots=True)
 class ErrorGroup:
-    """One family of DLQ errors: reason plus the first 160 characters of the error."""
+    """One family of DLQ errors: its reason and its family, the error's first line with numbers,
+    ids and quoted values folded (``chokaq.storage.families``), at most 160 characters."""
 
     failure_reason: FailureReason
-    prefix: str
+    family: str
     count: int
     latest_at: datetime
 

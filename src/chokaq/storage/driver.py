@@ -28,6 +28,7 @@ from ..models import (
     ErrorGroup,
     Heartbeat,
     HeartbeatAck,
+    JobAttempt,
     JobFilter,
     JobLink,
     JobOutcome,
@@ -523,6 +524,10 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def job_get(self, id: str) -> JobView | None: ...
+
+    @abc.abstractmethod
+    async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
+        """The job's failed attempts, newest first, at most ``limit``."""
 
     # -- queues and workers (queues.py) -------------------------------------------------------
 

@@ -564,6 +564,43 @@ SELECT NULL FROM told
 UNION ALL
 SELECT NULL FROM woke
 
+-- name: attempts_record
+-- The failed attempts of a finalize batch, sent before its finalize statements in the same
+-- transaction (so a batch of successes sends nothing more): fail moves and retries that used
+-- their attempt, of jobs that ran (Processing), guarded by the lease. The rows are locked, so
+-- the moves that follow find them as read here. seq is one past the job's newest kept row, and
+-- only the newest %(keep)s rows of each job are kept (the DELETE does not see the new row).
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, rf bool)
+),
+-- include: fragment_finalize_clock
+,
+ran AS MATERIALIZED (
+    SELECT h.id, h.attempt_count, h.worker_id, h.started_at, v.du, v.r, v.e,
+           coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = h.id), 0)
+               AS newest
+    FROM {schema}.jobs_hot h JOIN v ON h.id = v.i
+    WHERE v.k IN (1, 2) AND NOT coalesce(v.rf, false)
+      AND h.worker_id = v.w AND h.lease_token = v.t AND h.status = 2
+    ORDER BY h.id
+    FOR UPDATE OF h
+),
+tried AS (
+    INSERT INTO {schema}.job_attempts (
+        job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds,
+        failure_reason, error
+    )
+    SELECT r.id, r.newest + 1, r.attempt_count, r.worker_id, r.started_at, k.now, r.du, r.r, r.e
+    FROM ran r CROSS JOIN clock k
+),
+trimmed AS (
+    DELETE FROM {schema}.job_attempts a
+    USING ran r
+    WHERE a.job_id = r.id AND a.seq <= r.newest + 1 - %(keep)s
+)
+SELECT count(*) FROM ran
+
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
 -- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
@@ -735,6 +772,9 @@ WITH gone AS (
 ),
 unlinked AS (
     DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT count(*) FROM gone
 
@@ -758,6 +798,9 @@ WITH gone AS (
 ),
 unlinked AS (
     DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT count(*) FROM gone
 
@@ -917,10 +960,17 @@ inserted AS (
 -- include: fragment_notify_inserted
 
 -- name: dlq_purge
--- Run with jobs_orphans_fail next in the same transaction (see there).
-DELETE FROM {schema}.jobs_dlq
-WHERE id = ANY(%(ids)b::uuid[])
-RETURNING id::text
+-- Run with jobs_orphans_fail next in the same transaction (see there). A purged job's attempts
+-- go with it.
+WITH gone AS (
+    DELETE FROM {schema}.jobs_dlq
+    WHERE id = ANY(%(ids)b::uuid[])
+    RETURNING id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
+)
+SELECT id::text FROM gone
 
 -- name: fragment_hot_filter
 -- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
@@ -965,6 +1015,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(family)s::text IS NULL OR error_family = %(family)s::text)
   AND (%(search)s::text IS NULL
        OR id::text ILIKE %(search)s::text ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
@@ -1108,28 +1159,24 @@ GROUP BY bucket_start
 ORDER BY bucket_start
 
 -- name: dlq_top_errors
-WITH recent AS (
-    SELECT failure_reason, error, failed_at
+-- The newest %(scan)s rows grouped by reason and family (the stored error_family column, see
+-- migration 008), most frequent first (newest on a tie).
+SELECT failure_reason, error_family, count(*) AS n, max(failed_at) AS latest
+FROM (
+    SELECT failure_reason, error_family, failed_at
     FROM {schema}.jobs_dlq
     ORDER BY failed_at DESC
     LIMIT %(scan)s
-),
-families AS (
-    SELECT failure_reason,
-           -- The family is the error's first line (the exception and its message), whitespace
-           -- collapsed, at most 160 characters.
-           rtrim(left(btrim(regexp_replace(
-               split_part(btrim(coalesce(error, '')), E'\n', 1), '\s+', ' ', 'g')), 160)) AS prefix,
-           failed_at
-    FROM recent
-)
-SELECT failure_reason,
-       CASE WHEN prefix = '' THEN '(empty error details)' ELSE prefix END AS family,
-       count(*) AS n,
-       max(failed_at) AS latest
-FROM families
-GROUP BY failure_reason, family
-ORDER BY n DESC, latest DESC, family
+) recent
+GROUP BY failure_reason, error_family
+ORDER BY n DESC, latest DESC, failure_reason, error_family
+LIMIT %(limit)s
+
+-- name: attempts_list
+SELECT seq, attempt, failed_at, started_at, worker_id, duration_seconds, failure_reason, error
+FROM {schema}.job_attempts
+WHERE job_id = %(id)s::uuid
+ORDER BY seq DESC
 LIMIT %(limit)s
 
 -- name: hot_count

@@ -24,6 +24,7 @@ from ...models import (
     ErrorGroup,
     Heartbeat,
     HeartbeatAck,
+    JobAttempt,
     JobFilter,
     JobLink,
     JobOutcome,
@@ -477,6 +478,9 @@ class SQLiteDriver(Driver):
 
     async def job_get(self, id: str) -> JobView | None:
         return await self._db.call(reads.job_get, id)
+
+    async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
+        return await self._db.call(reads.job_attempts, id, limit)
 
     # -- queues and workers -----------------------------------------------------------------
 
