@@ -25,7 +25,16 @@ from rich.text import Text
 from ..app import App
 from ..errors import NotFoundError
 from ..logs import log_admin
-from ..models import CancelResult, JobFilter, JobLink, JobOutcome, JobStatus, JobView, Pillar
+from ..models import (
+    CancelResult,
+    JobAttempt,
+    JobFilter,
+    JobLink,
+    JobOutcome,
+    JobStatus,
+    JobView,
+    Pillar,
+)
 from ..storage.workflows import MAX_RELATIVES
 from .options import (
     actor_name,
@@ -166,6 +175,26 @@ def _links(title: str, links: tuple[JobLink, ...]) -> Table:
     return table
 
 
+def _attempts(attempts: tuple[JobAttempt, ...]) -> Table:
+    """The failed attempts, newest first: the error's first line here (``--json`` has it all)."""
+    table = Table(title=f"failed attempts ({len(attempts)}, newest first)", title_justify="left")
+    for column in ("#", "failed at", "worker", "ran", "outcome", "error"):
+        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
+    for a in attempts:
+        outcome = "retried" if a.failure_reason is None else a.failure_reason.name.lower()
+        first_line = (a.error or "").strip().split("\n", 1)[0]
+        ran = _duration(a.duration_seconds) or "-"
+        table.add_row(
+            str(a.attempt),
+            _utc(a.failed_at),
+            Text(a.worker_id or "-"),
+            ran,
+            outcome,
+            Text(first_line),
+        )
+    return table
+
+
 def _block(title: str, text: str) -> None:
     """A heading and text as it is (no wrapping: JSON and tracebacks stay copyable)."""
     click.secho(title, bold=True)
@@ -205,6 +234,8 @@ def _print_job(view: JobView, limit: int) -> None:
         _block("error", view.error)
     elif view.last_error:
         _block("last error (of the attempt before)", view.last_error)
+    if view.attempts:
+        out.print(_attempts(view.attempts))
 
 
 def _job_id(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -628,6 +628,7 @@ FILTER_QUERY = (
     "since",
     "until",
     "search",
+    "family",
 )
 FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 

@@ -432,26 +432,22 @@
     clear(list);
     $("errors-empty").hidden = groups.length > 0;
     groups.forEach(function (g) {
-      var li = el("li", { title: "Show these jobs in the DLQ" },
+      var li = el("li", { title: "Show the DLQ jobs of this family (numbers, ids and quoted values folded into <n>, <id> and <str>)" },
         el("span", { className: "chip" }, g.failure_reason), " ",
         el("b", null, fmtNum(g.count)), " · ", ago(g.latest_at),
-        el("span", { className: "prefix" }, g.prefix.length > 160 ? g.prefix.slice(0, 160) + "…" : g.prefix));
+        el("span", { className: "prefix", dir: "auto" }, g.family));
       li.addEventListener("click", function () { showErrorGroup(g); });
       list.appendChild(li);
     });
   }
 
-  // The group's prefix is the error's first line (the exception and its message), which
-  // every error of the group starts with: search on it.
-  function searchTermOf(prefix) {
-    return prefix;
-  }
-
+  // A family is stored with each DLQ row, so the DLQ filters on it exactly: every member and
+  // nothing else (a search on the text would miss "card 1111" when the family says "card <n>").
   function showErrorGroup(g) {
     var form = $("filters");
     form.reset();
     form.elements.reason.value = g.failure_reason;
-    form.elements.search.value = searchTermOf(g.prefix);
+    form.elements.family.value = g.family;
     setSource("dlq");
   }
 
@@ -584,6 +580,7 @@
     if (state.source === "active" && f.status.value) { out.status = f.status.value; }
     if (state.source === "active" && f.blocked.checked) { out.blocked = "true"; }
     if (state.source === "dlq" && f.reason.value) { out.reason = f.reason.value; }
+    if (state.source === "dlq" && f.family.value) { out.family = f.family.value; }
     ["since", "until"].forEach(function (k) {
       if (f[k].value) { out[k] = new Date(f[k].value).toISOString(); }
     });
@@ -1131,6 +1128,7 @@
       dl.appendChild(el("dd", { dataset: { field: k } }, Array.isArray(v) ? v.join(", ") : String(v)));
     });
     $("insp-error").textContent = j.error || j.last_error || "(none)";
+    renderAttempts(j.attempts || []);
     $("insp-payload").textContent = j.payload === null ? "(not stored)" : pretty(j.payload);
     if (isAdmin) {
       var editable = j.pillar === "dlq" || (j.pillar === "hot" && j.status === "pending");
@@ -1187,6 +1185,32 @@
     fillLinks($("insp-parents"), $("insp-parents-note"), parents, j.relatives_limit || 1000);
     fillLinks($("insp-children"), $("insp-children-note"), children, j.relatives_limit || 1000);
     document.querySelector('#drawer-tabs [data-tab="workflow"]').disabled = !j.workflow_id && !state.workflow;
+  }
+
+  // -- attempt history (inspector) -----------------------------------------------------------
+
+  // Each failed attempt, newest first: its number, when and where it failed, how long it ran,
+  // whether it was retried or was the final failure, and its error (the first line shown, the
+  // whole traceback one click away in a <details>, which needs no script).
+  function renderAttempts(attempts) {
+    var list = $("insp-attempts");
+    clear(list);
+    $("insp-attempts-box").hidden = attempts.length === 0;
+    $("insp-attempts-note").textContent = "(" + attempts.length + ", newest first" +
+      (attempts.length >= 20 ? "; a job keeps its newest 20" : "") + ")";
+    attempts.forEach(function (a) {
+      var outcome = a.failure_reason === null ? "retried" : "final: " + a.failure_reason;
+      var head = el("div", { className: "attempt-head" },
+        el("b", null, "#" + a.attempt), " ",
+        el("span", { className: "chip" + (a.failure_reason === null ? "" : " final") }, outcome), " ",
+        el("span", { title: a.failed_at }, when(a.failed_at)), " · ",
+        el("span", { dir: "auto" }, a.worker_id || "no worker"), " · ran ", fmtSecs(a.duration_seconds));
+      var text = a.error || "(no error text)";
+      var details = el("details", null,
+        el("summary", { dir: "auto" }, text.split("\n")[0]),
+        el("pre", { className: "code" }, text));
+      list.appendChild(el("li", { dataset: { seq: String(a.seq) } }, head, details));
+    });
   }
 
   // -- workflow view --------------------------------------------------------------------------
