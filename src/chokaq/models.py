@@ -637,7 +637,11 @@ class Summary:
 
 @dataclass(frozen=True, slots=True)
 class QueueInfo:
-    """A queue's control-plane row."""
+    """A queue's control-plane row.
+
+    ``paused``: workers claim none of its jobs (running ones finish). ``active`` False has the
+    same effect on workers (kept for compatibility; see ``queue_activate``). ``hidden``: The
+    Deck leaves it out of its queue list unless asked; it changes nothing else."""
 
     name: str
     paused: bool
@@ -646,6 +650,7 @@ class QueueInfo:
     zombie_timeout_seconds: float | None
     execution_timeout_seconds: float | None
     updated_at: datetime
+    hidden: bool = False  # left out of The Deck's queue list only; workers ignore it
 
 
 # The first word of the last error of a job a worker released because it has no handler for

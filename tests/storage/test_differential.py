@@ -1068,6 +1068,18 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("ok", lambda b, s: b.queue_activate(name="q", active=False)),
         ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
     ],
+    "queue_hide": [
+        ("blank", lambda b, s: b.queue_hide(name=" q", hidden=True)),
+        ("unknown", lambda b, s: b.queue_hide(name="nope", hidden=True, create=False)),
+        ("ok", lambda b, s: b.queue_hide(name="q", hidden=True)),
+        ("listed", lambda b, s: b.queue_list()),
+        ("stats", lambda b, s: b.stats_queues(now=at(10))),
+        (
+            "still claimed",
+            lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10)),
+        ),
+        ("shown", lambda b, s: b.queue_hide(name="q", hidden=False)),
+    ],
     "limits_declare": [
         ("bad rate", lambda b, s: b.limits_declare(limits=[TypeLimit("t", "10/d")])),
         ("zero cap", lambda b, s: b.limits_declare(limits=[TypeLimit("t", None, 0)])),

@@ -267,8 +267,9 @@ def job_show(
     job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
 ) -> None:
     """Show job ID wherever it lives: pillar, state, type, queue, attempts, times, its
-    payload, its result (or why it was not kept) or its error, its workflow, and its parents
-    and children with their states. Exit code 1 when no pillar holds it.
+    payload, its result (or why it was not kept) or its error, its failed attempts (newest
+    first), its workflow, and its parents and children with their states. Exit code 1 when no
+    pillar holds it.
 
     \b
     Example:

@@ -547,6 +547,9 @@ class Driver(abc.ABC):
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo: ...
 
     @abc.abstractmethod
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo: ...
+
+    @abc.abstractmethod
     async def queue_configure(
         self, name: str, limits: QueueLimits, actor: str | None
     ) -> QueueInfo: ...

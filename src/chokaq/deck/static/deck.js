@@ -187,7 +187,7 @@
 
   function renderQueues(queues) {
     var showHidden = $("show-hidden").checked;
-    var rows = queues.filter(function (q) { return q.active || showHidden; });
+    var rows = queues.filter(function (q) { return !q.hidden || showHidden; });
     $("queues-empty").hidden = rows.length > 0;
     syncRows($("queue-rows"), rows, function (q) { return q.name; }, buildQueueRow, updateQueueRow);
   }
@@ -200,7 +200,8 @@
     if (isAdmin) {
       var ctl = el("td", { className: "admin-only" },
         el("button", { type: "button", className: "q-pause" }), " ",
-        el("button", { type: "button", className: "q-hide ghost" }));
+        el("button", { type: "button", className: "q-hide ghost",
+          title: "Hide: leave this queue out of this list (for everyone, until unhidden). Its jobs still run: Pause stops them." }));
       tr.appendChild(ctl);
       var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
       var zt = el("input", { type: "number", min: 15, max: 86400, className: "q-zombie", placeholder: "default",
@@ -210,11 +211,9 @@
       clear(tr.children[9]); tr.children[9].appendChild(mw);
       clear(tr.children[10]); tr.children[10].appendChild(zt);
       tr.children[11].appendChild(rate);
-      ctl.querySelector(".q-pause").addEventListener("click", function () {
-        queueAction({ queue: q.name, paused: tr.dataset.paused !== "true" });
-      });
+      ctl.querySelector(".q-pause").addEventListener("click", function () { pauseOrResume(q.name, tr); });
       ctl.querySelector(".q-hide").addEventListener("click", function () {
-        queueAction({ queue: q.name, active: tr.dataset.active !== "true" });
+        queueAction({ queue: q.name, hidden: tr.dataset.hidden !== "true" });
       });
       mw.addEventListener("change", function () {
         queueAction({ queue: q.name, max_workers: mw.value === "" ? null : parseInt(mw.value, 10) });
@@ -239,7 +238,7 @@
 
   function updateQueueRow(tr, q) {
     var c = tr.children;
-    tr.dataset.paused = q.paused; tr.dataset.active = q.active;
+    tr.dataset.paused = q.paused; tr.dataset.active = q.active; tr.dataset.hidden = q.hidden;
     c[0].textContent = q.name;
     c[1].textContent = fmtNum(q.pending);
     c[2].textContent = fmtNum(q.fetched);
@@ -257,17 +256,31 @@
       setInput(c[9].firstChild, q.max_workers);
       setInput(c[10].firstChild, q.zombie_timeout_seconds);
       setInput(c[11].firstChild, q.rate_limit);
-      c[14].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
-      c[14].querySelector(".q-pause").disabled = !q.active;
-      c[14].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
+      var pause = c[14].querySelector(".q-pause");
+      pause.textContent = !q.active ? "Activate" : (q.paused ? "Resume" : "Pause");
+      pause.title = !q.active ? "Deactivated through the Python API (queue_activate): workers skip it. Activate lets them claim its jobs again."
+        : q.paused ? "Resume: workers claim this queue's jobs again." : "Pause: workers stop claiming this queue's jobs (running ones finish; new ones wait). Asks first.";
+      c[14].querySelector(".q-hide").textContent = q.hidden ? "Unhide" : "Hide";
     } else {
       c[9].textContent = q.max_workers === null ? "∞" : q.max_workers;
       c[10].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
       c[11].textContent = q.rate_limit || "–";
     }
-    c[12].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
-    c[12].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
+    c[12].textContent = (!q.active ? "INACTIVE" : (q.paused ? "PAUSED" : "ACTIVE")) + (q.hidden ? " · HIDDEN" : "");
+    c[12].className = q.paused || !q.active ? "st-failed" : "st-succeeded";
+    c[12].title = q.hidden ? "Hidden from this list only (show hidden lists it); workers still serve it unless it is paused." : "";
     c[13].textContent = ago(q.last_activity_at);
+  }
+
+  // Pausing stops processing, so it asks first; resuming (and activating) does not.
+  function pauseOrResume(name, tr) {
+    if (tr.dataset.active !== "true") { queueAction({ queue: name, active: true }); return; }
+    if (tr.dataset.paused === "true") { queueAction({ queue: name, paused: false }); return; }
+    confirmAction("Pause queue " + name + "?",
+      "Workers stop claiming its jobs until someone resumes it: running jobs finish, new jobs wait in the queue. " +
+      "(To only remove it from this list, use Hide.) Recorded as " + document.body.dataset.user + ".", null).then(function (ok) {
+      if (ok) { queueAction({ queue: name, paused: true }); }
+    });
   }
 
   function queueAction(body) {

@@ -1103,7 +1103,7 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8,
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0)
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
 FROM {schema}.queues q
 LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
 LEFT JOIN hot h ON h.queue = q.name
@@ -1233,7 +1233,7 @@ WHERE id = %(id)s::uuid
 
 -- name: queue_list
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {schema}.queues
 ORDER BY name
 
@@ -1243,18 +1243,18 @@ WITH made AS (
     VALUES (%(name)s, now())
     ON CONFLICT (name) DO NOTHING
     RETURNING name, paused, active, max_workers, zombie_timeout_seconds,
-              execution_timeout_seconds, updated_at
+              execution_timeout_seconds, updated_at, hidden
 )
 SELECT * FROM made
 UNION ALL
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {schema}.queues
 WHERE name = %(name)s AND NOT EXISTS (SELECT 1 FROM made)
 
 -- name: queue_get
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {schema}.queues
 WHERE name = %(name)s
 
@@ -1269,7 +1269,7 @@ ON CONFLICT (name) DO UPDATE
 SET paused = excluded.paused, updated_at = excluded.updated_at,
     last_modified_by = excluded.last_modified_by
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-          updated_at
+          updated_at, hidden
 
 -- name: queue_wake
 -- Wake the workers of the given queues (jobs_wake).
@@ -1282,7 +1282,16 @@ ON CONFLICT (name) DO UPDATE
 SET active = excluded.active, updated_at = excluded.updated_at,
     last_modified_by = excluded.last_modified_by
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-          updated_at
+          updated_at, hidden
+
+-- name: queue_hide
+INSERT INTO {schema}.queues AS q (name, hidden, updated_at, last_modified_by)
+VALUES (%(name)s, %(hidden)s, now(), %(actor)s)
+ON CONFLICT (name) DO UPDATE
+SET hidden = excluded.hidden, updated_at = excluded.updated_at,
+    last_modified_by = excluded.last_modified_by
+RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+          updated_at, hidden
 
 -- name: queue_configure
 INSERT INTO {schema}.queues AS q (
@@ -1302,7 +1311,7 @@ SET max_workers = CASE WHEN %(set_max_workers)s THEN excluded.max_workers
     updated_at = excluded.updated_at,
     last_modified_by = excluded.last_modified_by
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-          updated_at
+          updated_at, hidden
 
 -- ---------------------------------------------------------------------------------------------
 -- Workers

@@ -95,7 +95,7 @@ class PostgresReads(PostgresCore):
         rows = await self._rows("stats_queues", {"now": now})
         return [
             QueueStats(
-                queue=queue_info(row[:7]),
+                queue=queue_info((*row[:7], row[19])),
                 pending=row[7],
                 fetched=row[8],
                 processing=row[9],

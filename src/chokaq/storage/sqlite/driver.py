@@ -498,6 +498,11 @@ class SQLiteDriver(Driver):
             queues.queue_set, "queue_pause", name, paused, actor, ts_now(None)
         )
 
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(
+            queues.queue_set, "queue_hide", name, hidden, actor, ts_now(None)
+        )
+
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:
         return await self._db.call(
             queues.queue_set, "queue_activate", name, active, actor, ts_now(None)

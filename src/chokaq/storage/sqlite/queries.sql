@@ -414,7 +414,7 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(l.n, 0), coalesce(l.lag_avg, 0.0), coalesce(l.lag_max, 0.0),
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0)
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
 FROM {p}queues AS q
 LEFT JOIN {p}stats_summary AS s ON s.queue = q.name
 LEFT JOIN (SELECT queue, sum(status = 0) AS pending, sum(status = 1) AS fetched,
@@ -584,12 +584,12 @@ LIMIT :limit OFFSET :offset
 
 -- name: queue_get
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {p}queues WHERE name = :name
 
 -- name: queue_list
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {p}queues ORDER BY name
 
 -- name: queue_pause
@@ -598,6 +598,10 @@ WHERE name = :name
 
 -- name: queue_activate
 UPDATE {p}queues SET active = :flag, updated_at = :now, last_modified_by = :actor
+WHERE name = :name
+
+-- name: queue_hide
+UPDATE {p}queues SET hidden = :flag, updated_at = :now, last_modified_by = :actor
 WHERE name = :name
 
 -- name: queue_configure

@@ -118,7 +118,7 @@ def stats_queues(db: Database, now: float) -> list[QueueStats]:
             values = tuple(row)
             out.append(
                 QueueStats(
-                    queue=queue_info(values),
+                    queue=queue_info((*values[:7], values[19])),
                     pending=values[7],
                     fetched=values[8],
                     processing=values[9],

@@ -48,3 +48,10 @@ AS $$ SELECT coalesce(nullif(btrim(left(btrim(regexp_replace(
 ALTER TABLE {schema}.jobs_dlq
     ADD COLUMN error_family text GENERATED ALWAYS AS ({schema}.error_family(error)) STORED;
 CREATE INDEX jobs_dlq_family ON {schema}.jobs_dlq (error_family, failed_at DESC);
+
+-- Hiding a queue is The Deck's listing only (workers keep claiming its jobs); stopping a queue is
+-- pausing it. Before this migration "Hide" set active = false, which also stopped its workers:
+-- such a queue becomes paused and hidden, so it stays stopped and out of the list, and Resume
+-- starts it again.
+ALTER TABLE {schema}.queues ADD COLUMN hidden boolean NOT NULL DEFAULT false;
+UPDATE {schema}.queues SET paused = true, hidden = true, active = true WHERE NOT active;

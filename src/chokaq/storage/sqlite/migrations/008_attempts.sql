@@ -18,3 +18,7 @@ CREATE TABLE {p}job_attempts (
 ALTER TABLE {p}jobs_dlq ADD COLUMN error_family TEXT;
 UPDATE {p}jobs_dlq SET error_family = chokaq_error_family(error);
 CREATE INDEX {p}jobs_dlq_family ON {p}jobs_dlq (error_family, failed_at DESC);
+
+-- Hiding a queue is The Deck's listing only (see the PostgreSQL migration of the same number).
+ALTER TABLE {p}queues ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
+UPDATE {p}queues SET paused = 1, hidden = 1, active = 1 WHERE active = 0;
