@@ -130,3 +130,20 @@ async def test_job_attempts_checks_its_arguments(backend):
         await backend.job_attempts(id="0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77", limit=0)
     with pytest.raises(ValidationError, match="id"):
         await backend.job_attempts(id="not-an-id")
+
+
+async def test_a_zombies_last_attempt_is_kept(backend):
+    [job_id] = await enqueue(backend, max_attempts=5)
+    await retry(backend, await claim(backend, worker="w1", now=at(1)), now=at(2))
+    await claim(backend, worker="w2", now=at(3))  # then w2 dies: no heartbeat, no finalize
+    rescued = await backend.jobs_rescue(
+        fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(1000)
+    )
+    assert rescued.zombies == (job_id,)
+    attempts = await backend.job_attempts(id=job_id)
+    assert [(a.seq, a.attempt, a.worker_id, a.failure_reason) for a in attempts] == [
+        (2, 2, "w2", FailureReason.ZOMBIE),
+        (1, 1, "w1", None),
+    ]
+    assert attempts[0].error.startswith("Zombie: heartbeat expired")
+    assert attempts[0].failed_at == at(1000) and attempts[0].started_at == at(3)

@@ -612,6 +612,7 @@ class PostgresJobs(PostgresCore):
             "now": now,
             "ids": None,
             "channel": self.channel,
+            "keep": ATTEMPTS_KEPT,
         }
         zombies: tuple[str, ...] | None = None
         async with self.pool.connection() as conn:

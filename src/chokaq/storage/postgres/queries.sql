@@ -674,17 +674,34 @@ done AS (
     DELETE FROM {schema}.jobs_hot h
     USING limits l
     WHERE h.id = l.id AND h.status = 2
-    RETURNING h.*, l.timeout, 2 AS failure_reason
+    RETURNING h.*, 2 AS failure_reason,
+              'Zombie: heartbeat expired (no heartbeat for more than '
+                  || l.timeout::numeric::text || ' s)' AS zombie_error
 ),
 buried AS (
 -- include: fragment_dlq_insert
     SELECT
 -- include: fragment_kept_columns
-           , d.failure_reason,
-           'Zombie: heartbeat expired (no heartbeat for more than '
-               || d.timeout::numeric::text || ' s)',
-           d.last_modified_by, NULL, k.now, NULL, d.children
+           , d.failure_reason, d.zombie_error, d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
+),
+-- The attempt the dead worker was running failed: kept in the job's history (as attempts_record).
+tried AS (
+    INSERT INTO {schema}.job_attempts (
+        job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds,
+        failure_reason, error
+    )
+    SELECT d.id,
+           coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = d.id), 0) + 1,
+           d.attempt_count, d.worker_id, d.started_at, k.now, NULL, 2, d.zombie_error
+    FROM done d CROSS JOIN clock k
+),
+trimmed AS (
+    DELETE FROM {schema}.job_attempts a
+    USING done d
+    WHERE a.job_id = d.id
+      AND a.seq <= (SELECT max(x.seq) FROM {schema}.job_attempts x WHERE x.job_id = d.id)
+                   + 1 - %(keep)s
 ),
 -- include: fragment_notify_waited
 ,

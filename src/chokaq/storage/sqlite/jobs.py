@@ -676,6 +676,9 @@ def rescue(
             queue = move_by_status(db, params, moved)
             if queue is not None:
                 counters.outcome(queue, reason)
+                if status is JobStatus.PROCESSING:  # the attempt its dead worker ran failed
+                    conn.execute(q["attempts_record_zombie"], {"id": job_id})
+                    conn.execute(q["attempts_trim"], {"id": job_id, "keep": ATTEMPTS_KEPT})
             return queue is not None
 
         zombies = [

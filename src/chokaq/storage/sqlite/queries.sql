@@ -210,6 +210,18 @@ SELECT h.id, coalesce((SELECT max(a.seq) FROM {p}job_attempts a WHERE a.job_id =
 FROM {p}jobs_hot h
 WHERE h.id = :id AND h.worker_id = :worker_id AND h.lease_token = :token AND h.status = 2
 
+-- name: attempts_record_zombie
+-- The attempt a dead worker was running (the job just moved to the DLQ as ZOMBIE), read from
+-- its DLQ row in the same transaction.
+INSERT INTO {p}job_attempts (
+    job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds, failure_reason,
+    error
+)
+SELECT d.id, coalesce((SELECT max(a.seq) FROM {p}job_attempts a WHERE a.job_id = d.id), 0) + 1,
+       d.attempt_count, d.worker_id, d.started_at, d.failed_at, NULL, d.failure_reason, d.error
+FROM {p}jobs_dlq d
+WHERE d.id = :id
+
 -- name: attempts_trim
 -- Keep the job's newest :keep attempts.
 DELETE FROM {p}job_attempts
