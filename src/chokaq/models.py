@@ -24,6 +24,7 @@ __all__ = [
     "FailureReason",
     "Heartbeat",
     "HeartbeatAck",
+    "JobAttempt",
     "JobFilter",
     "JobLink",
     "JobOutcome",
@@ -275,6 +276,7 @@ class RetryMove:
 
     ``refund_attempt`` gives back the attempt counted at start (a circuit deferral or a job that
     never ran); ``count_retry`` adds one to the queue's lifetime ``retried_total``.
+    ``duration_seconds`` is how long the failed execution ran (kept in the attempt history).
     """
 
     lease: Lease
@@ -283,6 +285,7 @@ class RetryMove:
     run_at: datetime | None = None
     refund_attempt: bool = False
     count_retry: bool = True
+    duration_seconds: float | None = None
 
 
 Move = SucceedMove | FailMove | RetryMove
@@ -439,6 +442,7 @@ class JobFilter:
     ids: tuple[str, ...] | None = None
     blocked: bool | None = None  # hot only: waiting on a parent that is in the DLQ
     partition: str | None = None
+    error_family: str | None = None  # dlq only: exactly this family (``ErrorGroup.family``)
 
 
 T = TypeVar("T")
@@ -496,6 +500,25 @@ class RequeuedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class JobAttempt:
+    """One failed attempt of a job: a retry, or the final failure that sent it to the DLQ.
+
+    ``seq`` orders a job's attempts (``attempt`` restarts at 1 after a resurrection);
+    ``failure_reason`` is None for a retried attempt, else the reason of the final failure;
+    ``error`` is the error as the worker recorded it (type, message and traceback, at most
+    16,000 characters)."""
+
+    seq: int
+    attempt: int
+    failed_at: datetime
+    started_at: datetime | None
+    worker_id: str | None
+    duration_seconds: float | None
+    failure_reason: FailureReason | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     """A job wherever it lives, for inspectors and listings; fields a pillar lacks are ``None``."""
 
@@ -538,6 +561,7 @@ class JobView:
     expires_at: datetime | None = None  # hot: not started by then, it goes to the DLQ (EXPIRED)
     # A listing's row: the text fields cut to their first characters (see jobs_page).
     truncated: tuple[str, ...] = ()
+    attempts: tuple[JobAttempt, ...] = ()  # with ``relatives``: failed attempts, newest first
 
     @property
     def state(self) -> str:
@@ -645,7 +669,11 @@ class Summary:
 
 @dataclass(frozen=True, slots=True)
 class QueueInfo:
-    """A queue's control-plane row."""
+    """A queue's control-plane row.
+
+    ``paused``: workers claim none of its jobs (running ones finish). ``active`` False has the
+    same effect on workers (kept for compatibility; see ``queue_activate``). ``hidden``: The
+    Deck leaves it out of its queue list unless asked; it changes nothing else."""
 
     name: str
     paused: bool
@@ -654,6 +682,7 @@ class QueueInfo:
     zombie_timeout_seconds: float | None
     execution_timeout_seconds: float | None
     updated_at: datetime
+    hidden: bool = False  # left out of The Deck's queue list only; workers ignore it
 
 
 # The first word of the last error of a job a worker released because it has no handler for
@@ -780,10 +809,11 @@ class SeriesPoint:
 
 @dataclass(frozen=True, slots=True)
 class ErrorGroup:
-    """One family of DLQ errors: reason plus the first 160 characters of the error."""
+    """One family of DLQ errors: its reason and its family, the error's first line with numbers,
+    ids and quoted values folded (``chokaq.storage.families``), at most 160 characters."""
 
     failure_reason: FailureReason
-    prefix: str
+    family: str
     count: int
     latest_at: datetime
 

@@ -490,3 +490,25 @@ def test_enqueue_with_app_takes_the_handlers_queue_and_checks_its_signature(
     assert show(store, piped.strip())["payload"] == {"n": 5}
     both = chokaq(store, "enqueue", "ok", "{}", "--payload-file", "-", input="{}", expect=2)
     assert "give PAYLOAD or --payload-file, not both" in both.stderr
+
+
+def test_show_lists_each_failed_attempt_newest_first(store: Store) -> None:
+    [job_id] = enqueue(store, lambda h: [h["flaky"].prepare(n=4)])
+    # A burst ends when nothing is due; the retry is due 0.05 s later, so run bursts until the
+    # second attempt has failed too (the job is in the DLQ).
+    poll(lambda: burst(store) or show(store, job_id)["pillar"] == "dlq", timeout=60)
+    shown = chokaq(store, "job", "show", job_id).stdout
+    table = shown.split("failed attempts (2, newest first)", 1)[1]
+    cells = [line.split("│") for line in table.splitlines() if line.startswith("│ ")]
+    rows = ["│".join(c) for c in cells if c[1].strip()]  # not a folded line's continuation
+    assert [row.split("│")[1].strip() for row in rows] == ["2", "1"]
+    assert [row.split("│")[5].strip() for row in rows] == ["transient", "retried"]
+    assert all("ConnectionError: flaky 4" in row for row in rows)
+    attempts = show(store, job_id)["attempts"]
+    assert [(a["seq"], a["attempt"], a["failure_reason"]) for a in attempts] == [
+        (2, 2, "transient"),
+        (1, 1, None),
+    ]
+    for a in attempts:
+        assert "ConnectionError: flaky 4" in a["error"] and "Traceback" in a["error"]
+        assert a["worker_id"] and a["duration_seconds"] >= 0 and a["failed_at"] >= a["started_at"]

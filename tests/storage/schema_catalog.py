@@ -364,9 +364,12 @@ class PostgresCatalog:
         if persistence != "p":
             lines.append(f"  option {'unlogged' if persistence == 'u' else 'temporary'}")
         lines += [f"  option {o}" for o in sorted(options)]
+        quoted = conn.execute("SELECT quote_ident(%s)", (self.schema,)).fetchone()[0]
         for col, type_, notnull, default, compression, identity, generated in conn.execute(
             _PG_COLUMNS, (oid,)
         ):
+            if default is not None:  # a generated column calls a function of the test's schema
+                default = default.replace(f"{quoted}.", "")
             line = _column(col, type_, notnull, default) + _PG_COMPRESSION[compression]
             line += f" identity {identity}" if identity else ""
             line += f" generated {generated}" if generated else ""
@@ -376,7 +379,6 @@ class PostgresCatalog:
             lines.append(f"  constraint {con} {definition}")
             if contype == "p":
                 primary = self._columns(conn, oid, conkey)
-        quoted = conn.execute("SELECT quote_ident(%s)", (self.schema,)).fetchone()[0]
         for _, definition in conn.execute(_PG_INDEXES, (self.schema, name)):
             bare = definition.removeprefix("CREATE ").replace(f" ON {quoted}.", " ON ", 1)
             for word in ("UNIQUE INDEX ", "INDEX "):

@@ -168,6 +168,36 @@ def _f(**fields: Any) -> JobFilter:
     return JobFilter(**fields)
 
 
+# Errors whose families (chokaq.storage.families in Python on SQLite, the SQL function of
+# migration 008 on PostgreSQL) must come out the same on both backends.
+FAMILY_ERRORS = (
+    "card 4242 declined",
+    "card 1111 declined\n  Traceback (most recent call last):",
+    "  \n\tjob 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 lost ",
+    "ptr 0xdeadBEEF obj 507f1f77bcf86cd799439011 n 12345678 deadbeefcafe",
+    "can't reach \"db-1\" at 10.0.0.1:5432 for 'bob' and 'unclosed",
+    "Error404 v2 30s 1.2.3 -5 abcdef12 ABCDEF1234",
+    "\u00e9t\u00e9 12 \u00fcn\u00efcode \u00bd \u0663 a\u00a0b 7 \x0bvt",
+    "x" * 150 + " 12345 tail",
+    "\r\nline\r\nsecond",
+    "",
+)
+
+
+async def _families(b: Backend) -> Any:
+    """Dead-letter one job per ``FAMILY_ERRORS`` entry, then read the families."""
+    ids = [_id(200 + i) for i in range(len(FAMILY_ERRORS))]
+    await b.jobs_enqueue([NewJob("t", queue="fam", id=job_id) for job_id in ids], now=T0)
+    claimed = await b.jobs_fetch(worker_id="w9", limit=len(ids), queues=["fam"], now=at(6))
+    leases = {job.id: job.lease for job in claimed}
+    moves = [
+        FailMove(leases[job_id], FailureReason.TRANSIENT, error)
+        for job_id, error in zip(ids, FAMILY_ERRORS, strict=True)
+    ]
+    await b.jobs_finalize(moves=moves, now=at(7))
+    return await b.dlq_top_errors(limit=50)
+
+
 def _term(holder: str = "a", epoch: int = 1, name: str = "maintenance") -> LeaderTerm:
     """A term as a caller names it (only name, holder and epoch are compared by a store)."""
     return LeaderTerm(name, holder, epoch, T0)
@@ -1081,6 +1111,38 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("scan 0", lambda b, s: b.dlq_top_errors(scan=0)),
         ("limit huge", lambda b, s: b.dlq_top_errors(limit=1001)),
         ("ok", lambda b, s: b.dlq_top_errors()),
+        ("families", lambda b, s: _families(b)),
+        ("scan 3", lambda b, s: b.dlq_top_errors(scan=3, limit=50)),
+        (
+            "a family's rows",
+            lambda b, s: b.jobs_page(
+                pillar=Pillar.DLQ, filter=_f(error_family="card <n> declined")
+            ),
+        ),
+        (
+            "family too long",
+            lambda b, s: b.jobs_page(pillar=Pillar.DLQ, filter=_f(error_family="x" * 161)),
+        ),
+        ("family not text", lambda b, s: b.jobs_page(pillar=Pillar.DLQ, filter=_f(error_family=5))),
+    ],
+    "job_attempts": [
+        ("bad id", lambda b, s: b.job_attempts(id="x")),
+        ("limit 0", lambda b, s: b.job_attempts(id=E, limit=0)),
+        ("limit 21", lambda b, s: b.job_attempts(id=E, limit=21)),
+        ("unknown", lambda b, s: b.job_attempts(id=UNKNOWN)),
+        ("hot, never failed", lambda b, s: b.job_attempts(id=A)),
+        ("dead", lambda b, s: b.job_attempts(id=E)),
+        ("cancelled while pending", lambda b, s: b.job_attempts(id=F)),
+        (
+            "retry",
+            lambda b, s: b.jobs_finalize(
+                moves=[RetryMove(s.running, "ValueError: 7", duration_seconds=0.5)], now=at(10)
+            ),
+        ),
+        ("retried", lambda b, s: b.job_attempts(id=C)),
+        ("inspector", lambda b, s: b.job_get_related(id=C)),
+        ("purge", lambda b, s: b.dlq_purge(ids=[E], actor="ops")),
+        ("purged", lambda b, s: b.job_attempts(id=E)),
     ],
     "jobs_page": [
         *_every_sort(),
@@ -1232,6 +1294,18 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("unknown", lambda b, s: b.queue_activate(name="nope", active=False, create=False)),
         ("ok", lambda b, s: b.queue_activate(name="q", active=False)),
         ("fetch", lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10))),
+    ],
+    "queue_hide": [
+        ("blank", lambda b, s: b.queue_hide(name=" q", hidden=True)),
+        ("unknown", lambda b, s: b.queue_hide(name="nope", hidden=True, create=False)),
+        ("ok", lambda b, s: b.queue_hide(name="q", hidden=True)),
+        ("listed", lambda b, s: b.queue_list()),
+        ("stats", lambda b, s: b.stats_queues(now=at(10))),
+        (
+            "still claimed",
+            lambda b, s: b.jobs_fetch(worker_id="w2", limit=5, queues=["q"], now=at(10)),
+        ),
+        ("shown", lambda b, s: b.queue_hide(name="q", hidden=False)),
     ],
     "limits_declare": [
         ("bad rate", lambda b, s: b.limits_declare(limits=[TypeLimit("t", "10/d")])),

@@ -132,16 +132,62 @@ async def test_dlq_top_errors_groups_families(backend):
     await fail(backend, claimed[:2], error=long_a, now=at(1))
     await fail(backend, claimed[2:3], error=long_b, now=at(2))
     await fail(backend, claimed[3:4], error="KeyError:   'id'", now=at(3))
-    await fail(backend, claimed[4:5], error="KeyError: 'id'", now=at(4))
+    await fail(backend, claimed[4:5], error="KeyError: 'sku'\nTraceback ...", now=at(4))
     await fail(backend, claimed[5:], error="KeyError: 'id'", reason=FailureReason.FATAL_ERROR)
     groups = await backend.dlq_top_errors(limit=5)
     top = groups[0]
     assert (top.failure_reason, top.count, top.latest_at) == (FailureReason.TRANSIENT, 3, at(2))
-    assert top.prefix == long_a[:160]
+    assert top.family == long_a[:160]
     second = groups[1]
-    assert (second.count, second.prefix, second.latest_at) == (2, "KeyError: 'id'", at(4))
+    assert (second.count, second.family, second.latest_at) == (2, "KeyError: <str>", at(4))
     assert len(groups) == 3 and groups[2].failure_reason == FailureReason.FATAL_ERROR
     assert len(await backend.dlq_top_errors(limit=1)) == 1
+
+
+FAMILY_ERRORS = [
+    ("card 4242 declined", "card <n> declined"),
+    ("card 1111 declined", "card <n> declined"),
+    ("  card 99 declined\n  File 'x.py', line 3", "card <n> declined"),
+    ("job 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 lost", "job <id> lost"),
+    ("job 0190F1C2-7D4E-7C3A-9A51-3F8E2B1D9C00 lost", "job <id> lost"),
+    ("object 507f1f77bcf86cd799439011 at 0xDEADbeef", "object <id> at <id>"),
+    ("object 6f1e2d3c4b5a69788796a5b4 at 0x1f", "object <id> at <id>"),
+    ("can't reach \"db-1\" for 'alice'", "can't reach <str> for <str>"),
+    ("can't reach 'db-2' for \"bob\"", "can't reach <str> for <str>"),
+    ("took 1.5s after   3 tries", "took <n>s after <n> tries"),
+    ("Error404 from v2", "Error404 from v2"),
+    ("", "(empty error details)"),
+]
+
+
+async def test_error_families_fold_numbers_ids_and_quoted_values(backend):
+    await enqueue(backend, len(FAMILY_ERRORS))
+    claimed = await claim(backend, len(FAMILY_ERRORS))
+    for i, (job, (error, _)) in enumerate(zip(claimed, FAMILY_ERRORS, strict=True)):
+        await fail(backend, [job], error=error, now=at(i))
+    groups = {g.family: g.count for g in await backend.dlq_top_errors(limit=50)}
+    expected: dict[str, int] = {}
+    for _, family in FAMILY_ERRORS:
+        expected[family] = expected.get(family, 0) + 1
+    assert groups == expected
+
+
+async def test_the_dlq_filters_on_an_error_family(backend):
+    ids = await enqueue(backend, 4)
+    by_id = {c.id: c for c in await claim(backend, 4)}
+    await fail(backend, [by_id[ids[0]]], error="card 4242 declined", now=at(1))
+    await fail(backend, [by_id[ids[1]]], error="card 1111 declined", now=at(2))
+    await fail(backend, [by_id[ids[2]]], error="card declined", now=at(3))
+    await fail(backend, [by_id[ids[3]]], error="card 7 declined for 'bob'", now=at(4))
+    [family] = [g for g in await backend.dlq_top_errors() if g.count == 2]
+    page = await backend.jobs_page(
+        pillar=Pillar.DLQ, filter=JobFilter(error_family=family.family), page_size=50
+    )
+    assert {job.id for job in page.items} == set(ids[:2]) and page.total == 2
+    preview = await backend.dlq_preview(filter=JobFilter(error_family=family.family), cap=10)
+    assert preview.matched == 2
+    nothing = JobFilter(error_family="card <n> declined for <n>")
+    assert (await backend.jobs_page(pillar=Pillar.DLQ, filter=nothing)).total == 0
 
 
 async def test_jobs_page_filters(backend):

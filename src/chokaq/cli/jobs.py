@@ -26,7 +26,16 @@ from ..app import App
 from ..errors import NotFoundError
 from ..limits import MAX_BULK_CAP
 from ..logs import log_admin
-from ..models import CancelResult, JobFilter, JobLink, JobOutcome, JobStatus, JobView, Pillar
+from ..models import (
+    CancelResult,
+    JobAttempt,
+    JobFilter,
+    JobLink,
+    JobOutcome,
+    JobStatus,
+    JobView,
+    Pillar,
+)
 from ..storage.workflows import MAX_RELATIVES
 from .options import (
     actor_name,
@@ -167,6 +176,26 @@ def _links(title: str, links: tuple[JobLink, ...]) -> Table:
     return table
 
 
+def _attempts(attempts: tuple[JobAttempt, ...]) -> Table:
+    """The failed attempts, newest first: the error's first line here (``--json`` has it all)."""
+    table = Table(title=f"failed attempts ({len(attempts)}, newest first)", title_justify="left")
+    for column in ("#", "failed at", "worker", "ran", "outcome", "error"):
+        table.add_column(column, overflow="fold" if column == "error" else "ellipsis")
+    for a in attempts:
+        outcome = "retried" if a.failure_reason is None else a.failure_reason.name.lower()
+        first_line = (a.error or "").strip().split("\n", 1)[0]
+        ran = _duration(a.duration_seconds) or "-"
+        table.add_row(
+            str(a.attempt),
+            _utc(a.failed_at),
+            Text(a.worker_id or "-"),
+            ran,
+            outcome,
+            Text(first_line),
+        )
+    return table
+
+
 def _block(title: str, text: str) -> None:
     """A heading and text as it is (no wrapping: JSON and tracebacks stay copyable)."""
     click.secho(title, bold=True)
@@ -206,6 +235,8 @@ def _print_job(view: JobView, limit: int) -> None:
         _block("error", view.error)
     elif view.last_error:
         _block("last error (of the attempt before)", view.last_error)
+    if view.attempts:
+        out.print(_attempts(view.attempts))
 
 
 def _job_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -266,8 +297,9 @@ def job_show(
     job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
 ) -> None:
     """Show job ID wherever it lives: pillar, state, type, queue, attempts, times, its
-    payload, its result (or why it was not kept) or its error, its workflow, and its parents
-    and children with their states. Exit code 1 when no pillar holds it.
+    payload, its result (or why it was not kept) or its error, its failed attempts (newest
+    first), its workflow, and its parents and children with their states. Exit code 1 when no
+    pillar holds it.
 
     \b
     Example:

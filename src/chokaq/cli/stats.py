@@ -70,6 +70,8 @@ def queue_table(stats: list[QueueStats], rates: Mapping[str, str] | None = None)
         state = Text("paused", style="yellow") if q.paused else Text("running", style="green")
         if not q.active:
             state = Text("inactive", style="dim")
+        if q.hidden:  # hidden from The Deck's list only: it still runs unless paused
+            state.append(" (hidden in the Deck)", style="dim")
         row: list[str | Text] = [
             q.name,
             state,
@@ -208,7 +210,10 @@ def stats(
 
 @click.group()
 def queue() -> None:
-    """List queues; pause, resume or limit one.
+    """List queues; pause, resume, hide or limit one.
+
+    Pause stops workers claiming a queue's jobs (running ones finish); hide only leaves it out
+    of The Deck's queue list (its jobs still run).
 
     \b
     Example:
@@ -301,6 +306,49 @@ def _pause_command(paused: bool) -> Any:
 
 _pause_command(True)
 _pause_command(False)
+
+
+def _hide_command(hidden: bool) -> Any:
+    verb = "hide" if hidden else "unhide"
+
+    @click.argument("name")
+    @create_option
+    @actor_option
+    @store_options
+    @logged
+    def command(
+        name: str,
+        create: bool,
+        actor: str | None,
+        app_spec: str | None,
+        database: str | None,
+        schema: str | None,
+    ) -> None:
+        app = make_app(app_spec, database, schema)
+        who = actor_name(actor)
+        info = on_known_queue(
+            app,
+            name,
+            lambda a: a.backend.queue_hide(name=name, hidden=hidden, actor=who, create=create),
+        )
+        log_admin("cli", f"queues.{verb}", who, name, 1)
+        shown = "hidden from" if info.hidden else "shown in"
+        click.echo(f"queue {info.name} {shown} the Deck's queue list (its jobs run unless paused)")
+
+    effect = (
+        "leave it out of The Deck's queue list; its jobs still run: pause stops them"
+        if hidden
+        else "list it in The Deck again"
+    )
+    command.__doc__ = (
+        f"{verb.capitalize()} queue NAME ({effect}).\n\n"
+        f"\b\nExample:\n  chokaq queue {verb} legacy --database sqlite:///jobs.db\n"
+    )
+    return queue.command(verb)(command)
+
+
+_hide_command(True)
+_hide_command(False)
 
 
 def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:

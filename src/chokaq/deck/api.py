@@ -434,8 +434,10 @@ def _optional_number(data: dict[str, Any], name: str) -> Any:
 
 
 async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
-    """Pause/resume (``paused``), hide/unhide (``active``) or set limits of one queue; an
-    unknown queue is refused (404) unless ``create`` is true."""
+    """Pause/resume (``paused``: workers stop or start claiming its jobs), hide/unhide
+    (``hidden``: the Deck's queue list only), activate (``active``: a compatibility flag with the
+    effect of ``paused``) or set limits of one queue; an unknown queue is refused (404) unless
+    ``create`` is true."""
     data = await json_body(request)
     name = check_name("queue", data.get("queue"))
     create = _flag(data, "create") if "create" in data else False
@@ -449,7 +451,11 @@ async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
     if "active" in data:
         active = _flag(data, "active")
         info = await backend.queue_activate(name=name, active=active, actor=who.name, create=create)
-        done.append("unhide" if active else "hide")
+        done.append("activate" if active else "deactivate")
+    if "hidden" in data:
+        hidden = _flag(data, "hidden")
+        info = await backend.queue_hide(name=name, hidden=hidden, actor=who.name, create=create)
+        done.append("hide" if hidden else "unhide")
     max_workers = _optional_number(data, "max_workers")
     zombie = _optional_number(data, "zombie_timeout_seconds")
     if max_workers is not UNSET or zombie is not UNSET:
@@ -464,7 +470,7 @@ async def post_queue(request: Request, state: DeckState, who: Principal) -> Any:
         )
         done.append("limits")
     if info is None:
-        raise ValidationError("queue", "nothing to change: give paused, active or limits")
+        raise ValidationError("queue", "nothing to change: give paused, hidden, active or limits")
     return Done(dump(info), name, 1, action="queues." + "+".join(done))
 
 
@@ -602,6 +608,7 @@ FILTER_QUERY = (
     "since",
     "until",
     "search",
+    "family",
 )
 FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 

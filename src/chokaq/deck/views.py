@@ -30,6 +30,7 @@ from ..models import (
     Throughput,
     Workflow,
 )
+from ..storage.families import FAMILY_CHARS
 
 __all__ = [
     "SOURCES",
@@ -308,7 +309,8 @@ MAX_IDS = 1000
 
 def parse_filter(params: Mapping[str, Any]) -> JobFilter:
     """A ``JobFilter`` from query parameters or a JSON object (``queue``, ``type``, ``status``,
-    ``reason``, ``since``, ``until``, ``search``, ``ids``, ``blocked``, ``partition``)."""
+    ``reason``, ``since``, ``until``, ``search``, ``ids``, ``blocked``, ``partition``, and
+    ``family``: a DLQ error family as the top-errors panel names it)."""
 
     def text(name: str) -> str | None:
         value = params.get(name)
@@ -340,6 +342,7 @@ def parse_filter(params: Mapping[str, Any]) -> JobFilter:
         ids=tuple(ids) if ids is not None else None,
         blocked=parse_bool("blocked", params.get("blocked")),
         partition=check_partition("partition", text("partition")),
+        error_family=check_text("family", text("family"), max_length=FAMILY_CHARS),
     )
 
 
@@ -355,4 +358,5 @@ def filter_json(f: JobFilter) -> dict[str, Any]:
         "search": f.search,
         "blocked": f.blocked,
         "partition": f.partition,
+        "family": f.error_family,
     }

@@ -238,7 +238,7 @@ def decide(
                 f"Attempts exhausted ({job.attempt_count} of {max_attempts}): {text}",
                 duration_seconds=duration,
             )
-        return RetryMove(lease, text, count_retry=False)
+        return RetryMove(lease, text, count_retry=False, duration_seconds=duration)
     if result is Result.RETURNED_FAIL:
         return FailMove(
             lease, FailureReason.FATAL_ERROR, f"Fail: {message}", duration_seconds=duration
@@ -289,7 +289,7 @@ def decide(
                 f"{run_at.isoformat()}, max job age {policy.max_job_age_seconds:g} s: {text}",
                 duration_seconds=duration,
             )
-    return RetryMove(lease, text, run_at=run_at)
+    return RetryMove(lease, text, run_at=run_at, duration_seconds=duration)
 
 
 def _fatal_note(

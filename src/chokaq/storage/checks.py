@@ -52,8 +52,10 @@ from ..models import (
     WorkerInfo,
     ordered_ids,
 )
+from .families import FAMILY_CHARS
 
 __all__ = [
+    "ATTEMPTS_KEPT",
     "MAX_FETCH",
     "MAX_LEASE_SECONDS",
     "MAX_PAGE",
@@ -137,6 +139,9 @@ MAX_PURGE_LIMIT = 1_000_000_000
 MAX_SAMPLE = 1000
 MAX_TOP_ERRORS = 1000
 MAX_TOP_ERRORS_SCAN = 1_000_000
+# How many failed attempts a job keeps (its newest ones): enough to see a pattern across the
+# retries of any sensible max_attempts, bounded so a job retried for ever cannot grow a table.
+ATTEMPTS_KEPT = 20
 MAX_WIDTH_SECONDS = 86_400
 MAX_LAG_GROUPS = 1000
 MAX_UNSERVED_CAP = 1_000_000
@@ -332,8 +337,9 @@ def moves(values: Sequence[Move], maximum: int) -> list[Move]:
 
 
 def job_filter(filter: object) -> JobFilter:
-    """A listing filter: queue and type are names, search is at most 1000 characters, ids are
-    job ids, since/until are aware times (``None`` switches a filter off). Times come back UTC."""
+    """A listing filter: queue and type are names, search is at most 1000 characters, the error
+    family at most 160, ids are job ids, since/until are aware times (``None`` switches a
+    filter off). Times come back UTC."""
     if not isinstance(filter, JobFilter):
         raise ValidationError("filter", "must be a JobFilter")
     if filter.queue is not None:
@@ -341,6 +347,7 @@ def job_filter(filter: object) -> JobFilter:
     if filter.type is not None:
         check_name("filter.type", filter.type)
     check_text("filter.search", filter.search, max_length=MAX_SEARCH_LENGTH)
+    check_text("filter.error_family", filter.error_family, max_length=FAMILY_CHARS)
     check_partition("filter.partition", filter.partition)
     if filter.ids is not None:
         if isinstance(filter.ids, str) or len(filter.ids) > 100_000:

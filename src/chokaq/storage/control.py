@@ -74,8 +74,11 @@ class ControlOperations(OperationGroup):
     async def queue_activate(
         self, *, name: str, active: bool, actor: str | None = None, create: bool = True
     ) -> QueueInfo:
-        """Activate or deactivate (hide) a queue, independently of pause; ``create`` as for
-        ``queue_pause``."""
+        """Activate or deactivate a queue; ``create`` as for ``queue_pause``.
+
+        Workers claim no job of an inactive queue: the same effect as ``queue_pause``, which is
+        the one switch operators are offered (The Deck, ``chokaq queue pause``); this stays for
+        compatibility. To leave a queue out of The Deck's list, use ``queue_hide``."""
         check_name("name", name)
         who = check_actor("actor", actor)
         await self._known(name, create)
@@ -83,6 +86,18 @@ class ControlOperations(OperationGroup):
         if active:
             await self.driver.jobs_wake([name])
         return info
+
+    @operation
+    async def queue_hide(
+        self, *, name: str, hidden: bool, actor: str | None = None, create: bool = True
+    ) -> QueueInfo:
+        """Hide a queue from The Deck's queue list, or show it again. Nothing else changes:
+        workers keep claiming its jobs, and it stays in ``chokaq queue list``, the stats and the
+        health check. ``create`` as for ``queue_pause``."""
+        check_name("name", name)
+        who = check_actor("actor", actor)
+        await self._known(name, create)
+        return await self.driver.queue_hide(name, bool(hidden), who)
 
     @operation
     async def queue_configure(

@@ -28,6 +28,7 @@ from ..models import (
     ErrorGroup,
     Heartbeat,
     HeartbeatAck,
+    JobAttempt,
     JobFilter,
     JobLink,
     JobOutcome,
@@ -574,6 +575,10 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def job_get(self, id: str) -> JobView | None: ...
 
+    @abc.abstractmethod
+    async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
+        """The job's failed attempts, newest first, at most ``limit``."""
+
     # -- queues and workers (queues.py) -------------------------------------------------------
 
     @abc.abstractmethod
@@ -590,6 +595,9 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo: ...
+
+    @abc.abstractmethod
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo: ...
 
     @abc.abstractmethod
     async def queue_configure(

@@ -17,6 +17,7 @@ from ..limits import check_job_id, check_name, check_time
 from ..models import (
     NO_HANDLER_ERROR,
     ErrorGroup,
+    JobAttempt,
     JobFilter,
     JobView,
     LagGroup,
@@ -131,8 +132,9 @@ class ReadOperations(OperationGroup):
     @operation
     async def dlq_top_errors(self, *, limit: int = 5, scan: int = 5000) -> list[ErrorGroup]:
         """The ``limit`` (1..1000) most frequent error families among the newest ``scan``
-        (1..1,000,000) DLQ rows: grouped by reason and the error's first line (whitespace
-        collapsed, at most 160 characters)."""
+        (1..1,000,000) DLQ rows, most frequent first (the newest first on a tie): grouped by
+        reason and family, the error's first line with numbers, ids and quoted values folded
+        (``chokaq.storage.families``; stored with each DLQ row, so grouping reads a column)."""
         most = checks.positive_int("limit", limit, checks.MAX_TOP_ERRORS)
         rows = checks.positive_int("scan", scan, checks.MAX_TOP_ERRORS_SCAN)
         return await self.driver.dlq_top_errors(most, rows)
@@ -215,3 +217,12 @@ class ReadOperations(OperationGroup):
     async def job_get(self, id: str) -> JobView | None:
         """One job looked up in hot, then archive, then DLQ, with every field and its payload."""
         return await self.driver.job_get(check_job_id("id", id))
+
+    @operation
+    async def job_attempts(self, *, id: str, limit: int = checks.ATTEMPTS_KEPT) -> list[JobAttempt]:
+        """Job ``id``'s failed attempts (retries and the final failure), newest first, at most
+        ``limit`` (1..20: a job keeps its newest 20); empty for a job that never failed or is
+        gone."""
+        check_job_id("id", id)
+        most = checks.bounded_int("limit", limit, 1, checks.ATTEMPTS_KEPT)
+        return await self.driver.job_attempts(id, most)

@@ -59,14 +59,22 @@ class WorkflowOperations(OperationGroup):
     @operation
     async def job_get_related(self, *, id: str, limit: int = MAX_RELATIVES) -> JobView | None:
         """``job_get`` with the job's workflow, its parents and its children (at most
-        ``limit`` of each, 1..1,000), each with where it is now."""
+        ``limit`` of each, 1..1,000), each with where it is now, and its failed attempts
+        (``job_attempts``, newest first)."""
         check_job_id("id", id)
         cap = checks.bounded_int("limit", limit, 1, MAX_RELATIVES)
         view = await self.driver.job_get(id)
         if view is None:
             return None
         workflow, parents, children = await self.driver.job_relatives(id, cap)
-        return replace(view, workflow_id=workflow, parents=tuple(parents), children=tuple(children))
+        attempts = await self.driver.job_attempts(id, checks.ATTEMPTS_KEPT)
+        return replace(
+            view,
+            workflow_id=workflow,
+            parents=tuple(parents),
+            children=tuple(children),
+            attempts=tuple(attempts),
+        )
 
     @operation
     async def workflow_get(self, *, id: str, limit: int = 10_000) -> Workflow | None:

@@ -301,7 +301,7 @@
 
   function renderQueues(queues) {
     var showHidden = $("show-hidden").checked;
-    var rows = queues.filter(function (q) { return q.active || showHidden; });
+    var rows = queues.filter(function (q) { return !q.hidden || showHidden; });
     $("queues-empty").hidden = rows.length > 0;
     syncRows($("queue-rows"), rows, function (q) { return q.name; }, buildQueueRow, updateQueueRow);
   }
@@ -314,7 +314,8 @@
     if (isAdmin) {
       var ctl = el("td", { className: "admin-only" },
         el("button", { type: "button", className: "q-pause" }), " ",
-        el("button", { type: "button", className: "q-hide ghost" }));
+        el("button", { type: "button", className: "q-hide ghost",
+          title: "Hide: leave this queue out of this list (for everyone, until unhidden). Its jobs still run: Pause stops them." }));
       tr.appendChild(ctl);
       var mw = el("input", { type: "number", min: 1, max: 10000, className: "q-max", placeholder: "∞" });
       var zt = el("input", { type: "number", min: 15, max: 86400, className: "q-zombie", placeholder: "default",
@@ -324,11 +325,9 @@
       clear(tr.children[9]); tr.children[9].appendChild(mw);
       clear(tr.children[10]); tr.children[10].appendChild(zt);
       tr.children[11].appendChild(rate);
-      ctl.querySelector(".q-pause").addEventListener("click", function () {
-        queueAction({ queue: q.name, paused: tr.dataset.paused !== "true" });
-      });
+      ctl.querySelector(".q-pause").addEventListener("click", function () { pauseOrResume(q.name, tr); });
       ctl.querySelector(".q-hide").addEventListener("click", function () {
-        queueAction({ queue: q.name, active: tr.dataset.active !== "true" });
+        queueAction({ queue: q.name, hidden: tr.dataset.hidden !== "true" });
       });
       mw.addEventListener("change", function () {
         queueAction({ queue: q.name, max_workers: mw.value === "" ? null : parseInt(mw.value, 10) });
@@ -353,7 +352,7 @@
 
   function updateQueueRow(tr, q) {
     var c = tr.children;
-    tr.dataset.paused = q.paused; tr.dataset.active = q.active;
+    tr.dataset.paused = q.paused; tr.dataset.active = q.active; tr.dataset.hidden = q.hidden;
     setText(c[0], q.name);
     c[0].title = attrText(q.name);
     c[1].textContent = fmtNum(q.pending);
@@ -372,17 +371,31 @@
       setInput(c[9].firstChild, q.max_workers);
       setInput(c[10].firstChild, q.zombie_timeout_seconds);
       setInput(c[11].firstChild, q.rate_limit);
-      c[14].querySelector(".q-pause").textContent = q.paused ? "Resume" : "Pause";
-      c[14].querySelector(".q-pause").disabled = !q.active;
-      c[14].querySelector(".q-hide").textContent = q.active ? "Hide" : "Unhide";
+      var pause = c[14].querySelector(".q-pause");
+      pause.textContent = !q.active ? "Activate" : (q.paused ? "Resume" : "Pause");
+      pause.title = !q.active ? "Deactivated through the Python API (queue_activate): workers skip it. Activate lets them claim its jobs again."
+        : q.paused ? "Resume: workers claim this queue's jobs again." : "Pause: workers stop claiming this queue's jobs (running ones finish; new ones wait). Asks first.";
+      c[14].querySelector(".q-hide").textContent = q.hidden ? "Unhide" : "Hide";
     } else {
       c[9].textContent = q.max_workers === null ? "∞" : q.max_workers;
       c[10].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
       setText(c[11], q.rate_limit || "–");
     }
-    c[12].textContent = q.paused ? "PAUSED" : (q.active ? "ACTIVE" : "HIDDEN");
-    c[12].className = q.paused ? "st-failed" : (q.active ? "st-succeeded" : "st-pending");
+    c[12].textContent = (!q.active ? "INACTIVE" : (q.paused ? "PAUSED" : "ACTIVE")) + (q.hidden ? " · HIDDEN" : "");
+    c[12].className = q.paused || !q.active ? "st-failed" : "st-succeeded";
+    c[12].title = q.hidden ? "Hidden from this list only (show hidden lists it); workers still serve it unless it is paused." : "";
     c[13].textContent = ago(q.last_activity_at);
+  }
+
+  // Pausing stops processing, so it asks first; resuming (and activating) does not.
+  function pauseOrResume(name, tr) {
+    if (tr.dataset.active !== "true") { queueAction({ queue: name, active: true }); return; }
+    if (tr.dataset.paused === "true") { queueAction({ queue: name, paused: false }); return; }
+    confirmAction("Pause queue " + name + "?",
+      "Workers stop claiming its jobs until someone resumes it: running jobs finish, new jobs wait in the queue. " +
+      "(To only remove it from this list, use Hide.) Recorded as " + document.body.dataset.user + ".", null).then(function (ok) {
+      if (ok) { queueAction({ queue: name, paused: true }); }
+    });
   }
 
   function queueAction(body) {
@@ -630,26 +643,22 @@
     clear(list);
     $("errors-empty").hidden = groups.length > 0;
     groups.forEach(function (g) {
-      var li = el("li", { title: "Show these jobs in the DLQ" },
+      var li = el("li", { title: "Show the DLQ jobs of this family (numbers, ids and quoted values folded into <n>, <id> and <str>)" },
         el("span", { className: "chip" }, g.failure_reason), " ",
         el("b", null, fmtNum(g.count)), " · ", ago(g.latest_at),
-        el("span", { className: "prefix" }, userText(g.prefix.length > 160 ? g.prefix.slice(0, 160) + "…" : g.prefix)));
+        el("span", { className: "prefix" }, userText(g.family)));
       li.addEventListener("click", function () { showErrorGroup(g); });
       list.appendChild(li);
     });
   }
 
-  // The group's prefix is the error's first line (the exception and its message), which
-  // every error of the group starts with: search on it.
-  function searchTermOf(prefix) {
-    return prefix;
-  }
-
+  // A family is stored with each DLQ row, so the DLQ filters on it exactly: every member and
+  // nothing else (a search on the text would miss "card 1111" when the family says "card <n>").
   function showErrorGroup(g) {
     var form = $("filters");
     form.reset();
     form.elements.reason.value = g.failure_reason;
-    form.elements.search.value = searchTermOf(g.prefix);
+    form.elements.family.value = g.family;
     setSource("dlq");
   }
 
@@ -719,6 +728,7 @@
     if (state.source === "active" && f.status.value) { out.status = f.status.value; }
     if (state.source === "active" && f.blocked.checked) { out.blocked = "true"; }
     if (state.source === "dlq" && f.reason.value) { out.reason = f.reason.value; }
+    if (state.source === "dlq" && f.family.value) { out.family = f.family.value; }
     ["since", "until"].forEach(function (k) {
       if (f[k].value) { out[k] = new Date(f[k].value).toISOString(); }
     });
@@ -1534,6 +1544,7 @@
       dl.appendChild(el("dd", { dataset: { field: k }, title: shown.title }, userText(shown.text)));
     });
     setText($("insp-error"), j.error || j.last_error || "(none)");
+    renderAttempts(j.attempts || []);
     setText($("insp-payload"), j.payload === null ? "(not stored)" : pretty(j.payload));
     if (isAdmin) {
       var editable = j.pillar === "dlq" || (j.pillar === "hot" && j.status === "pending");
@@ -1590,6 +1601,32 @@
     fillLinks($("insp-parents"), $("insp-parents-note"), parents, j.relatives_limit || 1000);
     fillLinks($("insp-children"), $("insp-children-note"), children, j.relatives_limit || 1000);
     document.querySelector('#drawer-tabs [data-tab="workflow"]').disabled = !j.workflow_id && !state.workflow;
+  }
+
+  // -- attempt history (inspector) -----------------------------------------------------------
+
+  // Each failed attempt, newest first: its number, when and where it failed, how long it ran,
+  // whether it was retried or was the final failure, and its error (the first line shown, the
+  // whole traceback one click away in a <details>, which needs no script).
+  function renderAttempts(attempts) {
+    var list = $("insp-attempts");
+    clear(list);
+    $("insp-attempts-box").hidden = attempts.length === 0;
+    $("insp-attempts-note").textContent = "(" + attempts.length + ", newest first" +
+      (attempts.length >= 20 ? "; a job keeps its newest 20" : "") + ")";
+    attempts.forEach(function (a) {
+      var outcome = a.failure_reason === null ? "retried" : "final: " + a.failure_reason;
+      var head = el("div", { className: "attempt-head" },
+        el("b", null, "#" + a.attempt), " ",
+        el("span", { className: "chip" + (a.failure_reason === null ? "" : " final") }, outcome), " ",
+        el("span", { title: a.failed_at }, when(a.failed_at)), " · ",
+        (a.worker_id ? userText(a.worker_id) : "no worker"), " · ran ", fmtSecs(a.duration_seconds));
+      var text = a.error || "(no error text)";
+      var details = el("details", null,
+        el("summary", null, userText(text.split("\n")[0])),
+        el("pre", { className: "code" }, userText(text, true)));
+      list.appendChild(el("li", { dataset: { seq: String(a.seq) } }, head, details));
+    });
   }
 
   // -- workflow view --------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from ...models import (
     Started,
     SucceedMove,
 )
-from ..checks import Edits
+from ..checks import ATTEMPTS_KEPT, Edits
 from ..driver import EXPIRE_BATCH, UndecodableRow
 from ..graph import Graph, unknown_parents
 from .connection import Params, PostgresCore
@@ -504,6 +504,8 @@ class PostgresJobs(PostgresCore):
                         async with conn.transaction():
                             name = _statement(move)
                             params = self._finalize_params([move], now, self.channel)
+                            if _failed_attempt(move):
+                                await conn.execute(self._q["attempts_record"], _keep(params))
                             rows += await self._run(conn, name, params)
                     except psycopg.IntegrityError:
                         continue
@@ -518,23 +520,28 @@ class PostgresJobs(PostgresCore):
         (a child enqueued while its parent finished: see fragment_release_children) is
         followed by jobs_release_missed."""
         retries = [m for m in moves if isinstance(m, RetryMove)]
-        if not retries or len(retries) == len(moves):
+        failed = [m for m in moves if _failed_attempt(m)]
+        if not failed and (not retries or len(retries) == len(moves)):
             name = "jobs_finalize_retry" if retries else "jobs_finalize"
             rows = await self._rows(
                 name, self._finalize_params(moves, now, self.channel), lane="finalize"
             )
         else:
             ends = [m for m in moves if not isinstance(m, RetryMove)]
+            parts = (("jobs_finalize", ends), ("jobs_finalize_retry", retries))
+            batches = [(name, part) for name, part in parts if part]
             async with self._connection("finalize") as conn:
                 async with conn.pipeline(), conn.transaction():
-                    first = await conn.execute(
-                        self._q["jobs_finalize"], self._finalize_params(ends, now, self.channel)
-                    )
-                    second = await conn.execute(
-                        self._q["jobs_finalize_retry"],
-                        self._finalize_params(retries, now, self.channel),
-                    )
-                rows = [*await first.fetchall(), *await second.fetchall()]
+                    if failed:  # the history first: the moves clear the leases it reads
+                        params = self._finalize_params(failed, now, self.channel)
+                        await conn.execute(self._q["attempts_record"], _keep(params))
+                    cursors = [
+                        await conn.execute(
+                            self._q[name], self._finalize_params(part, now, self.channel)
+                        )
+                        for name, part in batches
+                    ]
+                rows = [row for cursor in cursors for row in await cursor.fetchall()]
         if any(row[0] == _MISSED for row in rows):
             await self._release_missed()
         return rows
@@ -585,6 +592,7 @@ class PostgresJobs(PostgresCore):
                 row["dl"] = move.delay_seconds
                 row["rf"] = move.refund_attempt
                 row["cr"] = move.count_retry
+                row["du"] = _float(move.duration_seconds)
             else:
                 raise ValidationError("moves", f"unknown move type {type(move).__name__}")
             rows.append(row)
@@ -604,6 +612,7 @@ class PostgresJobs(PostgresCore):
             "now": now,
             "ids": None,
             "channel": self.channel,
+            "keep": ATTEMPTS_KEPT,
         }
         zombies: tuple[str, ...] | None = None
         async with self.pool.connection() as conn:
@@ -728,6 +737,18 @@ class PostgresJobs(PostgresCore):
             cur = await conn.execute(self._q["jobs_advance"], params)
             row = await cur.fetchone()
         return int(row[0]) if row else 0
+
+
+def _failed_attempt(move: Move) -> bool:
+    """Whether ``move`` ends an attempt that failed and used its attempt (kept in the job's
+    attempt history: ``attempts_record``); a success or a refunded retry is not one."""
+    if isinstance(move, FailMove):
+        return True
+    return isinstance(move, RetryMove) and not move.refund_attempt
+
+
+def _keep(params: Params) -> Params:
+    return {**params, "keep": ATTEMPTS_KEPT}
 
 
 def _statement(move: Move) -> LiteralString:

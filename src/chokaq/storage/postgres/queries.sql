@@ -564,6 +564,43 @@ SELECT NULL FROM told
 UNION ALL
 SELECT NULL FROM woke
 
+-- name: attempts_record
+-- The failed attempts of a finalize batch, sent before its finalize statements in the same
+-- transaction (so a batch of successes sends nothing more): fail moves and retries that used
+-- their attempt, of jobs that ran (Processing), guarded by the lease. The rows are locked, so
+-- the moves that follow find them as read here. seq is one past the job's newest kept row, and
+-- only the newest %(keep)s rows of each job are kept (the DELETE does not see the new row).
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, rf bool)
+),
+-- include: fragment_finalize_clock
+,
+ran AS MATERIALIZED (
+    SELECT h.id, h.attempt_count, h.worker_id, h.started_at, v.du, v.r, v.e,
+           coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = h.id), 0)
+               AS newest
+    FROM {schema}.jobs_hot h JOIN v ON h.id = v.i
+    WHERE v.k IN (1, 2) AND NOT coalesce(v.rf, false)
+      AND h.worker_id = v.w AND h.lease_token = v.t AND h.status = 2
+    ORDER BY h.id
+    FOR UPDATE OF h
+),
+tried AS (
+    INSERT INTO {schema}.job_attempts (
+        job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds,
+        failure_reason, error
+    )
+    SELECT r.id, r.newest + 1, r.attempt_count, r.worker_id, r.started_at, k.now, r.du, r.r, r.e
+    FROM ran r CROSS JOIN clock k
+),
+trimmed AS (
+    DELETE FROM {schema}.job_attempts a
+    USING ran r
+    WHERE a.job_id = r.id AND a.seq <= r.newest + 1 - %(keep)s
+)
+SELECT count(*) FROM ran
+
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
 -- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
@@ -637,17 +674,34 @@ done AS (
     DELETE FROM {schema}.jobs_hot h
     USING limits l
     WHERE h.id = l.id AND h.status = 2
-    RETURNING h.*, l.timeout, 2 AS failure_reason
+    RETURNING h.*, 2 AS failure_reason,
+              'Zombie: heartbeat expired (no heartbeat for more than '
+                  || l.timeout::numeric::text || ' s)' AS zombie_error
 ),
 buried AS (
 -- include: fragment_dlq_insert
     SELECT
 -- include: fragment_kept_columns
-           , d.failure_reason,
-           'Zombie: heartbeat expired (no heartbeat for more than '
-               || d.timeout::numeric::text || ' s)',
-           d.last_modified_by, NULL, k.now, NULL, d.children
+           , d.failure_reason, d.zombie_error, d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
+),
+-- The attempt the dead worker was running failed: kept in the job's history (as attempts_record).
+tried AS (
+    INSERT INTO {schema}.job_attempts (
+        job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds,
+        failure_reason, error
+    )
+    SELECT d.id,
+           coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = d.id), 0) + 1,
+           d.attempt_count, d.worker_id, d.started_at, k.now, NULL, 2, d.zombie_error
+    FROM done d CROSS JOIN clock k
+),
+trimmed AS (
+    DELETE FROM {schema}.job_attempts a
+    USING done d
+    WHERE a.job_id = d.id
+      AND a.seq <= (SELECT max(x.seq) FROM {schema}.job_attempts x WHERE x.job_id = d.id)
+                   + 1 - %(keep)s
 ),
 -- include: fragment_notify_waited
 ,
@@ -735,6 +789,9 @@ WITH gone AS (
 ),
 unlinked AS (
     DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT count(*) FROM gone
 
@@ -758,6 +815,9 @@ WITH gone AS (
 ),
 unlinked AS (
     DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT count(*) FROM gone
 
@@ -917,10 +977,17 @@ inserted AS (
 -- include: fragment_notify_inserted
 
 -- name: dlq_purge
--- Run with jobs_orphans_fail next in the same transaction (see there).
-DELETE FROM {schema}.jobs_dlq
-WHERE id = ANY(%(ids)b::uuid[])
-RETURNING id::text
+-- Run with jobs_orphans_fail next in the same transaction (see there). A purged job's attempts
+-- go with it.
+WITH gone AS (
+    DELETE FROM {schema}.jobs_dlq
+    WHERE id = ANY(%(ids)b::uuid[])
+    RETURNING id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
+)
+SELECT id::text FROM gone
 
 -- name: fragment_hot_filter
 -- The ``JobFilter`` of a hot listing (``reads.filter_params``; None switches a test off).
@@ -967,6 +1034,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(since)s::timestamptz IS NULL OR failed_at >= %(since)s::timestamptz)
   AND (%(until)s::timestamptz IS NULL OR failed_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
+  AND (%(family)s::text IS NULL OR error_family = %(family)s::text)
   AND (%(search)s::text IS NULL
        -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
        OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
@@ -1055,7 +1123,7 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8,
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0)
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
 FROM {schema}.queues q
 LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
 LEFT JOIN hot h ON h.queue = q.name
@@ -1183,28 +1251,24 @@ GROUP BY chart_bucket
 ORDER BY chart_bucket
 
 -- name: dlq_top_errors
-WITH recent AS (
-    SELECT failure_reason, error, failed_at
+-- The newest %(scan)s rows grouped by reason and family (the stored error_family column, see
+-- migration 008), most frequent first (newest on a tie).
+SELECT failure_reason, error_family, count(*) AS n, max(failed_at) AS latest
+FROM (
+    SELECT failure_reason, error_family, failed_at
     FROM {schema}.jobs_dlq
     ORDER BY failed_at DESC
     LIMIT %(scan)s
-),
-families AS (
-    SELECT failure_reason,
-           -- The family is the error's first line (the exception and its message), whitespace
-           -- collapsed, at most 160 characters.
-           rtrim(left(btrim(regexp_replace(
-               split_part(btrim(coalesce(error, '')), E'\n', 1), '\s+', ' ', 'g')), 160)) AS prefix,
-           failed_at
-    FROM recent
-)
-SELECT failure_reason,
-       CASE WHEN prefix = '' THEN '(empty error details)' ELSE prefix END AS family,
-       count(*) AS n,
-       max(failed_at) AS latest
-FROM families
-GROUP BY failure_reason, family
-ORDER BY n DESC, latest DESC, family
+) recent
+GROUP BY failure_reason, error_family
+ORDER BY n DESC, latest DESC, failure_reason, error_family
+LIMIT %(limit)s
+
+-- name: attempts_list
+SELECT seq, attempt, failed_at, started_at, worker_id, duration_seconds, failure_reason, error
+FROM {schema}.job_attempts
+WHERE job_id = %(id)s::uuid
+ORDER BY seq DESC
 LIMIT %(limit)s
 
 -- name: hot_count_upto
@@ -1309,7 +1373,7 @@ WHERE id = %(id)s::uuid
 
 -- name: queue_list
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {schema}.queues
 ORDER BY name
 
@@ -1319,18 +1383,18 @@ WITH made AS (
     VALUES (%(name)s, now())
     ON CONFLICT (name) DO NOTHING
     RETURNING name, paused, active, max_workers, zombie_timeout_seconds,
-              execution_timeout_seconds, updated_at
+              execution_timeout_seconds, updated_at, hidden
 )
 SELECT * FROM made
 UNION ALL
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {schema}.queues
 WHERE name = %(name)s AND NOT EXISTS (SELECT 1 FROM made)
 
 -- name: queue_get
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {schema}.queues
 WHERE name = %(name)s
 
@@ -1345,7 +1409,7 @@ ON CONFLICT (name) DO UPDATE
 SET paused = excluded.paused, updated_at = excluded.updated_at,
     last_modified_by = excluded.last_modified_by
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-          updated_at
+          updated_at, hidden
 
 -- name: queue_wake
 -- Wake the workers of the given queues (jobs_wake).
@@ -1358,7 +1422,16 @@ ON CONFLICT (name) DO UPDATE
 SET active = excluded.active, updated_at = excluded.updated_at,
     last_modified_by = excluded.last_modified_by
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-          updated_at
+          updated_at, hidden
+
+-- name: queue_hide
+INSERT INTO {schema}.queues AS q (name, hidden, updated_at, last_modified_by)
+VALUES (%(name)s, %(hidden)s, now(), %(actor)s)
+ON CONFLICT (name) DO UPDATE
+SET hidden = excluded.hidden, updated_at = excluded.updated_at,
+    last_modified_by = excluded.last_modified_by
+RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
+          updated_at, hidden
 
 -- name: queue_configure
 INSERT INTO {schema}.queues AS q (
@@ -1378,7 +1451,7 @@ SET max_workers = CASE WHEN %(set_max_workers)s THEN excluded.max_workers
     updated_at = excluded.updated_at,
     last_modified_by = excluded.last_modified_by
 RETURNING name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-          updated_at
+          updated_at, hidden
 
 -- ---------------------------------------------------------------------------------------------
 -- Workers
@@ -2094,7 +2167,8 @@ inserted AS (
 
 -- name: archive_delete
 -- As archive_purge: an archived parent whose children are still in hot (waiting, or about to
--- read its result) is kept; a deleted child takes its edges with it. Counters are untouched.
+-- read its result) is kept; a deleted job takes its edges (as a child) and its failed attempts
+-- with it. Counters are untouched.
 WITH gone AS (
     DELETE FROM {schema}.jobs_archive a
     WHERE a.id = ANY(%(ids)b::uuid[])
@@ -2107,6 +2181,9 @@ WITH gone AS (
 ),
 unlinked AS (
     DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
 )
 SELECT id::text FROM gone
 

@@ -52,6 +52,11 @@ class PostgresQueues(PostgresCore):
         assert row is not None
         return queue_info(row)
 
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo:
+        row = await self._one("queue_hide", {"name": name, "hidden": hidden, "actor": actor})
+        assert row is not None
+        return queue_info(row)
+
     async def jobs_wake(self, queues: list[str] | None) -> None:
         if queues is None:
             await self._rows("queues_wake", {"channel": self.channel})

@@ -15,6 +15,7 @@ from psycopg import sql
 from ...models import (
     ErrorGroup,
     FailureReason,
+    JobAttempt,
     JobFilter,
     JobView,
     LagGroup,
@@ -103,6 +104,7 @@ def filter_params(filter: JobFilter) -> dict[str, Any]:
         "search": _like_pattern(search) if search else None,
         "blocked": filter.blocked,
         "partition": filter.partition,
+        "family": filter.error_family,
     }
 
 
@@ -147,7 +149,7 @@ class PostgresReads(PostgresCore):
         rows = await self._rows("stats_queues", {"now": now})
         return [
             QueueStats(
-                queue=queue_info(row[:7]),
+                queue=queue_info((*row[:7], row[19])),
                 pending=row[7],
                 fetched=row[8],
                 processing=row[9],
@@ -194,7 +196,23 @@ class PostgresReads(PostgresCore):
         rows = await self._rows("dlq_top_errors", {"limit": limit, "scan": scan})
         return [
             ErrorGroup(
-                failure_reason=FailureReason(row[0]), prefix=row[1], count=row[2], latest_at=row[3]
+                failure_reason=FailureReason(row[0]), family=row[1], count=row[2], latest_at=row[3]
+            )
+            for row in rows
+        ]
+
+    async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
+        rows = await self._rows("attempts_list", {"id": id, "limit": limit})
+        return [
+            JobAttempt(
+                seq=row[0],
+                attempt=row[1],
+                failed_at=row[2],
+                started_at=row[3],
+                worker_id=row[4],
+                duration_seconds=row[5],
+                failure_reason=None if row[6] is None else FailureReason(row[6]),
+                error=row[7],
             )
             for row in rows
         ]

@@ -258,6 +258,7 @@ def queue_info(row: Row) -> QueueInfo:
         zombie_timeout_seconds=row[4],
         execution_timeout_seconds=row[5],
         updated_at=row[6],
+        hidden=row[7],
     )
 
 

@@ -74,8 +74,10 @@ def _delete(db: Database, filter: JobFilter, cap: int) -> list[str]:
             return []
         rows = db.conn.execute(db.q["archive_delete"], {"ids": json.dumps(wanted)}).fetchall()
         deleted = {row[0] for row in rows}
-        if deleted:
-            db.conn.execute(db.q["edges_unlink"], {"ids": json.dumps(sorted(deleted))})
+        if deleted:  # a deleted job takes its edges (as a child) and its attempts with it
+            gone = json.dumps(sorted(deleted))
+            db.conn.execute(db.q["edges_unlink"], {"ids": gone})
+            db.conn.execute(db.q["attempts_forget"], {"ids": gone})
         return [i for i in wanted if i in deleted]
 
     return db.write(run)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...errors import ConfigurationError, StorageError, StorageUnavailableError
+from ..families import error_family
 from ..sqlfile import Migration, load_migrations, load_queries
 
 __all__ = ["Database", "database_path", "quote_identifier"]
@@ -143,6 +144,8 @@ class Database:
             conn.close()
             raise
         conn.row_factory = sqlite3.Row
+        # The DLQ's error_family column is filled by this function in SQL (migration 008).
+        conn.create_function("chokaq_error_family", 1, error_family, deterministic=True)
         self._conn = conn
 
     def _check_path(self) -> None:

@@ -94,6 +94,7 @@ def _purge(db: Database, ids: list[str], now: float) -> Purged:
     deleted = [row[0] for row in rows]
     moved = Moved()
     if deleted:
+        db.conn.execute(db.q["attempts_forget"], {"ids": json.dumps(deleted)})
         orphans = db.conn.execute(db.q["jobs_orphans"], {"ids": json.dumps(deleted)}).fetchall()
         if orphans:
             _, moved = dependency_fail(

@@ -24,6 +24,7 @@ from ...models import (
     ErrorGroup,
     Heartbeat,
     HeartbeatAck,
+    JobAttempt,
     JobFilter,
     JobLink,
     JobOutcome,
@@ -497,6 +498,9 @@ class SQLiteDriver(SQLiteBulk):
     async def job_get(self, id: str) -> JobView | None:
         return await self._db.call(reads.job_get, id)
 
+    async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
+        return await self._db.call(reads.job_attempts, id, limit)
+
     # -- queues and workers -----------------------------------------------------------------
 
     async def queue_list(self) -> list[QueueInfo]:
@@ -511,6 +515,11 @@ class SQLiteDriver(SQLiteBulk):
     async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo:
         return await self._db.call(
             queues.queue_set, "queue_pause", name, paused, actor, ts_now(None)
+        )
+
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(
+            queues.queue_set, "queue_hide", name, hidden, actor, ts_now(None)
         )
 
     async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:

@@ -35,6 +35,7 @@ from ...models import (
     Started,
     SucceedMove,
 )
+from ..checks import ATTEMPTS_KEPT
 from ..driver import EXPIRE_BATCH, UndecodableRow
 from ..graph import Graph, unknown_parents
 from .connection import Database
@@ -567,6 +568,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
     params: dict[str, object] = {**_lease(move.lease), "now": now}
     conn.execute(q["savepoint"])
     try:
+        _record_attempt(db, move, params)
         if isinstance(move, RetryMove):
             if move.run_at is not None:
                 scheduled = to_ts(move.run_at)
@@ -611,6 +613,17 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
     else:
         counters.outcome(queue, move.reason, move.duration_seconds)
     return True
+
+
+def _record_attempt(db: Database, move: Move, params: dict[str, object]) -> None:
+    """Keep a failed attempt in the job's history (the newest ``ATTEMPTS_KEPT``): a fail move,
+    or a retry that used its attempt (a refunded one never ran). Only a running job has one."""
+    if isinstance(move, SucceedMove) or (isinstance(move, RetryMove) and move.refund_attempt):
+        return
+    reason = int(move.reason) if isinstance(move, FailMove) else None
+    record = {**params, "duration": move.duration_seconds, "reason": reason, "error": move.error}
+    if db.conn.execute(db.q["attempts_record"], record).rowcount:
+        db.conn.execute(db.q["attempts_trim"], {"id": move.lease.job_id, "keep": ATTEMPTS_KEPT})
 
 
 def _move_out(
@@ -663,6 +676,9 @@ def rescue(
             queue = move_by_status(db, params, moved)
             if queue is not None:
                 counters.outcome(queue, reason)
+                if status is JobStatus.PROCESSING:  # the attempt its dead worker ran failed
+                    conn.execute(q["attempts_record_zombie"], {"id": job_id})
+                    conn.execute(q["attempts_trim"], {"id": job_id, "keep": ATTEMPTS_KEPT})
             return queue is not None
 
         zombies = [

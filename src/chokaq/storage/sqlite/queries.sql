@@ -183,12 +183,13 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key
+    started_at, failed_at, duration_seconds, children, partition_key, error_family
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration, children, partition_key
+       started_at, :now, :duration, children, partition_key,
+       chokaq_error_family(:error)
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -197,15 +198,57 @@ DELETE FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 RETURNING queue, waited, children
 
+-- name: attempts_record
+-- A failed attempt of a running job (status 2: it ran), read from its leased row before the move
+-- that records the failure clears the lease; seq follows the job's newest kept row.
+INSERT INTO {p}job_attempts (
+    job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds, failure_reason,
+    error
+)
+SELECT h.id, coalesce((SELECT max(a.seq) FROM {p}job_attempts a WHERE a.job_id = h.id), 0) + 1,
+       h.attempt_count, h.worker_id, h.started_at, :now, :duration, :reason, :error
+FROM {p}jobs_hot h
+WHERE h.id = :id AND h.worker_id = :worker_id AND h.lease_token = :token AND h.status = 2
+
+-- name: attempts_record_zombie
+-- The attempt a dead worker was running (the job just moved to the DLQ as ZOMBIE), read from
+-- its DLQ row in the same transaction.
+INSERT INTO {p}job_attempts (
+    job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds, failure_reason,
+    error
+)
+SELECT d.id, coalesce((SELECT max(a.seq) FROM {p}job_attempts a WHERE a.job_id = d.id), 0) + 1,
+       d.attempt_count, d.worker_id, d.started_at, d.failed_at, NULL, d.failure_reason, d.error
+FROM {p}jobs_dlq d
+WHERE d.id = :id
+
+-- name: attempts_trim
+-- Keep the job's newest :keep attempts.
+DELETE FROM {p}job_attempts
+WHERE job_id = :id
+  AND seq <= (SELECT max(seq) FROM {p}job_attempts WHERE job_id = :id) - :keep
+
+-- name: attempts_list
+SELECT seq, attempt, failed_at, started_at, worker_id, duration_seconds, failure_reason, error
+FROM {p}job_attempts
+WHERE job_id = :id
+ORDER BY seq DESC
+LIMIT :limit
+
+-- name: attempts_forget
+-- The attempts of jobs that are gone (purged, deleted): they go with their job.
+DELETE FROM {p}job_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+
 -- name: hot_to_dlq_insert
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key
+    started_at, failed_at, duration_seconds, children, partition_key, error_family
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL, children, partition_key
+       created_at, started_at, :now, NULL, children, partition_key,
+       chokaq_error_family(:error)
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
@@ -383,7 +426,7 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(l.n, 0), coalesce(l.lag_avg, 0.0), coalesce(l.lag_max, 0.0),
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0)
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
 FROM {p}queues AS q
 LEFT JOIN {p}stats_summary AS s ON s.queue = q.name
 LEFT JOIN (SELECT queue, sum(status = 0) AS pending, sum(status = 1) AS fetched,
@@ -485,7 +528,13 @@ GROUP BY chart_bucket
 ORDER BY chart_bucket
 
 -- name: dlq_top_errors
-SELECT failure_reason, error, failed_at FROM {p}jobs_dlq ORDER BY failed_at DESC LIMIT :scan
+-- The newest :scan rows grouped by reason and family, most frequent first (newest on a tie).
+SELECT failure_reason, error_family, count(*) AS n, max(failed_at) AS latest
+FROM (SELECT failure_reason, error_family, failed_at FROM {p}jobs_dlq
+      ORDER BY failed_at DESC LIMIT :scan)
+GROUP BY failure_reason, error_family
+ORDER BY n DESC, latest DESC, failure_reason, error_family
+LIMIT :limit
 
 -- name: hot_get
 SELECT * FROM {p}jobs_hot WHERE id = :id
@@ -568,6 +617,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:family IS NULL OR error_family = :family)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
@@ -578,6 +628,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:family IS NULL OR error_family = :family)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
@@ -590,6 +641,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:reason IS NULL OR failure_reason = :reason)
   AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:family IS NULL OR error_family = :family)
   AND (:partition IS NULL OR partition_key = :partition)
   AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
@@ -599,12 +651,12 @@ LIMIT :limit OFFSET :offset
 
 -- name: queue_get
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {p}queues WHERE name = :name
 
 -- name: queue_list
 SELECT name, paused, active, max_workers, zombie_timeout_seconds, execution_timeout_seconds,
-       updated_at
+       updated_at, hidden
 FROM {p}queues ORDER BY name
 
 -- name: queue_pause
@@ -613,6 +665,10 @@ WHERE name = :name
 
 -- name: queue_activate
 UPDATE {p}queues SET active = :flag, updated_at = :now, last_modified_by = :actor
+WHERE name = :name
+
+-- name: queue_hide
+UPDATE {p}queues SET hidden = :flag, updated_at = :now, last_modified_by = :actor
 WHERE name = :name
 
 -- name: queue_configure
@@ -953,11 +1009,12 @@ RETURNING queue, status
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key
+    started_at, failed_at, duration_seconds, children, partition_key, error_family
 )
 SELECT id, queue, type, payload, tags, priority, 11, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
-       created_at, started_at, :now, NULL, children, partition_key
+       created_at, started_at, :now, NULL, children, partition_key,
+       chokaq_error_family(:error)
 FROM {p}jobs_hot
 WHERE id = :id AND status = 3
 

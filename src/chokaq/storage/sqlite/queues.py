@@ -50,7 +50,8 @@ def queue_ensure(db: Database, name: str, now: float) -> QueueInfo:
 def queue_set(
     db: Database, query: str, name: str, flag: bool, actor: str | None, now: float
 ) -> QueueInfo:
-    """Set ``paused`` (``queue_set_paused``) or ``active`` (``queue_set_active``)."""
+    """Set ``paused`` (``queue_pause``), ``active`` (``queue_activate``) or ``hidden``
+    (``queue_hide``)."""
 
     def run() -> QueueInfo:
         ensure_queues(db, [name], now)

@@ -17,6 +17,7 @@ from typing import TypeVar
 from ...models import (
     ErrorGroup,
     FailureReason,
+    JobAttempt,
     JobFilter,
     JobView,
     LagGroup,
@@ -36,6 +37,7 @@ from .rows import from_ts, job_view, queue_info
 
 __all__ = [
     "filter_params",
+    "job_attempts",
     "job_get",
     "jobs_count",
     "jobs_lag",
@@ -81,6 +83,7 @@ def filter_params(filter: JobFilter) -> dict[str, object]:
         "search": _like(search) if search else None,
         "blocked": None if filter.blocked is None else int(filter.blocked),
         "partition": filter.partition,
+        "family": filter.error_family,
     }
 
 
@@ -136,7 +139,7 @@ def stats_queues(db: Database, now: float) -> list[QueueStats]:
             values = tuple(row)
             out.append(
                 QueueStats(
-                    queue=queue_info(values),
+                    queue=queue_info((*values[:7], values[19])),
                     pending=values[7],
                     fetched=values[8],
                     processing=values[9],
@@ -183,26 +186,32 @@ def stats_series(
 
 
 def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
-    """Group the newest ``scan`` DLQ rows by reason and error prefix (done here, in Python,
-    because SQLite has no regular-expression replace to collapse whitespace)."""
-    groups: dict[tuple[int, str], list[float]] = {}
-    for reason, error, failed_at in db.conn.execute(db.q["dlq_top_errors"], {"scan": scan}):
-        # The family is the error's first line (the exception and its message), whitespace
-        # collapsed, at most 160 characters.
-        first_line = (error or "").strip().split("\n", 1)[0]
-        prefix = " ".join(first_line.split())[:160].strip() or "(empty error details)"
-        group = groups.setdefault((reason, prefix), [0, failed_at])
-        group[0] += 1
-        group[1] = max(group[1], failed_at)
-    ranked = sorted(groups.items(), key=lambda item: (-item[1][0], -item[1][1]))
+    rows = db.conn.execute(db.q["dlq_top_errors"], {"scan": scan, "limit": limit}).fetchall()
     return [
         ErrorGroup(
             failure_reason=FailureReason(reason),
-            prefix=prefix,
+            family=family,
             count=int(count),
             latest_at=from_ts(latest),  # type: ignore[arg-type]
         )
-        for (reason, prefix), (count, latest) in ranked[:limit]
+        for reason, family, count, latest in rows
+    ]
+
+
+def job_attempts(db: Database, job_id: str, limit: int) -> list[JobAttempt]:
+    rows = db.conn.execute(db.q["attempts_list"], {"id": job_id, "limit": limit}).fetchall()
+    return [
+        JobAttempt(
+            seq=row[0],
+            attempt=row[1],
+            failed_at=from_ts(row[2]),  # type: ignore[arg-type]
+            started_at=from_ts(row[3]),
+            worker_id=row[4],
+            duration_seconds=row[5],
+            failure_reason=None if row[6] is None else FailureReason(row[6]),
+            error=row[7],
+        )
+        for row in rows
     ]
 
 

@@ -30,8 +30,10 @@ def purge_older(
     def batch(size: int) -> int:
         check_fence(db, fence)
         rows = db.conn.execute(db.q[query], {"cutoff": cutoff, "limit": size}).fetchall()
-        if rows:  # a purged child takes its edges with it
-            db.conn.execute(db.q["edges_unlink"], {"ids": json.dumps([row[0] for row in rows])})
+        if rows:  # a purged job takes its edges (as a child) and its attempts with it
+            ids = json.dumps([row[0] for row in rows])
+            db.conn.execute(db.q["edges_unlink"], {"ids": ids})
+            db.conn.execute(db.q["attempts_forget"], {"ids": ids})
         return len(rows)
 
     total = 0

@@ -273,7 +273,7 @@ def _lenient(name: str, value: object) -> object:
 
 def queue_info(row: sqlite3.Row | tuple[Any, ...]) -> QueueInfo:
     values: tuple[Any, ...] = tuple(row)
-    name, paused, active, max_workers, zombie, execution, updated_at = values[:7]
+    name, paused, active, max_workers, zombie, execution, updated_at, hidden = values[:8]
     return QueueInfo(
         name=str(name),
         paused=bool(paused),
@@ -282,6 +282,7 @@ def queue_info(row: sqlite3.Row | tuple[Any, ...]) -> QueueInfo:
         zombie_timeout_seconds=zombie,
         execution_timeout_seconds=execution,
         updated_at=_dt(updated_at),
+        hidden=bool(hidden),
     )
 
 
