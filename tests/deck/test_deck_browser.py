@@ -385,7 +385,17 @@ def seed_showcase(url: str) -> str:
     return ids["d"]
 
 
-PANELS = ("overview", "queues", "limits", "jobs", "schedules", "errors", "circuits", "workers")
+PANELS = (
+    "overview",
+    "waits",
+    "queues",
+    "limits",
+    "jobs",
+    "schedules",
+    "errors",
+    "circuits",
+    "workers",
+)
 
 
 def test_screenshots_of_every_panel_in_both_themes(
@@ -413,6 +423,28 @@ def test_screenshots_of_every_panel_in_both_themes(
         page.wait_for_selector("#sch-history tr[data-outcome=triggered]")
         for panel in PANELS:
             page.locator(f"#{panel}").screenshot(path=str(folder / f"{panel}-{theme}.png"))
+        # The chart's hover read-out, over the newest bars.
+        chart = page.locator("#chart")
+
+        def hovering() -> bool:
+            box = chart.bounding_box()  # the panel screenshots above scrolled the page
+            chart.hover(position={"x": box["width"] * 0.9, "y": box["height"] / 2})
+            return page.get_attribute("#chart-tip", "data-bucket") is not None
+
+        wait_for(hovering, what="the chart's read-out")
+        page.locator("#overview").screenshot(path=str(folder / f"chart-hover-{theme}.png"))
+        page.mouse.move(0, 0)
+        # A frozen selection: the table pauses while rows are selected.
+        page.click("#job-rows tr .sel >> nth=0")
+        page.wait_for_selector("#live-state.paused")
+        page.locator("#jobs").screenshot(path=str(folder / f"selection-{theme}.png"))
+        page.click("#clear-selection")
+        # Archive: requeue as new, everything matching the filter, after a preview.
+        page.click("#source button[data-source=archive]")
+        page.wait_for_selector("#job-rows tr")
+        page.click("#preview-archive-requeue")
+        page.wait_for_selector("#preview-count")
+        page.locator("#jobs").screenshot(path=str(folder / f"archive-preview-{theme}.png"))
         page.click("#source button[data-source=dlq]")
         page.wait_for_selector("#job-rows tr .chip")
         page.click("#error-rows li >> nth=0")
@@ -427,6 +459,9 @@ def test_screenshots_of_every_panel_in_both_themes(
         page.click("#job-rows tr >> nth=0")
         page.wait_for_selector("#insp-banner.dlq")
         page.locator("#drawer").screenshot(path=str(folder / f"inspector-{theme}.png"))
+        if page.locator("#insp-attempts li").count():
+            page.click("#insp-attempts li summary >> nth=0")  # one traceback open
+            page.locator("#drawer").screenshot(path=str(folder / f"attempts-{theme}.png"))
         page.click("#insp-edit")
         page.locator("#drawer").screenshot(path=str(folder / f"editor-{theme}.png"))
         # A blocked job of a workflow, then the workflow itself.
@@ -444,12 +479,18 @@ def test_screenshots_of_every_panel_in_both_themes(
         page.uncheck("#filters input[name=blocked]")
         page.click("#filters button[type=submit]")
         assert page.evaluate("localStorage.getItem('chokaq-deck-theme')") == theme
+        # A phone: one column, the tables scroll inside their panels.
+        page.click("#drawer-close")
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(folder / f"phone-{theme}.png"))
+        page.set_viewport_size({"width": 1400, "height": 1000})
         no_js_errors(page)
     # The theme is remembered per browser: a reload keeps Carbon.
     page.reload()
     assert page.get_attribute("html", "data-theme") == "carbon"
     names = sorted(p.name for p in folder.glob("*.png"))
-    assert len(names) >= 2 * (len(PANELS) + 7)
+    assert len(names) >= 2 * (len(PANELS) + 11)
 
 
 def declare(url: str, *schedules: ScheduleDeclaration) -> None:
