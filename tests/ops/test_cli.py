@@ -295,6 +295,7 @@ def test_every_store_command_takes_app_database_and_schema() -> None:
             ["job"],
             ["workflow"],
             ["dlq"],
+            ["archive"],
             ["queue"],
             ["limits"],
             ["schedule"],

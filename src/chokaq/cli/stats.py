@@ -270,8 +270,15 @@ def on_known_queue(app: App, name: str, fn: Callable[[App], Awaitable[T]]) -> T:
         ) from None
 
 
-def _pause_command(paused: bool) -> Any:
-    verb = "pause" if paused else "resume"
+def _queue_flag_command(
+    verb: str,
+    example: str,
+    effect: str,
+    change: Callable[[App, str, str, bool], Awaitable[QueueInfo]],
+    said: Callable[[QueueInfo], str],
+) -> Any:
+    """``chokaq queue VERB NAME``: one flag of one queue set by ``change(app, name, actor,
+    create)``, audited, and what it did said by ``said(info)``."""
 
     @click.argument("name")
     @create_option
@@ -288,67 +295,58 @@ def _pause_command(paused: bool) -> Any:
     ) -> None:
         app = make_app(app_spec, database, schema)
         who = actor_name(actor)
-        info = on_known_queue(
-            app,
-            name,
-            lambda a: a.backend.queue_pause(name=name, paused=paused, actor=who, create=create),
-        )
+        info = on_known_queue(app, name, lambda a: change(a, name, who, create))
         log_admin("cli", f"queues.{verb}", who, name, 1)
-        click.echo(f"queue {info.name} {'paused' if info.paused else 'resumed'}")
+        click.echo(f"queue {info.name} {said(info)}")
 
-    effect = "running jobs finish; no new ones start" if paused else "its jobs start again"
     command.__doc__ = (
         f"{verb.capitalize()} queue NAME ({effect}).\n\n"
-        f"\b\nExample:\n  chokaq queue {verb} emails --database sqlite:///jobs.db\n"
+        f"\b\nExample:\n  chokaq queue {verb} {example} --database sqlite:///jobs.db\n"
     )
     return queue.command(verb)(command)
 
 
-_pause_command(True)
-_pause_command(False)
+def _pausing(paused: bool) -> Callable[[App, str, str, bool], Awaitable[QueueInfo]]:
+    def change(app: App, name: str, who: str, create: bool) -> Awaitable[QueueInfo]:
+        return app.backend.queue_pause(name=name, paused=paused, actor=who, create=create)
+
+    return change
 
 
-def _hide_command(hidden: bool) -> Any:
-    verb = "hide" if hidden else "unhide"
+def _hiding(hidden: bool) -> Callable[[App, str, str, bool], Awaitable[QueueInfo]]:
+    def change(app: App, name: str, who: str, create: bool) -> Awaitable[QueueInfo]:
+        return app.backend.queue_hide(name=name, hidden=hidden, actor=who, create=create)
 
-    @click.argument("name")
-    @create_option
-    @actor_option
-    @store_options
-    @logged
-    def command(
-        name: str,
-        create: bool,
-        actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
-    ) -> None:
-        app = make_app(app_spec, database, schema)
-        who = actor_name(actor)
-        info = on_known_queue(
-            app,
-            name,
-            lambda a: a.backend.queue_hide(name=name, hidden=hidden, actor=who, create=create),
-        )
-        log_admin("cli", f"queues.{verb}", who, name, 1)
-        shown = "hidden from" if info.hidden else "shown in"
-        click.echo(f"queue {info.name} {shown} the Deck's queue list (its jobs run unless paused)")
-
-    effect = (
-        "leave it out of The Deck's queue list; its jobs still run: pause stops them"
-        if hidden
-        else "list it in The Deck again"
-    )
-    command.__doc__ = (
-        f"{verb.capitalize()} queue NAME ({effect}).\n\n"
-        f"\b\nExample:\n  chokaq queue {verb} legacy --database sqlite:///jobs.db\n"
-    )
-    return queue.command(verb)(command)
+    return change
 
 
-_hide_command(True)
-_hide_command(False)
+def _listed(info: QueueInfo) -> str:
+    shown = "hidden from" if info.hidden else "shown in"
+    return f"{shown} the Deck's queue list (its jobs run unless paused)"
+
+
+_queue_flag_command(
+    "pause",
+    "emails",
+    "running jobs finish; no new ones start",
+    _pausing(True),
+    lambda info: "paused" if info.paused else "resumed",
+)
+_queue_flag_command(
+    "resume",
+    "emails",
+    "its jobs start again",
+    _pausing(False),
+    lambda info: "paused" if info.paused else "resumed",
+)
+_queue_flag_command(
+    "hide",
+    "legacy",
+    "leave it out of The Deck's queue list; its jobs still run: pause stops them",
+    _hiding(True),
+    _listed,
+)
+_queue_flag_command("unhide", "legacy", "list it in The Deck again", _hiding(False), _listed)
 
 
 def _optional_number(value: str | None, kind: type[float] | type[int]) -> Any:
