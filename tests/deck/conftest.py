@@ -287,11 +287,15 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def login(browser: Any, deck_server: Served) -> Iterator[Callable[[str], Any]]:
-    """``login("alice")`` -> a Playwright page signed in through the login form."""
+    """``login("alice")`` -> a Playwright page signed in through the login form; ``theme``
+    picks one, and other keywords are the browser context's (``viewport``, ``timezone_id``,
+    ``device_scale_factor``...; the viewport is 1,400 x 1,000 unless given)."""
     contexts: list[Any] = []
 
-    def open_as(user: str, *, theme: str | None = None) -> Any:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    def open_as(user: str, *, theme: str | None = None, **context_options: Any) -> Any:
+        context = browser.new_context(
+            **{"viewport": {"width": 1400, "height": 1000}, **context_options}
+        )
         contexts.append(context)
         page = context.new_page()
         errors: list[str] = []

@@ -426,7 +426,7 @@ def test_screenshots_of_every_panel_in_both_themes(
         # The chart's hover read-out, over the newest bars.
         chart = page.locator("#chart")
 
-        def hovering() -> bool:
+        def hovering(page: Any = page, chart: Any = chart) -> bool:
             box = chart.bounding_box()  # the panel screenshots above scrolled the page
             chart.hover(position={"x": box["width"] * 0.9, "y": box["height"] / 2})
             return page.get_attribute("#chart-tip", "data-bucket") is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +18,7 @@ import pytest
 from chokaq.app import App
 from chokaq.models import FailMove, FailureReason, NewJob, SucceedMove
 
-from .conftest import USERS, Served, run, wait_for
+from .conftest import Served, run, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -41,31 +41,10 @@ class Group:
 
 
 @pytest.fixture
-def login(browser: Any, deck_server: Served) -> Iterator[Callable[[str], Any]]:
+def login(login: Callable[..., Any]) -> Callable[[str], Any]:
     """``login("bob")`` -> a signed-in page 1,400 px wide at twice the pixel density, so that
     a two-week chart's bars are whole pixels wide."""
-    contexts: list[Any] = []
-
-    def open_as(user: str) -> Any:
-        context = browser.new_context(
-            viewport={"width": 1400, "height": 1000}, device_scale_factor=2
-        )
-        contexts.append(context)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.js_errors = errors
-        page.goto(deck_server.url + "/")
-        page.fill("input[name=username]", user)
-        page.fill("input[name=password]", USERS[user][0])
-        page.click("button[type=submit]")
-        page.wait_for_selector("#conn.online", timeout=10_000)
-        return page
-
-    yield open_as
-    for context in contexts:
-        context.close()
+    return lambda user: login(user, device_scale_factor=2)
 
 
 def known_mix(now: datetime) -> list[Group]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ import pytest
 from chokaq.app import App
 from chokaq.models import FailMove, FailureReason, JobFilter, NewJob, Pillar, SucceedMove
 
-from .conftest import USERS, Client, Served, csrf, run, wait_for
+from .conftest import Client, Served, csrf, run, wait_for
 
 browser = pytest.mark.browser
 
@@ -27,10 +27,9 @@ T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def open_page(browser: Any, deck_server: Served) -> Iterator[Callable[..., Any]]:
+def open_page(login: Callable[..., Any], deck_server: Served) -> Callable[..., Any]:
     """``open_page("alice", width=390, timezone="Asia/Kolkata")``: a signed-in page in a
     context of that viewport and time zone; ``fragment`` opens that deep link after sign-in."""
-    contexts: list[Any] = []
 
     def open_as(
         user: str = "alice",
@@ -40,28 +39,13 @@ def open_page(browser: Any, deck_server: Served) -> Iterator[Callable[..., Any]]
         timezone: str = "UTC",
         fragment: str = "",
     ) -> Any:
-        context = browser.new_context(
-            viewport={"width": width, "height": height}, timezone_id=timezone
-        )
-        contexts.append(context)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.js_errors = errors
-        page.goto(deck_server.url + "/")
-        page.fill("input[name=username]", user)
-        page.fill("input[name=password]", USERS[user][0])
-        page.click("button[type=submit]")
-        page.wait_for_selector("#conn.online", timeout=10_000)
+        page = login(user, viewport={"width": width, "height": height}, timezone_id=timezone)
         if fragment:
             page.goto(deck_server.url + "/#" + fragment)
             page.wait_for_selector("#conn.online", timeout=10_000)
         return page
 
-    yield open_as
-    for context in contexts:
-        context.close()
+    return open_as
 
 
 def seed(url: str, jobs: list[NewJob], *, fail: str | None = None, took: float = 0.0) -> list[str]:
