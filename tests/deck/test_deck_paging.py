@@ -78,7 +78,7 @@ async def test_list_rows_are_cut_and_the_inspector_has_the_whole_text(
     [job_id] = await dead_letter(app, [payload], error=error)
     c = await client("alice")
     [row] = (await _get(c, "source=dlq"))["items"]
-    assert (row["payload"], row["error"]) == (payload[:LIST_TEXT_CHARS], error[:LIST_TEXT_CHARS])
+    assert (row["payload"], row["error"]) == (payload[:LIST_TEXT_CHARS], error[-LIST_TEXT_CHARS:])
     assert row["truncated"] == ["payload", "error"]
     full = (await c.get(f"/api/jobs/{job_id}")).json()
     assert (full["payload"], full["error"], full["truncated"]) == (payload, error, [])

@@ -127,6 +127,7 @@ async def test_the_count_is_exact_up_to_the_bound_then_an_estimate_where_it_is_c
 
 
 async def test_listing_rows_carry_the_start_of_long_text_and_the_inspector_all_of_it(backend):
+    """...and of an error its end: the traceback's last line is what a listing shows."""
     payload = '{"blob": "' + "x" * 2000 + '"}'
     error = "Traceback (most recent call last):\n" + "  frame\n" * 1000 + "ValueError: no"
     await enqueue(backend, payload=payload)
@@ -138,7 +139,8 @@ async def test_listing_rows_carry_the_start_of_long_text_and_the_inspector_all_o
     await succeed(backend, [short_one])
     dlq = (await backend.jobs_page(pillar=Pillar.DLQ)).items[0]
     cut = paging.LIST_TEXT_CHARS
-    assert (dlq.payload, dlq.error) == (payload[:cut], error[:cut])
+    assert (dlq.payload, dlq.error) == (payload[:cut], error[-cut:])
+    assert dlq.error.endswith("\nValueError: no")
     assert dlq.truncated == ("payload", "error")
     full = await backend.job_get(dlq.id)
     assert full is not None

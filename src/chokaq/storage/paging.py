@@ -36,6 +36,9 @@ COUNT_EXACT_UP_TO = 10_000
 # 1 MB payloads was 50 MB. The inspector (``job_get``) has the full text.
 LIST_TEXT_CHARS = 300
 _CUT_FIELDS = ("payload", "error", "last_error", "result")
+# An error keeps its end: a traceback's last line (the exception and its message) is what a
+# listing shows of it, and the start of a long traceback is only "Traceback (most recent...".
+_TAIL_FIELDS = frozenset({"error", "last_error"})
 
 TIME_SORTS = frozenset({"created_at", "finished_at", "failed_at"})
 _INT_SORTS = frozenset({"priority", "attempt_count", "failure_reason"})
@@ -84,14 +87,14 @@ def key_of(column: str, job: JobView) -> PageKey:
 
 
 def listed(job: JobView) -> JobView:
-    """A listing's row: payload, error, last error and result cut to ``LIST_TEXT_CHARS``
-    characters, the cut fields named in ``truncated``. (The backends read one character more
+    """A listing's row: payload and result cut to their first ``LIST_TEXT_CHARS`` characters,
+    error and last error to their last ones, the cut fields named in ``truncated``. (The backends read one character more
     than that, so that a cut is known.)"""
     cut: dict[str, str] = {}
     for name in _CUT_FIELDS:
         text = getattr(job, name)
         if text is not None and len(text) > LIST_TEXT_CHARS:
-            cut[name] = text[:LIST_TEXT_CHARS]
+            cut[name] = text[-LIST_TEXT_CHARS:] if name in _TAIL_FIELDS else text[:LIST_TEXT_CHARS]
     if not cut:
         return job
     return replace(job, truncated=tuple(cut), **cut)  # type: ignore[arg-type]

@@ -1289,11 +1289,11 @@ FROM {schema}.jobs_hot
 
 -- name: hot_list
 -- A page of a listing (jobs_list): {order} and the {keyset} condition come from
--- reads.traversal; the text fields are cut to %(cut)s characters.
+-- reads.traversal; the text fields are cut to %(cut)s characters (an error to its last ones).
 SELECT id::text AS job_id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at,
        status, max_attempts, timeout_seconds, idempotency_key, worker_id, created_by,
        last_modified_by, scheduled_at, started_at, heartbeat_at, updated_at,
-       left(last_error, %(cut)s), progress, cancel_requested_at, cancelled_by, parents_left,
+       right(last_error, %(cut)s), progress, cancel_requested_at, cancelled_by, parents_left,
        partition_key, expires_at
 FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
@@ -1343,7 +1343,7 @@ FROM {schema}.jobs_dlq
 -- name: dlq_list
 SELECT id::text AS job_id, queue, type, left(payload, %(cut)s), tags, priority, attempt_count,
        created_at, max_attempts, timeout_seconds, worker_id, created_by, last_modified_by,
-       started_at, failed_at, duration_seconds, failure_reason, left(error, %(cut)s),
+       started_at, failed_at, duration_seconds, failure_reason, right(error, %(cut)s),
        cancelled_by, partition_key
 FROM {schema}.jobs_dlq
 -- include: fragment_dlq_filter
