@@ -447,22 +447,6 @@ def job_wait(
     sys.exit(EXIT_TIMEOUT)
 
 
-async def _explain(app: App, ids: tuple[str, ...]) -> dict[str, str]:
-    """Why each of ``ids`` (not in the hot table) was not cancelled."""
-    why: dict[str, str] = {}
-    for job_id in ids:
-        found = await app.backend.job_outcome(id=job_id)
-        if found is None:
-            why[job_id] = "not stored (never enqueued, or purged)"
-        elif found.pillar is Pillar.ARCHIVE:
-            why[job_id] = "already succeeded"
-        elif found.pillar is Pillar.DLQ:
-            why[job_id] = f"already failed ({json_value(found.failure_reason)})"
-        else:  # it entered hot again in between (a requeue): cancel it anew
-            why[job_id] = "back in the hot table since; run the cancel again"
-    return why
-
-
 def print_cancelled(result: CancelResult, why: dict[str, str]) -> None:
     """The outcome of a cancel, one line per job, after a summary line."""
     click.echo(
@@ -476,57 +460,6 @@ def print_cancelled(result: CancelResult, why: dict[str, str]) -> None:
     for job_id in result.not_found:
         reason = why.get(job_id, "already finished")
         click.secho(f"  not cancelled, {reason}: {job_id}", fg="yellow")
-
-
-@job.command("cancel")
-@click.argument("job_ids", metavar="[ID]...", nargs=-1, callback=_job_ids)
-@cancel_filter_options
-@actor_option
-@store_options
-@logged
-def job_cancel(
-    job_ids: list[str],
-    actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
-    **matching: Any,
-) -> None:
-    """Cancel jobs by id, or all active jobs matching a filter (a preview, then confirm), from
-    any process: a pending, fetched or waiting job goes to the DLQ as cancelled at once; a
-    running one is asked to stop (its worker hears it). A job that has finished is left alone
-    and named. Jobs waiting on a cancelled job are blocked from then on: 'chokaq workflow
-    cancel' cancels a whole workflow.
-
-    \b
-    Example:
-      chokaq job cancel 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
-      chokaq job cancel --queue emails --status pending --until 1h --cap 500
-    """
-    app = make_app(app_spec, database, schema, existing=True)
-    who = actor_name(actor)
-    filtered = ("queue", "job_type", "status", "since", "until", "search")
-    if job_ids and any(matching[name] for name in filtered):
-        raise click.UsageError("give job ids or a filter, not both")
-    if not job_ids:
-        from .bulk import cancel_matching  # it imports this module
-
-        cancel_matching(app, who, **matching)
-        return
-
-    async def cancel(app: App) -> tuple[CancelResult, dict[str, str]]:
-        result = await app.backend.jobs_cancel(ids=job_ids, actor=who)
-        return result, await _explain(app, result.not_found)
-
-    result, why = run_with_app(app, cancel)
-    log_admin(
-        "cli",
-        "jobs.cancel",
-        who,
-        f"{len(job_ids)} id(s)",
-        len(result.cancelled) + len(result.requested),
-    )
-    print_cancelled(result, why)
 
 
 _PLACES = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
