@@ -88,8 +88,8 @@ def key_of(column: str, job: JobView) -> PageKey:
 
 def listed(job: JobView) -> JobView:
     """A listing's row: payload and result cut to their first ``LIST_TEXT_CHARS`` characters,
-    error and last error to their last ones, the cut fields named in ``truncated``. (The backends read one character more
-    than that, so that a cut is known.)"""
+    error and last error to their last ones, the cut fields named in ``truncated``. (The
+    backends read one character more than that, so that a cut is known.)"""
     cut: dict[str, str] = {}
     for name in _CUT_FIELDS:
         text = getattr(job, name)
