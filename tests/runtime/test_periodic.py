@@ -369,8 +369,12 @@ async def test_missed_and_skipped_slots_are_logged_and_recorded(tmp_path: Path) 
                 await task
         missed = await app.backend.schedule_history("catch-up")
         skipped = await app.backend.schedule_history("one-at-a-time", limit=100)
-    run, gap = missed[0], missed[1]  # newest first
-    assert (run.outcome, gap.outcome) == (SlotOutcome.ENQUEUED, SlotOutcome.MISSED)
+    # Newest first: the gap, the slot that ran after it, and, when a minute boundary passed
+    # while the test ran (a busy machine makes that likelier), that minute's slot too.
+    [gap] = [r for r in missed if r.outcome is SlotOutcome.MISSED]
+    later = missed[: missed.index(gap)]
+    assert 1 <= len(later) <= 2 and all(r.outcome is SlotOutcome.ENQUEUED for r in later)
+    run = later[-1]
     # Every slot from the gap's first to the one that ran, but that one, was missed (nine or ten
     # of them, as a minute boundary fell before or after the worker's first pass).
     count = round((run.slot - gap.slot).total_seconds() / 60)
