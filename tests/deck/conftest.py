@@ -265,8 +265,12 @@ def browser() -> Iterator[Any]:
         if IN_CI:
             pytest.fail(f"CI=true but {reason}")
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # expect() polls until its condition holds; its default deadline of 5 s is a timing margin
+    # that a busy CI machine overran (a live view waits for the next shared snapshot, which a
+    # slow store reuses for up to 5 s). A passing test never waits for the deadline.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as pw:
         b = pw.chromium.launch(
             executable_path=CHROMIUM,
