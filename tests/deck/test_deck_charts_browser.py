@@ -105,11 +105,10 @@ def expected(
     return sum(g.succeeded for g in inside), sum(g.failed for g in inside)
 
 
-def areas(page: Any, cls: str) -> float:
-    d = page.get_attribute(f"#chart path.{cls}", "d") or ""
+def areas_of(d: str) -> float:
     total = 0.0
     found = RECT.findall(d)
-    assert len(found) == d.count("M"), d  # every bar read, none skipped
+    assert len(found) == d.count("Z"), d  # every bar read, none skipped
     for x, y0, y1, x2, _ in found:
         total += (float(x2) - float(x)) * abs(float(y1) - float(y0))
     return total
@@ -118,24 +117,36 @@ def areas(page: Any, cls: str) -> float:
 def show(page: Any, window: str, counts: tuple[int, int]) -> None:
     page.click(f"#chart-window button[data-window='{window}']")
     total = sum(counts)
+    # The window's own read must have answered: the hour and 24 h windows hold the same jobs
+    # here, so equal totals alone can be the previous window's chart (read then mid-redraw).
     wait_for(
         lambda: (
-            page.get_attribute("#chart", "data-total") == str(total)
+            (page.get_attribute("#chart", "data-loaded") or "").startswith(f"{window}:")
+            and page.get_attribute("#chart", "data-total") == str(total)
             and page.get_attribute("#chart", "data-failed") == str(counts[1])
         ),
         what=f"the {window} chart to show {counts}",
     )
 
 
+def bar_paths(page: Any) -> tuple[str, str]:
+    """The red and green paths of one drawing (read in one go: the chart redraws as the live
+    stream moves its window's end, and two reads could straddle a redraw)."""
+    bad, ok = page.evaluate(
+        "() => ['bad', 'ok'].map(c => document.querySelector('#chart path.' + c).getAttribute('d'))"
+    )
+    return bad or "", ok or ""
+
+
 def red_share(page: Any) -> float:
     """The red share of the bars' area as the SVG describes it."""
-    red, green = areas(page, "bad"), areas(page, "ok")
+    bad, ok = bar_paths(page)
+    red, green = areas_of(bad), areas_of(ok)
     return red / (red + green)
 
 
-def rects(page: Any, cls: str) -> list[tuple[float, float, float, float]]:
-    """The bars of one colour as (left, right, top, bottom) in the SVG's units."""
-    d = page.get_attribute(f"#chart path.{cls}", "d") or ""
+def rects(d: str) -> list[tuple[float, float, float, float]]:
+    """The bars of one path as (left, right, top, bottom) in the SVG's units."""
     out = []
     for x, y0, y1, x2, _ in RECT.findall(d):
         top, bottom = sorted((float(y0), float(y1)))
@@ -149,7 +160,8 @@ def overlaps(page: Any) -> list[tuple[Any, Any]]:
     (3,600 bars in 1,000 units, red painted last): disjoint bars paint what their areas say.
     Read from the SVG rather than from a screenshot's pixels, whose rounding of bars a pixel
     or two tall moves a share by more than a point on some wall-clock alignments."""
-    bars = sorted(rects(page, "ok") + rects(page, "bad"))
+    bad, ok = bar_paths(page)
+    bars = sorted(rects(ok) + rects(bad))
     found = []
     for i, a in enumerate(bars):
         for b in bars[i + 1 :]:

@@ -104,6 +104,9 @@
         }
         c.seconds = new Map();
         mergeSeconds(data.tail);
+        // Which window the bars on screen were read for (c.window changes at the click, before
+        // the read answers): tests and tools wait on it.
+        svg.dataset.loaded = c.window + ":" + c.queue;
         draw();
       }).catch(function (e) { toast("Chart: " + e.message, true); });
     }
