@@ -41,7 +41,10 @@ def open_page(login: Callable[..., Any], deck_server: Served) -> Callable[..., A
     ) -> Any:
         page = login(user, viewport={"width": width, "height": height}, timezone_id=timezone)
         if fragment:
+            # Loaded afresh with the link, as a pasted link is: a fragment-only navigation of
+            # the open page relies on its hashchange racing the page's own first link write.
             page.goto(deck_server.url + "/#" + fragment)
+            page.reload()
             page.wait_for_selector("#conn.online", timeout=10_000)
         return page
 
