@@ -120,15 +120,17 @@ async def worker_ops(
     health_settings: health.HealthSettings | None = None,
     metrics_settings: MetricsSettings | None = None,
 ) -> AsyncIterator[OpsServer | None]:
-    """Instrument ``worker`` and, when ``worker.settings.metrics_port`` is set, serve its
-    endpoints for the duration of the block (yields the server, or None)."""
-    metrics = WorkerMetrics(metrics_settings)
-    metrics.attach(worker)
-    beat = health.WorkerBeat(worker.app.backend)
+    """When ``worker.settings.metrics_port`` is set, instrument ``worker`` and serve its
+    endpoints for the duration of the block (yields the server, or None). Without a port
+    nothing could read the counters, so the worker is left uninstrumented: its listeners run
+    for every job, and a burn-down of no-op jobs spent a third of its client time in them."""
     port = worker.settings.metrics_port
     if port is None:
         yield None
         return
+    metrics = WorkerMetrics(metrics_settings)
+    metrics.attach(worker)
+    beat = health.WorkerBeat(worker.app.backend)
     server = OpsServer(
         worker_routes(worker, metrics, beat, health_settings),
         host=worker.settings.metrics_host,

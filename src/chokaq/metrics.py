@@ -239,6 +239,9 @@ class WorkerMetrics:
             registry=r,
         )
         self._workers: list[Worker[App]] = []
+        # The per-job counters' children by raw (queue, type): looking a child up through
+        # ``labels()`` and the budget costs more than the count itself, for every job.
+        self._per_job: dict[tuple[Any, Any], _PerJob] = {}
         r.register(_ActiveCollector(self))
 
     # -- wiring -----------------------------------------------------------------------------
@@ -279,14 +282,27 @@ class WorkerMetrics:
         if error is not None:
             self.storage_errors.labels(operation, self.label("error", type(error).__name__)).inc()
 
+    def _children(self, f: dict[str, Any]) -> _PerJob:
+        """The lag, completed and duration children of an event's (queue, type)."""
+        key = (f.get("queue"), f.get("type"))
+        children = self._per_job.get(key)
+        if children is None:
+            if len(self._per_job) >= PER_JOB_CACHE:
+                self._per_job.clear()  # the budget caps the labels; this caps the raw keys
+            qt = self._qt(f)
+            children = self._per_job[key] = _PerJob(
+                self.lag.labels(*qt), self.completed.labels(*qt), self.duration.labels(*qt)
+            )
+        return children
+
     def _started(self, f: dict[str, Any]) -> None:
-        self.lag.labels(*self._qt(f)).observe(float(f.get("lag") or 0.0))
+        self._children(f).lag.observe(float(f.get("lag") or 0.0))
 
     def _succeeded(self, f: dict[str, Any]) -> None:
-        qt = self._qt(f)
-        self.completed.labels(*qt).inc()
+        children = self._children(f)
+        children.completed.inc()
         if f.get("duration") is not None:
-            self.duration.labels(*qt).observe(float(f["duration"]))
+            children.duration.observe(float(f["duration"]))
 
     def _failed(self, f: dict[str, Any]) -> None:
         qt = self._qt(f)
@@ -334,6 +350,18 @@ _EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
     "expired_rescued": lambda m, f: m.expired.inc(),
     "schedule": WorkerMetrics._schedule,
 }
+
+
+PER_JOB_CACHE = 10_000  # raw (queue, type) keys whose children are kept
+
+
+@dataclass(frozen=True, slots=True)
+class _PerJob:
+    """The children of the counters every job touches, for one (queue, type)."""
+
+    lag: Any
+    completed: Any
+    duration: Any
 
 
 def _count(value: object) -> int:
