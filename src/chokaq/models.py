@@ -428,8 +428,9 @@ class JobFilter:
     """Server-side filters shared by the Deck, the CLI and bulk operations.
 
     ``since``/``until`` bound the pillar's date column (hot: created_at, archive: finished_at,
-    dlq: failed_at), inclusive. ``search`` matches id, type, tags and error text as a plain
-    substring (wildcards in it are literal). ``ids`` restricts to those ids.
+    dlq: failed_at), inclusive. ``search`` matches type, tags and error text as a plain
+    substring, case-insensitive, and an id by its end: a whole id or its tail (wildcards in it
+    are literal). ``ids`` restricts to those ids.
     """
 
     queue: str | None = None

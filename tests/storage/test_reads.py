@@ -232,6 +232,31 @@ async def test_jobs_page_search_is_literal(backend):
     assert await found("\\") == set()
 
 
+async def test_search_finds_an_id_by_its_end_in_every_pillar(backend):
+    """A whole id or its tail (what The Deck shows) matches, in any case; a piece from the
+    middle of an id does not (the archive finds ids by their end off a b-tree: migration 9)."""
+    await enqueue(backend, 4)
+    done, dead, _ = await claim(backend, 3)
+    await succeed(backend, [done])
+    await fail(backend, [dead], error="boom", reason=FailureReason.FATAL_ERROR)
+    [pending] = [
+        v.id
+        for v in (await backend.jobs_page(pillar=Pillar.HOT)).items
+        if v.status is JobStatus.PENDING
+    ]
+
+    async def found(pillar, term):
+        page = await backend.jobs_page(pillar=pillar, filter=JobFilter(search=term))
+        return [v.id for v in page.items]
+
+    for pillar, job_id in ((Pillar.ARCHIVE, done.id), (Pillar.DLQ, dead.id), (Pillar.HOT, pending)):
+        assert await found(pillar, job_id) == [job_id]
+        assert await found(pillar, job_id[-12:].upper()) == [job_id]
+        assert await found(pillar, job_id[-5:]) == [job_id]
+        assert await found(pillar, job_id[9:18]) == []
+        assert await found(pillar, job_id[:-1]) == []
+
+
 async def test_jobs_page_searches_error_text_in_the_dlq(backend):
     await enqueue(backend, 2)
     a, b = await claim(backend, 2)

@@ -999,8 +999,8 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(until)s::timestamptz IS NULL OR created_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
   AND (%(search)s::text IS NULL
-       -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
-       OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
+       -- An id matches by its end (a whole id, or the tail The Deck shows): migration 9.
+       OR id::text LIKE %(search_id)s::text ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(last_error, '') ILIKE %(search)s::text ESCAPE '\')
@@ -1020,8 +1020,9 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(until)s::timestamptz IS NULL OR finished_at <= %(until)s::timestamptz)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
   AND (%(search)s::text IS NULL
-       -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
-       OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
+       -- An id matches by its end (a whole id, or the tail The Deck shows), read off the
+       -- b-tree on the reversed id (migration 9).
+       OR reverse(id::text) LIKE %(search_id_reversed)s::text ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\')
 
@@ -1036,8 +1037,8 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(ids)b::uuid[] IS NULL OR id = ANY(%(ids)b::uuid[]))
   AND (%(family)s::text IS NULL OR error_family = %(family)s::text)
   AND (%(search)s::text IS NULL
-       -- An id's text is lowercase: LIKE on the lowered pattern is ILIKE at a fifth the cost.
-       OR id::text LIKE lower(%(search)s::text) ESCAPE '\'
+       -- An id matches by its end (a whole id, or the tail The Deck shows): migration 9.
+       OR id::text LIKE %(search_id)s::text ESCAPE '\'
        OR type ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(tags, '') ILIKE %(search)s::text ESCAPE '\'
        OR coalesce(error, '') ILIKE %(search)s::text ESCAPE '\')

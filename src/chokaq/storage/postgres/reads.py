@@ -36,10 +36,27 @@ from .rows import job_view, lenient_rows, queue_info
 __all__ = ["PostgresReads", "filter_params", "traversal"]
 
 
+def _escaped(text: str) -> str:
+    """``text`` with LIKE's wildcards (and its escape character) taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _like_pattern(search: str) -> str:
     """A case-insensitive substring pattern with LIKE's wildcards taken literally."""
-    escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+    return f"%{_escaped(search)}%"
+
+
+def search_params(search: str | None) -> dict[str, str | None]:
+    """The patterns of a search: a substring of type, tags or error (ILIKE), and the end of an
+    id (ids are lowercase text), also reversed for the archive's b-tree on the reversed id."""
+    if not search:
+        return {"search": None, "search_id": None, "search_id_reversed": None}
+    lowered = search.lower()
+    return {
+        "search": _like_pattern(search),
+        "search_id": f"%{_escaped(lowered)}",
+        "search_id_reversed": f"{_escaped(lowered[::-1])}%",
+    }
 
 
 # Only the sort columns that may hold NULL get NULLS LAST: with it, ORDER BY finished_at DESC
@@ -101,7 +118,7 @@ def filter_params(filter: JobFilter) -> dict[str, Any]:
         "since": filter.since,
         "until": filter.until,
         "ids": None if filter.ids is None else list(filter.ids),
-        "search": _like_pattern(search) if search else None,
+        **search_params(search),
         "blocked": filter.blocked,
         "partition": filter.partition,
         "family": filter.error_family,

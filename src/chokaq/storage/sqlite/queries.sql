@@ -552,7 +552,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
        OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
@@ -570,7 +570,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
        OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
@@ -596,7 +596,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 
 -- name: archive_list
@@ -605,7 +605,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
   AND {keyset}
 ORDER BY {order}
@@ -619,7 +619,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:family IS NULL OR error_family = :family)
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 
 -- name: dlq_match_ids
@@ -630,7 +630,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:family IS NULL OR error_family = :family)
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
 ORDER BY failed_at DESC, id DESC
 LIMIT :cap
@@ -643,7 +643,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:family IS NULL OR error_family = :family)
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
   AND {keyset}
 ORDER BY {order}
@@ -1207,7 +1207,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
   AND (:blocked IS NULL
        OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
@@ -1220,7 +1220,7 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
   AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
   AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search ESCAPE '\' OR type LIKE :search ESCAPE '\'
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
        OR tags LIKE :search ESCAPE '\')
 
 -- name: bulk_hot_count

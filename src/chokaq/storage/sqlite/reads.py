@@ -81,6 +81,8 @@ def filter_params(filter: JobFilter) -> dict[str, object]:
         "until": None if filter.until is None else filter.until.timestamp(),
         "ids": None if filter.ids is None else json.dumps(list(filter.ids)),
         "search": _like(search) if search else None,
+        # An id matches by its end: a whole id, or the tail The Deck shows (as on PostgreSQL).
+        "search_id": _like(search)[:-1] if search else None,
         "blocked": None if filter.blocked is None else int(filter.blocked),
         "partition": filter.partition,
         "family": filter.error_family,
