@@ -143,6 +143,8 @@ class SyncRunner(Protocol):
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]: ...
 
+    def waiter(self, future: Future[Any]) -> asyncio.Future[Any]: ...
+
     def overran(self, future: Future[Any], *, job_id: str) -> None: ...
 
 
@@ -612,7 +614,7 @@ class Executor:
                 ex.clock = None
                 future = threads.submit(partial(in_thread, used))
                 try:
-                    value, error = await asyncio.wrap_future(future)
+                    value, error = await threads.waiter(future)
                 except asyncio.CancelledError:
                     # Stopped: a handler not yet started never will be; a running one cannot
                     # be interrupted, so its thread runs on and the pool makes room for it.

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from ..logs import Event, log_event
@@ -30,7 +32,7 @@ class SyncThreads:
     """A thread pool sized for ``size`` sync handlers plus ``overrun_limit`` overrun threads;
     ``overrun`` counts the threads running a handler the worker stopped waiting for."""
 
-    __slots__ = ("_loop", "limit", "overrun", "pool", "size", "slots")
+    __slots__ = ("_finished", "_loop", "_told", "limit", "overrun", "pool", "size", "slots")
 
     def __init__(self, size: int, overrun_limit: int, slots: Slots) -> None:
         self.size = size
@@ -41,10 +43,48 @@ class SyncThreads:
             max_workers=size + overrun_limit, thread_name_prefix="chokaq-job"
         )
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Handlers' futures that finished, for the loop to resolve their waiters in one go.
+        self._finished: deque[tuple[asyncio.Future[Any], Future[Any]]] = deque()
+        self._told = False  # a call to ``_resolve`` is on its way to the loop
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         """Run ``fn()`` in a thread (one is free unless ``size`` handlers already run)."""
         return self.pool.submit(fn)
+
+    def waiter(self, future: Future[Any]) -> asyncio.Future[Any]:
+        """An asyncio future of the running loop that ``future``'s outcome resolves.
+
+        ``asyncio.wrap_future`` wakes the loop once for every handler that returns (a write to
+        its self-pipe, and the loop's turn to read it); handlers returning together here share
+        one wake-up. Cancelling the waiter does not cancel ``future`` (the caller does)."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        future.add_done_callback(partial(self._done, loop, waiter))
+        return waiter
+
+    def _done(self, loop: asyncio.AbstractEventLoop, waiter: Any, future: Future[Any]) -> None:
+        # In the handler's thread (or on the loop, for a future cancelled before it ran). The
+        # flag is cleared on the loop before it takes the finished ones, so a future appended
+        # after that asks again: none is left behind.
+        self._finished.append((waiter, future))
+        if not self._told:
+            self._told = True
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(self._resolve)
+
+    def _resolve(self) -> None:
+        self._told = False
+        finished = self._finished
+        while finished:
+            waiter, future = finished.popleft()
+            if waiter.done():
+                continue  # its task was stopped meanwhile
+            if future.cancelled():
+                waiter.cancel()
+            elif (error := future.exception()) is not None:
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(future.result())
 
     def resize(self, size: int) -> None:
         """Room for ``size`` running handlers; it only grows (busy threads stay busy)."""
