@@ -33,6 +33,11 @@ from ..sqlfile import Migration, load_migrations, load_queries
 __all__ = ["PostgresCore"]
 
 SESSION_OPTIONS = "-c timezone=UTC"  # every timestamp we read back is UTC
+# The lanes run the worker's and the producer's hottest statements, each prepared once and then
+# run with a generic plan. By default PostgreSQL plans a prepared statement afresh for every
+# run while a fresh plan looks cheaper than the generic one: for the claim that planning took
+# 0.3 ms of the server's 0.7 ms a claim (and the plans came out the same).
+LANE_OPTIONS = f"{SESSION_OPTIONS} -c plan_cache_mode=force_generic_plan"
 _PACKAGE = "chokaq.storage.postgres"
 
 Params = Mapping[str, Any]
@@ -116,7 +121,7 @@ class PostgresCore(Driver):
                 async with lock:
                     conn = self._lanes.get(lane)
                     if conn is None or conn.closed:
-                        conn = self._lanes[lane] = await self._connect()
+                        conn = self._lanes[lane] = await self._connect(LANE_OPTIONS)
                     try:
                         yield conn
                     except psycopg.OperationalError:
@@ -191,10 +196,12 @@ class PostgresCore(Driver):
                 await self._fence(conn, fence)
                 yield conn
 
-    async def _connect(self) -> psycopg.AsyncConnection[TupleRow]:
-        """A dedicated (non-pool) autocommit connection, for listening."""
+    async def _connect(
+        self, options: str = SESSION_OPTIONS
+    ) -> psycopg.AsyncConnection[TupleRow]:
+        """A dedicated (non-pool) autocommit connection, for listening or a lane."""
         conn = await psycopg.AsyncConnection.connect(
-            self.settings.url, autocommit=True, options=SESSION_OPTIONS
+            self.settings.url, autocommit=True, options=options
         )
         return conn
 
