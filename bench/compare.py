@@ -30,7 +30,7 @@ makes the app declare N periodic schedules that never come due during a run (onc
 the worker declares them, re-marks them and looks for due slots every second while it runs;
 ``CHOKAQ_BENCH_RATE_LIMIT=100000/s``, ``CHOKAQ_BENCH_PARTITION_CONCURRENCY=N`` and
 ``CHOKAQ_BENCH_PARTITIONS=N`` limit the no-op type and seed its jobs over N partitions (a tree
-with rate limits only).
+with rate limits only); ``CHOKAQ_BENCH_HANDLER=def`` makes the handler a plain ``def``.
 
 It writes a table to stdout and the figures as JSON (``--out``); it is not one of run_all's
 parts, so its JSON lives in a folder of its own, out of the report's way.
@@ -104,13 +104,22 @@ PARTITIONS = int(os.environ.get("CHOKAQ_BENCH_PARTITIONS", "0"))
 def options(i):
     return {"partition": f"p{i % PARTITIONS}"} if PARTITIONS else {}
 
-@app.job(name="noop", **_limits)
-async def noop(i: int = 0, sent: float = 0.0) -> None:
+def _handled(sent):
     global handled
     handled += 1
     if LAT and sent:
         with open(LAT, "a") as f:
             f.write(f"{time.time() - sent}\\n")
+
+# CHOKAQ_BENCH_HANDLER=def: a plain def handler, which the worker runs in its threads.
+if os.environ.get("CHOKAQ_BENCH_HANDLER") == "def":
+    @app.job(name="noop", **_limits)
+    def noop(i: int = 0, sent: float = 0.0) -> None:
+        _handled(sent)
+else:
+    @app.job(name="noop", **_limits)
+    async def noop(i: int = 0, sent: float = 0.0) -> None:
+        _handled(sent)
 
 def _at_exit() -> None:
     # VmHWM is this process's own peak RSS (ru_maxrss survives exec: it would report the

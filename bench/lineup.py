@@ -14,6 +14,7 @@ from bench.outside import REDIS_URL, WORK_DB, reachable, redis_url
 from bench.systems import (
     WORKS,
     chokaq_def,
+    chokaq_wide,
     peers_available,
     pg_peers,
     postgres_systems,
@@ -24,7 +25,7 @@ from bench.systems import (
 def every_configuration() -> list[Any]:
     """Every configuration this suite knows, available here or not, with the no-op handler."""
     pg = postgres_systems(include_peers=False)
-    return [*pg, chokaq_def(), *pg_peers(), *broker_systems()]
+    return [*pg, chokaq_def(), chokaq_wide(), *pg_peers(), *broker_systems()]
 
 
 def _matches(key: str, name: str) -> bool:

@@ -119,6 +119,11 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
+def tree_rss_kb(pid: int) -> int:
+    """The resident memory of ``pid`` and its children now (0 once they are gone)."""
+    return sum(_status_kb(p, "VmRSS:") for p in _tree(pid))
+
+
 def _sample_rss_kb(pid: int) -> int:
     """The tree's resident memory now, or the main process's own high-water mark when that
     is larger (it catches a peak between two samples of a single-process worker). Pages a

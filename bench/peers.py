@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 import subprocess
 import tempfile
 import time
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import percentile, spread, storage_figures, wal_lsn
-from bench.outside import counter, measure, stop
+from bench.outside import counter, measure, stop, tree_rss_kb
 from bench.systems import (
     Surface,
     System,
@@ -46,8 +47,8 @@ from bench.systems import (
     work_of,
 )
 
-SECTIONS = ("burn_down", "history", "pickup", "steady")
-_STEADY_SETTINGS = ("steady_rate_per_s", "steady_seconds", "steady_runs")
+SECTIONS = ("burn_down", "history", "pickup", "steady", "ceiling")
+_STEADY_SETTINGS = ("steady_rate_per_s", "steady_seconds", "peer_steady_seconds", "steady_runs")
 
 
 def _log(system: Surface) -> Path:
@@ -96,6 +97,7 @@ def burn_down(system: Surface, jobs: int, history: int = 0) -> dict[str, float]:
         "enqueue_jobs_s": enqueue_rate,
         "process_jobs_s": jobs / seen.elapsed_s,
         "peak_rss_mib": seen.peak_rss_kb / 1024,
+        "jobs": float(jobs),
     }
     return {**figures, "handler_runs": float(ran)} if done else figures
 
@@ -168,12 +170,17 @@ def steady(system: System, rate: float, seconds: float) -> dict[str, float]:
         async def drive() -> dict[str, float]:
             await system.open(url, install=True)
             proc = _start_worker(system, url, Path(tmp))
+            rss: list[tuple[float, float]] = []  # (seconds into the load, MiB of the tree)
             try:
                 await asyncio.sleep(2.0)
                 wal_before = wal_lsn(url)
                 started = time.monotonic()
                 sent = 0
+                next_rss = 0.0
                 while (elapsed := time.monotonic() - started) < seconds:
+                    if elapsed >= next_rss:
+                        rss.append((elapsed, tree_rss_kb(proc.pid) / 1024))
+                        next_rss = elapsed + RSS_EVERY_SECONDS
                     due = int(elapsed * rate) + 1
                     while sent < due:
                         await system.enqueue_one(0.0)
@@ -198,9 +205,40 @@ def steady(system: System, rate: float, seconds: float) -> dict[str, float]:
                 "dead_tuples": sizes["dead_tuples"],
                 "total_bytes": sizes["table_bytes"] + sizes["index_bytes"],
                 "jobs": float(sent),
+                "seconds": float(seconds),
+                **rss_drift(rss),
             }
 
         return asyncio.run(drive())
+
+
+RSS_EVERY_SECONDS = 5.0
+
+
+def rss_drift(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """The worker's memory over a steady load: the median of its first and of its last minute
+    of samples (the first minute after a 2 s warm-up), their difference, and the highest."""
+    if not samples:
+        return {}
+    first = [mib for at, mib in samples if at < 60.0] or [samples[0][1]]
+    last = [mib for at, mib in samples if at >= samples[-1][0] - 60.0]
+    head, tail = statistics.median(first), statistics.median(last)
+    return {
+        "rss_first_minute_mib": head,
+        "rss_last_minute_mib": tail,
+        "rss_growth_mib": tail - head,
+        "rss_max_mib": max(mib for _, mib in samples),
+    }
+
+
+def ceiling(jobs: int) -> dict[str, float]:
+    """The storage loop on a fresh database (bench/worker_profile.py: fetch 100 with start, one
+    finalize of successes per batch, one connection, in this process): what chokaq's own
+    statements allow, for the worker's share of it."""
+    from bench.worker_profile import one
+
+    r = one("loop", jobs)
+    return {"process_jobs_s": r["jobs_s"], "server_cpu_us": r["server_cpu_us"]}
 
 
 def _attempt(what: str, call: Any, *args: Any) -> dict[str, float] | None:
@@ -233,7 +271,9 @@ def _burn_downs(
     (often more than the 5 % the history target allows) cancels out. The order alternates
     between rounds. When only the history section is rerun, its empty partner runs all the
     same and is kept in the history record."""
-    if history and "history" in sections and _sql_and_noop(system):
+    jobs = min(jobs, system.max_jobs or jobs)
+    paired = _sql_and_noop(system) and not system.burn_down_only and system.key != "pgqueuer-c10"
+    if history and "history" in sections and paired:
         order = (0, history) if round_no % 2 else (history, 0)
     elif "burn_down" in sections:
         order = (0,)
@@ -274,6 +314,7 @@ def run(
     seconds: float,
     runs: int,
     steady_runs: int = 1,
+    peer_seconds: float | None = None,
     include_peers: bool = True,
     checkpoint: Any = None,
     sections: Sequence[str] = SECTIONS,
@@ -289,6 +330,8 @@ def run(
     raw: dict[str, dict[str, list[dict[str, float]]]] = {
         name: {s.key: [] for s in systems} for name in SECTIONS
     }
+    raw["ceiling"]["storage-loop"] = []
+    labels["storage-loop"] = "storage loop (fetch 100 + finalize, one connection)"
     kept = [name for name in SECTIONS if name not in sections]
 
     def config(done: int) -> dict[str, Any]:  # the configuration block after ``done`` rounds
@@ -301,6 +344,7 @@ def run(
             "history": history,
             "steady_rate_per_s": rate,
             "steady_seconds": seconds,
+            "peer_steady_seconds": peer_seconds or seconds,
             "steady_runs": min(steady_runs, done),
             "runs": done,
             "systems": [s.key for s in systems],
@@ -322,6 +366,7 @@ def run(
         for system in systems:
             if (
                 system.key == "pgqueuer-c10"
+                or system.burn_down_only
                 or work_of(system.key) != "noop"
                 or "pickup" not in sections
             ):
@@ -338,22 +383,35 @@ def run(
         for system in systems:
             if (
                 system.key == "pgqueuer-c10"
+                or system.burn_down_only
                 or not _sql_and_noop(system)
                 or not seconds
                 or round_no > steady_runs
                 or "steady" not in sections
             ):
                 continue  # the long steady load runs in the first rounds only
-            r = _attempt(f"{system.label} steady", steady, system, rate, seconds)
+            # chokaq's memory is watched over the whole load; the peers' loads may be shorter.
+            length = seconds if system.key == "chokaq" else peer_seconds or seconds
+            r = _attempt(f"{system.label} steady", steady, system, rate, length)
             if r is None:
                 continue
             raw["steady"][system.key].append(r)
             print(
                 f"  round {round_no} {system.label} steady {rate:.0f}/s: backlog "
                 f"{r['backlog_at_end']:.0f}, dead {r['dead_tuples']:.0f}, "
-                f"WAL {r['wal_bytes_per_job']:,.0f} B/job",
+                f"WAL {r['wal_bytes_per_job']:,.0f} B/job, RSS "
+                f"{r.get('rss_first_minute_mib', 0):.1f} -> "
+                f"{r.get('rss_last_minute_mib', 0):.1f} MiB",
                 flush=True,
             )
+        if "ceiling" in sections and any(s.key == "chokaq" for s in systems):
+            r = _attempt("storage loop (ceiling)", ceiling, jobs)
+            if r is not None:
+                raw["ceiling"]["storage-loop"].append(r)
+                print(
+                    f"  round {round_no} storage loop ceiling: {r['process_jobs_s']:,.0f}/s",
+                    flush=True,
+                )
         if checkpoint is not None:
             checkpoint(_result(raw, labels, config(round_no)))
     return _result(raw, labels, config(runs))

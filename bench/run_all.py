@@ -51,8 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--steady-seconds", type=float, default=300.0, help="steady load duration")
     p.add_argument("--steady-runs", type=int, default=1, help="steady loads per system")
     p.add_argument(
+        "--peer-steady-seconds",
+        type=float,
+        help="the peers' steady load duration (default: --steady-seconds; chokaq's worker "
+        "memory is watched over all of its own)",
+    )
+    p.add_argument(
         "--sections",
-        help="peers: rerun only these of burn_down,history,pickup,steady (the rest is kept "
+        help="peers: rerun only these of burn_down,history,pickup,steady,ceiling (the rest is kept "
         "from the stored results, and the report says so)",
     )
     p.add_argument("--no-peers", action="store_true", help="chokaq (and the baseline) only")
@@ -121,6 +127,7 @@ def run_part(part: str, args: argparse.Namespace, checkpoint: Any = None) -> dic
             seconds=args.steady_seconds,
             runs=args.runs,
             steady_runs=args.steady_runs,
+            peer_seconds=args.peer_steady_seconds,
             include_peers=not args.no_peers,
             checkpoint=checkpoint,
             systems=_lineup(args),

@@ -175,6 +175,9 @@ class Surface(Protocol):
     async def enqueue_bulk(self, count: int, batch: int = 10_000) -> float: ...
     async def enqueue_one(self, sent: float) -> None: ...
 
+    max_jobs: int | None  # jobs per burn-down at most (None: the run's number)
+    burn_down_only: bool  # a further configuration: no history, pickup or steady load
+
 
 @dataclass
 class System:
@@ -191,6 +194,12 @@ class System:
     ends_by_exit: bool = True
     database: bool = True
     hurry_after: float | None = None
+    # Jobs per burn-down at most (None: the run's number), for a system too slow to drain the
+    # run's number in every round; jobs/s is a rate, and the report names the cap.
+    max_jobs: int | None = None
+    # A further configuration of a system already measured: burn-downs only (no history,
+    # pickup or steady load of its own).
+    burn_down_only: bool = False
 
     # -- the store and the worker's command line -----------------------------------------------
 
@@ -398,8 +407,22 @@ def pg_peers() -> list[System]:
             "procrastinate (concurrency 10)",
             PROCRASTINATE_WORKER,
             {"CONCURRENCY": "10"},
+            # About 500 jobs/s here: 10,000 jobs keep a round within reason.
+            max_jobs=10_000,
         ),
     ]
+
+
+def chokaq_wide() -> System:
+    """chokaq at concurrency 100: the nearest to PgQueuer's best, which has no cap at all (a
+    claim takes as many jobs as there are free slots, so the cap sets its batch size)."""
+    return System(
+        "chokaq-c100",
+        "chokaq (concurrency 100)",
+        CHOKAQ_APP,
+        {"CONCURRENCY": "100"},
+        burn_down_only=True,
+    )
 
 
 def chokaq_def() -> System:

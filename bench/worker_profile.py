@@ -88,7 +88,7 @@ def _worker(url: str, folder: Path, jobs: int, cprofile: Path | None = None) -> 
     env = child_env(URL=url, MODE="burst", WORK_REDIS="", COUNTER="")
     env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
     argv = ["-m", "chokaq", "worker", "--app", "bench_chokaq_app:app"]
-    argv += ["--concurrency", CONCURRENCY, "--burst"]
+    argv += ["--concurrency", os.environ.get("BENCH_CONCURRENCY", CONCURRENCY), "--burst"]
     if cprofile is not None:
         # CPU time (process_time), not cProfile's default wall clock: a wall-clock profile
         # charges the time the loop waits for the server to whatever was waiting.

@@ -57,6 +57,10 @@ def test_short_form_writes_a_report_with_numbers(
         (pair["process_jobs_s"] / empty["process_jobs_s"] - 1) * 100
     )
     assert "change within pairs" in text
+    # The storage loop's ceiling is measured in the same run, and the worker's share of it shown.
+    [loop] = peers["ceiling"]["storage-loop"]["runs"]
+    assert loop["process_jobs_s"] > 0
+    assert "chokaq's CLI worker reaches" in text
     assert list(tmp_path.glob("*.png")) or "charts skipped" in text
 
     # --sections reruns part of the peers part and keeps the rest, and the report says so.
@@ -66,7 +70,9 @@ def test_short_form_writes_a_report_with_numbers(
     assert again["results"]["pickup"] == peers["pickup"]
     assert again["results"]["steady"] == peers["steady"]
     assert again["results"]["burn_down"] != peers["burn_down"]
-    assert again["config"]["earlier_run"]["sections"] == ["history", "pickup", "steady"]
+    assert again["results"]["ceiling"] == peers["ceiling"]
+    kept = ["history", "pickup", "steady", "ceiling"]
+    assert again["config"]["earlier_run"]["sections"] == kept
     assert "Sections kept from an earlier run" in path.read_text()
 
 
