@@ -196,9 +196,7 @@ class PostgresCore(Driver):
                 await self._fence(conn, fence)
                 yield conn
 
-    async def _connect(
-        self, options: str = SESSION_OPTIONS
-    ) -> psycopg.AsyncConnection[TupleRow]:
+    async def _connect(self, options: str = SESSION_OPTIONS) -> psycopg.AsyncConnection[TupleRow]:
         """A dedicated (non-pool) autocommit connection, for listening or a lane."""
         conn = await psycopg.AsyncConnection.connect(
             self.settings.url, autocommit=True, options=options
