@@ -52,7 +52,8 @@ def _load(out: Path) -> dict[str, dict[str, Any]]:
     found = {}
     for path in sorted((out / "results").glob("*.json")):
         record = json.loads(path.read_text())
-        found[record["part"]] = record
+        if "part" in record:  # other tools keep their figures here too (soak.json)
+            found[record["part"]] = record
     return found
 
 
