@@ -20,11 +20,21 @@ import uuid
 from pathlib import Path
 
 from chokaq.models import NewJob, SucceedMove
-from chokaq.storage import create_backend
+from chokaq.storage import Backend, create_backend
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 ENQUEUE_BATCH = 10_000
 FETCH_BATCH = 100
+
+
+async def drain(backend: Backend) -> int:
+    """The storage loop: fetch ``FETCH_BATCH`` with start, then one finalize of successes per
+    batch, until nothing is left; returns how many jobs it finished."""
+    done = 0
+    while claimed := await backend.jobs_fetch(worker_id="bench", limit=FETCH_BATCH, start=True):
+        moves = [SucceedMove(lease=c.lease, duration_seconds=0.0) for c in claimed]
+        done += sum(await backend.jobs_finalize(moves=moves))
+    return done
 
 
 async def _run_once(url: str, schema: str, jobs: int) -> tuple[float, float]:
@@ -39,12 +49,8 @@ async def _run_once(url: str, schema: str, jobs: int) -> tuple[float, float]:
             await backend.jobs_enqueue(batch)
         enqueue_rate = jobs / (time.perf_counter() - started)
 
-        done = 0
         started = time.perf_counter()
-        while claimed := await backend.jobs_fetch(worker_id="bench", limit=FETCH_BATCH, start=True):
-            moves = [SucceedMove(lease=c.lease, duration_seconds=0.0) for c in claimed]
-            applied = await backend.jobs_finalize(moves=moves)
-            done += sum(applied)
+        done = await drain(backend)
         loop_rate = done / (time.perf_counter() - started)
         if done != jobs:
             raise SystemExit(f"{url.split(':')[0]}: drained {done} of {jobs} jobs")

@@ -37,6 +37,7 @@ import psycopg
 
 from bench.measure import child_env, fresh_database, postgres_cpu_seconds, spread
 from bench.outside import measure
+from bench.storage_loop import drain
 from bench.systems import CHOKAQ_APP
 
 CONCURRENCY = "10"
@@ -109,7 +110,6 @@ def _worker(url: str, folder: Path, jobs: int, cprofile: Path | None = None) -> 
 
 
 async def _loop(url: str, jobs: int) -> dict[str, float]:
-    from chokaq.models import SucceedMove
     from chokaq.storage import create_backend
 
     backend = create_backend(url, schema="chokaq")
@@ -118,10 +118,7 @@ async def _loop(url: str, jobs: int) -> dict[str, float]:
         server, commits = postgres_cpu_seconds(), _commits(url)
         cpu = time.process_time()
         started = time.perf_counter()
-        done = 0
-        while claimed := await backend.jobs_fetch(worker_id="bench", limit=100, start=True):
-            moves = [SucceedMove(lease=c.lease, duration_seconds=0.0) for c in claimed]
-            done += sum(await backend.jobs_finalize(moves=moves))
+        done = await drain(backend)
         elapsed = time.perf_counter() - started
         client = time.process_time() - cpu
     finally:
