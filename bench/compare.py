@@ -56,7 +56,16 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.measure import PG_URL, REPO, child_env, machine_notes, percentile, run_script, spread
+from bench.measure import (
+    PG_URL,
+    REPO,
+    analyze,
+    child_env,
+    machine_notes,
+    percentile,
+    run_script,
+    spread,
+)
 from bench.peers import _attempt, _stop
 from bench.report import cell
 from bench.worker_throughput import drop_schema
@@ -353,6 +362,7 @@ def bulk_enqueue(tree: Tree, backend: str, jobs: int) -> dict[str, float]:
 def burn_down(tree: Tree, backend: str, jobs: int) -> dict[str, float]:
     with fresh_store(backend) as (url, schema, tmp):
         _seed(tree, url, schema, jobs)
+        analyze(url, schema)  # as autovacuum would after the fill (PostgreSQL only)
         started = time.perf_counter()
         proc = _worker(tree, url, schema, tmp, burst=True)
         try:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.measure import percentile, spread, storage_figures, wal_lsn
+from bench.measure import analyze, percentile, spread, storage_figures, wal_lsn
 from bench.outside import counter, measure, stop, tree_rss_kb
 from bench.systems import (
     Surface,
@@ -79,6 +79,7 @@ def burn_down(system: Surface, jobs: int, history: int = 0) -> dict[str, float]:
                 await system.close()
 
         enqueue_rate = asyncio.run(prepare())
+        analyze(store)  # as autovacuum would after the fill (a PostgreSQL store only)
         argv, env = system.launch(store, "burst", Path(folder), COUNTER=done.key if done else "")
         seen = measure(
             argv,

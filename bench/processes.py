@@ -25,7 +25,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.compare import APP_MODULE, CONCURRENCY, Tree, fresh_store, tree_for
-from bench.measure import child_env, run_script, spread
+from bench.measure import analyze, child_env, run_script, spread
 
 APP = (
     APP_MODULE
@@ -80,6 +80,7 @@ def burn_down(tree: Tree, backend: str, kind: str, jobs: int, processes: int, sp
     with fresh_store(backend) as (url, schema, tmp):
         env = tree.env(url, schema, TYPE=kind, JOBS=str(jobs), CHOKAQ_BENCH_SPIN=str(spin))
         run_script(SEED, 900, **env)
+        analyze(url, schema)  # as autovacuum would after the fill (PostgreSQL only)
         argv = [sys.executable, "-m", "chokaq", "worker", "--app", "chokaq_compare_app:app"]
         argv += ["--concurrency", str(CONCURRENCY), "--burst", "--processes", str(processes)]
         log = tmp / "worker.log"

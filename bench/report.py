@@ -75,7 +75,9 @@ def _machine(records: dict[str, dict[str, Any]]) -> list[str]:
         f"(shared_buffers {pg.get('shared_buffers')}, synchronous_commit "
         f"{pg.get('synchronous_commit')}, fsync {pg.get('fsync')}, max_wal_size "
         f"{pg.get('max_wal_size')}, **autovacuum {pg.get('autovacuum')}**: dead tuples are "
-        "what the workload leaves behind, nothing reclaims them during a run).",
+        "what the workload leaves behind, nothing reclaims them during a run). Every database "
+        "is **ANALYZEd after it is filled and before it is measured**, as autovacuum would have "
+        "done within a minute of the fill, so that each plan is the one production gets.",
         "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
         *_calibration(records),
         "- chokaq measured at: "

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.measure import fresh_database, postgres_cpu_seconds, spread, wal_lsn
+from bench.measure import analyze, fresh_database, postgres_cpu_seconds, spread, wal_lsn
 from bench.systems import postgres_systems
 
 PROCESSES = (1, 2, 4)
@@ -66,6 +66,7 @@ def drain_with_processes(url: str, jobs: int, processes: int) -> float:
 def _one(jobs: int, processes: int) -> dict[str, float]:
     with fresh_database("scale") as url:
         enqueue_chokaq(url, jobs)
+        analyze(url)  # as autovacuum would after the fill
         cpu_before, wal_before = postgres_cpu_seconds(), wal_lsn(url)
         rate = drain_with_processes(url, jobs, processes)
         cpu_after, wal_after = postgres_cpu_seconds(), wal_lsn(url)

@@ -14,11 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.measure import analyze
 from chokaq.models import NewJob, SucceedMove
 from chokaq.storage import Backend, create_backend
 
@@ -48,6 +53,7 @@ async def _run_once(url: str, schema: str, jobs: int) -> tuple[float, float]:
             batch = [NewJob(type="bench.noop", payload='{"n": 1}') for _ in range(size)]
             await backend.jobs_enqueue(batch)
         enqueue_rate = jobs / (time.perf_counter() - started)
+        analyze(url, schema)  # as autovacuum would after the fill (PostgreSQL only)
 
         started = time.perf_counter()
         done = await drain(backend)

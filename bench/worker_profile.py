@@ -35,7 +35,7 @@ if __package__ in (None, ""):
 
 import psycopg
 
-from bench.measure import child_env, fresh_database, postgres_cpu_seconds, spread
+from bench.measure import analyze, child_env, fresh_database, postgres_cpu_seconds, spread
 from bench.outside import measure
 from bench.storage_loop import drain
 from bench.systems import CHOKAQ_APP
@@ -136,6 +136,7 @@ async def _loop(url: str, jobs: int) -> dict[str, float]:
 def one(kind: str, jobs: int, cprofile: Path | None = None) -> dict[str, float]:
     with fresh_database("chokaqprof") as url, tempfile.TemporaryDirectory() as tmp:
         asyncio.run(_enqueue(url, jobs))
+        analyze(url)  # as autovacuum would after the fill
         if kind == "worker":
             return _worker(url, Path(tmp), jobs, cprofile)
         return asyncio.run(_loop(url, jobs))

@@ -20,6 +20,11 @@ import time
 import uuid
 from pathlib import Path
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.measure import analyze
+
 REPO = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get("CHOKAQ_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -97,6 +102,7 @@ def burn_down(backend: str, jobs: int, concurrency: int) -> tuple[float, float, 
         url, schema = PG_URL, f"bench_{uuid.uuid4().hex[:10]}"
     try:
         enqueue_rate = asyncio.run(prepare(url, schema, jobs))
+        analyze(url, schema)  # as autovacuum would after the fill (PostgreSQL only)
         out = subprocess.run(
             [sys.executable, "-c", WORKER],
             env=env_for(url, schema, CONCURRENCY=str(concurrency)),
