@@ -22,7 +22,7 @@ __all__ = ["COMMANDS"]
     "--proxy-headers",
     is_flag=True,
     help="Trust X-Forwarded-Proto/-For from the --trusted-proxy addresses (HTTPS cookies behind "
-    "a TLS proxy).",
+    "a TLS proxy; the login throttle tells clients apart by their own addresses).",
 )
 @click.option(
     "--trusted-proxy",

@@ -37,15 +37,14 @@ from .auth import (
     SESSION_SECONDS,
     Authorizer,
     Credentials,
-    LoginThrottle,
     Revocations,
     SessionSigner,
-    login_keys,
     new_csrf_token,
     origin_ok,
 )
 from .hosts import AllowedHosts, HostCheck
 from .state import DeckState
+from .throttle import TOKEN, LoginThrottle, client_of, user_key
 
 __all__ = ["DeckState", "create_deck"]
 
@@ -160,8 +159,8 @@ async def login_submit(request: Request) -> Response:
     form = await request.form()
     principal = None
     token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
-    keys = login_keys(request, name if not token else "token")
-    wait = state.throttle.retry_after(*keys)
+    account, client = TOKEN if token else user_key(name), client_of(request)
+    wait = state.throttle.retry_after(account, client)
     error, status = "Wrong credentials.", 401
     if wait > 0:
         error, status = f"Too many failed logins: try again in {math.ceil(wait)} s.", 429
@@ -171,9 +170,9 @@ async def login_submit(request: Request) -> Response:
         elif name:
             principal = creds.check_user(name, password)
         if principal is None:
-            state.throttle.failed(*keys)
+            state.throttle.failed(account, client)
         else:
-            state.throttle.succeeded(keys[0])
+            state.throttle.succeeded(account, client)
     if principal is None:
         templates: Jinja2Templates = request.app.state.templates
         refused = templates.TemplateResponse(
@@ -300,6 +299,7 @@ def create_deck(
     close_app_on_shutdown: bool = False,
     public_metrics: bool = False,
     allowed_hosts: Sequence[str] | None = None,
+    login_throttle: LoginThrottle | None = None,
 ) -> Starlette:
     """The Deck as an ASGI application, ready to serve or to mount under a prefix.
 
@@ -324,6 +324,10 @@ def create_deck(
     ``ALLOWED_HOSTS``); ``chokaq deck`` always passes a list. ``/health/live`` answers every
     ``Host``. A bad entry raises ``ConfigurationError``. Every mutation, login and logout also
     refuses an ``Origin`` of another host (403).
+
+    ``login_throttle`` counts the failed logins of ``credentials`` (the form, Basic and Bearer)
+    and refuses a client that keeps failing (429); default ``LoginThrottle()``, see
+    ``chokaq.deck.throttle`` for its bounds.
     """
     hosts = None if allowed_hosts is None else AllowedHosts(allowed_hosts)
     signer = SessionSigner(session_secret)
@@ -334,7 +338,7 @@ def create_deck(
             "whatever serves it must guard it (chokaq deck binds such a Deck to loopback only)",
             level=WARNING,
         )
-    throttle, revoked = LoginThrottle(), Revocations()
+    throttle, revoked = login_throttle or LoginThrottle(), Revocations()
     if authorizer is None and credentials is not None and credentials.configured:
         from .auth import env_authorizer
 
