@@ -133,3 +133,30 @@ async def test_a_loopback_only_deck_refuses_requests_from_elsewhere(tmp_path: Pa
         refused = await c.get("/deck/api/me")
         assert refused.status_code == 403 and "loopback only" in refused.text
     await app.close()
+
+
+def test_a_loopback_only_deck_refuses_a_name_rebound_to_loopback(tmp_path: Path) -> None:
+    """A page of another site whose name points at 127.0.0.1 reaches a loopback server from
+    loopback: only the Host names it, so the unguarded mount answers loopback names only."""
+    import threading
+
+    import uvicorn
+
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    web = FastAPI(lifespan=lifespan(app))
+    mount_deck(web, app, loopback_only=True)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(web, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        _until(lambda: server.started, "uvicorn to serve")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            assert c.get("/deck/api/me").status_code == 200
+            assert c.get("/deck/api/me", headers={"host": f"localhost:{port}"}).status_code == 200
+            rebound = c.get("/deck/api/me", headers={"host": f"attacker.example:{port}"})
+            assert rebound.status_code == 400, rebound.text
+            assert "attacker.example" in rebound.json()["error"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -168,16 +168,17 @@ def free_port() -> int:
 
 
 class Served:
-    """The Deck on a real uvicorn server in a thread; ``restart()`` drops every connection."""
+    """The Deck on a real uvicorn server in a thread; ``restart()`` drops every connection.
+    ``deck_options`` go to ``create_deck``. The server trusts X-Forwarded-For from 127.0.0.1
+    (uvicorn's default), so a test may speak for several client addresses."""
 
-    def __init__(self, db_url: str) -> None:
+    def __init__(self, db_url: str, **deck_options: Any) -> None:
         self.db_url = db_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = App(db_url)
-        self.deck = create_deck(
-            self.app, credentials=Credentials(users=USERS), session_secret="deck-tests"
-        )
+        deck_options.setdefault("credentials", Credentials(users=USERS))
+        self.deck = create_deck(self.app, session_secret="deck-tests", **deck_options)
         self._server: Any = None
         self._thread: threading.Thread | None = None
 

@@ -1,8 +1,9 @@
-"""Who gets in, against real `chokaq deck` processes: a Deck without authentication answers
-loopback names only (another site's name rebound to 127.0.0.1 gets a 400, page, token and all);
-every mutation, login and logout refuses an Origin of another host; --allowed-host widens what
-a Deck answers; passwords may be bcrypt hashes (plain text warns); failed logins are throttled
-per user and per address, the right password included while locked."""
+"""Who gets in, against real `chokaq deck` processes: a Deck, with authentication or without,
+answers loopback names, its bound address and the address a request arrived on only (another
+site's name rebound to 127.0.0.1 gets a 400, page, login form, token and all); every mutation,
+login and logout refuses an Origin of another host; --allowed-host widens what a Deck answers;
+passwords may be bcrypt hashes (plain text warns); failed logins lock out the client that made
+them, not the user: the right password from another client gets in."""
 
 from __future__ import annotations
 
@@ -75,6 +76,69 @@ def test_an_unguarded_deck_answers_loopback_names_only(start: Callable[..., str]
         assert rebound.status_code == 400 and "csrf" not in rebound.text.lower()
         api = c.get("/api/me", headers={"host": f"attacker.example:{port}"})
         assert api.status_code == 400
+
+
+def _log(tmp_path: Path, url: str) -> str:
+    return (tmp_path / f"deck-{url.rsplit(':', 1)[1]}.log").read_text()
+
+
+def test_an_authenticated_deck_answers_its_own_names_only(
+    start: Callable[..., str], tmp_path: Path
+) -> None:
+    url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin")
+    port = url.rsplit(":", 1)[1]
+    form = {"username": "alice", "password": "alice-pw"}
+    with httpx.Client(base_url=url) as c:
+        for name in ("127.0.0.1", "localhost", "[::1]", "LocalHost."):
+            assert c.get("/login", headers={"host": f"{name}:{port}"}).status_code == 200, name
+        # A page of attacker.example whose name now points at 127.0.0.1 reaches nothing: not
+        # the login form, and not a session for the right password.
+        rebound = {"host": f"attacker.example:{port}"}
+        refused = c.get("/login", headers=rebound)
+        assert refused.status_code == 400
+        assert "--allowed-host attacker.example" in refused.json()["error"]
+        assert refused.headers["x-content-type-options"] == "nosniff"
+        posted = c.post("/login", data=form, headers=rebound)
+        assert posted.status_code == 400 and "chokaq_deck_session" not in posted.cookies
+        basic = _basic("alice", "alice-pw")
+        assert c.get("/api/me", headers={**rebound, **basic}).status_code == 400
+        assert c.get("/", headers={"host": ""}).status_code == 400
+        # A probe may name anything: /health/live says only that the process answers.
+        assert c.get("/health/live", headers=rebound).status_code == 200
+        assert c.get("/health/ready", headers=rebound).status_code == 400
+    log = _log(tmp_path, url)
+    assert log.count("does not answer the host name 'attacker.example'") == 1, log  # once a name
+    assert "--allowed-host attacker.example (or CHOKAQ_DECK_ALLOWED_HOSTS)" in log
+
+
+def test_a_deck_on_every_interface_answers_the_address_a_request_arrived_on(
+    start: Callable[..., str], tmp_path: Path
+) -> None:
+    url = start("--host", "0.0.0.0", CHOKAQ_DECK_USERS="alice:alice-pw:admin")
+    port = url.rsplit(":", 1)[1]
+    other = f"http://127.0.0.2:{port}"  # an address of this machine that is no loopback name
+    with httpx.Client(base_url=other) as c:
+        assert c.get("/login").status_code == 200  # Host 127.0.0.2, arrived on 127.0.0.2
+        assert c.get("/login", headers={"host": f"127.0.0.3:{port}"}).status_code == 400
+        assert c.get("/login", headers={"host": f"0.0.0.0:{port}"}).status_code == 400
+        assert c.get("/login", headers={"host": f"deck.example.com:{port}"}).status_code == 400
+    log = _log(tmp_path, url)
+    assert f"The Deck: http://127.0.0.1:{port}/" in log  # not 0.0.0.0, which it does not answer
+    assert "pass --allowed-host NAME or set CHOKAQ_DECK_ALLOWED_HOSTS" in log
+
+
+def test_an_allowed_host_that_could_never_match_is_refused_at_start(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    argv = [sys.executable, "-m", "chokaq", "deck", "--database", db, "--port", str(_free_port())]
+    done = subprocess.run(
+        [*argv, "--allowed-host", "deck.example.com:8443"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "'deck.example.com:8443'" in done.stderr and "without scheme or port" in done.stderr
 
 
 def test_a_mutation_from_another_origin_is_refused(start: Callable[..., str]) -> None:
@@ -170,19 +234,32 @@ def test_a_hashed_password_logs_in_and_plain_text_warns(
     assert too_long.returncode == 2 and "1 to 72 bytes" in too_long.stderr
 
 
-def test_failed_logins_are_throttled_per_user_and_address(start: Callable[..., str]) -> None:
-    url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin,bob:bob-pw:readonly")
-    with httpx.Client(base_url=url) as c:
+def test_failed_logins_lock_out_the_client_that_made_them_not_the_user(
+    start: Callable[..., str], tmp_path: Path
+) -> None:
+    # --proxy-headers: the Deck takes each client's address from X-Forwarded-For, as it does
+    # behind a proxy on this machine.
+    url = start("--proxy-headers", CHOKAQ_DECK_USERS="alice:alice-pw:admin,bob:bob-pw:readonly")
+    attacker = {"x-forwarded-for": "203.0.113.9"}
+    with httpx.Client(base_url=url, headers=attacker) as c:
         codes = [
             c.get("/api/me", headers=_basic("alice", f"guess-{i}")).status_code for i in range(8)
         ]
         assert codes[:5] == [401] * 5 and set(codes[5:]) == {429}
         locked = c.get("/api/me", headers=_basic("alice", "alice-pw"))
         assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
-        # The address is locked too: another user from it waits as well, and so does the form.
-        assert c.get("/api/me", headers=_basic("bob", "bob-pw")).status_code == 429
         form = c.post("/login", data={"username": "alice", "password": "alice-pw"})
         assert form.status_code == 429 and "Too many failed logins" in form.text
+        # Locked for alice, not for every name: its own account still opens.
+        assert c.get("/api/me", headers=_basic("bob", "bob-pw")).status_code == 200
+    with httpx.Client(base_url=url, headers={"x-forwarded-for": "198.51.100.7"}) as alice:
+        # The user is not locked out: from a client that has not been failing she gets in,
+        # by Basic auth and by the form.
+        assert alice.get("/api/me", headers=_basic("alice", "alice-pw")).status_code == 200
+        form = alice.post("/login", data={"username": "alice", "password": "alice-pw"})
+        assert form.status_code == 303 and "chokaq_deck_session" in form.cookies
+    log = _log(tmp_path, url)
+    assert "5 failed Deck logins in 900 s for 'user:alice' from 203.0.113.9" in log
 
 
 @pytest.mark.parametrize(("trusted", "secure"), [((), True), (("10.0.0.1",), False)])

@@ -196,8 +196,9 @@ OTHER_ENVIRONMENT = [
     (
         "`CHOKAQ_DECK_ALLOWED_HOSTS`",
         "`chokaq deck` and `deck.serve`",
-        "The `Host` names The Deck answers, comma-separated (`--allowed-host`); without "
-        "authentication it answers loopback names only ([deck.md](deck.md)).",
+        "The `Host` names The Deck answers beside loopback names, its bound address and the "
+        "address a request arrives on, comma-separated (`--allowed-host`): a reverse proxy's "
+        "name, for one ([deck.md](deck.md#host-names-and-dns-rebinding)).",
     ),
     (
         "`CHOKAQ_SQLITE_WATCH`",

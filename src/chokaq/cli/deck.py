@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -21,7 +22,7 @@ __all__ = ["COMMANDS"]
     "--proxy-headers",
     is_flag=True,
     help="Trust X-Forwarded-Proto/-For from the --trusted-proxy addresses (HTTPS cookies behind "
-    "a TLS proxy).",
+    "a TLS proxy; the login throttle tells clients apart by their own addresses).",
 )
 @click.option(
     "--trusted-proxy",
@@ -42,8 +43,9 @@ __all__ = ["COMMANDS"]
     "allowed_hosts",
     multiple=True,
     metavar="NAME",
-    help="A Host name to answer (repeatable; *.example.com matches subdomains); others get "
-    "400. Without authentication only loopback names are answered.",
+    help="A Host name to answer, such as a reverse proxy's (repeatable; *.example.com matches "
+    "subdomains). Beside these it answers localhost, 127.0.0.1, [::1], the bound address and "
+    "the address a request arrives on; others get 400.",
 )
 @store_options
 def deck(
@@ -72,13 +74,23 @@ def deck(
 
     \b
     Example:
-      CHOKAQ_DECK_TOKEN=s3cret chokaq deck --database postgresql://app@db/app --host 0.0.0.0
+      CHOKAQ_DECK_TOKEN=s3cret chokaq deck --database postgresql://app@db/app --host 0.0.0.0 \
+        --allowed-host deck.example.com
     """
     from .. import deck as deck_module
+    from ..deck.hosts import browse_url, is_wildcard
 
     configure_logging()
     app = make_app(app_spec, database, schema)
-    click.secho(f"The Deck: http://{host}:{port}/", fg="green", bold=True)
+    click.secho(f"The Deck: {browse_url(host, port)}", fg="green", bold=True)
+    if is_wildcard(host) and not allowed_hosts and not os.environ.get("CHOKAQ_DECK_ALLOWED_HOSTS"):
+        click.secho(
+            f"Listening on {host}, it answers the Host names localhost, 127.0.0.1, [::1] and "
+            "the address a request arrives on: reached by any other name (a reverse proxy's, "
+            "a DNS name), pass --allowed-host NAME or set CHOKAQ_DECK_ALLOWED_HOSTS.",
+            fg="yellow",
+            err=True,
+        )
     deck_module.serve(
         app,
         host=host,

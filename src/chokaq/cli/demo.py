@@ -39,9 +39,11 @@ async def _run_demo(url: str, host: str, port: int, with_deck: bool) -> None:
             deck = None
         build_server = getattr(deck, "build_server", None)
         if build_server is not None:
+            from ..deck.hosts import browse_url
+
             server = build_server(app, host=host, port=port, demo=True)
             tasks.append(asyncio.create_task(server.serve()))
-            click.secho(f"The Deck: http://{host}:{port}/", fg="green", bold=True)
+            click.secho(f"The Deck: {browse_url(host, port)}", fg="green", bold=True)
     click.secho(f"demo running on {url} - press Ctrl-C to stop", fg="cyan")
     await stop.wait()
     if server is not None:

@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..app import App
 from ..deck import Authorizer, Credentials, create_deck
+from ..deck.hosts import LOOPBACK_NAMES
 from ..deck.serve import is_loopback
 from ..errors import ConfigurationError
 from ..handles import JobHandle, JobId
@@ -105,7 +106,13 @@ def mount_deck(
     ``request -> Role | Principal | None``), or by ``credentials`` (the Deck's users and
     tokens). Without either it refuses (``ConfigurationError``), unless ``loopback_only=True``
     says that every visitor may be an admin because only this machine can reach it: then a
-    request that reached the server on any other address than loopback is refused with 403."""
+    request that reached the server on any other address than loopback is refused with 403,
+    and one for any other ``Host`` than ``localhost``, ``127.0.0.1`` or ``[::1]`` (or the
+    ``allowed_hosts=`` given) with 400: a page of another site that points its own name at
+    127.0.0.1 comes from loopback too (DNS rebinding).
+
+    A guarded Deck checks no ``Host`` unless ``allowed_hosts=`` is given: ``web`` is expected
+    to check it for all its routes (Starlette's ``TrustedHostMiddleware``)."""
     guarded = authorizer is not None or (credentials is not None and credentials.configured)
     if not guarded and not loopback_only:
         raise ConfigurationError(
@@ -113,6 +120,9 @@ def mount_deck(
             "credentials; give one of them, or loopback_only=True for a server bound to "
             "127.0.0.1 only"
         )
+    if not guarded:
+        given = deck_options.pop("allowed_hosts", None) or ()
+        deck_options["allowed_hosts"] = [*LOOPBACK_NAMES, *given]
     deck: ASGIApp = create_deck(app, authorizer=authorizer, credentials=credentials, **deck_options)
     if not guarded:
         deck = _LoopbackOnly(deck)

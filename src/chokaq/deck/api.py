@@ -105,7 +105,7 @@ def endpoint(route: ApiRoute) -> Callable[[Request], Awaitable[Response]]:
         if principal is None:
             wait = getattr(request.state, "retry_after", 0.0)
             if wait > 0:
-                response = refuse(None, 429, "too many failed logins from this user or address")
+                response = refuse(None, 429, "too many failed logins from this client")
                 response.headers["retry-after"] = str(math.ceil(wait))
                 return response
             return refuse(None, 401, "authentication required")

@@ -19,7 +19,6 @@ from typing import Any
 
 import jinja2
 from starlette.applications import Starlette
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -38,14 +37,14 @@ from .auth import (
     SESSION_SECONDS,
     Authorizer,
     Credentials,
-    LoginThrottle,
     Revocations,
     SessionSigner,
-    login_keys,
     new_csrf_token,
     origin_ok,
 )
+from .hosts import AllowedHosts, HostCheck
 from .state import DeckState
+from .throttle import TOKEN, LoginThrottle, client_of, user_key
 
 __all__ = ["DeckState", "create_deck"]
 
@@ -160,8 +159,8 @@ async def login_submit(request: Request) -> Response:
     form = await request.form()
     principal = None
     token, name, password = (str(form.get(k) or "") for k in ("token", "username", "password"))
-    keys = login_keys(request, name if not token else "token")
-    wait = state.throttle.retry_after(*keys)
+    account, client = TOKEN if token else user_key(name), client_of(request)
+    wait = state.throttle.retry_after(account, client)
     error, status = "Wrong credentials.", 401
     if wait > 0:
         error, status = f"Too many failed logins: try again in {math.ceil(wait)} s.", 429
@@ -171,9 +170,9 @@ async def login_submit(request: Request) -> Response:
         elif name:
             principal = creds.check_user(name, password)
         if principal is None:
-            state.throttle.failed(*keys)
+            state.throttle.failed(account, client)
         else:
-            state.throttle.succeeded(keys[0])
+            state.throttle.succeeded(account, client)
     if principal is None:
         templates: Jinja2Templates = request.app.state.templates
         refused = templates.TemplateResponse(
@@ -300,6 +299,7 @@ def create_deck(
     close_app_on_shutdown: bool = False,
     public_metrics: bool = False,
     allowed_hosts: Sequence[str] | None = None,
+    login_throttle: LoginThrottle | None = None,
 ) -> Starlette:
     """The Deck as an ASGI application, ready to serve or to mount under a prefix.
 
@@ -315,11 +315,21 @@ def create_deck(
     other two ask for the same login as the Deck (any role) unless ``public_metrics`` is true
     (default false), for a scraper on a private network that cannot send a token.
 
-    ``allowed_hosts`` (names, ``*.example.com`` wildcards) are the only ``Host`` headers it
-    answers (400 otherwise): against DNS rebinding, where another site's page reaches a Deck
-    on this machine through a name of its own. Every mutation, login and logout also refuses an
-    ``Origin`` of another host (403).
+    ``allowed_hosts`` (names and addresses, ``*.example.com`` for subdomains, ``*`` for any;
+    every port) are the only ``Host`` names it answers, beside the address a request arrived
+    on; others get a 400 saying how to allow them, and the first refusal of each name is
+    logged (event 7004). That is against DNS rebinding, where another site's page reaches the
+    Deck through a name of its own. ``None`` (the default) checks no ``Host``: the application
+    that mounts the Deck checks it (Starlette's ``TrustedHostMiddleware``, Django's
+    ``ALLOWED_HOSTS``); ``chokaq deck`` always passes a list. ``/health/live`` answers every
+    ``Host``. A bad entry raises ``ConfigurationError``. Every mutation, login and logout also
+    refuses an ``Origin`` of another host (403).
+
+    ``login_throttle`` counts the failed logins of ``credentials`` (the form, Basic and Bearer)
+    and refuses a client that keeps failing (429); default ``LoginThrottle()``, see
+    ``chokaq.deck.throttle`` for its bounds.
     """
+    hosts = None if allowed_hosts is None else AllowedHosts(allowed_hosts)
     signer = SessionSigner(session_secret)
     if authorizer is None and (credentials is None or not credentials.configured):
         log_event(
@@ -328,7 +338,7 @@ def create_deck(
             "whatever serves it must guard it (chokaq deck binds such a Deck to loopback only)",
             level=WARNING,
         )
-    throttle, revoked = LoginThrottle(), Revocations()
+    throttle, revoked = login_throttle or LoginThrottle(), Revocations()
     if authorizer is None and credentials is not None and credentials.configured:
         from .auth import env_authorizer
 
@@ -357,6 +367,7 @@ def create_deck(
             host=listen.get("host"),
             port=listen.get("port"),
             auth=authorizer is not None,
+            hosts="(not checked)" if hosts is None else ",".join(hosts.names),
         )
         try:
             yield
@@ -370,9 +381,9 @@ def create_deck(
         lifespan=lifespan,
         exception_handlers={404: _not_found, 405: _method_not_allowed, 500: _server_error},
     )
-    deck.add_middleware(SecurityHeaders)
-    if allowed_hosts is not None:
-        deck.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    if hosts is not None:
+        deck.add_middleware(HostCheck, allowed=hosts)
+    deck.add_middleware(SecurityHeaders)  # outermost: a refused Host gets the headers too
     deck.state.deck = state
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     deck.state.templates = Jinja2Templates(env=env)

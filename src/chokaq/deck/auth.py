@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from ..errors import ConfigurationError
+from .throttle import TOKEN, LoginThrottle, client_of, user_key
 
 __all__ = [
     "CSRF_COOKIE",
@@ -253,49 +254,6 @@ def _password_matches(password: str, secret: str) -> bool:
     return ok
 
 
-class LoginThrottle:
-    """Failed logins per user name and per client address: from the fifth failure within a
-    minute, that key is refused for 2, 4, 8 ... seconds (at most ``MAX_LOCK_SECONDS``) after
-    each further failure, the right password included; a success clears the user's count."""
-
-    WINDOW_SECONDS = 60.0
-    FREE_FAILURES = 4
-    MAX_LOCK_SECONDS = 300.0
-
-    def __init__(self) -> None:
-        self._failures: dict[str, list[float]] = {}
-
-    def retry_after(self, *keys: str, now: float | None = None) -> float:
-        """Seconds until every one of ``keys`` may try again (0: now)."""
-        moment = time.monotonic() if now is None else now
-        wait = 0.0
-        for key in keys:
-            recent = [t for t in self._failures.get(key, ()) if moment - t < self.WINDOW_SECONDS]
-            if len(recent) > self.FREE_FAILURES:
-                lock = min(2.0 ** (len(recent) - self.FREE_FAILURES), self.MAX_LOCK_SECONDS)
-                wait = max(wait, recent[-1] + lock - moment)
-        return max(wait, 0.0)
-
-    def failed(self, *keys: str, now: float | None = None) -> None:
-        moment = time.monotonic() if now is None else now
-        for key in keys:
-            recent = [t for t in self._failures.get(key, ()) if moment - t < self.WINDOW_SECONDS]
-            self._failures[key] = [*recent, moment][-64:]
-        if len(self._failures) > 10_000:  # forget the oldest keys (a spray of addresses)
-            for stale in list(self._failures)[:5_000]:
-                del self._failures[stale]
-
-    def succeeded(self, *keys: str) -> None:
-        for key in keys:
-            self._failures.pop(key, None)
-
-
-def login_keys(request: Request, name: str) -> tuple[str, str]:
-    """The throttle's keys of a login attempt: the user name and the client's address."""
-    client = request.client.host if request.client else "?"
-    return f"user:{name}", f"addr:{client}"
-
-
 def parse_users(text: str) -> dict[str, tuple[str, Role]]:
     """``"alice:secret:admin,bob:pw:readonly"`` (role defaults to readonly) as a mapping.
 
@@ -344,14 +302,15 @@ def env_authorizer(
         scheme, _, value = header.partition(" ")
         if scheme.lower() in ("bearer", "basic") and value:
             if scheme.lower() == "bearer":
-                name, secret = "token", value.strip()
+                name, secret = "", value.strip()
             else:
                 try:
                     name, _, secret = base64.b64decode(value.strip()).decode().partition(":")
                 except (binascii.Error, UnicodeDecodeError):
                     return None
-            keys = login_keys(request, name)
-            wait = throttle.retry_after(*keys)
+            account = TOKEN if scheme.lower() == "bearer" else user_key(name)
+            client = client_of(request)
+            wait = throttle.retry_after(account, client)
             if wait > 0:
                 request.state.retry_after = wait
                 return None
@@ -361,9 +320,9 @@ def env_authorizer(
                 else credentials.check_user(name, secret)
             )
             if found is None:
-                throttle.failed(*keys)
+                throttle.failed(account, client)
             else:
-                throttle.succeeded(keys[0])
+                throttle.succeeded(account, client)
             return found
         cookie = request.cookies.get(SESSION_COOKIE)
         session = signer.session(cookie) if cookie else None

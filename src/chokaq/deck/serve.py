@@ -16,12 +16,9 @@ from ..app import App
 from ..errors import ConfigurationError
 from .app import create_deck
 from .auth import Authorizer, credentials_from_env
+from .hosts import LOOPBACK_NAMES, bound_names
 
 __all__ = ["build_server", "is_loopback", "serve"]
-
-
-# The names a Deck without authentication answers to, beside the one it is bound to.
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
 def is_loopback(host: str) -> bool:
@@ -63,10 +60,12 @@ def build_server(
     without the login (``/health/live`` never asks for one).
 
     ``allowed_hosts`` (also ``CHOKAQ_DECK_ALLOWED_HOSTS``, comma-separated) are the ``Host``
-    names it answers, beside the loopback names (``localhost``, ``127.0.0.1``, ``[::1]``) and the
-    bound address. A Deck without authentication answers only those: a page on another site
-    that rebinds its own name to 127.0.0.1 gets a 400. With authentication every name is
-    answered unless some are given (a browser sends no credential to another site's name).
+    names it answers, beside the loopback names (``localhost``, ``127.0.0.1``, ``[::1]``), the
+    bound address unless it is a wildcard (``0.0.0.0``, ``::``) and the address a request
+    arrived on. Every other name gets a 400, with authentication or without: a page on another
+    site that points its own name at this machine would otherwise reach the login form, the
+    page and the API as that site. So a Deck reached through a reverse proxy that passes its
+    own name (nginx's ``proxy_set_header Host $host``) needs that name given.
     """
     import uvicorn
 
@@ -82,12 +81,10 @@ def build_server(
         for name in os.environ.get("CHOKAQ_DECK_ALLOWED_HOSTS", "").split(",")
         if name.strip()
     ]
-    guarded = authorizer is not None or credentials.configured
-    if hosts or not guarded:  # loopback names are always answered (checks from the host)
-        hosts += [*LOOPBACK_NAMES, host if ":" not in host else f"[{host.strip('[]')}]"]
+    hosts += [*LOOPBACK_NAMES, *bound_names(host)]  # a browser or check on this machine
     deck = create_deck(
         app,
-        allowed_hosts=hosts or None,
+        allowed_hosts=hosts,
         authorizer=authorizer,
         credentials=credentials if credentials.configured else None,
         session_secret=os.environ.get("CHOKAQ_DECK_SECRET") or None,

@@ -22,12 +22,12 @@ from ..models import LimitInfo, PendingGroup
 from .auth import (
     Authorizer,
     Credentials,
-    LoginThrottle,
     Principal,
     Revocations,
     SessionSigner,
     resolve,
 )
+from .throttle import LoginThrottle
 from .views import circuits_of, dump, limit_json, queue_json, throughput_json
 from .waits import WaitReads
 
@@ -63,7 +63,7 @@ class DeckState:
     credentials: Credentials | None
     poll_interval_seconds: float
     title: str
-    # Failed logins per user and address, shared by the login form and Basic/Bearer auth.
+    # Failed logins per user and client, shared by the login form and Basic/Bearer auth.
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
     # Sessions ended by a logout (until they would have expired anyway).
     revoked: Revocations = field(default_factory=Revocations)
