@@ -22,10 +22,14 @@ from .models import NewJob
 __all__ = [
     "DEFAULT_LIMITS",
     "MAX_BULK_CAP",
+    "MAX_DELAY_DAYS",
+    "MAX_DELAY_SECONDS",
     "MAX_PAYLOAD_DEPTH",
+    "MAX_TIMEOUT_SECONDS",
     "JsonText",
     "Limits",
     "check_actor",
+    "check_delay",
     "check_job_id",
     "check_max_attempts",
     "check_name",
@@ -35,6 +39,7 @@ __all__ = [
     "check_tags",
     "check_text",
     "check_time",
+    "check_timeout",
     "json_too_deep",
     "storable",
     "validate_new_job",
@@ -50,9 +55,13 @@ MAX_PARTITION_LENGTH = 255
 MAX_ACTOR_LENGTH = 100
 MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
-MAX_DELAY_SECONDS = 366 * 24 * 3600.0
+# The furthest ahead anything is scheduled: an enqueue's delay or run_at, a retry's delay (the
+# handler's own ``Retry(after_seconds=...)`` included), a window, a grace. The one definition of
+# "366 days"; elsewhere it is derived from this.
+MAX_DELAY_DAYS = 366
+MAX_DELAY_SECONDS = MAX_DELAY_DAYS * 86_400.0
 MAX_ATTEMPTS = 1000
-MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
+MAX_TIMEOUT_SECONDS = 7 * 86_400.0
 MAX_SEARCH_LENGTH = 1000
 # The most jobs one requeue or purge by filter may touch, from the Deck's API or the CLI alike: a
 # larger batch is a long transaction holding row locks, so an operator runs it again instead.
@@ -394,6 +403,18 @@ def _check_seconds(field: str, value: object, *, maximum: float, positive: bool)
     return seconds
 
 
+def check_delay(field: str, value: object) -> float | None:
+    """A delay (None: none): a finite number of seconds from 0 to ``MAX_DELAY_SECONDS`` (366
+    days). The rule of an enqueue's ``delay_seconds``, and of every delay that schedules a job."""
+    return _check_seconds(field, value, maximum=MAX_DELAY_SECONDS, positive=False)
+
+
+def check_timeout(field: str, value: object) -> float | None:
+    """An execution timeout (None: not set here): a finite number of seconds above 0 and at most
+    ``MAX_TIMEOUT_SECONDS`` (7 days), per job at enqueue as per handler at ``@app.job``."""
+    return _check_seconds(field, value, maximum=MAX_TIMEOUT_SECONDS, positive=True)
+
+
 def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     """Check every field of ``job``; return it normalized (key trimmed, tags de-duplicated)."""
     check_name("queue", job.queue)
@@ -430,16 +451,14 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
             )
     if job.delay_seconds is not None and job.run_at is not None:
         raise ValidationError("delay_seconds", "give either delay_seconds or run_at, not both")
-    _check_seconds("delay_seconds", job.delay_seconds, maximum=MAX_DELAY_SECONDS, positive=False)
+    check_delay("delay_seconds", job.delay_seconds)
     run_at = job.run_at
     if run_at is not None:
         run_at = check_time("run_at", run_at)
         if run_at - datetime.now(UTC) > timedelta(seconds=MAX_DELAY_SECONDS):
-            raise ValidationError("run_at", "must be at most 366 days in the future")
+            raise ValidationError("run_at", f"must be at most {MAX_DELAY_DAYS} days in the future")
     check_max_attempts("max_attempts", job.max_attempts)
-    _check_seconds(
-        "timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True
-    )
+    check_timeout("timeout_seconds", job.timeout_seconds)
     expires_at = _check_expiry(job, run_at)
     if job.unique_for_seconds is not None:
         _check_seconds(
