@@ -45,8 +45,9 @@ FALLBACK: dict[str, dict[str, str]] = {
         "holds for @app.job, @app.pipe and enqueue).",
         "base_delay_seconds": "wait before the first retry (0: at once, plus jitter).",
         "multiplier": "each further retry waits this many times longer.",
-        "max_delay_seconds": "cap on any single wait (jitter included), applied before the "
-        "power is computed; at most 366 days.",
+        "max_delay_seconds": "cap on a computed backoff (jitter included), applied before the "
+        "power is computed; at most 366 days. A delay the handler names (Retry(after_seconds="
+        "...), ThrottledError(retry_after_seconds=...)) is not capped by it.",
         "jitter_seconds": "up to this much random delay is added to each backoff.",
         "max_job_age_seconds": "a retry that would land past created_at + this age goes to the "
         "DLQ as RETRY_LIFETIME_EXPIRED (None disables); at most ten years.",
