@@ -55,7 +55,7 @@ from .runtime.retry import (
     check_retry_policy,
 )
 from .runtime.settings import WorkerSettings
-from .storage import Backend, create_backend
+from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
 
@@ -75,6 +75,7 @@ __all__ = [
 ]
 
 DEFAULT_URL = "sqlite:///chokaq.db"
+URL_VARIABLE = "CHOKAQ_DATABASE_URL"
 
 # Observability hooks (chokaq.metrics, chokaq.otel): wrap a whole enqueue call (a tracing span
 # around it, which may rewrite the jobs to carry its context), rewrite jobs before they are
@@ -101,9 +102,11 @@ class App:
     """A chokaq application: a database URL plus registered handlers.
 
     ``url`` is ``sqlite:///path`` or ``postgresql://user@host/db``; default from the environment
-    variable ``CHOKAQ_DATABASE_URL``, else ``sqlite:///chokaq.db``. ``auto_migrate`` applies
-    pending migrations on open (default: yes on SQLite, no on PostgreSQL, where ``chokaq migrate``
-    runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
+    variable ``CHOKAQ_DATABASE_URL``, else ``sqlite:///chokaq.db``. An empty or blank URL, given
+    or in the variable, raises ``ConfigurationError`` naming ``url`` or ``CHOKAQ_DATABASE_URL``
+    (it is not the default: that wrote to a ``./chokaq.db`` no worker reads). ``auto_migrate``
+    applies pending migrations on open (default: yes on SQLite, no on PostgreSQL, where
+    ``chokaq migrate`` runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
     """
 
     def __init__(
@@ -116,7 +119,7 @@ class App:
         worker: WorkerSettings | None = None,
         **storage_options: Any,
     ) -> None:
-        self.url = url or os.environ.get("CHOKAQ_DATABASE_URL") or DEFAULT_URL
+        self.url = resolve_url(url)
         self.schema = schema
         self.limits = limits
         self.auto_migrate = auto_migrate
@@ -400,7 +403,7 @@ class App:
         if self._opened:
             raise ConfigurationError("App.configure: the app is open; close it first")
         if url is not None:
-            self.url = url
+            self.url = check_url("url", url)
         if schema is not None:
             self.schema = schema
         if storage_options:
@@ -673,6 +676,21 @@ class App:
         """Run a worker until it is stopped (SIGTERM/SIGINT when installed by the CLI, or
         ``worker.stop()``), or, with ``burst=True``, until no eligible job is left."""
         await self.create_worker(**overrides).run()
+
+
+def resolve_url(url: str | None) -> str:
+    """The database URL of an App: ``url``; when None, ``$CHOKAQ_DATABASE_URL`` if set, else
+    ``sqlite:///chokaq.db``. Empty or blank (given or set) raises ``ConfigurationError`` naming
+    ``url`` or the variable."""
+    if url is not None:
+        return check_url("url", url)
+    env = os.environ.get(URL_VARIABLE)
+    if env is None:
+        return DEFAULT_URL
+    try:
+        return check_url(URL_VARIABLE, env)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{exc}, or unset it for the default {DEFAULT_URL}") from None
 
 
 def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> float | None:

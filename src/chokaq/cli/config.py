@@ -180,7 +180,9 @@ CLI_ENVIRONMENT = {
     "CHOKAQ_DATABASE_URL": "The database URL (`sqlite:///path` or `postgresql://...`). `App()` "
     "given no URL reads it too (else `sqlite:///chokaq.db`). For a command it is `--database`'s "
     "default, and `--database` replaces the URL of the App `--app` names: set in a command's "
-    "environment, it wins over the App's own URL.",
+    "environment, it wins over the App's own URL. Set but empty (or blank) it is an error "
+    "naming it, for `App()` and every command alike (exit code 2), never the default file: "
+    "unset it for that. An empty `--database` or `App(url='')` is refused the same way.",
     "CHOKAQ_SCHEMA": "The PostgreSQL schema, or SQLite table prefix, a command works on; it "
     "replaces the App's `schema=` (default `chokaq`). `App` itself does not read it: pass "
     '`App(..., schema=os.environ.get("CHOKAQ_SCHEMA", "chokaq"))` to share it with your code.',

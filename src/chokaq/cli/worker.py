@@ -18,7 +18,7 @@ from ..http import worker_ops
 from ..logs import Event, configure_logging, log_event
 from ..runtime.burst import EXIT_WORK_LEFT, describe
 from ..runtime.worker import Worker
-from .options import make_app, schema_option
+from .options import database_option, make_app, schema_option
 from .supervisor import EXIT_RECYCLED, Supervisor, child_python
 
 __all__ = ["COMMANDS", "run_worker_process"]
@@ -113,7 +113,7 @@ class _Processes(click.ParamType):  # type: ignore[type-arg]
 
 @click.command()
 @click.option("--app", "app_spec", required=True, help="The App to run, as module:attribute.")
-@click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Override the App's database URL.")
+@database_option("Override the App's database URL.")
 @schema_option
 @click.option(
     "--queues",
