@@ -32,7 +32,14 @@ from .handles import (
     job_from_options,
 )
 from .ids import new_job_id
-from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
+from .limits import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_max_attempts,
+    check_name,
+    check_priority,
+    check_timeout,
+)
 from .logs import Event, log_event
 from .models import (
     CancelResult,
@@ -185,14 +192,16 @@ class App:
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
-        ``name`` is the persisted type key (default: the function's name); ``timeout_seconds``
-        (alias ``timeout``) is the execution timeout (default: the worker's); ``max_attempts``
-        counts executions
-        (1 to 1000, else ``ValidationError``). ``rate_limit`` ("10/s", "5/m", "100/h") and
-        ``partition_concurrency`` (running jobs at most) hold across every worker process and
-        host, per partition value for a job enqueued with ``partition=``; the workers that
-        serve the type record them in the store, where operators can override them
-        (``chokaq limits set``, The Deck).
+        ``name`` is the persisted type key (default: the function's name); ``queue`` and
+        ``priority`` are its jobs' defaults; ``timeout_seconds`` (alias ``timeout``) is the
+        execution timeout (default: the worker's); ``max_attempts`` counts executions. Each of
+        these is checked here by the rule an enqueue applies to it (priority within
+        +-1,000,000, a timeout above 0 and at most 7 days, attempts 1 to 1000, a queue name),
+        raising the same ``ValidationError`` naming it, when the module is imported.
+        ``rate_limit`` ("10/s", "5/m", "100/h") and ``partition_concurrency`` (running jobs at
+        most) hold across every worker process and host, per partition value for a job
+        enqueued with ``partition=``; the workers that serve the type record them in the store,
+        where operators can override them (``chokaq limits set``, The Deck).
 
         Retries: ``retry`` (a ``RetryPolicy``) is this type's backoff and attempts, in place of
         the worker's ``WorkerSettings.retry`` as a whole. Attempts come from the enqueue's
@@ -209,8 +218,15 @@ class App:
         (``ValidationError`` for ``arguments.<name>``: "must be a str, not int"; what is and is
         not checked: docs/payloads.md); ``check_arguments=False`` checks their names only.
         """
-        timeout_seconds = _timeout_seconds(timeout_seconds, timeout)
+        # The options an enqueue also takes go through its checks, with its messages, here at
+        # decoration: a handler default the enqueue would refuse (priority=10**9) failed every
+        # enqueue, and a timeout it would refuse (nan) every job, instead of the import.
+        check_name("queue", queue)
+        check_priority("priority", priority)
         check_max_attempts("max_attempts", max_attempts)
+        timeout_seconds = check_timeout(
+            "timeout_seconds", _timeout_seconds(timeout_seconds, timeout)
+        )
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
         fatal_types = check_exception_types("fatal_on", fatal_on) or ()
@@ -221,7 +237,6 @@ class App:
         def register(fn: Callable[..., Any]) -> JobHandle[Any, Any]:
             key = name or fn.__name__
             check_name("name", key)
-            check_name("queue", queue)
             if key in self.handlers:
                 raise ConfigurationError(f"job {key!r} is registered twice")
             signature = inspect.signature(fn)
@@ -334,10 +349,13 @@ class App:
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
         job of ``queue`` whose type has no typed handler (the reference's Pipe mode);
-        ``timeout_seconds`` (alias ``timeout``) is its execution timeout."""
-        timeout_seconds = _timeout_seconds(timeout_seconds, timeout)
+        ``timeout_seconds`` (alias ``timeout``) is its execution timeout. Checked as
+        ``@app.job``'s options are."""
         check_name("queue", queue)
         check_max_attempts("max_attempts", max_attempts)
+        timeout_seconds = check_timeout(
+            "timeout_seconds", _timeout_seconds(timeout_seconds, timeout)
+        )
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if queue in self.pipes:

@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, ValidationError
-from ..limits import MAX_ATTEMPTS, MAX_DELAY_DAYS, MAX_DELAY_SECONDS, check_delay
+from ..limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS, check_delay, check_max_attempts
 
 __all__ = [
     "MAX_JOB_AGE_SECONDS",
@@ -63,14 +63,10 @@ class RetryPolicy:
     max_job_age_seconds: float | None = 86400.0
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.max_attempts, bool)
-            or not isinstance(self.max_attempts, int)
-            or not 1 <= self.max_attempts <= MAX_ATTEMPTS
-        ):
-            raise ConfigurationError(
-                f"retry.max_attempts: must be an integer between 1 and {MAX_ATTEMPTS}"
-            )
+        try:  # the rule of max_attempts wherever it is set; a policy is a setting, hence the type
+            check_max_attempts("retry.max_attempts", self.max_attempts)
+        except ValidationError as exc:
+            raise ConfigurationError(str(exc)) from None
         for name in ("base_delay_seconds", "multiplier", "max_delay_seconds", "jitter_seconds"):
             if not _finite(getattr(self, name)):
                 raise ConfigurationError(f"retry.{name}: must be a finite number")
