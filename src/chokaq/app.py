@@ -32,7 +32,14 @@ from .handles import (
     job_from_options,
 )
 from .ids import new_job_id
-from .limits import DEFAULT_LIMITS, Limits, check_max_attempts, check_name
+from .limits import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_max_attempts,
+    check_name,
+    check_priority,
+    check_timeout,
+)
 from .logs import Event, log_event
 from .models import (
     CancelResult,
@@ -55,7 +62,7 @@ from .runtime.retry import (
     check_retry_policy,
 )
 from .runtime.settings import WorkerSettings
-from .storage import Backend, create_backend
+from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
 
@@ -75,6 +82,7 @@ __all__ = [
 ]
 
 DEFAULT_URL = "sqlite:///chokaq.db"
+URL_VARIABLE = "CHOKAQ_DATABASE_URL"
 
 # Observability hooks (chokaq.metrics, chokaq.otel): wrap a whole enqueue call (a tracing span
 # around it, which may rewrite the jobs to carry its context), rewrite jobs before they are
@@ -101,9 +109,11 @@ class App:
     """A chokaq application: a database URL plus registered handlers.
 
     ``url`` is ``sqlite:///path`` or ``postgresql://user@host/db``; default from the environment
-    variable ``CHOKAQ_DATABASE_URL``, else ``sqlite:///chokaq.db``. ``auto_migrate`` applies
-    pending migrations on open (default: yes on SQLite, no on PostgreSQL, where ``chokaq migrate``
-    runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
+    variable ``CHOKAQ_DATABASE_URL``, else ``sqlite:///chokaq.db``. An empty or blank URL, given
+    or in the variable, raises ``ConfigurationError`` naming ``url`` or ``CHOKAQ_DATABASE_URL``
+    (it is not the default: that wrote to a ``./chokaq.db`` no worker reads). ``auto_migrate``
+    applies pending migrations on open (default: yes on SQLite, no on PostgreSQL, where
+    ``chokaq migrate`` runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
     """
 
     def __init__(
@@ -116,7 +126,7 @@ class App:
         worker: WorkerSettings | None = None,
         **storage_options: Any,
     ) -> None:
-        self.url = url or os.environ.get("CHOKAQ_DATABASE_URL") or DEFAULT_URL
+        self.url = resolve_url(url)
         self.schema = schema
         self.limits = limits
         self.auto_migrate = auto_migrate
@@ -182,14 +192,16 @@ class App:
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
-        ``name`` is the persisted type key (default: the function's name); ``timeout_seconds``
-        (alias ``timeout``) is the execution timeout (default: the worker's); ``max_attempts``
-        counts executions
-        (1 to 1000, else ``ValidationError``). ``rate_limit`` ("10/s", "5/m", "100/h") and
-        ``partition_concurrency`` (running jobs at most) hold across every worker process and
-        host, per partition value for a job enqueued with ``partition=``; the workers that
-        serve the type record them in the store, where operators can override them
-        (``chokaq limits set``, The Deck).
+        ``name`` is the persisted type key (default: the function's name); ``queue`` and
+        ``priority`` are its jobs' defaults; ``timeout_seconds`` (alias ``timeout``) is the
+        execution timeout (default: the worker's); ``max_attempts`` counts executions. Each of
+        these is checked here by the rule an enqueue applies to it (priority within
+        +-1,000,000, a timeout above 0 and at most 7 days, attempts 1 to 1000, a queue name),
+        raising the same ``ValidationError`` naming it, when the module is imported.
+        ``rate_limit`` ("10/s", "5/m", "100/h") and ``partition_concurrency`` (running jobs at
+        most) hold across every worker process and host, per partition value for a job
+        enqueued with ``partition=``; the workers that serve the type record them in the store,
+        where operators can override them (``chokaq limits set``, The Deck).
 
         Retries: ``retry`` (a ``RetryPolicy``) is this type's backoff and attempts, in place of
         the worker's ``WorkerSettings.retry`` as a whole. Attempts come from the enqueue's
@@ -206,8 +218,15 @@ class App:
         (``ValidationError`` for ``arguments.<name>``: "must be a str, not int"; what is and is
         not checked: docs/payloads.md); ``check_arguments=False`` checks their names only.
         """
-        timeout_seconds = _timeout_seconds(timeout_seconds, timeout)
+        # The options an enqueue also takes go through its checks, with its messages, here at
+        # decoration: a handler default the enqueue would refuse (priority=10**9) failed every
+        # enqueue, and a timeout it would refuse (nan) every job, instead of the import.
+        check_name("queue", queue)
+        check_priority("priority", priority)
         check_max_attempts("max_attempts", max_attempts)
+        timeout_seconds = check_timeout(
+            "timeout_seconds", _timeout_seconds(timeout_seconds, timeout)
+        )
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
         fatal_types = check_exception_types("fatal_on", fatal_on) or ()
@@ -218,7 +237,6 @@ class App:
         def register(fn: Callable[..., Any]) -> JobHandle[Any, Any]:
             key = name or fn.__name__
             check_name("name", key)
-            check_name("queue", queue)
             if key in self.handlers:
                 raise ConfigurationError(f"job {key!r} is registered twice")
             signature = inspect.signature(fn)
@@ -331,10 +349,13 @@ class App:
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a raw handler ``fn(type: str, payload: str[, ctx: JobContext])`` for every
         job of ``queue`` whose type has no typed handler (the reference's Pipe mode);
-        ``timeout_seconds`` (alias ``timeout``) is its execution timeout."""
-        timeout_seconds = _timeout_seconds(timeout_seconds, timeout)
+        ``timeout_seconds`` (alias ``timeout``) is its execution timeout. Checked as
+        ``@app.job``'s options are."""
         check_name("queue", queue)
         check_max_attempts("max_attempts", max_attempts)
+        timeout_seconds = check_timeout(
+            "timeout_seconds", _timeout_seconds(timeout_seconds, timeout)
+        )
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
             if queue in self.pipes:
@@ -400,7 +421,7 @@ class App:
         if self._opened:
             raise ConfigurationError("App.configure: the app is open; close it first")
         if url is not None:
-            self.url = url
+            self.url = check_url("url", url)
         if schema is not None:
             self.schema = schema
         if storage_options:
@@ -673,6 +694,21 @@ class App:
         """Run a worker until it is stopped (SIGTERM/SIGINT when installed by the CLI, or
         ``worker.stop()``), or, with ``burst=True``, until no eligible job is left."""
         await self.create_worker(**overrides).run()
+
+
+def resolve_url(url: str | None) -> str:
+    """The database URL of an App: ``url``; when None, ``$CHOKAQ_DATABASE_URL`` if set, else
+    ``sqlite:///chokaq.db``. Empty or blank (given or set) raises ``ConfigurationError`` naming
+    ``url`` or the variable."""
+    if url is not None:
+        return check_url("url", url)
+    env = os.environ.get(URL_VARIABLE)
+    if env is None:
+        return DEFAULT_URL
+    try:
+        return check_url(URL_VARIABLE, env)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{exc}, or unset it for the default {DEFAULT_URL}") from None
 
 
 def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> float | None:

@@ -14,7 +14,7 @@
     │   └── SchemaError               the schema is missing, too old or too new for this code
     └── JobSignal                 raised by a handler to steer its own job's outcome
         ├── FatalError                never retry: straight to the DLQ as FatalError
-        └── ThrottledError            retry after ``retry_after_seconds`` exactly (capped)
+        └── ThrottledError            retry after ``retry_after_seconds`` exactly (366 days at most)
 
 This module must not import anything from the rest of the package.
 """
@@ -125,9 +125,12 @@ class FatalError(JobSignal):
 class ThrottledError(JobSignal):
     """A downstream asked us to slow down.
 
-    The job is retried after ``retry_after_seconds`` exactly (capped by the retry policy's
-    ``max_delay_seconds``, no jitter) and still consumes an attempt; when attempts run out it
-    lands in the DLQ with reason Throttled. ``None`` means "use the normal backoff".
+    The job is retried after ``retry_after_seconds`` exactly (no jitter, and not capped by the
+    retry policy's ``max_delay_seconds``, which bounds computed backoff only) and still consumes
+    an attempt; when attempts run out it lands in the DLQ with reason Throttled. ``None`` means
+    "use the normal backoff"; a negative value (a reset time already past) retries at once.
+    More than 366 days, or not a finite number, is refused: the job goes to the DLQ as
+    FatalError with an error naming ``ThrottledError.retry_after_seconds`` and the limit.
     """
 
     def __init__(self, message: str = "throttled", *, retry_after_seconds: float | None = None):

@@ -22,11 +22,16 @@ from .models import NewJob
 __all__ = [
     "DEFAULT_LIMITS",
     "MAX_BULK_CAP",
+    "MAX_DELAY_DAYS",
+    "MAX_DELAY_SECONDS",
     "MAX_PAYLOAD_DEPTH",
+    "MAX_TIMEOUT_SECONDS",
     "JsonText",
     "Limits",
     "check_actor",
+    "check_delay",
     "check_job_id",
+    "check_key",
     "check_max_attempts",
     "check_name",
     "check_partition",
@@ -35,6 +40,7 @@ __all__ = [
     "check_tags",
     "check_text",
     "check_time",
+    "check_timeout",
     "json_too_deep",
     "storable",
     "validate_new_job",
@@ -50,9 +56,13 @@ MAX_PARTITION_LENGTH = 255
 MAX_ACTOR_LENGTH = 100
 MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
-MAX_DELAY_SECONDS = 366 * 24 * 3600.0
+# The furthest ahead anything is scheduled: an enqueue's delay or run_at, a retry's delay (the
+# handler's own ``Retry(after_seconds=...)`` included), a window, a grace. The one definition of
+# "366 days"; elsewhere it is derived from this.
+MAX_DELAY_DAYS = 366
+MAX_DELAY_SECONDS = MAX_DELAY_DAYS * 86_400.0
 MAX_ATTEMPTS = 1000
-MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
+MAX_TIMEOUT_SECONDS = 7 * 86_400.0
 MAX_SEARCH_LENGTH = 1000
 # The most jobs one requeue or purge by filter may touch, from the Deck's API or the CLI alike: a
 # larger batch is a long transaction holding row locks, so an operator runs it again instead.
@@ -394,8 +404,41 @@ def _check_seconds(field: str, value: object, *, maximum: float, positive: bool)
     return seconds
 
 
-def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
-    """Check every field of ``job``; return it normalized (key trimmed, tags de-duplicated)."""
+def check_delay(field: str, value: object) -> float | None:
+    """A delay (None: none): a finite number of seconds from 0 to ``MAX_DELAY_SECONDS`` (366
+    days). The rule of an enqueue's ``delay_seconds``, and of every delay that schedules a job."""
+    return _check_seconds(field, value, maximum=MAX_DELAY_SECONDS, positive=False)
+
+
+def check_timeout(field: str, value: object) -> float | None:
+    """An execution timeout (None: not set here): a finite number of seconds above 0 and at most
+    ``MAX_TIMEOUT_SECONDS`` (7 days), per job at enqueue as per handler at ``@app.job``."""
+    return _check_seconds(field, value, maximum=MAX_TIMEOUT_SECONDS, positive=True)
+
+
+def check_key(field: str, value: object) -> str | None:
+    """An idempotency key, kept exactly as given, or None (no key): 1 to 255 characters, not
+    blank, no whitespace at either end, no NUL. An empty key is not "no key" (leave it out for
+    that), and a key with outer whitespace is refused rather than trimmed: trimmed, ``" k"``
+    collided with ``"k"``; kept, the two would be different keys that read alike."""
+    key = check_text(field, value, max_length=MAX_KEY_LENGTH)
+    if key is None:
+        return None
+    if not key:
+        raise ValidationError(field, "must not be empty (leave it out for no key)")
+    if not key.strip():
+        raise ValidationError(field, "must not be blank (leave it out for no key)")
+    if key != key.strip():
+        raise ValidationError(field, "must not start or end with whitespace")
+    return key
+
+
+def validate_new_job(
+    job: NewJob, limits: Limits = DEFAULT_LIMITS, now: datetime | None = None
+) -> NewJob:
+    """Check every field of ``job``; return it normalized (times in UTC, tags trimmed and
+    de-duplicated). ``now`` is the enqueue's clock (None: this process's), which an expiry
+    must be after."""
     check_name("queue", job.queue)
     check_name("type", job.type)
     check_payload("payload", job.payload, limits)
@@ -421,26 +464,18 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
         return job  # nothing optional given: the common shape of a bulk enqueue
     tags = check_tags("tags", job.tags)
     check_actor("created_by", job.created_by)
-    key = check_text("idempotency_key", job.idempotency_key, max_length=MAX_KEY_LENGTH * 4)
-    if key is not None:
-        key = key.strip() or None
-        if key is not None and len(key) > MAX_KEY_LENGTH:
-            raise ValidationError(
-                "idempotency_key", f"must be at most {MAX_KEY_LENGTH} characters (got {len(key)})"
-            )
+    key = check_key("idempotency_key", job.idempotency_key)
     if job.delay_seconds is not None and job.run_at is not None:
         raise ValidationError("delay_seconds", "give either delay_seconds or run_at, not both")
-    _check_seconds("delay_seconds", job.delay_seconds, maximum=MAX_DELAY_SECONDS, positive=False)
+    check_delay("delay_seconds", job.delay_seconds)
     run_at = job.run_at
     if run_at is not None:
         run_at = check_time("run_at", run_at)
         if run_at - datetime.now(UTC) > timedelta(seconds=MAX_DELAY_SECONDS):
-            raise ValidationError("run_at", "must be at most 366 days in the future")
+            raise ValidationError("run_at", f"must be at most {MAX_DELAY_DAYS} days in the future")
     check_max_attempts("max_attempts", job.max_attempts)
-    _check_seconds(
-        "timeout_seconds", job.timeout_seconds, maximum=MAX_TIMEOUT_SECONDS, positive=True
-    )
-    expires_at = _check_expiry(job, run_at)
+    check_timeout("timeout_seconds", job.timeout_seconds)
+    expires_at = _check_expiry(job, run_at, now or datetime.now(UTC))
     if job.unique_for_seconds is not None:
         _check_seconds(
             "unique_for_seconds", job.unique_for_seconds, maximum=MAX_DELAY_SECONDS, positive=True
@@ -453,19 +488,16 @@ def validate_new_job(job: NewJob, limits: Limits = DEFAULT_LIMITS) -> NewJob:
     check_partition("partition", job.partition)
     if job.id is not None:
         check_job_id("id", job.id)
-    if (
-        key != job.idempotency_key
-        or tags != job.tags
-        or run_at is not job.run_at
-        or expires_at is not job.expires_at
-    ):
-        job = replace(job, idempotency_key=key, tags=tags, run_at=run_at, expires_at=expires_at)
+    if tags != job.tags or run_at is not job.run_at or expires_at is not job.expires_at:
+        job = replace(job, tags=tags, run_at=run_at, expires_at=expires_at)
     return job
 
 
-def _check_expiry(job: NewJob, run_at: datetime | None) -> datetime | None:
+def _check_expiry(job: NewJob, run_at: datetime | None, now: datetime) -> datetime | None:
     """The job's ``expires_at`` in UTC, after checking it and ``expires_after_seconds``: one or
-    the other, and not before the job is due (it could never start)."""
+    the other, and after the job is due (``run_at``, ``now`` + ``delay_seconds``, or ``now``),
+    since a job that expires before it is due could never start: it would go to the DLQ as
+    EXPIRED at its first claim. ``now`` is the enqueue's clock."""
     after = job.expires_after_seconds
     if job.expires_at is not None and after is not None:
         raise ValidationError(
@@ -477,11 +509,25 @@ def _check_expiry(job: NewJob, run_at: datetime | None) -> datetime | None:
             "expires_after_seconds",
             f"must be more than delay_seconds ({job.delay_seconds:g}): the job could never start",
         )
+    if after is not None and run_at is not None and now + timedelta(seconds=after) <= run_at:
+        raise ValidationError(
+            "expires_after_seconds",
+            f"must reach past run_at ({(run_at - now).total_seconds():g} s from now): the job "
+            "could never start",
+        )
     if job.expires_at is None:
         return None
     expires_at = check_time("expires_at", job.expires_at)
     if run_at is not None and expires_at <= run_at:
         raise ValidationError("expires_at", "must be after run_at: the job could never start")
+    delay = job.delay_seconds or 0.0
+    if expires_at <= now + timedelta(seconds=delay):
+        due = f"now + delay_seconds ({delay:g})" if delay else "now"
+        raise ValidationError(
+            "expires_at",
+            f"must be after the job is due ({due}; it is {expires_at:%Y-%m-%d %H:%M:%S} UTC): "
+            "the job could never start",
+        )
     return expires_at
 
 
@@ -507,16 +553,19 @@ def check_max_attempts(field: str, value: object) -> None:
         raise ValidationError(field, f"must be an integer between 1 and {MAX_ATTEMPTS}")
 
 
-def validate_new_jobs(jobs: Sequence[NewJob], limits: Limits = DEFAULT_LIMITS) -> list[NewJob]:
+def validate_new_jobs(
+    jobs: Sequence[NewJob], limits: Limits = DEFAULT_LIMITS, now: datetime | None = None
+) -> list[NewJob]:
     """Check a batch; the first bad job's error names its index (``jobs[3].payload``)."""
     if len(jobs) > limits.max_batch:
         raise ValidationError("jobs", f"must hold at most {limits.max_batch} jobs per call")
     if len(jobs) == 1:
-        return [validate_new_job(jobs[0], limits)]
+        return [validate_new_job(jobs[0], limits, now)]
+    now = now or datetime.now(UTC)  # one clock for the batch
     out = []
     for i, job in enumerate(jobs):
         try:
-            out.append(validate_new_job(job, limits))
+            out.append(validate_new_job(job, limits, now))
         except ValidationError as exc:
             raise exc.at(f"jobs[{i}]") from None
     return out

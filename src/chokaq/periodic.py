@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from .errors import ValidationError
+from .limits import MAX_DELAY_SECONDS
 from .models import Schedule
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 MIN_EVERY_SECONDS = 1.0
-MAX_EVERY_SECONDS = 366 * 24 * 3600.0
+MAX_EVERY_SECONDS = MAX_DELAY_SECONDS
 MAX_CRON_LENGTH = 200
 # ``misfire="all"`` runs at most this many missed slots (the newest); older ones are recorded as
 # missed.

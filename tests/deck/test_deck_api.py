@@ -7,7 +7,7 @@ import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator, MutableMapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -570,7 +570,12 @@ async def test_expired_jobs_are_listed_by_their_reason_and_hot_ones_show_their_e
     app: App, client: Client
 ) -> None:
     c = await client("alice")
-    late = await app.enqueue_raw("job", "{}", expires_at=datetime(2001, 1, 1, tzinfo=UTC))
+    # Enqueued on a clock just before its expiry (an expiry in the past is refused).
+    expiry = datetime(2001, 1, 1, tzinfo=UTC)
+    [written] = await app.backend.jobs_enqueue(
+        [app.raw("job", "{}", expires_at=expiry)], now=expiry - timedelta(seconds=1)
+    )
+    late = written.id
     soon = await app.enqueue_raw("job", "{}", queue="later", expires_after_seconds=600)
     assert not await app.backend.jobs_fetch(worker_id="w-test", limit=5, queues=["default"])
     listed = (await c.get("/api/jobs?source=dlq&reason=expired")).json()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -690,9 +690,16 @@ def test_operator_finds_expired_jobs_by_reason_and_sees_a_pending_jobs_expiry(
     login: Any, deck_server: Served
 ) -> None:
     url = deck_server.db_url
-    [late] = enqueue(
-        url, "report", [{"n": 1}], queue="stale", expires_at=datetime(2001, 1, 1, tzinfo=UTC)
+    # Enqueued on a clock just before its expiry (an expiry in the past is refused).
+    expiry = datetime(2001, 1, 1, tzinfo=UTC)
+    [written] = run(
+        lambda app: app.backend.jobs_enqueue(
+            [app.raw("report", {"n": 1}, queue="stale", expires_at=expiry)],
+            now=expiry - timedelta(seconds=1),
+        ),
+        url,
     )
+    late = written.id
     [soon] = enqueue(url, "report", [{"n": 2}], queue="fresh", expires_after_seconds=600)
     claimed = run(
         lambda app: app.backend.jobs_fetch(worker_id="seed", limit=5, queues=["stale"]), url

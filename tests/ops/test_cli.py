@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -82,8 +83,11 @@ def test_enqueue_with_an_expiry_and_a_uniqueness_window(cli: Cli, store: Any) ->
     assert (view.expires_at - view.created_at).total_seconds() == pytest.approx(600)
     again = cli(*args, "--unique-for", "3600").output
     assert again.startswith(first) and "its window is open" in again
-    late = cli("enqueue", "digest", "{}", "--queue", "stale", "--expires-at", "2001-01-01").output
-    on_store(store, lambda b: b.jobs_fetch(worker_id="w", limit=5, queues=["stale"]))
+    past = cli("enqueue", "digest", "{}", "--expires-at", "2001-01-01", expect=1).output
+    assert past.startswith("error: expires_at: must be after the job is due (now; it is 2001")
+    late = cli("enqueue", "digest", "{}", "--queue", "stale", "--expires-after", "1").output
+    later = datetime.now(UTC) + timedelta(minutes=1)  # a claim on a clock past its expiry
+    on_store(store, lambda b: b.jobs_fetch(worker_id="w", limit=5, queues=["stale"], now=later))
     listed = cli("dlq", "list", "--reason", "expired").output
     assert late.strip() in listed
     both = cli("enqueue", "d", "{}", "--expires-after", "5", "--expires-at", "1h", expect=2)

@@ -356,7 +356,16 @@ def test_cancel_names_what_it_cancelled_and_why_the_rest_was_not(store: Store) -
     burst(store)
     [pending] = enqueue(store, lambda h: [h["ok"].prepare(n=2, queue="nobody")])
     done = chokaq(
-        store, "job", "cancel", pending, finished, UNKNOWN, pending.upper(), "--actor", "alice"
+        store,
+        "job",
+        "cancel",
+        pending,
+        finished,
+        UNKNOWN,
+        pending.upper(),
+        "--actor",
+        "alice",
+        expect=1,  # some were not cancelled: exit 1, as retry and run-now
     )
     lines = done.stdout.splitlines()
     assert lines[0] == "cancelled 1, cancel requested 0, not cancelled 2"
@@ -370,8 +379,19 @@ def test_cancel_names_what_it_cancelled_and_why_the_rest_was_not(store: Store) -
         "cancelled",
         "alice",
     )
-    again = chokaq(store, "job", "cancel", pending).stdout
+    again = chokaq(store, "job", "cancel", pending, expect=1).stdout
     assert f"not cancelled, already failed (cancelled): {pending}" in again
+
+
+def test_cancel_of_an_unknown_id_exits_1_as_show_retry_and_run_now_do(store: Store) -> None:
+    # Issue 32: job cancel <unknown id> exited 0; job show, retry and run-now exit 1.
+    [pending] = enqueue(store, lambda h: [h["ok"].prepare(n=2, queue="nobody")])
+    for command in (["cancel"], ["retry"], ["run-now"], ["show"]):
+        done = chokaq(store, "job", *command, UNKNOWN, expect=1)
+        assert UNKNOWN in done.stdout + done.stderr, (command, done)
+        assert "never enqueued, or purged" in done.stdout + done.stderr, (command, done)
+    done = chokaq(store, "job", "cancel", pending)  # all cancelled: 0
+    assert done.stdout.splitlines()[0] == "cancelled 1, cancel requested 0, not cancelled 0"
 
 
 def test_workflow_show_and_cancel(store: Store) -> None:

@@ -1,10 +1,14 @@
 """A store that cannot be reached fails at once with its real cause: a refused PostgreSQL
-port, a missing PostgreSQL database, a missing SQLite directory; and read-only CLI commands
-never create a database file."""
+port, a missing PostgreSQL database, a missing SQLite directory; read-only CLI commands never
+create a database file; and an empty database URL (given, or set in ``CHOKAQ_DATABASE_URL``) is
+an error naming where it came from, never the default ``./chokaq.db``."""
 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +19,9 @@ from tests.conftest import PG_URL, require_postgres
 from chokaq import App
 from chokaq.cli import main
 from chokaq.errors import ConfigurationError, StorageUnavailableError
+from chokaq.storage import create_backend
+
+REPO = Path(__file__).resolve().parents[2]
 
 # The pool's own wait was 30 s; the first direct connection fails in well under that.
 FAST_SECONDS = 15.0
@@ -127,3 +134,66 @@ def test_the_cli_prints_the_cause_in_one_line(
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and cause in lines[0], lines
     assert "pool initialization incomplete" not in result.output
+
+
+def test_an_empty_database_url_is_an_error_naming_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 32: CHOKAQ_DATABASE_URL= (set but empty) made App() write to a new ./chokaq.db.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CHOKAQ_DATABASE_URL", raising=False)
+    for url, said in (("", "empty"), ("  ", "blank")):
+        with pytest.raises(ConfigurationError) as info:
+            App(url)
+        assert str(info.value).startswith(f"url: must not be {said}: give a database URL")
+        with pytest.raises(ConfigurationError) as info:
+            create_backend(url)
+        assert str(info.value).startswith(f"url: must not be {said}")
+        monkeypatch.setenv("CHOKAQ_DATABASE_URL", url)
+        with pytest.raises(ConfigurationError) as info:
+            App()
+        assert str(info.value).startswith(f"CHOKAQ_DATABASE_URL: must not be {said}")
+        assert str(info.value).endswith("or unset it for the default sqlite:///chokaq.db")
+        monkeypatch.delenv("CHOKAQ_DATABASE_URL")
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}")
+    with pytest.raises(ConfigurationError, match=r"^url: must not be empty"):
+        app.configure(url="")
+    assert app.url == f"sqlite:///{tmp_path / 'jobs.db'}"
+    monkeypatch.setenv("CHOKAQ_DATABASE_URL", "")
+    assert App("sqlite:///given.db").url == "sqlite:///given.db"  # the variable is not read
+    monkeypatch.delenv("CHOKAQ_DATABASE_URL")
+    assert App().url == "sqlite:///chokaq.db"  # unset: the default, as documented
+    assert list(tmp_path.iterdir()) == []  # nothing was created
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "named"),
+    [
+        ("", ["enqueue", "t", "{}"], "CHOKAQ_DATABASE_URL: must not be empty"),
+        (" ", ["migrate"], "CHOKAQ_DATABASE_URL: must not be blank"),
+        ("", ["worker", "--app", "tests.ops.ops_app:app", "--burst"], "CHOKAQ_DATABASE_URL"),
+        (None, ["enqueue", "t", "{}", "--database", ""], "'--database'"),
+        (None, ["stats", "--database", " "], "'--database'"),
+        (None, ["demo", "--postgres", ""], "'--postgres'"),
+    ],
+    ids=["enqueue-env", "migrate-env", "worker-env", "enqueue-option", "stats-option", "demo"],
+)
+def test_the_cli_refuses_an_empty_database_url_as_a_usage_error(
+    tmp_path: Path, env: str | None, args: list[str], named: str
+) -> None:
+    environment = {key: value for key, value in os.environ.items() if key != "CHOKAQ_DATABASE_URL"}
+    environment["PYTHONPATH"] = os.pathsep.join((str(REPO / "src"), str(REPO)))
+    if env is not None:
+        environment["CHOKAQ_DATABASE_URL"] = env
+    done = subprocess.run(
+        [sys.executable, "-m", "chokaq", *args],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert "Invalid value for '--" in done.stderr and named in done.stderr, done.stderr
+    assert "give a database URL" in done.stderr and "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []  # no ./chokaq.db (nor any other file) was created

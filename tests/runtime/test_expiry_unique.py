@@ -38,8 +38,13 @@ async def test_a_job_not_started_by_its_expiry_is_dead_lettered_not_run(
         ran.append(n)
 
     await app.open()
+    # Enqueued on a clock a minute back, due then and expiring a second ago (an expiry in the
+    # past is refused at enqueue).
     past = datetime.now(UTC) - timedelta(seconds=1)
-    late = await report.options(expires_at=past).enqueue(n=1)
+    [written] = await app.backend.jobs_enqueue(
+        [report.options(expires_at=past).prepare(n=1)], now=past - timedelta(minutes=1)
+    )
+    late = written.id
     fresh = await report.options(expires_after_seconds=3600).enqueue(n=2)
     plain = await report.enqueue(n=3)
     assert (await view(app, fresh)).expires_at is not None

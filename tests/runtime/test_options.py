@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -17,8 +18,17 @@ from typing import Any
 import psycopg
 import pytest
 
-from chokaq import App, ContextJobHandle, JobContext, JobHandle, ValidationError
+from chokaq import (
+    App,
+    ConfigurationError,
+    ContextJobHandle,
+    JobContext,
+    JobHandle,
+    RetryPolicy,
+    ValidationError,
+)
 from chokaq.handles import OPTION_NAMES
+from chokaq.limits import check_max_attempts
 from chokaq.models import JobStatus, Pillar
 
 
@@ -188,6 +198,58 @@ async def test_the_keyword_options_keep_working(make_app: Callable[..., App]) ->
 
         @app.job(timeout=1, timeout_seconds=1)
         async def both() -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("priority", 10**9),
+        ("priority", 1.5),
+        ("timeout_seconds", math.nan),
+        ("timeout_seconds", 1e308),
+        ("timeout_seconds", -5),
+        ("timeout_seconds", 0),
+        ("timeout_seconds", "30"),
+        ("timeout", math.inf),
+        ("max_attempts", 0),
+        ("max_attempts", 10**6),
+        ("queue", ""),
+        ("queue", " padded"),
+    ],
+)
+async def test_handler_options_are_refused_at_decoration_as_enqueue_refuses_them(
+    make_app: Callable[..., App], option: str, value: Any
+) -> None:
+    # Issue 32: @app.job(timeout_seconds=nan) was accepted and every job then failed as
+    # TIMEOUT; @app.job(priority=10**9) was accepted and every enqueue then failed. One check,
+    # the enqueue's, with the enqueue's message, when the module is imported.
+    app = make_app()
+
+    @app.job()
+    async def ping() -> None: ...
+
+    await app.open()
+    with pytest.raises(ValidationError) as at_enqueue:
+        await ping.options(**{option: value}).enqueue()
+    with pytest.raises(ValidationError) as at_decoration:
+        app.job(**{option: value})
+    assert str(at_decoration.value) == str(at_enqueue.value)
+    assert at_decoration.value.field == {"timeout": "timeout_seconds"}.get(option, option)
+    if option != "priority":  # a pipe takes the others, checked alike
+        with pytest.raises(ValidationError) as at_pipe:
+            app.pipe(**{"queue": "raw", option: value})
+        assert str(at_pipe.value) == str(at_enqueue.value)
+    assert list(app.handlers) == ["ping"] and not app.pipes
+    assert (await app.backend.stats_summary()).pending == 0
+
+
+def test_a_retry_policy_checks_max_attempts_by_the_same_rule() -> None:
+    with pytest.raises(ValidationError) as at_enqueue:
+        check_max_attempts("max_attempts", 0)
+    for bad in (0, 1001, True, 2.0):
+        with pytest.raises(ConfigurationError) as info:
+            RetryPolicy(max_attempts=bad)  # type: ignore[arg-type]
+        assert str(info.value) == f"retry.{at_enqueue.value}"
 
 
 async def test_prepare_and_enqueue_many_take_the_options(make_app: Callable[..., App]) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chokaq.errors import ConfigurationError, FatalError, ThrottledError
+from chokaq.errors import ConfigurationError, FatalError, ThrottledError, ValidationError
+from chokaq.limits import MAX_DELAY_SECONDS
 from chokaq.models import (
     ClaimedJob,
     FailMove,
@@ -20,7 +22,7 @@ from chokaq.models import (
 from chokaq.outcomes import Retry
 from chokaq.runtime.circuit import CircuitBreakers, CircuitPolicy, CircuitState
 from chokaq.runtime.executor import Result, StopReason, decide
-from chokaq.runtime.retry import RetryPolicy
+from chokaq.runtime.retry import RetryPolicy, explicit_delay
 from chokaq.runtime.settings import WorkerSettings
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -64,10 +66,91 @@ def test_jitter_stays_in_range_and_never_passes_the_cap() -> None:
         assert policy.backoff(30, rng) == 10
 
 
-def test_throttled_delay_is_exact_but_capped() -> None:
-    policy = RetryPolicy(max_delay_seconds=60)
-    assert policy.throttled(17.5) == 17.5
-    assert policy.throttled(3600) == 60
+def test_a_named_delay_is_exact_up_to_366_days_and_refused_past_it() -> None:
+    assert explicit_delay("Retry.after_seconds", 17.5) == 17.5
+    assert explicit_delay("Retry.after_seconds", 0) == 0
+    assert explicit_delay("Retry.after_seconds", -3) == 0  # a reset time already past: at once
+    assert explicit_delay("Retry.after_seconds", MAX_DELAY_SECONDS) == MAX_DELAY_SECONDS
+    for bad, limit in [
+        (MAX_DELAY_SECONDS + 1, "must be at most 31622400 seconds"),
+        (math.nan, "must be a finite number of seconds"),
+        (math.inf, "must be a finite number of seconds"),
+        (-math.inf, "must be a finite number of seconds"),
+        ("30", "must be a number of seconds, not str"),
+        (True, "must be a number of seconds, not bool"),
+    ]:
+        with pytest.raises(ValidationError) as info:
+            explicit_delay("ThrottledError.retry_after_seconds", bad)
+        assert (info.value.field, info.value.limit) == ("ThrottledError.retry_after_seconds", limit)
+
+
+@pytest.mark.parametrize("seconds", [7200, 86_399.5])
+def test_a_named_delay_is_not_capped_by_the_policys_max_delay(seconds: float) -> None:
+    # Issue 32: both were scheduled max_delay_seconds (3600) ahead, the docs said "exactly".
+    policy = RetryPolicy(jitter_seconds=0)  # max_delay_seconds 3600, max job age one day
+    for kw in (
+        {"result": Result.RETURNED_RETRY, "value": Retry(after_seconds=seconds)},
+        {"result": Result.RAISED, "error": ThrottledError("429", retry_after_seconds=seconds)},
+    ):
+        move = decide_for(policy=policy, **kw)  # type: ignore[arg-type]
+        assert isinstance(move, RetryMove) and move.run_at == NOW + timedelta(seconds=seconds)
+    # The computed backoff is still capped: 60 * 2 is 120, the cap 90.
+    capped = RetryPolicy(base_delay_seconds=60, max_delay_seconds=90, jitter_seconds=0)
+    move = decide_for(Result.RAISED, attempt=2, error=ValueError("x"), policy=capped)
+    assert isinstance(move, RetryMove) and move.run_at == NOW + timedelta(seconds=90)
+    retry = decide_for(Result.RETURNED_RETRY, attempt=2, value=Retry(), policy=capped)
+    assert isinstance(retry, RetryMove) and retry.run_at == NOW + timedelta(seconds=90)
+
+
+def test_a_named_delay_of_366_days_is_honoured_when_the_job_may_live_that_long() -> None:
+    policy = RetryPolicy(jitter_seconds=0, max_job_age_seconds=None)
+    move = decide_for(
+        Result.RETURNED_RETRY, value=Retry(after_seconds=MAX_DELAY_SECONDS), policy=policy
+    )
+    assert isinstance(move, RetryMove)
+    assert move.run_at == NOW + timedelta(days=366)
+    # The policy's max job age still applies to it, as to any retry.
+    aged = decide_for(Result.RETURNED_RETRY, value=Retry(after_seconds=2 * 86400))
+    assert isinstance(aged, FailMove) and aged.reason is FailureReason.RETRY_LIFETIME_EXPIRED
+
+
+@pytest.mark.parametrize(
+    ("kw", "field", "limit"),
+    [
+        (
+            {"result": Result.RETURNED_RETRY, "value": Retry(after_seconds=MAX_DELAY_SECONDS + 1)},
+            "Retry.after_seconds",
+            "must be at most 31622400 seconds",
+        ),
+        (
+            {"result": Result.RETURNED_RETRY, "value": Retry(after_seconds=math.nan)},
+            "Retry.after_seconds",
+            "must be a finite number of seconds",
+        ),
+        (
+            {"result": Result.RAISED, "error": ThrottledError("429", retry_after_seconds=1e12)},
+            "ThrottledError.retry_after_seconds",
+            "must be at most 31622400 seconds",
+        ),
+        (
+            {"result": Result.RAISED, "error": ThrottledError("429", retry_after_seconds="60")},  # type: ignore[arg-type]
+            "ThrottledError.retry_after_seconds",
+            "must be a number of seconds, not str",
+        ),
+    ],
+    ids=["retry-too-far", "retry-nan", "throttled-too-far", "throttled-text"],
+)
+def test_a_named_delay_past_the_maximum_is_refused_naming_the_field(
+    kw: dict[str, object], field: str, limit: str
+) -> None:
+    # Refused, not shortened to fit: the job goes to the DLQ saying which value and which rule,
+    # on any attempt (a delay that can never be honoured is a bug, not bad luck).
+    for attempt in (1, 3):
+        move = decide_for(attempt=attempt, policy=RetryPolicy(max_job_age_seconds=None), **kw)  # type: ignore[arg-type]
+        assert isinstance(move, FailMove) and move.reason is FailureReason.FATAL_ERROR
+        assert f"Not retried: {field}: {limit}" in move.error
+        first = move.error.splitlines()[0]
+        assert first.startswith(("Retry: ", "chokaq.errors.ThrottledError: 429")), first
 
 
 @pytest.mark.parametrize(

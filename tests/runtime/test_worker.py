@@ -238,6 +238,50 @@ async def test_throttled_retry_after_is_honoured_exactly(make_app: Callable[...,
     assert timedelta(seconds=0.5) <= starts[1] - starts[0] < timedelta(seconds=1.5)
 
 
+async def test_a_named_retry_delay_is_honoured_past_the_policys_max_delay(
+    make_app: Callable[..., App],
+) -> None:
+    # Issue 32: Retry(after_seconds=7200) and ThrottledError(retry_after_seconds=7200) were
+    # scheduled 3600 s ahead (the policy's max_delay_seconds) although the docs said "exactly".
+    app = make_app(retry=RetryPolicy(max_attempts=3, jitter_seconds=0))  # max_delay 3600
+
+    @app.job()
+    async def later() -> Retry:
+        return Retry(after_seconds=7200)
+
+    @app.job()
+    async def partner() -> None:
+        raise ThrottledError("429", retry_after_seconds=7200)
+
+    @app.job()
+    async def never() -> Retry:
+        return Retry(after_seconds=400 * 86400)
+
+    await app.open()
+    before = datetime.now(UTC)
+    ids = [await later.enqueue(), await partner.enqueue(), await never.enqueue()]
+
+    async def settled() -> bool:
+        views = [await app.backend.job_get(i) for i in ids]
+        return all(v is not None and v.attempt_count == 1 for v in views[:2]) and (
+            await _in(app, ids[2], Pillar.DLQ)
+        )
+
+    async with running(app):
+        await until(settled)
+    after = datetime.now(UTC)
+    for job_id in ids[:2]:
+        view = await app.backend.job_get(job_id)
+        assert view is not None and view.pillar is Pillar.HOT and view.scheduled_at is not None
+        assert before + timedelta(seconds=7200) <= view.scheduled_at
+        assert view.scheduled_at <= after + timedelta(seconds=7200)
+    dead = await app.backend.job_get(ids[2])
+    assert dead is not None and dead.failure_reason is FailureReason.FATAL_ERROR
+    assert "Not retried: Retry.after_seconds: must be at most 31622400 seconds" in (
+        dead.error or ""
+    )
+
+
 async def test_lifetime_expiry_stops_retries(make_app: Callable[..., App]) -> None:
     app = make_app(
         retry=RetryPolicy(

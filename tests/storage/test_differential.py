@@ -307,6 +307,21 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("NaN payload", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload="[NaN]")])),
         ("repeated key", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload='{"a":1,"a":1}')])),
         ("surrogate escape", lambda b, s: b.jobs_enqueue([NewJob(type="t", payload='"\\udc00"')])),
+        # Issue 32: an empty key meant no key, " k1 " was trimmed into the seeded "k1" (a
+        # duplicate), and an expiry before the job was due was taken (EXPIRED at its claim).
+        ("empty key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key="")])),
+        ("padded key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key=" k1 ")])),
+        ("expiry past", lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(5))], now=at(10))),
+        ("expiry due", lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(10))], now=at(10))),
+        (
+            "expiry inside delay",
+            lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(12), delay=5)], now=at(10)),
+        ),
+        (
+            "expiry short of run_at",
+            lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, None, 5, run_at=at(20))], now=at(10)),
+        ),
+        ("none of them written", lambda b, s: b.job_get(UNKNOWN)),
         ("naive now", lambda b, s: b.jobs_enqueue([NewJob(type="t")], now=NAIVE)),
         ("tags as text", lambda b, s: b.jobs_enqueue([NewJob(type="t", tags="abc")])),  # type: ignore[arg-type]
         ("too many", lambda b, s: b.jobs_enqueue([NewJob(type="t")] * 100_001)),

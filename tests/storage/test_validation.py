@@ -100,9 +100,35 @@ CASES = [
     ("tags-dict", {"tags": {"a": 1}}, "tags", "must be a list of strings, not dict"),
     (
         "key-long",
-        {"idempotency_key": "  " + "k" * 256 + "  "},
+        {"idempotency_key": "k" * 256},
         "idempotency_key",
         "must be at most 255 characters (got 256)",
+    ),
+    # An empty key is not "no key", and outer whitespace is refused, not trimmed into another
+    # key (issue 32: "" was taken as no key, " key " became "key").
+    (
+        "key-empty",
+        {"idempotency_key": ""},
+        "idempotency_key",
+        "must not be empty (leave it out for no key)",
+    ),
+    (
+        "key-blank",
+        {"idempotency_key": " \t "},
+        "idempotency_key",
+        "must not be blank (leave it out for no key)",
+    ),
+    (
+        "key-padded",
+        {"idempotency_key": " key "},
+        "idempotency_key",
+        "must not start or end with whitespace",
+    ),
+    (
+        "key-trailing-newline",
+        {"idempotency_key": "key\n"},
+        "idempotency_key",
+        "must not start or end with whitespace",
     ),
     ("key-int", {"idempotency_key": 5}, "idempotency_key", "must be a string, not int"),
     ("key-nul", {"idempotency_key": "a\x00"}, "idempotency_key", "must not contain NUL bytes"),
@@ -197,6 +223,46 @@ CASES = [
         "created_by",
         "must not contain control characters",
     ),
+    # An expiry the job could never reach (issue 32: one in the past was taken, and the job
+    # went to the DLQ as EXPIRED at its first claim). The clock is the enqueue's, T0.
+    (
+        "expires-past",
+        {"expires_at": T0 - timedelta(seconds=1)},
+        "expires_at",
+        "must be after the job is due (now; it is 2025-01-01 11:59:59 UTC): the job could "
+        "never start",
+    ),
+    (
+        "expires-now",
+        {"expires_at": T0},
+        "expires_at",
+        "must be after the job is due (now...",
+    ),
+    (
+        "expires-inside-delay",
+        {"expires_at": T0 + timedelta(seconds=30), "delay_seconds": 60},
+        "expires_at",
+        "must be after the job is due (now + delay_seconds (60); it is 2025-01-01 12:00:30 "
+        "UTC): the job could never start",
+    ),
+    (
+        "expires-before-run-at",
+        {"expires_at": T0 + timedelta(seconds=5), "run_at": T0 + timedelta(seconds=6)},
+        "expires_at",
+        "must be after run_at: the job could never start",
+    ),
+    (
+        "expires-after-short-of-run-at",
+        {"expires_after_seconds": 60, "run_at": T0 + timedelta(seconds=600)},
+        "expires_after_seconds",
+        "must reach past run_at (600 s from now): the job could never start",
+    ),
+    (
+        "expires-after-inside-delay",
+        {"expires_after_seconds": 60, "delay_seconds": 60},
+        "expires_after_seconds",
+        "must be more than delay_seconds (60): the job could never start",
+    ),
     ("id-not-uuid", {"id": "job-1"}, "id", "must be a job id (a canonical UUID string)"),
     (
         "id-uppercase",
@@ -265,7 +331,7 @@ async def test_one_bad_job_in_a_batch_writes_none_of_it(seeded, fields, field, l
 
 
 async def test_limits_that_are_fine_are_accepted(backend):
-    key = "  " + "k" * 255 + "  "
+    key = "k" * 255
     tags = tuple(f"{i:02d}" + "x" * 97 for i in range(10))  # 10 * 99 + 9 = 999 characters
     results = await backend.jobs_enqueue(
         [
@@ -280,6 +346,21 @@ async def test_limits_that_are_fine_are_accepted(backend):
     assert [r.duplicate for r in results] == [False] * 5
     assert (await backend.job_get(results[0].id)).idempotency_key == "k" * 255
     assert (await backend.job_get(results[4].id)).queue == "ünïcödé ✓"
+
+
+async def test_a_key_is_stored_exactly_as_given_and_an_expiry_just_ahead_is_taken(backend):
+    # Inner whitespace and any case are the caller's: kept verbatim, so "a key" and "a  key"
+    # are two keys, as they read.
+    keys = ["a key", "a  key", "K", "k", "ключ"]
+    results = await backend.jobs_enqueue(
+        [job(idempotency_key=k, expires_at=T0 + timedelta(microseconds=1)) for k in keys],
+        now=T0,
+    )
+    assert [r.duplicate for r in results] == [False] * len(keys)
+    assert [(await backend.job_get(r.id)).idempotency_key for r in results] == keys
+    later = T0 + timedelta(seconds=61)
+    [due] = await backend.jobs_enqueue([job(delay_seconds=60, expires_at=later)], now=T0)
+    assert (await backend.job_get(due.id)).expires_at == later
 
 
 async def test_payload_cap_is_configurable(open_backend):

@@ -216,9 +216,12 @@ async def test_an_expiry_moves_with_its_jobs_due_time(make_app: Callable[..., Ap
 
     await app.open()
     kept = await report.options(delay_seconds=3600, expires_after_seconds=7200).enqueue(name="a")
-    late = await report.options(expires_at=datetime.now(UTC) - timedelta(seconds=1)).enqueue(
-        name="b"
+    # Enqueued on a clock a minute back (an expiry in the past is refused at enqueue).
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    [written] = await app.backend.jobs_enqueue(
+        [report.options(expires_at=past).prepare(name="b")], now=past - timedelta(minutes=1)
     )
+    late = written.id
     drained = await run_until_idle(app)
     assert ran == ["a"] and (drained.succeeded, drained.failed) == (1, 1)
     assert drained.advanced_seconds > 3500  # an hour, less what real time passed meanwhile

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from chokaq import App, ConfigurationError, JobContext, JobFailedError, Pillar, RetryPolicy
+from chokaq import (
+    App,
+    ConfigurationError,
+    JobContext,
+    JobFailedError,
+    Pillar,
+    RetryPolicy,
+    ValidationError,
+)
 from chokaq.testing import eager
 
 
@@ -145,3 +154,41 @@ async def test_an_app_cannot_be_made_eager_twice(make_app: Callable[..., App]) -
     with eager(app), pytest.raises(ConfigurationError, match="already eager"), eager(app):
         pass
     assert "enqueue_many" not in vars(app) and "enqueue_many_sync" not in vars(app)
+
+
+async def test_eager_refuses_what_an_enqueue_refuses_and_runs_nothing(
+    make_app: Callable[..., App],
+) -> None:
+    # Issue 32: an empty key, a padded key and an expiry in the past, refused in test mode as
+    # outside it, naming the field; a key is kept as given.
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job()
+    async def send(to: str) -> None:
+        ran.append(to)
+
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    with eager(app):
+        for options, field in (
+            ({"idempotency_key": ""}, "idempotency_key"),
+            ({"idempotency_key": " welcome "}, "idempotency_key"),
+            ({"expires_at": past}, "expires_at"),
+        ):
+            with pytest.raises(ValidationError) as info:
+                await send.options(**options).enqueue(to="a")
+            assert info.value.field == field
+            with pytest.raises(ValidationError) as info:
+                await send.options(**options).enqueue_many([{"to": "b"}])
+            assert info.value.field == field  # one call: named as a single job is
+            with pytest.raises(ValidationError) as info:
+                await app.enqueue_many(
+                    [send.prepare(to="c"), send.options(**options).prepare(to="d")]
+                )
+            assert info.value.field == f"jobs[1].{field}"
+        assert ran == []
+        await send.options(idempotency_key="welcome a").enqueue(to="a")
+    assert ran == ["a"]
+    held = await send.options(idempotency_key="welcome a").enqueue(to="z")  # written only
+    view = await app.get_job(held)
+    assert view is not None and view.idempotency_key == "welcome a"  # as given

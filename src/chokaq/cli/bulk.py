@@ -331,8 +331,9 @@ def job_cancel(
 ) -> None:
     """Cancel jobs by id, or all active jobs matching a filter (a preview, then confirm), from
     any process: a pending, fetched or waiting job goes to the DLQ as cancelled at once; a
-    running one is asked to stop (its worker hears it). A job that has finished is left alone
-    and named. Jobs waiting on a cancelled job are blocked from then on: 'chokaq workflow
+    running one is asked to stop (its worker hears it). A job that has finished, or that no
+    pillar holds, is left alone and named, and the exit code is 1 (as 'job retry' and
+    'run-now'). Jobs waiting on a cancelled job are blocked from then on: 'chokaq workflow
     cancel' cancels a whole workflow.
 
     \b
@@ -362,3 +363,5 @@ def job_cancel(
         len(result.cancelled) + len(result.requested),
     )
     print_cancelled(result, why)
+    if result.not_found:  # an unknown id was exit 0, unlike show, retry and run-now
+        sys.exit(1)

@@ -45,8 +45,9 @@ FALLBACK: dict[str, dict[str, str]] = {
         "holds for @app.job, @app.pipe and enqueue).",
         "base_delay_seconds": "wait before the first retry (0: at once, plus jitter).",
         "multiplier": "each further retry waits this many times longer.",
-        "max_delay_seconds": "cap on any single wait (jitter included), applied before the "
-        "power is computed; at most 366 days.",
+        "max_delay_seconds": "cap on a computed backoff (jitter included), applied before the "
+        "power is computed; at most 366 days. A delay the handler names (Retry(after_seconds="
+        "...), ThrottledError(retry_after_seconds=...)) is not capped by it.",
         "jitter_seconds": "up to this much random delay is added to each backoff.",
         "max_job_age_seconds": "a retry that would land past created_at + this age goes to the "
         "DLQ as RETRY_LIFETIME_EXPIRED (None disables); at most ten years.",
@@ -179,7 +180,9 @@ CLI_ENVIRONMENT = {
     "CHOKAQ_DATABASE_URL": "The database URL (`sqlite:///path` or `postgresql://...`). `App()` "
     "given no URL reads it too (else `sqlite:///chokaq.db`). For a command it is `--database`'s "
     "default, and `--database` replaces the URL of the App `--app` names: set in a command's "
-    "environment, it wins over the App's own URL.",
+    "environment, it wins over the App's own URL. Set but empty (or blank) it is an error "
+    "naming it, for `App()` and every command alike (exit code 2), never the default file: "
+    "unset it for that. An empty `--database` or `App(url='')` is refused the same way.",
     "CHOKAQ_SCHEMA": "The PostgreSQL schema, or SQLite table prefix, a command works on; it "
     "replaces the App's `schema=` (default `chokaq`). `App` itself does not read it: pass "
     '`App(..., schema=os.environ.get("CHOKAQ_SCHEMA", "chokaq"))` to share it with your code.',

@@ -10,9 +10,19 @@ from pathlib import Path
 
 import click
 
+from ..errors import ConfigurationError
 from ..logs import configure_logging
+from ..storage import check_url
 
 __all__ = ["COMMANDS"]
+
+
+def _postgres(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--postgres``'s URL: an empty one is a usage error, not a quiet fall back to SQLite."""
+    try:
+        return None if value is None else check_url("--postgres", value)
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--postgres: ")) from None
 
 
 async def _run_demo(url: str, host: str, port: int, with_deck: bool) -> None:
@@ -55,7 +65,12 @@ async def _run_demo(url: str, host: str, port: int, with_deck: bool) -> None:
 
 
 @click.command()
-@click.option("--postgres", "postgres_url", help="Run on this PostgreSQL URL instead of SQLite.")
+@click.option(
+    "--postgres",
+    "postgres_url",
+    callback=_postgres,
+    help="Run on this PostgreSQL URL instead of SQLite.",
+)
 @click.option(
     "--database",
     "db_path",

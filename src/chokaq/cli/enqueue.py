@@ -36,7 +36,11 @@ __all__ = ["COMMANDS"]
     "--run-at",
     help="When the job is due: ISO date/time (UTC when naive) or a time from now (2h, 30m).",
 )
-@click.option("--idempotency-key", help="Skip the enqueue while a job with this key is active.")
+@click.option(
+    "--idempotency-key",
+    help="Skip the enqueue while a job with this key is active (kept as given: an empty key, "
+    "or one with spaces at either end, is refused).",
+)
 @click.option(
     "--unique-for",
     type=float,
@@ -51,7 +55,8 @@ __all__ = ["COMMANDS"]
 )
 @click.option(
     "--expires-at",
-    help="Not started by then (ISO date/time, UTC when naive, or 2h, 30m from now): EXPIRED.",
+    help="Not started by then (ISO date/time, UTC when naive, or 2h, 30m from now): EXPIRED. "
+    "It must be after the job is due.",
 )
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--max-attempts", type=int, help="Executions allowed, the first included.")

@@ -7,14 +7,14 @@ import asyncio
 
 import click
 
-from .options import load_app, logged, schema_option
+from .options import database_option, load_app, logged, schema_option
 
 __all__ = ["COMMANDS"]
 
 
 @click.command()
 @click.option("--app", "app_spec", help="An App as module:attribute (for its URL and schema).")
-@click.option("--database", envvar="CHOKAQ_DATABASE_URL", show_envvar=True, help="Database URL.")
+@database_option("Database URL.")
 @schema_option
 @logged
 def migrate(app_spec: str | None, database: str | None, schema: str | None) -> None:

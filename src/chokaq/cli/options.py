@@ -22,21 +22,23 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
-from ..app import App
-from ..errors import ValidationError
+from ..app import URL_VARIABLE, App
+from ..errors import ConfigurationError, ValidationError
 from ..ids import is_job_id
 from ..limits import MAX_TIME, MIN_TIME
 from ..logs import PlainFormatter, default_level, logger
 from ..models import FailureReason
 from ..rates import check_rate
-from ..storage import UNSET
+from ..storage import UNSET, check_url
 
 __all__ = [
     "CLEAR_WORDS",
     "actor_option",
     "console",
+    "database_option",
     "load_app",
     "logged",
     "make_app",
@@ -82,15 +84,38 @@ def schema_option(fn: F) -> F:
     )(fn)
 
 
+def _database(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--database``'s value, or None (the App's URL). An empty or blank one is a usage error
+    naming the option or ``CHOKAQ_DATABASE_URL``, whichever gave it, before anything is
+    opened: click reads an empty variable as unset, which let the App's URL (or a new
+    ``./chokaq.db``) be used without a word."""
+    from_env = ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT
+    if value is None:
+        if os.environ.get(URL_VARIABLE) != "":
+            return None  # left out, and the variable unset: the App's URL
+        value, from_env = "", True
+    try:
+        return check_url(URL_VARIABLE, value)
+    except ConfigurationError as exc:
+        if from_env:  # click's own prefix names the option; say which source gave the value
+            raise click.BadParameter(f"{exc}, or unset it") from None
+        reason = str(exc).removeprefix(f"{URL_VARIABLE}: ")
+        raise click.BadParameter(f"{reason}, or leave --database out") from None
+
+
+def database_option(help: str) -> Callable[[F], F]:
+    """Add ``--database`` (default ``$CHOKAQ_DATABASE_URL``), refusing an empty URL."""
+    return click.option(
+        "--database", envvar=URL_VARIABLE, show_envvar=True, callback=_database, help=help
+    )
+
+
 def store_options(fn: F) -> F:
     """Add ``--app``, ``--database`` and ``--schema`` to a command."""
     fn = schema_option(fn)
-    fn = click.option(
-        "--database",
-        envvar="CHOKAQ_DATABASE_URL",
-        show_envvar=True,
-        help="Database URL (sqlite:///path or postgresql://...); overrides the App's.",
-    )(fn)
+    fn = database_option("Database URL (sqlite:///path or postgresql://...); overrides the App's.")(
+        fn
+    )
     fn = click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
     return fn
 
@@ -137,7 +162,7 @@ def load_app(spec: str | None, database: str | None = None) -> App:
         target = target()
     if not isinstance(target, App):
         raise click.BadParameter(f"{spec!r} is not a chokaq.App", param_hint="--app")
-    if database:
+    if database is not None:
         target.configure(url=database)
     return target
 

@@ -14,11 +14,13 @@ from typing import Any
 
 import click
 
+from ..errors import ValidationError
 from ..http import worker_ops
+from ..limits import check_name
 from ..logs import Event, configure_logging, log_event
 from ..runtime.burst import EXIT_WORK_LEFT, describe
 from ..runtime.worker import Worker
-from .options import make_app, schema_option
+from .options import database_option, make_app, schema_option
 from .supervisor import EXIT_RECYCLED, Supervisor, child_python
 
 __all__ = ["COMMANDS", "run_worker_process"]
@@ -93,6 +95,29 @@ def _on_supervisor_pipe(loop: asyncio.AbstractEventLoop, fd: int, worker: Worker
     worker.stop()
 
 
+def _queues(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``--queues``' names (None: left out, the app's own queues). Names are trimmed around
+    the commas; an empty list (``--queues ""``, ``","``) or an empty item (``a,,b``) is a usage
+    error, not "the app's own queues" (which ``--queues ''`` quietly meant), and so is a name
+    that no enqueue would take."""
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",")]
+    if not any(names):
+        raise click.BadParameter(
+            f"{value!r} names no queue: give queue names separated by commas, or '*' for every "
+            "queue (leave --queues out for the queues the app's handlers declare)"
+        )
+    for i, name in enumerate(names, 1):
+        if not name:
+            raise click.BadParameter(f"{value!r}: name {i} of {len(names)} is empty")
+        try:
+            check_name("--queues", name)
+        except ValidationError as exc:
+            raise click.BadParameter(f"{name!r} {exc.limit}") from None
+    return tuple(dict.fromkeys(names))
+
+
 # Not ``click.ParamType[int]``: click before 8.2 (we support 8.1) has no generic ParamType.
 class _Processes(click.ParamType):  # type: ignore[type-arg]
     name = "N|auto"
@@ -113,10 +138,11 @@ class _Processes(click.ParamType):  # type: ignore[type-arg]
 
 @click.command()
 @click.option("--app", "app_spec", required=True, help="The App to run, as module:attribute.")
-@click.option("--database", envvar="CHOKAQ_DATABASE_URL", help="Override the App's database URL.")
+@database_option("Override the App's database URL.")
 @schema_option
 @click.option(
     "--queues",
+    callback=_queues,
     help="Comma-separated queues to work; '*' for every queue. Default: the queues the app's "
     "handlers and pipes declare ('default' when a handler uses it). A job of a type with no "
     "handler here is released and retried for unknown_type_grace_seconds (default 1 h), "
@@ -179,7 +205,7 @@ def worker(
     app_spec: str,
     database: str | None,
     schema: str | None,
-    queues: str | None,
+    queues: tuple[str, ...] | None,
     concurrency: int | None,
     prefetch: int | None,
     burst: bool,
@@ -213,8 +239,8 @@ def worker(
     if do_migrate:
         app.auto_migrate = True
     overrides: dict[str, Any] = {"burst": burst}
-    if queues:
-        overrides["queues"] = tuple(q.strip() for q in queues.split(",") if q.strip())
+    if queues is not None:
+        overrides["queues"] = queues
     if concurrency is not None:
         overrides["concurrency"] = concurrency
     if prefetch is not None:
@@ -247,8 +273,11 @@ def _child_argv(params: dict[str, Any], metrics_port: int | None, slot: int) -> 
         ("max_jobs_per_child", "--max-jobs-per-child"),
         ("max_memory_per_child", "--max-memory-per-child"),
     ):
-        if params[name] is not None:
-            argv += [flag, str(params[name])]
+        value = params[name]
+        if isinstance(value, tuple):  # --queues, parsed: as the child will parse it again
+            value = ",".join(value)
+        if value is not None:
+            argv += [flag, str(value)]
     for name, flag in (
         ("burst", "--burst"),
         ("do_migrate", "--migrate"),

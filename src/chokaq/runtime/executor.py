@@ -24,7 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..context import JobContext, _bind, _request_stop, _unbind
-from ..errors import FatalError, ThrottledError
+from ..errors import FatalError, ThrottledError, ValidationError
 from ..limits import DEFAULT_LIMITS, storable
 from ..logs import Event, log_event
 from ..models import (
@@ -40,7 +40,7 @@ from ..outcomes import Fail, Retry
 from ..payloads import encode_result
 from ..serializer import decode_arguments
 from .host import JobHandler, Middleware, PipeHandler
-from .retry import ExceptionTypes, RetryPolicy
+from .retry import ExceptionTypes, RetryPolicy, explicit_delay
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -188,7 +188,8 @@ def decide(
     * success -> archive;
     * ``FatalError``, a fatal type of the worker's or of the job type's (``fatal_on``), an
       exception outside the type's ``retry_on`` (``ThrottledError`` excepted: it asks for a
-      retry), or ``Fail`` -> DLQ FATAL_ERROR, no retry;
+      retry), ``Fail``, or a retry delay the handler named that is not a number of seconds
+      up to 366 days (``explicit_delay``) -> DLQ FATAL_ERROR, no retry;
     * dispatch failure -> DLQ REJECTED;
     * timeout -> DLQ TIMEOUT; operator cancel -> DLQ CANCELLED (actor);
       heartbeat failure -> DLQ HEARTBEAT_FAILURE; shutdown -> back to pending now (the
@@ -255,24 +256,35 @@ def decide(
                 duration_seconds=duration,
             )
 
-    # Retryable: Retry(...) returned, a throttled error or any other exception.
+    # Retryable: Retry(...) returned, a throttled error or any other exception. A delay the
+    # handler named is honoured exactly up to the engine's maximum; the policy's max_delay caps
+    # the computed backoff only.
     throttled = isinstance(error, ThrottledError)
     if result is Result.RETURNED_RETRY:
         retry = value if isinstance(value, Retry) else Retry()
         exhausted_reason = FailureReason.MAX_RETRIES_EXCEEDED
         text = f"Retry: {retry.reason}"
-        delay = (
-            policy.throttled(retry.after_seconds)
-            if retry.after_seconds is not None
-            else policy.backoff(job.attempt_count, rng)
-        )
+        after, field = retry.after_seconds, "Retry.after_seconds"
     else:
         exhausted_reason = FailureReason.THROTTLED if throttled else FailureReason.TRANSIENT
         text = _error_text(error) if error is not None else (message or "failed")
         after = error.retry_after_seconds if isinstance(error, ThrottledError) else None
-        delay = (
-            policy.throttled(after) if after is not None else policy.backoff(job.attempt_count, rng)
-        )
+        field = "ThrottledError.retry_after_seconds"
+    if after is None:
+        delay = policy.backoff(job.attempt_count, rng)
+    else:
+        try:
+            delay = explicit_delay(field, after)
+        except ValidationError as exc:
+            # A delay the engine would not take at enqueue: refused, never shortened to fit
+            # (a retry 34 days early is no more what was asked than one 366 days late).
+            refusal = f"Not retried: {exc}"
+            return FailMove(
+                lease,
+                FailureReason.FATAL_ERROR,
+                f"{text}\n\n{refusal}" if error is None else _error_text(error, refusal),
+                duration_seconds=duration,
+            )
     if job.attempt_count >= max_attempts:
         return FailMove(
             lease,

@@ -10,8 +10,12 @@ The formula (seconds), for the n-th retry (n = 1 after the first failed executio
 
 so the first retry waits the base delay (plus jitter), the next twice that, and so on; jitter
 never pushes a delay past ``max_delay``. A base delay of 0 retries at once (plus jitter) every
-time. A throttled error's retry-after is honoured exactly, capped at ``max_delay``, without
-jitter. The cap is applied before the power is computed, so no retry number can overflow a float.
+time. The cap is applied before the power is computed, so no retry number can overflow a float.
+
+``max_delay`` caps the computed backoff only. A delay the handler names itself
+(``Retry(after_seconds=...)``, ``ThrottledError(retry_after_seconds=...)``) is honoured exactly,
+without jitter, up to the engine's maximum delay (``MAX_DELAY_SECONDS``, 366 days: an enqueue's
+delay limit, since a retry is a delayed job); ``explicit_delay`` checks it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import random
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, ValidationError
-from ..limits import MAX_ATTEMPTS, MAX_DELAY_SECONDS
+from ..limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS, check_delay, check_max_attempts
 
 __all__ = [
     "MAX_JOB_AGE_SECONDS",
@@ -29,12 +33,13 @@ __all__ = [
     "RetryPolicy",
     "check_exception_types",
     "check_retry_policy",
+    "explicit_delay",
 ]
 
 ExceptionTypes = tuple[type[BaseException], ...]
 
 # Ten years: far past any retry, and a deadline every stored time can still hold.
-MAX_JOB_AGE_SECONDS = 10 * 366 * 24 * 3600.0
+MAX_JOB_AGE_SECONDS = 10 * MAX_DELAY_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +63,10 @@ class RetryPolicy:
     max_job_age_seconds: float | None = 86400.0
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.max_attempts, bool)
-            or not isinstance(self.max_attempts, int)
-            or not 1 <= self.max_attempts <= MAX_ATTEMPTS
-        ):
-            raise ConfigurationError(
-                f"retry.max_attempts: must be an integer between 1 and {MAX_ATTEMPTS}"
-            )
+        try:  # the rule of max_attempts wherever it is set; a policy is a setting, hence the type
+            check_max_attempts("retry.max_attempts", self.max_attempts)
+        except ValidationError as exc:
+            raise ConfigurationError(str(exc)) from None
         for name in ("base_delay_seconds", "multiplier", "max_delay_seconds", "jitter_seconds"):
             if not _finite(getattr(self, name)):
                 raise ConfigurationError(f"retry.{name}: must be a finite number")
@@ -79,7 +80,8 @@ class RetryPolicy:
         if self.max_delay_seconds > MAX_DELAY_SECONDS:
             # The same bound as an enqueue's delay: a retry is a delayed job.
             raise ConfigurationError(
-                f"retry.max_delay_seconds: must be at most {MAX_DELAY_SECONDS:g} (366 days)"
+                f"retry.max_delay_seconds: must be at most {MAX_DELAY_SECONDS:g} "
+                f"({MAX_DELAY_DAYS} days)"
             )
         if self.jitter_seconds < 0:
             raise ConfigurationError("retry.jitter_seconds: must not be negative")
@@ -105,9 +107,20 @@ class RetryPolicy:
         jitter = (rng or random).uniform(0.0, room) if room > 0 else 0.0
         return capped + jitter
 
-    def throttled(self, retry_after_seconds: float) -> float:
-        """A downstream's retry-after, honoured exactly but capped at ``max_delay_seconds``."""
-        return max(0.0, min(retry_after_seconds, self.max_delay_seconds))
+
+def explicit_delay(field: str, value: object) -> float:
+    """The seconds to wait before a retry whose delay the handler named (``field`` names where:
+    ``Retry.after_seconds``, ``ThrottledError.retry_after_seconds``), honoured exactly: not
+    capped by a policy's ``max_delay_seconds``, which bounds computed backoff only. A negative
+    delay (a downstream's reset time already past) is 0, at once.
+
+    Raises ``ValidationError`` naming ``field`` for what is not a finite number of seconds or
+    is beyond ``MAX_DELAY_SECONDS`` (366 days), the rule of an enqueue's delay: a retry is a
+    delayed job, and a delay the engine would not take at enqueue is refused here too rather
+    than shortened to fit (the executor dead-letters the job saying so)."""
+    if isinstance(value, int | float) and _finite(value) and value < 0:
+        return 0.0
+    return check_delay(field, value) or 0.0  # None is not given here: the caller backs off
 
 
 def _finite(value: object) -> bool:

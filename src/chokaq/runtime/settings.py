@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, field, fields
 
 from ..errors import ConfigurationError
+from ..limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS
 from .circuit import CircuitPolicy
 from .retry import RetryPolicy
 
@@ -156,9 +157,10 @@ class WorkerSettings:
                 raise ConfigurationError(f"{name}: must be greater than 0")
         if self.shutdown_grace_seconds < 0:
             raise ConfigurationError("shutdown_grace_seconds: must not be negative")
-        if not 0 <= self.unknown_type_grace_seconds <= 366 * 86_400:
+        if not 0 <= self.unknown_type_grace_seconds <= MAX_DELAY_SECONDS:
             raise ConfigurationError(
-                "unknown_type_grace_seconds: must be between 0 and 31,622,400 (366 days)"
+                f"unknown_type_grace_seconds: must be between 0 and {MAX_DELAY_SECONDS:,.0f} "
+                f"({MAX_DELAY_DAYS} days)"
             )
         if self.poll_interval_seconds is not None and self.poll_interval_seconds <= 0:
             raise ConfigurationError("poll_interval_seconds: must be greater than 0")

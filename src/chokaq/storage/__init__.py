@@ -28,10 +28,29 @@ __all__ = [
     "Notifier",
     "Observer",
     "StorageSettings",
+    "check_url",
     "create_backend",
 ]
 
 SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
+
+
+def check_url(field: str, value: object) -> str:
+    """A database URL as given (``field`` names where it came from: ``url``,
+    ``CHOKAQ_DATABASE_URL``, ``--database``): text that is not empty or blank, else
+    ``ConfigurationError`` naming ``field``. An empty URL is never "the default": that made
+    ``App()`` and ``chokaq enqueue`` write to a new ``./chokaq.db`` no worker reads. Its scheme
+    is ``create_backend``'s to check."""
+    if not isinstance(value, str):
+        raise ConfigurationError(
+            f"{field}: must be a database URL (text), not {type(value).__name__}"
+        )
+    if not value.strip():
+        raise ConfigurationError(
+            f"{field}: must not be {'empty' if not value else 'blank'}: give a database URL "
+            "(sqlite:///path or postgresql://user@host/db)"
+        )
+    return value
 
 
 def create_backend(
@@ -40,8 +59,9 @@ def create_backend(
     """The backend for ``url`` (``sqlite:///path`` or ``postgresql://...``), not yet opened.
 
     ``options`` are further ``StorageSettings`` fields (``pool_max_size`` and so on).
-    Raises ``ConfigurationError`` for an unknown scheme or a bad schema name.
+    Raises ``ConfigurationError`` for an empty URL, an unknown scheme or a bad schema name.
     """
+    check_url("url", url)
     if not isinstance(schema, str) or not SCHEMA_NAME.match(schema):
         raise ConfigurationError(f"schema: must match {SCHEMA_NAME.pattern} (got {schema!r})")
     settings = StorageSettings(url=url, schema=schema, limits=limits, **options)  # type: ignore[arg-type]

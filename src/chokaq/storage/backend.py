@@ -241,8 +241,8 @@ class Backend(
         not stored, a cycle, or an idempotency key on a job with or in a dependency.
         """
         caller = checks.caller_connection(connection, self.capabilities)
-        checked = validate_new_jobs(jobs, self._limits)
         clock = checks.now(now)
+        checked = validate_new_jobs(jobs, self._limits, clock)
         if not checked:
             return []
         checked, graph = plan(checked)

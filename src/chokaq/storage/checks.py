@@ -23,7 +23,9 @@ import psycopg
 from ..errors import ValidationError
 from ..ids import CANONICAL_ID
 from ..limits import (
+    MAX_DELAY_SECONDS,
     MAX_SEARCH_LENGTH,
+    MAX_TIMEOUT_SECONDS,
     Limits,
     check_actor,
     check_job_id,
@@ -128,8 +130,8 @@ MAX_ZOMBIE_TIMEOUT_SECONDS = 86_400.0
 # start about stored timeouts its own interval makes unsafe (runtime/registry.py).
 ZOMBIE_HEARTBEAT_MARGIN = 3
 MIN_ZOMBIE_TIMEOUT_SECONDS = ZOMBIE_HEARTBEAT_MARGIN * 5.0
-MAX_EXECUTION_TIMEOUT_SECONDS = 7 * 24 * 3600.0
-MAX_RESCUE_TIMEOUT_SECONDS = 366 * 86_400.0
+MAX_EXECUTION_TIMEOUT_SECONDS = MAX_TIMEOUT_SECONDS
+MAX_RESCUE_TIMEOUT_SECONDS = MAX_DELAY_SECONDS
 MAX_PAGE_SIZE = 1000
 MAX_PAGE = 10_000_000
 MAX_FETCH = 10_000
