@@ -479,10 +479,10 @@ async def test_mounts_under_a_prefix_in_a_host_app(app: App) -> None:
         assert (await c.get("/")).text == "host"
         page = await c.get("/ops/chokaq/")
         assert page.status_code == 200
-        assert 'src="/ops/chokaq/static/deck.js"' in page.text
+        assert '<script type="module" src="/ops/chokaq/static/js/main.js">' in page.text
         assert 'content="/ops/chokaq"' in page.text
         assert "Path=/ops/chokaq/" in page.headers["set-cookie"]
-        js = await c.get("/ops/chokaq/static/deck.js")
+        js = await c.get("/ops/chokaq/static/js/api.js")
         assert js.status_code == 200 and "EventSource" in js.text
         assert (await c.get("/ops/chokaq/api/me")).json() == {"name": "ops", "role": "admin"}
         doc = (await c.get("/ops/chokaq/api/openapi.json")).json()

@@ -87,7 +87,8 @@ def _environment(tmp: Path) -> dict[str, str]:
 
 
 def _deck_serves(chokaq_bin: Path, url: str, cwd: Path, env: dict[str, str]) -> None:
-    """``chokaq deck`` from the venv answers its page and a static file."""
+    """``chokaq deck`` from the venv answers its page, its style sheet and every module of its
+    script."""
     port = free_port()
     with open(cwd / "deck.log", "wb") as log:
         proc = subprocess.Popen(
@@ -112,6 +113,11 @@ def _deck_serves(chokaq_bin: Path, url: str, cwd: Path, env: dict[str, str]) -> 
         assert "<html" in html.lower() and "/static/" in html
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/deck.css", timeout=5) as css:
             assert css.status == 200 and css.read()
+        # The page's script is a folder of modules (package data needs a glob for it).
+        for module in sorted((REPO / "src" / "chokaq" / "deck" / "static" / "js").glob("*.js")):
+            served = f"http://127.0.0.1:{port}/static/js/{module.name}"
+            with urllib.request.urlopen(served, timeout=5) as js:
+                assert js.status == 200 and js.read() == module.read_bytes(), module.name
     finally:
         proc.terminate()
         try:
