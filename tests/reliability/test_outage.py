@@ -35,6 +35,7 @@ import signal
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -205,20 +206,29 @@ async def test_jobs_that_finish_during_an_outage_are_archived_and_a_dead_worker_
     # No outcome was refused: nothing was taken from a live worker.
     assert [proc.events(Event.TRANSITION_NOT_APPLIED) for proc in live] == [[], [], []]
 
-    # The worker whose rescue buried the dead job had seen the store come back first (4008),
-    # so it judged the heartbeats only from then. (Polled: the log line follows the commit.)
-    def rescuer() -> Proc | None:
+    # The worker whose rescue buried the dead job had seen the store come back (4008) at least
+    # a zombie timeout before: it judged the heartbeats only from then. (Polled: the log line
+    # follows the commit.)
+    def buried() -> tuple[Proc, dict[str, Any]] | None:
         for proc in live:
-            if any(dead_id in e["ids"] for e in proc.events(Event.ZOMBIES_DEAD_LETTERED)):
-                return proc
+            for line in proc.events(Event.ZOMBIES_DEAD_LETTERED):
+                if dead_id in line["ids"]:
+                    return proc, line
         return None
 
     async def logged() -> bool:
-        return rescuer() is not None
+        return buried() is not None
 
     await until(logged, timeout=DEADLINE)
-    proc = rescuer()
-    assert proc is not None
-    back = [e["interrupted_seconds"] for e in proc.events(Event.RESCUE_RESUMING)]
-    assert back and max(back) > ZOMBIE, back
+    found = buried()
+    assert found is not None
+    rescuer, line = found
+    at = _time(line)
+    back = [_time(e) for e in rescuer.events(Event.RESCUE_RESUMING) if _time(e) <= at]
+    assert back, "the rescuer never logged that the store came back"
+    assert at - max(back) >= ZOMBIE - 0.01  # log times count milliseconds
     emitted_events.add([Event.RESCUE_RESUMING], request.node.nodeid)
+
+
+def _time(line: dict[str, Any]) -> float:
+    return datetime.fromisoformat(line["time"]).timestamp()
