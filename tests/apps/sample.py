@@ -18,12 +18,13 @@ app = App(
     os.environ.get("CHOKAQ_DATABASE_URL", "sqlite:///sample.db"),
     schema=os.environ.get("CHOKAQ_SCHEMA", "chokaq"),
     auto_migrate=True,
+    busy_timeout_seconds=float(os.environ.get("CHOKAQ_BUSY_TIMEOUT", "10")),
     worker=WorkerSettings(
-        heartbeat_min_seconds=0.2,
-        heartbeat_max_seconds=0.3,
+        heartbeat_min_seconds=float(os.environ.get("CHOKAQ_HEARTBEAT_MIN", "0.2")),
+        heartbeat_max_seconds=float(os.environ.get("CHOKAQ_HEARTBEAT_MAX", "0.3")),
         zombie_timeout_seconds=float(os.environ.get("CHOKAQ_ZOMBIE_TIMEOUT", "2")),
         fetched_timeout_seconds=float(os.environ.get("CHOKAQ_FETCHED_TIMEOUT", "2")),
-        rescue_interval_seconds=0.3,
+        rescue_interval_seconds=float(os.environ.get("CHOKAQ_RESCUE_INTERVAL", "0.3")),
         leadership_lease_seconds=float(os.environ.get("CHOKAQ_LEASE", "2")),
         leadership_renew_seconds=float(os.environ.get("CHOKAQ_LEASE_RENEW", "0.5")),
         poll_interval_seconds=float(os.environ.get("CHOKAQ_POLL_INTERVAL", "0.05")),
@@ -76,6 +77,16 @@ async def blocking(tag: str, seconds: float) -> None:
     """An async handler that blocks its worker's event loop (a bug in user code, on purpose)."""
     mark(f"started-{tag}")
     time.sleep(seconds)  # noqa: ASYNC251
+    mark(f"done-{tag}")
+
+
+@app.job()
+async def gated(tag: str, gate: str) -> None:
+    """Marks that it started, then finishes once the test creates the file ``gate``: the test
+    decides when it ends (during an outage, say) without knowing when it started."""
+    mark(f"started-{tag}")
+    while not (MARKERS / gate).exists():
+        await asyncio.sleep(0.02)
     mark(f"done-{tag}")
 
 

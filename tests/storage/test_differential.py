@@ -477,6 +477,12 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             lambda b, s: b.jobs_rescue(fetched_timeout_seconds=1e12, processing_timeout_seconds=1),
         ),
         (
+            "since naive",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=1, processing_timeout_seconds=1, reachable_since=NAIVE
+            ),
+        ),
+        (
             "nothing yet",
             lambda b, s: b.jobs_rescue(
                 fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(10)
@@ -508,9 +514,21 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             ),
         ),
         (
+            "regained just now",
+            lambda b, s: b.jobs_rescue(
+                fetched_timeout_seconds=60,
+                processing_timeout_seconds=60,
+                now=at(1000),
+                reachable_since=at(990),
+            ),
+        ),
+        (
             "both",
             lambda b, s: b.jobs_rescue(
-                fetched_timeout_seconds=60, processing_timeout_seconds=60, now=at(1000)
+                fetched_timeout_seconds=60,
+                processing_timeout_seconds=60,
+                now=at(1000),
+                reachable_since=at(900),
             ),
         ),
         ("summary", lambda b, s: b.stats_summary()),

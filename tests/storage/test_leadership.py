@@ -232,6 +232,21 @@ async def test_the_handle_stops_writing_once_its_renewal_is_late(backend: Backen
     await handle.release()
 
 
+async def test_the_handle_reads_the_database_clock_from_its_grants(backend: Backend) -> None:
+    handle = backend.leadership("maintenance", holder="a", lease_seconds=LONG)
+    assert handle.clock() is None  # nothing granted, nothing read
+    first = await handle.claim()
+    read = handle.clock()
+    renewed = await handle.claim()
+    assert first is not None and renewed is not None and read is not None
+    # Never ahead of the database: the read lies between the two grants on its clock (a grant
+    # happens at its expiry less the lease), to that clock's resolution (SQLite's 'now' counts
+    # milliseconds).
+    lease, tick = timedelta(seconds=LONG), timedelta(milliseconds=1)
+    assert first.expires_at - lease <= read <= renewed.expires_at - lease + tick
+    await handle.release()
+
+
 async def test_the_handle_releases_on_close(backend: Backend) -> None:
     first = backend.leadership("maintenance", holder="a", lease_seconds=LONG)
     second = backend.leadership("maintenance", holder="b", lease_seconds=LONG)

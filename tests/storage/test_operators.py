@@ -74,6 +74,33 @@ async def test_rescue_honours_the_queue_zombie_timeout(backend):
     assert (await backend.job_get(claimed["long"].id)).status == JobStatus.PROCESSING
 
 
+async def test_rescue_counts_no_heartbeat_as_missed_before_the_store_was_regained(backend):
+    # The rescuer regained the store at 400 s after an outage; every job last beat at 0 s.
+    await enqueue(backend, 2, queue="q")
+    await enqueue(backend, queue="short")
+    await backend.queue_configure(name="short", zombie_timeout_seconds=30)
+    held, finished = await claim(backend, 2, now=T0, queues=["q"])
+    [short] = await claim(backend, 1, now=T0, queues=["short"])
+
+    async def rescue(now, since):
+        result = await backend.jobs_rescue(
+            fetched_timeout_seconds=60,
+            processing_timeout_seconds=300,
+            now=now,
+            reachable_since=since,
+        )
+        return result.zombies
+
+    # The 300 s timeout counts from 400 s, not from the heartbeat; the queue's 30 s runs out.
+    assert await rescue(at(600), at(400)) == (short.id,)
+    assert await rescue(at(700), at(400)) == ()
+    # The outcome decided during the outage is recorded: its lease still matches, however late.
+    assert await succeed(backend, [finished], now=at(650)) == [True]
+    assert await rescue(at(701), at(400)) == (held.id,)
+    assert await rescue(at(701), None) == ()  # nothing left; None judges by heartbeats alone
+    assert (await backend.job_get(finished.id)).pillar is Pillar.ARCHIVE
+
+
 async def test_cancel_pending_fetched_processing_and_unknown(backend):
     first, second, pending = await enqueue(backend, 3, queue="q")
     [f] = await claim(backend, 1, start=False)

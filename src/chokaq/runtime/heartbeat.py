@@ -2,10 +2,13 @@
 
 Every running job heartbeats at a jittered interval, in one round trip for all jobs due; an
 acknowledgement that the lease is gone stops the job (its outcome is no longer ours), and a
-cancel request stops it as CANCELLED. The watchdog enforces execution timeouts with one timer
-for all jobs. It is given the backend, the settings, the slots, the event emitter and the
-finalizer's ``submit``, never the worker. Owns neither the jobs nor their outcomes: it only
-stops them (and records the timeout of a job it abandons).
+cancel request stops it as CANCELLED. A job that finished but whose outcome the finalizer keeps
+for a retry (storage was out of reach) is heartbeated at the same rate until its move applies:
+it is still this worker's, and rescue must not take it for a zombie. The watchdog enforces
+execution timeouts with one timer for all jobs. It is given the backend, the settings, the
+slots, the event emitter and the finalizer's ``submit`` and ``retrying``, never the worker.
+Owns neither the jobs nor their outcomes: it only stops them (and records the timeout of a job
+it abandons).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from ..errors import StorageError
 from ..logs import Event, log_event
-from ..models import FailMove, FailureReason, Heartbeat, Move
+from ..models import FailMove, FailureReason, Heartbeat, Lease, Move
 from ..storage import Backend
 from .events import Events
 from .executor import Execution, StopReason
@@ -36,7 +39,8 @@ ABANDON_AFTER_SECONDS = 10.0
 
 class Heartbeats:
     """The heartbeat and watchdog side tasks of one worker. ``submit(move, ex)`` hands the
-    outcome of an abandoned job to the finalizer."""
+    outcome of an abandoned job to the finalizer; ``held()`` lists the leases of finished jobs
+    whose outcomes wait for a retry."""
 
     def __init__(
         self,
@@ -45,12 +49,15 @@ class Heartbeats:
         slots: Slots,
         events: Events,
         submit: Callable[[Move, Any], None],
+        held: Callable[[], list[Lease]],
     ) -> None:
         self.backend = backend
         self.settings = settings
         self.slots = slots
         self.events = events
         self.submit = submit
+        self.held = held
+        self._next_held = 0.0
         self.now_event = asyncio.Event()
         self._proving: list[tuple[Execution, asyncio.Future[tuple[StopReason, str | None] | None]]]
         self._proving = []
@@ -150,8 +157,26 @@ class Heartbeats:
                             ex.stop(StopReason.CANCELLED, ack.cancel_requested_by)
                         else:
                             ex.proof_until = sent + ex.lease_seconds
+            await self._beat_held(now)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.now_event.wait(), timeout=0.5)
+
+    async def _beat_held(self, now: float) -> None:
+        """Heartbeat the finished jobs whose outcomes wait for a retry, once an interval. The
+        acks ask nothing of us: a lease found lost is the refused move's to report, and a
+        cancel request comes too late for a job that has finished. A failure is not logged
+        here: the finalizer reports the same outage."""
+        if now < self._next_held:
+            return
+        leases = self.held()
+        if not leases:
+            return
+        self._next_held = now + self.interval()
+        size = self.backend.settings.limits.max_batch
+        with contextlib.suppress(StorageError):
+            for start in range(0, len(leases), size):
+                chunk = leases[start : start + size]
+                await self.backend.jobs_heartbeat(beats=[Heartbeat(lease) for lease in chunk])
 
     def _failed(self, due: list[Execution], exc: Exception) -> None:
         settings = self.settings

@@ -6,6 +6,10 @@ the backend, the settings and the event emitter; never the worker. It is renewed
 timer, beside the passes, so a long pass cannot let it lapse; every write of a pass names the
 term (``fence=``), so a worker that was frozen or blocked past its lease writes nothing when it
 wakes, and a worker whose own renewal is late stops writing before the lease could have gone.
+Rescue judges heartbeats only against what this process could see: a heartbeat counts as
+written no earlier than when the renewals last found storage again (``Reach``), and a pass
+judges as of when it was sent, on the database's clock (``Leadership.clock``), so neither an
+outage nor a statement that waited through one makes a live worker's jobs look dead.
 Owns the schedule and the leadership log events; the SQL is in the backends.
 """
 
@@ -22,6 +26,7 @@ from ..logs import Event, log_event
 from ..models import LeaderTerm, Pillar
 from ..storage import Backend, Leadership
 from .events import Events
+from .reach import Reach
 from .settings import WorkerSettings
 
 # How long a stopping maintenance task waits for its renewal to end.
@@ -51,6 +56,7 @@ class Maintenance:
         self.events = events
         self.worker_id = worker_id
         self.leading = False
+        self.reach = Reach(settings.leadership_renew_interval)
         self._announced: LeaderTerm | None = None
         self._acquired = asyncio.Event()
         self._last_retention = 0.0
@@ -87,13 +93,17 @@ class Maintenance:
     async def renew(self) -> None:
         """Take or renew the lease; a failure is logged and leaves the term to run out."""
         reason = "renewal refused"
+        sent = time.monotonic()
         try:
             await self.leadership.claim()
         except StorageError as exc:
             reason = "renewal failed"
+            self.reach.failed()
             log_event(
                 Event.MAINTENANCE_FAILED, "leadership renewal failed", level=30, error=str(exc)
             )
+        else:
+            self.reach.answered(sent, time.monotonic())
         self._sync(reason)
 
     async def work(self) -> None:
@@ -113,6 +123,7 @@ class Maintenance:
             self.leadership.lost(exc.term)
             self._sync("write fenced")
         except StorageError as exc:
+            self.reach.failed()
             log_event(Event.MAINTENANCE_FAILED, "maintenance pass failed", level=30, error=str(exc))
 
     def _sync(self, reason: str) -> None:
@@ -142,11 +153,16 @@ class Maintenance:
 
     async def rescue(self, term: LeaderTerm | None = None) -> None:
         settings = self.settings
+        now = self.leadership.clock()
+        if now is None:
+            return  # never granted, so never fenced either: no pass to make
         # Every pass (seconds apart) would be noise at INFO; its results are logged below.
         log_event(Event.RESCUE_STARTED, "rescue pass", level=10, worker_id=self.worker_id)
         result = await self.backend.jobs_rescue(
             fetched_timeout_seconds=settings.fetched_timeout_seconds,
             processing_timeout_seconds=settings.zombie_timeout_seconds,
+            now=now,
+            reachable_since=self._reachable_since(now),
             fence=term,
         )
         if result.requeued:
@@ -176,6 +192,15 @@ class Maintenance:
             )
             for job_id in result.expired:
                 self.events.emit("expired_rescued", job_id=job_id)
+
+    def _reachable_since(self, now: datetime) -> datetime:
+        """When this process last regained storage, on the database's clock (``now`` is that
+        clock at this moment). Outside a stretch it is ``now`` itself, so that no heartbeat
+        counts as missed: its worker may have been unable to write it, as this process was."""
+        since = self.reach.since
+        if since is None:
+            return now
+        return now - timedelta(seconds=time.monotonic() - since)
 
     async def close(self) -> None:
         """Release the term at once (clean shutdown), so a successor need not wait it out. A

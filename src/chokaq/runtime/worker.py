@@ -221,7 +221,12 @@ class Worker(Generic[H]):
             backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
         )
         self.heartbeats = Heartbeats(
-            backend, settings, self.slots, self.events, self.finalizer.submit
+            backend,
+            settings,
+            self.slots,
+            self.events,
+            self.finalizer.submit,
+            self.finalizer.retrying,
         )
         self.executor = Executor(
             settings,

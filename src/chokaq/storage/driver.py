@@ -252,6 +252,7 @@ class Driver(abc.ABC):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None,
+        reachable_since: datetime | None,
         fence: LeaderTerm | None,
     ) -> RescueResult: ...
 

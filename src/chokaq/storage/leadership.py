@@ -7,13 +7,15 @@ storage seam (``Backend.leadership_claim``). Every write made under leadership n
 partitioned or blocked past its lease writes nothing when it wakes. The handle also keeps a
 local deadline on the monotonic clock, started before the claim was sent and so never later
 than the database's expiry: a holder whose loop stalled past it stops writing at once instead
-of waiting to be fenced. Owns the handle's state only; no SQL, no schedule (the worker's
-maintenance renews it), and it never reads the worker's wall clock.
+of waiting to be fenced. From its latest grant it also reads the database's clock (``clock``).
+Owns the handle's state only; no SQL, no schedule (the worker's maintenance renews it), and it
+never reads the worker's wall clock.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..models import LeaderTerm
@@ -51,6 +53,8 @@ class Leadership:
         self.lease_seconds = lease_seconds
         self._term: LeaderTerm | None = None
         self._deadline = 0.0
+        # The latest grant: when it came back (monotonic) and its renewal on the database's clock.
+        self._granted: tuple[float, datetime] | None = None
 
     @property
     def term(self) -> LeaderTerm | None:
@@ -74,7 +78,23 @@ class Leadership:
         )
         self._term = term
         self._deadline = sent + self.lease_seconds
+        if term is not None:
+            renewed = term.expires_at - timedelta(seconds=self.lease_seconds)
+            self._granted = (time.monotonic(), renewed)
         return term
+
+    def clock(self) -> datetime | None:
+        """The database's clock now, read from the latest grant (None before the first): the
+        time the database granted it (its expiry less the lease) plus the monotonic time since
+        the grant came back. Never ahead of the database (it granted before the answer came
+        back), to its clock's resolution; behind it by at most that claim's round trip. A write
+        made under the term that must judge time as of its sending, not of when it runs, reads
+        it: a statement that waited for a connection through an outage must not judge the
+        outage."""
+        if self._granted is None:
+            return None
+        came_back, renewed = self._granted
+        return renewed + timedelta(seconds=time.monotonic() - came_back)
 
     def lost(self, term: LeaderTerm) -> None:
         """Forget ``term`` (a fenced write said it is over) unless a claim has since been

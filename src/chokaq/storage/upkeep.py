@@ -36,6 +36,7 @@ class UpkeepOperations(OperationGroup):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None = None,
+        reachable_since: datetime | None = None,
         fence: LeaderTerm | None = None,
     ) -> RescueResult:
         """Fetched rows not touched for ``fetched_timeout_seconds`` go back to Pending; Processing
@@ -45,6 +46,13 @@ class UpkeepOperations(OperationGroup):
         their expiry (``expires_after_seconds`` / ``expires_at``) move to the DLQ as EXPIRED,
         at most 1,000 a pass (a claim that takes one buries it too).
 
+        ``reachable_since`` (an aware time; None: no limit) is when the caller last regained
+        storage after an interruption. A heartbeat cannot be written while storage is out of
+        reach, so a Processing row's heartbeat counts as written no earlier than this: a row
+        is judged a zombie only once its timeout has passed both since its heartbeat and since
+        then. The worker's rescue passes it (``Maintenance``), so that an outage longer than
+        a zombie timeout does not dead-letter jobs whose workers lived through it.
+
         ``fence`` (here and on every maintenance write below) is the leadership term the
         caller writes under: the write applies only while that term is current on the
         database's clock, checked in the write's own transaction; otherwise it raises
@@ -53,7 +61,8 @@ class UpkeepOperations(OperationGroup):
             fetched_timeout_seconds, processing_timeout_seconds
         )
         clock = checks.now(now)
-        rescued = await self.driver.jobs_rescue(fetched, processing, clock, _fence(fence))
+        since = checks.now(reachable_since, "reachable_since")
+        rescued = await self.driver.jobs_rescue(fetched, processing, clock, since, _fence(fence))
         if rescued.requeued or rescued.zombies:
             # A freed partition slot or a requeued job: a worker held by a partition cap has
             # no time to wait for, only its poll.

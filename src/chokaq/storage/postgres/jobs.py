@@ -605,11 +605,13 @@ class PostgresJobs(PostgresCore):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None,
+        reachable_since: datetime | None,
         fence: LeaderTerm | None,
     ) -> RescueResult:
         params = {
             "timeout": float(processing_timeout_seconds),
             "now": now,
+            "since": reachable_since,
             "ids": None,
             "channel": self.channel,
             "keep": ATTEMPTS_KEPT,

@@ -680,7 +680,10 @@ limits AS (
     LEFT JOIN {schema}.queues q ON q.name = h.queue
     CROSS JOIN clock k
     WHERE h.status = 2
-      AND coalesce(h.heartbeat_at, h.updated_at)
+      -- A heartbeat counts as written no earlier than since, when the rescuer last regained
+      -- the store (one due while it was out of reach could not be written); greatest() skips
+      -- a NULL, so without it the heartbeat alone is judged.
+      AND greatest(coalesce(h.heartbeat_at, h.updated_at), %(since)s::timestamptz)
           < k.now - make_interval(secs => coalesce(q.zombie_timeout_seconds, %(timeout)s::float8))
       AND (%(ids)b::uuid[] IS NULL OR h.id = ANY(%(ids)b::uuid[]))
     FOR UPDATE OF h SKIP LOCKED
@@ -778,7 +781,7 @@ SELECT h.id::text
 FROM {schema}.jobs_hot h
 LEFT JOIN {schema}.queues q ON q.name = h.queue
 WHERE h.status = 2
-  AND coalesce(h.heartbeat_at, h.updated_at)
+  AND greatest(coalesce(h.heartbeat_at, h.updated_at), %(since)s::timestamptz)
       < coalesce(%(now)s::timestamptz, now())
         - make_interval(secs => coalesce(q.zombie_timeout_seconds, %(timeout)s::float8))
 ORDER BY h.id

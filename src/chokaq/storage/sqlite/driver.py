@@ -193,10 +193,17 @@ class SQLiteDriver(SQLiteBulk):
         fetched_timeout_seconds: float,
         processing_timeout_seconds: float,
         now: datetime | None,
+        reachable_since: datetime | None,
         fence: LeaderTerm | None,
     ) -> RescueResult:
+        since = None if reachable_since is None else reachable_since.timestamp()
         requeued, zombies, expired, moved = await self._db.call(
-            jobs.rescue, fetched_timeout_seconds, processing_timeout_seconds, ts_now(now), fence
+            jobs.rescue,
+            fetched_timeout_seconds,
+            processing_timeout_seconds,
+            ts_now(now),
+            since,
+            fence,
         )
         self._told(moved)
         return RescueResult(

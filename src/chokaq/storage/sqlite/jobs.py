@@ -647,6 +647,7 @@ def rescue(
     fetched_timeout: float,
     processing_timeout: float,
     now: float,
+    reachable_since: float | None,
     fence: LeaderTerm | None,
 ) -> tuple[list[str], list[str], list[str], Moved]:
     def run() -> tuple[list[str], list[str], list[str], Moved]:
@@ -661,7 +662,8 @@ def rescue(
         ]
         counters = Counters(now)
         candidates = conn.execute(
-            q["jobs_rescue_zombie_candidates"], {"now": now, "timeout": processing_timeout}
+            q["jobs_rescue_zombie_candidates"],
+            {"now": now, "timeout": processing_timeout, "since": reachable_since},
         ).fetchall()
 
         def bury(job_id: str, status: JobStatus, reason: FailureReason, error: str) -> bool:

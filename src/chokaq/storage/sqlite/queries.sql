@@ -287,10 +287,13 @@ WHERE status = 1 AND updated_at < :cutoff
 RETURNING id
 
 -- name: jobs_rescue_zombie_candidates
+-- A heartbeat counts as written no earlier than :since, when the rescuer last regained the store
+-- (NULL: no limit): one due while the store was out of reach could not have been written.
 SELECT h.id, coalesce(q.zombie_timeout_seconds, :timeout) AS timeout
 FROM {p}jobs_hot AS h LEFT JOIN {p}queues AS q ON q.name = h.queue
 WHERE h.status = 2
-  AND coalesce(h.heartbeat_at, h.updated_at) < :now - coalesce(q.zombie_timeout_seconds, :timeout)
+  AND max(coalesce(h.heartbeat_at, h.updated_at), coalesce(:since, 0.0))
+      < :now - coalesce(q.zombie_timeout_seconds, :timeout)
 
 -- name: jobs_rescue_expired_candidates
 -- Pending jobs that never started and are past their expiry (the partial index
