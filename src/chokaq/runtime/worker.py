@@ -31,6 +31,7 @@ from ..models import (
     ClaimedJob,
     Move,
     RetryMove,
+    SucceedMove,
     TypeLimit,
     WorkerInfo,
 )
@@ -429,8 +430,6 @@ class Worker(Generic[H]):
     def _launch(self, job: ClaimedJob, sent: float) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
         self._started_jobs += 1
-        if ex.handle is not None:
-            self.burst.progressed()
         ex.proof_until = sent + ex.lease_seconds
         ex.next_beat = ex.started + self.heartbeats.interval()
         context = ex.context
@@ -454,6 +453,11 @@ class Worker(Generic[H]):
             self.finalizer.submit(move, ex)
             return
         permit = self.circuits.acquire(job.type)
+        if permit == 0:
+            # Progress for a burst is a job run under a closed circuit (or a probe that
+            # closes it, below): a failing probe every break would otherwise restart the
+            # burst's horizon for ever, one dead-lettered job at a time.
+            self.burst.progressed()
         if permit is None:
             # The circuit opened after this job was claimed: defer it, attempt refunded.
             log_event(
@@ -486,6 +490,8 @@ class Worker(Generic[H]):
                 )
                 move = None
             self.circuits.report(job.type, move, permit)
+            if permit and type(move) is SucceedMove:
+                self.burst.progressed()
         self.slots.done(ex)
         if ex.abandoned:
             return
