@@ -110,6 +110,9 @@ class Execution:
     task: asyncio.Task[None] | None = None
     in_handler: bool = False
     abandoned: bool = False
+    # How it ended, when not plainly (``_finish``): the circuit breaker asks whether the handler
+    # chose its outcome (a returned ``Retry``) or the worker stopped it.
+    result: Result | None = None
 
     def stop(self, reason: StopReason, actor: str | None = None) -> None:
         """Ask the job to stop: set its cancel flag and cancel the handler while it runs."""
@@ -514,6 +517,7 @@ class Executor:
         )
 
     def _finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
+        ex.result = result
         settings = self.settings
         policy = settings.retry
         fatal_on: ExceptionTypes = ()

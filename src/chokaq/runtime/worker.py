@@ -39,7 +39,7 @@ from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
 from .events import Events, Listener
-from .executor import Execution, Executor, StopReason
+from .executor import Execution, Executor, Result, StopReason
 from .finalizer import Finalizer
 from .heartbeat import Heartbeats
 from .host import Host
@@ -489,7 +489,10 @@ class Worker(Generic[H]):
                     error=repr(exc),
                 )
                 move = None
-            self.circuits.report(job.type, move, permit)
+            # A Retry the handler returned is a deferral it chose, and a stop (shutdown) is the
+            # worker's: neither says anything about the dependency the circuit guards.
+            judged = ex.result is not Result.RETURNED_RETRY and ex.result is not Result.STOPPED
+            self.circuits.report(job.type, move, permit, judged=judged)
             if permit and type(move) is SucceedMove:
                 self.burst.progressed()
         self.slots.done(ex)
