@@ -611,7 +611,9 @@ def located_state(status: int | None, archived: bool, reason: int | None) -> str
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
     """Where a job is, as ``App.result`` needs it: its pillar and hot status, its DLQ reason
-    and error, its result (JSON text) and why a result was not kept."""
+    and error, its result (JSON text) and why a result was not kept. A Waiting job that cannot
+    run until an operator acts is ``blocked_by`` a job in the DLQ (a parent, or an ancestor
+    through parents that wait themselves), dead-lettered for ``blocked_reason``."""
 
     pillar: Pillar
     status: JobStatus | None = None
@@ -619,6 +621,8 @@ class JobOutcome:
     error: str | None = None
     result: str | None = None
     result_error: str | None = None
+    blocked_by: str | None = None
+    blocked_reason: FailureReason | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from chokaq import App, ConfigurationError, JobContext, JobFailedError, Pillar, RetryPolicy
+from chokaq import (
+    App,
+    ConfigurationError,
+    JobBlockedError,
+    JobContext,
+    JobFailedError,
+    Pillar,
+    RetryPolicy,
+)
 from chokaq.testing import eager
 
 
@@ -145,3 +153,24 @@ async def test_an_app_cannot_be_made_eager_twice(make_app: Callable[..., App]) -
     with eager(app), pytest.raises(ConfigurationError, match="already eager"), eager(app):
         pass
     assert "enqueue_many" not in vars(app) and "enqueue_many_sync" not in vars(app)
+
+
+async def test_the_result_of_a_job_blocked_by_a_failed_parent_is_said_so(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=1))
+
+    @app.job()
+    async def broken() -> None:
+        raise ValueError("bad input")
+
+    @app.job()
+    async def after_it() -> None: ...
+
+    with eager(app):
+        parent = broken.prepare()
+        child = after_it.prepare(after=[parent])
+        await app.enqueue_many([parent, child])
+    with pytest.raises(JobBlockedError) as blocked:
+        await asyncio.wait_for(app.result(child.id), timeout=30)
+    assert blocked.value.blocked_by == parent.id

@@ -1831,14 +1831,33 @@ RETURNING status
 
 -- name: job_outcome
 -- Where a job is, in one snapshot: a move between pillars is one transaction, so the job is in
--- exactly one of them (or none).
-SELECT 'hot', status, NULL::smallint, NULL::text, NULL::text, NULL::text
-FROM {schema}.jobs_hot WHERE id = %(id)s::uuid
+-- exactly one of them (or none). A Waiting job also names the first job it waits on that is in
+-- the DLQ, a parent or, through parents that wait themselves, an ancestor (with that job's
+-- reason in the reason column): it cannot run until an operator repairs or purges that job.
+-- The walk goes only up through Waiting jobs, each once (UNION), so it ends on any graph.
+WITH RECURSIVE up(id) AS (
+    SELECT e.parent_id
+    FROM {schema}.jobs_hot h JOIN {schema}.job_edges e ON e.child_id = h.id
+    WHERE h.id = %(id)s::uuid AND h.status = 3
+    UNION
+    SELECT e.parent_id
+    FROM up JOIN {schema}.jobs_hot h ON h.id = up.id AND h.status = 3
+    JOIN {schema}.job_edges e ON e.child_id = h.id
+),
+blocker AS (
+    SELECT d.id, d.failure_reason
+    FROM up JOIN {schema}.jobs_dlq d ON d.id = up.id
+    ORDER BY d.failed_at, d.id
+    LIMIT 1
+)
+SELECT 'hot', h.status, b.failure_reason, NULL::text, NULL::text, NULL::text, b.id::text
+FROM {schema}.jobs_hot h LEFT JOIN blocker b ON true
+WHERE h.id = %(id)s::uuid
 UNION ALL
-SELECT 'archive', NULL, NULL, NULL, result, result_error
+SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL
 FROM {schema}.jobs_archive WHERE id = %(id)s::uuid
 UNION ALL
-SELECT 'dlq', NULL, failure_reason, error, NULL, NULL
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL
 FROM {schema}.jobs_dlq WHERE id = %(id)s::uuid
 
 -- name: job_parent_results

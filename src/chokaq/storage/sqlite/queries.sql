@@ -1022,11 +1022,31 @@ WHERE id = :id AND status = 3
 UPDATE {p}jobs_hot SET waited = 1 WHERE id = :id AND waited IS NOT 1 RETURNING status
 
 -- name: job_outcome
-SELECT 'hot', status, NULL, NULL, NULL, NULL FROM {p}jobs_hot WHERE id = :id
+-- As on PostgreSQL: a Waiting job names the first job in the DLQ it waits on, directly or
+-- through parents that wait themselves (that job's reason in the reason column).
+WITH RECURSIVE up(id) AS (
+    SELECT e.parent_id
+    FROM {p}jobs_hot h JOIN {p}job_edges e ON e.child_id = h.id
+    WHERE h.id = :id AND h.status = 3
+    UNION
+    SELECT e.parent_id
+    FROM up JOIN {p}jobs_hot h ON h.id = up.id AND h.status = 3
+    JOIN {p}job_edges e ON e.child_id = h.id
+),
+blocker AS (
+    SELECT d.id, d.failure_reason
+    FROM up JOIN {p}jobs_dlq d ON d.id = up.id
+    ORDER BY d.failed_at, d.id
+    LIMIT 1
+)
+SELECT 'hot', h.status, b.failure_reason, NULL, NULL, NULL, b.id
+FROM {p}jobs_hot h LEFT JOIN blocker b ON 1
+WHERE h.id = :id
 UNION ALL
-SELECT 'archive', NULL, NULL, NULL, result, result_error FROM {p}jobs_archive WHERE id = :id
+SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL
+FROM {p}jobs_archive WHERE id = :id
 UNION ALL
-SELECT 'dlq', NULL, failure_reason, error, NULL, NULL FROM {p}jobs_dlq WHERE id = :id
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL FROM {p}jobs_dlq WHERE id = :id
 
 -- name: job_parent_results
 SELECT e.parent_id, a.result, a.result_error
