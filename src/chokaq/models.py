@@ -213,6 +213,7 @@ class ClaimedJob:
     has_parents: bool = False  # enqueued with ``after=``: its parents' results are there to read
     partition: str | None = None
     expires_at: datetime | None = None  # not started by then: dead-lettered as EXPIRED
+    requeues: int = 0  # times an operator requeued it from the DLQ (attempts start over)
 
 
 @dataclass(frozen=True, slots=True)

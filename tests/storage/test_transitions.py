@@ -188,6 +188,19 @@ async def test_retry_goes_back_to_pending_with_the_error(backend):
     assert got.throughput.processed_1m == 0  # a retry is not an outcome
 
 
+async def test_a_retry_without_an_error_keeps_the_last_one(backend):
+    # A circuit deferral (or a start refused) carries no error of its own: the error of the
+    # attempt before it is what the next attempt's handler reads as its previous error.
+    [jid] = await enqueue(backend)
+    [c] = await claim(backend, now=at(1))
+    assert await backend.jobs_finalize(moves=[RetryMove(c.lease, "timeout")], now=at(2)) == [True]
+    [c] = await claim(backend, now=at(3))
+    deferral = RetryMove(c.lease, None, refund_attempt=True, count_retry=False)
+    assert await backend.jobs_finalize(moves=[deferral], now=at(3)) == [True]
+    [c] = await claim(backend, now=at(4))
+    assert (c.id, c.attempt_count, c.last_error) == (jid, 2, "timeout")
+
+
 async def test_retry_at_a_time_with_refund_and_without_counting(backend):
     [jid] = await enqueue(backend)
     [c] = await claim(backend, now=at(1))

@@ -393,6 +393,8 @@ class Executor:
             tags=job.tags,
             worker_id=self.worker_id,
             trace_context=job.trace_context,
+            previous_error=job.last_error,
+            requeues=job.requeues,
         )
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None

@@ -237,7 +237,7 @@ RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
           h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
           h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
-          h.partition_key, h.expires_at
+          h.partition_key, h.expires_at, h.requeues
 
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
@@ -382,7 +382,7 @@ RETURNING h.id::text
 -- in all three tables: one list for both the INSERT's columns and its SELECT from ``done``
 -- (unqualified there: nothing ``done`` is joined with may have a column of these names).
 id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-worker_id, created_by, created_at, started_at, partition_key
+worker_id, created_by, created_at, started_at, partition_key, requeues
 
 -- name: fragment_dlq_insert
 -- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
@@ -603,7 +603,9 @@ SELECT count(*) FROM ran
 
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
--- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
+-- kept (a move without one, a circuit deferral or a start refused, keeps the error before it,
+-- which the next attempt's handler reads as JobContext.previous_error), worker and lease
+-- cleared, the attempt refunded when asked; retried_total counted.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
         AS v(i uuid, w text, t uuid, k int, e text, ra timestamptz, dl float8, rf bool, cr bool)
@@ -613,7 +615,8 @@ WITH v AS (
 retried AS (
     UPDATE {schema}.jobs_hot h
     SET status = 0, scheduled_at = coalesce(v.ra, k.now + make_interval(secs => v.dl)),
-        last_error = v.e, worker_id = NULL, lease_token = NULL, heartbeat_at = NULL,
+        last_error = coalesce(v.e, h.last_error), worker_id = NULL, lease_token = NULL,
+        heartbeat_at = NULL,
         progress = NULL,
         attempt_count = CASE WHEN v.rf THEN greatest(h.attempt_count - 1, 0)
                              ELSE h.attempt_count END,
@@ -943,7 +946,9 @@ SET payload = coalesce(%(payload)s::text, payload),
 WHERE id = %(id)s::uuid
 
 -- name: dlq_resurrect
--- DLQ -> hot Pending in one statement; lifetime counters and buckets are not touched.
+-- DLQ -> hot Pending in one statement; lifetime counters and buckets are not touched. The
+-- attempts start again from 0; requeues counts this requeue, and the DLQ error becomes the
+-- last error, so the handler can tell that (and why) it ran before.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ),
@@ -961,7 +966,7 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error, parents_left, children, partition_key
+        last_modified_by, last_error, parents_left, children, partition_key, requeues
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
@@ -970,7 +975,7 @@ inserted AS (
            -- a job enqueued with after= runs with whatever results its parents left
            CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
                 THEN 0 END,
-           m.children, m.partition_key
+           m.children, m.partition_key, m.requeues + 1
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
