@@ -248,12 +248,22 @@ class SucceedMove:
 
     ``result`` is the handler's return value as JSON text (None when it returned None);
     ``result_error`` says why a value was not kept (too large, not JSON), with ``result`` None.
+
+    ``elapsed_seconds`` (every move whose handler ran has one): the seconds from the moment the
+    claim (or start) that began the attempt came back to the worker until the handler returned,
+    on the worker's monotonic clock. Storage records the attempt's end (the archive's
+    ``finished_at``, the DLQ's and the attempt history's ``failed_at``) as the attempt's
+    ``started_at`` plus this: on the database's clock like the start, at most about one round
+    trip early, instead of when the move is written (which batching delays, and an outage by as
+    long as it lasts). None (a handler that never ran, a move made by hand): the end is when the
+    move is recorded.
     """
 
     lease: Lease
     duration_seconds: float | None
     result: str | None = None
     result_error: str | None = None
+    elapsed_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +271,8 @@ class FailMove:
     """Hot -> DLQ with a reason and the error text, guarded by the lease.
 
     ``actor`` names who cancelled, for reason CANCELLED; it is stored in ``cancelled_by``.
-    ``duration_seconds`` is how long the last execution ran, when it ran.
+    ``duration_seconds`` is how long the last execution ran, when it ran; ``elapsed_seconds``:
+    as ``SucceedMove``'s.
     """
 
     lease: Lease
@@ -269,6 +280,7 @@ class FailMove:
     error: str
     actor: str | None = None
     duration_seconds: float | None = None
+    elapsed_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +289,8 @@ class RetryMove:
 
     ``refund_attempt`` gives back the attempt counted at start (a circuit deferral or a job that
     never ran); ``count_retry`` adds one to the queue's lifetime ``retried_total``.
-    ``duration_seconds`` is how long the failed execution ran (kept in the attempt history).
+    ``duration_seconds`` is how long the failed execution ran (kept in the attempt history);
+    ``elapsed_seconds``: as ``SucceedMove``'s.
     """
 
     lease: Lease
@@ -287,6 +300,7 @@ class RetryMove:
     refund_attempt: bool = False
     count_retry: bool = True
     duration_seconds: float | None = None
+    elapsed_seconds: float | None = None
 
 
 Move = SucceedMove | FailMove | RetryMove

@@ -18,7 +18,7 @@ import random
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -113,6 +113,9 @@ class Execution:
     # How it ended, when not plainly (``_finish``): the circuit breaker asks whether the handler
     # chose its outcome (a returned ``Retry``) or the worker stopped it.
     result: Result | None = None
+    # When the handler's call returned or raised (monotonic; None until then): the attempt's
+    # end is recorded as its start plus ``ended - started`` (``SucceedMove.elapsed_seconds``).
+    ended: float | None = None
 
     def stop(self, reason: StopReason, actor: str | None = None) -> None:
         """Ask the job to stop: set its cancel flag and cancel the handler while it runs."""
@@ -461,6 +464,7 @@ class Executor:
             return self._stopped(ex, 0.0)
         except asyncio.CancelledError as exc:
             ex.in_handler = False
+            ex.ended = time.monotonic()
             task = asyncio.current_task()
             cancelled = task is not None and task.cancelling() > 0
             if ex.stop_reason is not None:
@@ -476,12 +480,14 @@ class Executor:
             )
         except BaseException as exc:  # handlers may raise anything, SystemExit included
             ex.in_handler = False
+            ex.ended = time.monotonic()
             if ex.stop_reason is not None:
                 return self._stopped(ex, time.perf_counter() - started)
             return self._finish(
                 ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
             )
         ex.in_handler = False
+        ex.ended = time.monotonic()
         duration = time.perf_counter() - started
         if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
             # Stopped but the handler returned anyway (it swallowed the cancellation, or a sync
@@ -491,8 +497,9 @@ class Executor:
             return self._finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
         if type(value) is Fail:
             return self._finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
+        elapsed = ex.ended - ex.started
         if value is None:
-            return SucceedMove(job.lease, duration)
+            return SucceedMove(job.lease, duration, elapsed_seconds=elapsed)
         result, why = encode_result(value, self.max_result_bytes)
         if why is not None:
             log_event(
@@ -503,7 +510,7 @@ class Executor:
                 type=job.type,
                 reason=why,
             )
-        return SucceedMove(job.lease, duration, result, why)
+        return SucceedMove(job.lease, duration, result, why, elapsed)
 
     def _stopped(self, ex: Execution, duration: float) -> Move | None:
         if ex.stop_reason is StopReason.TIMEOUT:
@@ -540,6 +547,9 @@ class Executor:
             retry_on=retry_on,
             **kw,
         )
+        if move is not None and ex.ended is not None and move.duration_seconds is not None:
+            # A handler that ran: its end on the store's clock (SucceedMove.elapsed_seconds).
+            move = replace(move, elapsed_seconds=ex.ended - ex.started)
         error = kw.get("error")
         if isinstance(move, RetryMove) and isinstance(error, ThrottledError):
             job = ex.job

@@ -259,7 +259,10 @@ WITH clock AS MATERIALIZED (
     -- A claim, start, heartbeat or release that a server crash loses is harmless: the row
     -- is simply as it was before, and the lease fence refuses the stale worker. So these
     -- commit without waiting for the WAL flush; finalization and enqueue always wait.
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    -- The clock is read as the statement runs, after its snapshot, not at the start of its
+    -- transaction (before the bulkhead lock it may have waited for): a claim's started_at is
+    -- then never earlier than the moment it could see the slot it took free.
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 ),
 serving AS MATERIALIZED (
@@ -491,22 +494,26 @@ clock AS MATERIALIZED (
 )
 
 -- name: jobs_finalize
--- Succeed and fail moves of a batch in one statement: the rows leave hot, land in archive or
--- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
--- parent succeeded are released (fragment_release_children), and waiters are told. Every move
--- is guarded by its lease; a stale one matches nothing. (Retry moves: jobs_finalize_retry.)
+-- Succeed moves of a batch in one statement: the rows leave hot, land in the archive, and the
+-- lifetime counters and 1-second buckets move with them; children whose last parent succeeded
+-- are released (fragment_release_children), and waiters are told. Every move is guarded by its
+-- lease; a stale one matches nothing. (Fail moves: jobs_finalize_fail; retry moves:
+-- jobs_finalize_retry. A batch of several kinds sends them in one transaction; apart, each
+-- statement fits the driver's cache of prepared statements.) finished_at is the attempt's
+-- start plus the worker's elapsed time (``el``: SucceedMove.elapsed_seconds), on the
+-- database's clock like the start; a move without one finishes at this statement's clock.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, rs text, re text)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, rs text, re text)
 ),
 -- include: fragment_finalize_clock
 ,
 done AS (
     DELETE FROM {schema}.jobs_hot h
     USING v
-    WHERE v.k IN (0, 1) AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
+    WHERE v.k = 0 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
       AND h.status IN (1, 2)
-    RETURNING h.*, v.k, v.du, v.r, v.e, v.a, v.rs, v.re
+    RETURNING h.*, v.k, v.du, v.rs, v.re, h.started_at + v.el * interval '1 second' AS ended
 ),
 archived AS (
     INSERT INTO {schema}.jobs_archive (
@@ -515,17 +522,8 @@ archived AS (
     )
     SELECT
 -- include: fragment_kept_columns
-           , d.last_modified_by, k.now, d.du, d.rs, d.re
+           , d.last_modified_by, coalesce(d.ended, k.now), d.du, d.rs, d.re
     FROM done d, clock k
-    WHERE d.k = 0
-),
-buried AS (
--- include: fragment_dlq_insert
-    SELECT
--- include: fragment_kept_columns
-           , d.r, d.e, d.last_modified_by, d.a, k.now, d.du, d.children
-    FROM done d, clock k
-    WHERE d.k = 1
 ),
 -- include: fragment_release_children
 ,
@@ -536,24 +534,22 @@ woke AS MATERIALIZED (
 -- include: fragment_notify_waited
 ,
 stats AS (
-    INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, failed_total, last_activity_at)
-    SELECT d.queue, count(*) FILTER (WHERE d.k = 0), count(*) FILTER (WHERE d.k = 1), min(k.now)
+    INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
     FROM done d, clock k
     GROUP BY d.queue
     ORDER BY d.queue
     ON CONFLICT (queue) DO UPDATE
     SET succeeded_total = s.succeeded_total + excluded.succeeded_total,
-        failed_total = s.failed_total + excluded.failed_total,
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
 ),
 buckets AS (
 -- include: fragment_buckets_insert
-    SELECT 1, date_trunc('second', min(k.now)), d.queue, d.k,
-           CASE WHEN d.k = 0 THEN -1 ELSE d.r END,
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 0, -1,
            count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
     FROM done d, clock k
-    GROUP BY 3, 4, 5
-    ORDER BY 3, 4, 5
+    GROUP BY 3
+    ORDER BY 3
 -- include: fragment_buckets_merge
 )
 SELECT id::text FROM done
@@ -564,6 +560,55 @@ SELECT NULL FROM told
 UNION ALL
 SELECT NULL FROM woke
 
+-- name: jobs_finalize_fail
+-- Fail moves of a batch in one statement, as jobs_finalize: the rows leave hot for the DLQ with
+-- their reason, error and actor; the counters and buckets move with them, and waiters are
+-- told. failed_at is the attempt's start plus the worker's elapsed time, as finished_at there.
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, a text)
+),
+-- include: fragment_finalize_clock
+,
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING v
+    WHERE v.k = 1 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
+      AND h.status IN (1, 2)
+    RETURNING h.*, v.du, v.r, v.e, v.a, h.started_at + v.el * interval '1 second' AS ended
+),
+buried AS (
+-- include: fragment_dlq_insert
+    SELECT
+-- include: fragment_kept_columns
+           , d.r, d.e, d.last_modified_by, d.a, coalesce(d.ended, k.now), d.du, d.children
+    FROM done d, clock k
+),
+-- include: fragment_notify_waited
+,
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
+    FROM done d, clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET failed_total = s.failed_total + excluded.failed_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+),
+buckets AS (
+-- include: fragment_buckets_insert
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, d.r,
+           count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
+    FROM done d, clock k
+    GROUP BY 3, 5
+    ORDER BY 3, 5
+-- include: fragment_buckets_merge
+)
+SELECT id::text FROM done
+UNION ALL
+SELECT NULL FROM told
+
 -- name: attempts_record
 -- The failed attempts of a finalize batch, sent before its finalize statements in the same
 -- transaction (so a batch of successes sends nothing more): fail moves and retries that used
@@ -572,12 +617,13 @@ SELECT NULL FROM woke
 -- only the newest %(keep)s rows of each job are kept (the DELETE does not see the new row).
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, rf bool)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, rf bool)
 ),
 -- include: fragment_finalize_clock
 ,
 ran AS MATERIALIZED (
     SELECT h.id, h.attempt_count, h.worker_id, h.started_at, v.du, v.r, v.e,
+           h.started_at + v.el * interval '1 second' AS ended,
            coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = h.id), 0)
                AS newest
     FROM {schema}.jobs_hot h JOIN v ON h.id = v.i
@@ -591,7 +637,8 @@ tried AS (
         job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds,
         failure_reason, error
     )
-    SELECT r.id, r.newest + 1, r.attempt_count, r.worker_id, r.started_at, k.now, r.du, r.r, r.e
+    SELECT r.id, r.newest + 1, r.attempt_count, r.worker_id, r.started_at,
+           coalesce(r.ended, k.now), r.du, r.r, r.e
     FROM ran r CROSS JOIN clock k
 ),
 trimmed AS (
@@ -1964,7 +2011,11 @@ ORDER BY scope, name
 FOR UPDATE
 
 -- name: limits_clock
-SELECT extract(epoch FROM coalesce(%(now)s::timestamptz, now()))::float8
+-- The limited claim's clock, read after the locks and the running counts (not at the start of
+-- its transaction, which may have waited for the locks): the rate is spent at it, and the claim
+-- records it as started_at, so that time is never earlier than the moment the claim could see
+-- the slot it took free (a partition's jobs' times never overlap).
+SELECT extract(epoch FROM coalesce(%(now)s::timestamptz, clock_timestamp()))::float8
 
 -- name: limits_running
 SELECT type, partition_key, count(*) FROM {schema}.jobs_hot WHERE status IN (1, 2) GROUP BY 1, 2

@@ -170,14 +170,17 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 RETURNING queue
 
 -- name: jobs_finalize_archive
+-- finished_at is the attempt's start plus the worker's elapsed time, as on PostgreSQL (NULL
+-- arithmetic: a move without one finishes at :now).
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
     result, result_error, partition_key, requeues
 )
 SELECT id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-       worker_id, created_by, last_modified_by, created_at, started_at, :now, :duration,
-       :result, :result_error, partition_key, requeues
+       worker_id, created_by, last_modified_by, created_at, started_at,
+       coalesce(started_at + :elapsed, :now), :duration, :result, :result_error, partition_key,
+       requeues
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -190,7 +193,7 @@ INSERT INTO {p}jobs_dlq (
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration, children, partition_key,
+       started_at, coalesce(started_at + :elapsed, :now), :duration, children, partition_key,
        chokaq_error_family(:error), requeues
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
@@ -208,7 +211,8 @@ INSERT INTO {p}job_attempts (
     error
 )
 SELECT h.id, coalesce((SELECT max(a.seq) FROM {p}job_attempts a WHERE a.job_id = h.id), 0) + 1,
-       h.attempt_count, h.worker_id, h.started_at, :now, :duration, :reason, :error
+       h.attempt_count, h.worker_id, h.started_at, coalesce(h.started_at + :elapsed, :now),
+       :duration, :reason, :error
 FROM {p}jobs_hot h
 WHERE h.id = :id AND h.worker_id = :worker_id AND h.lease_token = :token AND h.status = 2
 
@@ -766,8 +770,9 @@ INSERT INTO {p}jobs_archive (
 )
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count, h.max_attempts,
        h.timeout_seconds, h.worker_id, h.created_by, h.last_modified_by, h.created_at,
-       h.started_at, :now, json_extract(m.value, '$[3]'), json_extract(m.value, '$[4]'),
-       json_extract(m.value, '$[5]'), h.partition_key, h.requeues
+       h.started_at, coalesce(h.started_at + json_extract(m.value, '$[4]'), :now),
+       json_extract(m.value, '$[3]'), json_extract(m.value, '$[5]'),
+       json_extract(m.value, '$[6]'), h.partition_key, h.requeues
 FROM json_each(:moves) AS m
 JOIN {p}jobs_hot AS h ON h.id = json_extract(m.value, '$[0]')
 WHERE h.worker_id = json_extract(m.value, '$[1]')
