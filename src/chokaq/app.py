@@ -618,10 +618,13 @@ class App:
         for it up to ``timeout_seconds`` (alias ``timeout``; None: as long as it takes).
 
         Raises ``JobFailedError`` (reason and error) when the job is in the DLQ,
-        ``ResultUnavailableError`` when it succeeded but its value was not kept (too large,
-        not JSON), ``TimeoutError`` when it has not finished in time, and ``NotFoundError``
-        when no pillar holds it. Waiting is woken by the notifier (LISTEN/NOTIFY, SQLite's
-        signal) as the job leaves the hot table, with a poll as fallback."""
+        ``JobBlockedError`` (the job in the DLQ it waits on, and its reason) as soon as it is
+        seen waiting (``after=``) on a job in the DLQ, directly or through parents that wait
+        themselves (it cannot run until an operator acts), ``ResultUnavailableError`` when it
+        succeeded but its value was not kept (too large, not JSON), ``TimeoutError`` when it
+        has not finished in time, and ``NotFoundError`` when no pillar holds it. Waiting is
+        woken by the notifier (LISTEN/NOTIFY, SQLite's signal) as the job leaves the hot table,
+        with a poll as fallback."""
         seconds = _timeout_seconds(timeout_seconds, timeout)
         return value_of(job_id, await self.wait(job_id, timeout_seconds=seconds))
 
@@ -644,8 +647,10 @@ class App:
         timeout: float | None = None,
     ) -> JobOutcome:
         """Wait until job ``job_id`` has left the hot table and return where it went (its
-        pillar, result or failure), without raising for a failure; ``TimeoutError`` and
-        ``NotFoundError`` as ``result``. ``timeout_seconds`` (alias ``timeout``) as there."""
+        pillar, result or failure), without raising for a failure, or until it is blocked
+        (still hot, ``JobOutcome.blocked_by`` naming the job in the DLQ it waits on);
+        ``TimeoutError`` and ``NotFoundError`` as ``result``. ``timeout_seconds`` (alias
+        ``timeout``) as there."""
         seconds = _timeout_seconds(timeout_seconds, timeout)
         await self.open()
         if self._waiter is None:

@@ -30,6 +30,14 @@ class JobContext:
     ``parent_results`` holds, for a job enqueued with ``after=``, each parent's id and return
     value (None for a parent that returned None or whose result was not kept); it is empty
     for a job without parents.
+
+    ``attempt`` counts this run of the job since it was enqueued or last requeued from the DLQ
+    (a requeue starts the attempts over, at 1). ``requeues`` says how many times an operator
+    requeued it from the DLQ (The Deck, ``chokaq dlq requeue``, ``chokaq job retry``), and
+    ``requeued`` whether it was at all. ``previous_error`` is the error the job's last run
+    ended with: the failed attempt before this one (a raised exception's text and traceback,
+    ``"Retry: ..."`` for a returned ``Retry``), or, on the first attempt after a requeue, the
+    error it was dead-lettered with; None on a job's very first run.
     """
 
     job_id: str
@@ -42,12 +50,19 @@ class JobContext:
     worker_id: str
     trace_context: str | None = None  # the W3C traceparent stamped at enqueue, if any
     parent_results: dict[str, Any] = field(default_factory=dict)
+    previous_error: str | None = None
+    requeues: int = 0
     _cancelled: threading.Event | None = field(default=None, repr=False)
     _cancel_flag: bool = False
     cancel_reason: str | None = None
     _progress: int | None = None
     _beat: Callable[[], None] | None = None
     _loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def requeued(self) -> bool:
+        """Whether an operator requeued this job from the DLQ (it ran and failed before)."""
+        return self.requeues > 0
 
     @property
     def cancel_requested(self) -> bool:

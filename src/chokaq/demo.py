@@ -7,7 +7,10 @@ after both, whose result it returns), one in three with a parse that fails, leav
 blocked. Everything that matters happens on a schedule counted
 from the start of the demo (not from the wall clock), so the first minute always shows each
 behaviour: the payment gateway is down from second 4 to second 24 (the circuit opens, defers
-jobs, probes and closes again), and then again for 20 seconds of every two minutes.
+jobs, probes and closes again), and then again for 20 seconds of every two minutes. The worker
+runs with the default circuit policy, so the demo shows what it does: only the gateway's outage
+opens a circuit; the partner that throttles now and then, the retries and the exports that run
+long fail too rarely to hold their types back.
 
 ``chokaq demo`` runs it with a worker and The Deck; nothing here is imported by the library.
 """
@@ -22,7 +25,6 @@ import time
 from .app import App
 from .context import JobContext
 from .errors import FatalError, ThrottledError
-from .runtime.circuit import CircuitPolicy
 from .runtime.retry import RetryPolicy
 from .runtime.settings import WorkerSettings
 
@@ -57,7 +59,6 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
         worker=WorkerSettings(
             concurrency=12,
             retry=RetryPolicy(max_attempts=3, base_delay_seconds=1.0, jitter_seconds=0.5),
-            circuit=CircuitPolicy(threshold=3, window_seconds=30, break_seconds=5),
             circuit_delay_seconds=2.0,
             rescue_interval_seconds=5,
             shutdown_grace_seconds=5,
@@ -88,17 +89,18 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
 
     @app.job(queue="default")
     async def flaky_sync(account: str) -> None:
-        """Fails its first execution, then succeeds (a retry that later succeeds)."""
+        """One account in three fails its first execution, then succeeds (a retry that later
+        succeeds)."""
         seen = flaky_state.get(account, 0)
         flaky_state[account] = seen + 1
-        if seen == 0:
+        if seen == 0 and len(flaky_state) % 3 == 0:
             raise ConnectionError(f"upstream reset while syncing {account}")
 
     @app.job(queue="partners")
     async def call_partner(request_id: int) -> None:
-        """A partner API that rate-limits: every fourth request keeps getting 429 until its
+        """A partner API that rate-limits: every eighth request keeps getting 429 until its
         attempts run out (DLQ THROTTLED); others are throttled now and then and get through."""
-        if request_id % 4 == 0 or random.random() < 0.2:
+        if request_id % 8 == 0 or random.random() < 0.1:
             raise ThrottledError("partner API: 429 Too Many Requests", retry_after_seconds=1.0)
         await asyncio.sleep(0.05)
 
@@ -110,8 +112,8 @@ def build_demo_app(url: str, *, schema: str = "chokaq", clock: DemoClock | None 
 
     @app.job(queue="default", timeout=1.0, max_attempts=1)
     async def slow_export(export_id: int) -> None:
-        """Always runs past its 1-second timeout (DLQ TIMEOUT)."""
-        await asyncio.sleep(3.0)
+        """One export in three is too big: it runs past its 1-second timeout (DLQ TIMEOUT)."""
+        await asyncio.sleep(3.0 if export_id % 3 == 0 else 0.2)
 
     @app.job(queue="payments", max_attempts=2)
     async def charge_card(payment_id: int) -> None:
@@ -173,7 +175,7 @@ async def produce(app: App, *, stop: asyncio.Event, rate_per_second: float = 20.
             jobs.append(h["send_receipt"].prepare(order_id=n, email="later@example.com", delay=15))
         if n % 15 == 0:
             jobs.append(h["parse_invoice"].prepare(invoice=f"corrupt-{n}.pdf"))
-            jobs.append(h["slow_export"].prepare(export_id=n))
+            jobs.append(h["slow_export"].prepare(export_id=n // 15))
         if n % 40 == 0:
             # A job type nobody handles (an old deploy's leftovers): released, then REJECTED.
             jobs.append(app.raw("legacy_fax", {"number": n}, queue="default"))

@@ -7,6 +7,7 @@
     ├── ValidationError           bad input, detected before anything is written (also a ValueError)
     ├── NotFoundError             no such job, queue or worker where it was looked for
     ├── JobFailedError            a job waited on (``App.result``) ended in the DLQ
+    ├── JobBlockedError           a job waited on cannot run: a job it waits on is in the DLQ
     ├── ResultUnavailableError    a job succeeded but its return value was not kept
     ├── LeadershipLostError       a write made under leadership was fenced: its term is over
     ├── StorageError              the database failed us; the driver's error is the __cause__
@@ -27,6 +28,7 @@ __all__ = [
     "ChokaqError",
     "ConfigurationError",
     "FatalError",
+    "JobBlockedError",
     "JobFailedError",
     "JobSignal",
     "LeadershipLostError",
@@ -80,6 +82,24 @@ class JobFailedError(ChokaqError):
         self.error = error
         name = getattr(reason, "name", reason)
         super().__init__(f"job {job_id} failed ({name}): {error}")
+
+
+class JobBlockedError(ChokaqError):
+    """The job waited on is blocked: it waits (``after=``) on ``blocked_by``, a job in the DLQ
+    (its parent, or an ancestor through parents that wait themselves) dead-lettered for
+    ``reason`` (a ``FailureReason``), so it cannot run until an operator acts: requeue that job
+    (when it succeeds, this one runs), purge it (its waiting children go to the DLQ as
+    DEPENDENCY_FAILED), or cancel the workflow. Then wait again."""
+
+    def __init__(self, job_id: str, blocked_by: str, reason: Any) -> None:
+        self.job_id = job_id
+        self.blocked_by = blocked_by
+        self.reason = reason
+        name = getattr(reason, "name", reason)
+        super().__init__(
+            f"job {job_id} is blocked: it waits on job {blocked_by}, which is in the DLQ "
+            f"({name}); requeue or purge that job, then wait again"
+        )
 
 
 class ResultUnavailableError(ChokaqError):

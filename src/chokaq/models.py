@@ -213,6 +213,7 @@ class ClaimedJob:
     has_parents: bool = False  # enqueued with ``after=``: its parents' results are there to read
     partition: str | None = None
     expires_at: datetime | None = None  # not started by then: dead-lettered as EXPIRED
+    requeues: int = 0  # times an operator requeued it from the DLQ (attempts start over)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,12 +248,22 @@ class SucceedMove:
 
     ``result`` is the handler's return value as JSON text (None when it returned None);
     ``result_error`` says why a value was not kept (too large, not JSON), with ``result`` None.
+
+    ``elapsed_seconds`` (every move whose handler ran has one): the seconds from the moment the
+    claim (or start) that began the attempt came back to the worker until the handler returned,
+    on the worker's monotonic clock. Storage records the attempt's end (the archive's
+    ``finished_at``, the DLQ's and the attempt history's ``failed_at``) as the attempt's
+    ``started_at`` plus this: on the database's clock like the start, at most about one round
+    trip early, instead of when the move is written (which batching delays, and an outage by as
+    long as it lasts). None (a handler that never ran, a move made by hand): the end is when the
+    move is recorded.
     """
 
     lease: Lease
     duration_seconds: float | None
     result: str | None = None
     result_error: str | None = None
+    elapsed_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +271,8 @@ class FailMove:
     """Hot -> DLQ with a reason and the error text, guarded by the lease.
 
     ``actor`` names who cancelled, for reason CANCELLED; it is stored in ``cancelled_by``.
-    ``duration_seconds`` is how long the last execution ran, when it ran.
+    ``duration_seconds`` is how long the last execution ran, when it ran; ``elapsed_seconds``:
+    as ``SucceedMove``'s.
     """
 
     lease: Lease
@@ -268,6 +280,7 @@ class FailMove:
     error: str
     actor: str | None = None
     duration_seconds: float | None = None
+    elapsed_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +289,8 @@ class RetryMove:
 
     ``refund_attempt`` gives back the attempt counted at start (a circuit deferral or a job that
     never ran); ``count_retry`` adds one to the queue's lifetime ``retried_total``.
-    ``duration_seconds`` is how long the failed execution ran (kept in the attempt history).
+    ``duration_seconds`` is how long the failed execution ran (kept in the attempt history);
+    ``elapsed_seconds``: as ``SucceedMove``'s.
     """
 
     lease: Lease
@@ -286,6 +300,7 @@ class RetryMove:
     refund_attempt: bool = False
     count_retry: bool = True
     duration_seconds: float | None = None
+    elapsed_seconds: float | None = None
 
 
 Move = SucceedMove | FailMove | RetryMove
@@ -611,7 +626,9 @@ def located_state(status: int | None, archived: bool, reason: int | None) -> str
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
     """Where a job is, as ``App.result`` needs it: its pillar and hot status, its DLQ reason
-    and error, its result (JSON text) and why a result was not kept."""
+    and error, its result (JSON text) and why a result was not kept. A Waiting job that cannot
+    run until an operator acts is ``blocked_by`` a job in the DLQ (a parent, or an ancestor
+    through parents that wait themselves), dead-lettered for ``blocked_reason``."""
 
     pillar: Pillar
     status: JobStatus | None = None
@@ -619,6 +636,8 @@ class JobOutcome:
     error: str | None = None
     result: str | None = None
     result_error: str | None = None
+    blocked_by: str | None = None
+    blocked_reason: FailureReason | None = None
 
 
 @dataclass(frozen=True, slots=True)

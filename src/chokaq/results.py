@@ -16,7 +16,13 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from .errors import JobFailedError, NotFoundError, ResultUnavailableError, ValidationError
+from .errors import (
+    JobBlockedError,
+    JobFailedError,
+    NotFoundError,
+    ResultUnavailableError,
+    ValidationError,
+)
 from .limits import check_job_id
 from .models import JobOutcome, Pillar
 
@@ -38,6 +44,8 @@ IDLE_SECONDS = 30.0
 def value_of(job_id: str, outcome: JobOutcome) -> Any:
     """The return value a finished job's outcome holds (JSON decoded; None for None), or the
     error that says why there is none."""
+    if outcome.blocked_by is not None:
+        raise JobBlockedError(job_id, outcome.blocked_by, outcome.blocked_reason)
     if outcome.pillar is Pillar.DLQ:
         raise JobFailedError(job_id, outcome.failure_reason, outcome.error)
     if outcome.result_error is not None:
@@ -67,7 +75,8 @@ class ResultWaiter:
         self._stopping: asyncio.Future[None] | None = None
 
     async def outcome(self, job_id: str, timeout: float | None) -> JobOutcome:
-        """The outcome of job ``job_id`` once it has left the hot table. Raises
+        """The outcome of job ``job_id`` once it has left the hot table, or is blocked (it
+        waits on a job in the DLQ: it cannot leave until an operator acts). Raises
         ``TimeoutError`` when it has not within ``timeout`` seconds (None: no limit) and
         ``NotFoundError`` when no pillar holds it (never stored, or purged)."""
         check_job_id("job_id", job_id)
@@ -88,7 +97,7 @@ class ResultWaiter:
                 watch = False
                 if found is None:
                     raise NotFoundError(f"job {job_id} is not stored (never enqueued, or purged)")
-                if found.pillar is not Pillar.HOT:
+                if found.pillar is not Pillar.HOT or found.blocked_by is not None:
                     return found
                 healthy = self._notifier is not None and self._notifier.healthy
                 pause = POLL_SECONDS if healthy else LOST_POLL_SECONDS

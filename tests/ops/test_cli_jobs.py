@@ -147,6 +147,7 @@ def test_show_a_pending_job_then_its_result_and_wait_prints_it(store: Store) -> 
         "result_error": None,
         "failure_reason": None,
         "error": None,
+        "blocked_by": None,
     }
 
 
@@ -202,7 +203,7 @@ def test_a_failed_job_shows_its_error_and_wait_exits_1(store: Store) -> None:
     assert line["error"].startswith("chokaq.errors.FatalError: poison 7")
 
 
-def test_a_waiting_job_shows_its_parents_then_blocked_behind_a_failed_one(store: Store) -> None:
+def test_a_waiting_job_shows_its_parents_then_blocked_and_wait_exits_5(store: Store) -> None:
     def chain(h: dict[str, Any]) -> list[NewJob]:
         first = h["ok"].prepare(n=1)
         poison = h["poison"].prepare(n=2)
@@ -238,6 +239,17 @@ def test_a_waiting_job_shows_its_parents_then_blocked_behind_a_failed_one(store:
     }
     children = chokaq(store, "job", "show", poison).stdout.split("children (1)", 1)[1]
     assert last in children and "blocked" in children  # waiting on a job in the DLQ
+
+    # A wait without --timeout says the job is blocked instead of waiting for ever.
+    stuck = chokaq(store, "job", "wait", last, expect=5)
+    assert stuck.stdout == ""
+    assert f"job {last} is blocked: it waits on job {poison}, which is in the DLQ" in stuck.stderr
+    line = json.loads(chokaq(store, "job", "wait", last, "--json", expect=5).stdout)
+    assert (line["outcome"], line["blocked_by"], line["failure_reason"]) == (
+        "blocked",
+        poison,
+        "fatal_error",
+    )
 
 
 def test_wait_returns_the_result_when_a_worker_finishes_the_job(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chokaq import App, RetryPolicy
+from chokaq import App, CircuitPolicy, RetryPolicy
 from chokaq.logs import Event
 
 
@@ -79,3 +79,39 @@ async def test_a_delayed_job_due_within_the_horizon_is_waited_for(
     worker = app.create_worker(burst=True)
     await asyncio.wait_for(worker.run(), timeout=30)
     assert ran == ["soon"] and worker.burst_left == ()
+
+
+async def test_a_circuit_that_keeps_failing_its_probes_does_not_keep_the_burst_running(
+    make_app: Callable[..., App],
+) -> None:
+    # The circuit re-opens sooner than the horizon, so each failed probe used to count as the
+    # progress that restarts the horizon: the burst dead-lettered one job a probe and never
+    # stopped while any was left (one probe a minute with the defaults).
+    app = make_app(
+        burst_horizon_seconds=1.0,
+        circuit=CircuitPolicy(threshold=2, break_seconds=0.1),
+        retry=RetryPolicy(max_attempts=1),
+    )
+    done: list[int] = []
+
+    @app.job()
+    async def fine(n: int) -> None:
+        done.append(n)
+
+    @app.job()
+    async def down(n: int) -> None:
+        raise ConnectionError("the dependency is down")
+
+    await app.open()
+    for n in range(200):
+        await down.enqueue(n=n)
+    for n in range(10):
+        await fine.enqueue(n=n)
+    worker = app.create_worker(burst=True, concurrency=2)
+    await asyncio.wait_for(worker.run(), timeout=60)
+    assert sorted(done) == list(range(10))
+    [left] = worker.burst_left
+    assert (left.type, left.reason) == ("down", "circuit_open")
+    summary = await app.backend.stats_summary()
+    # Probes ran within the horizon (about one per break), not one per job left.
+    assert summary.failed_total < 50 and left.count == 200 - summary.failed_total

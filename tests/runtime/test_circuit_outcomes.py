@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chokaq import App, CircuitPolicy, Fail, FailureReason, FatalError, RetryPolicy
+from chokaq import App, CircuitPolicy, Fail, FailureReason, FatalError, Retry, RetryPolicy
 from chokaq.models import Pillar
 
 from .conftest import running, until
@@ -64,3 +64,23 @@ async def test_dependency_failures_still_open_the_circuit(make_app: Callable[...
     async with running(app, concurrency=1) as worker:
         await until(lambda: _all_dead(app, ids, FailureReason.TRANSIENT))
         assert worker.circuits.blocked() == ["gateway"]
+
+
+async def test_a_returned_retry_does_not_count_against_the_circuit(
+    make_app: Callable[..., App],
+) -> None:
+    # A handler that defers itself (Celery's self.retry(countdown=...)) is not failing: its
+    # retries and the MAX_RETRIES_EXCEEDED they end in must not open the type's circuit.
+    app = make_app(circuit=CircuitPolicy(threshold=2, break_seconds=600))
+
+    @app.job(max_attempts=3)
+    async def poll_export(n: int) -> Retry:
+        return Retry(after_seconds=0.01, reason="export not ready yet")
+
+    await app.open()
+    ids = [await poll_export.enqueue(n=i) for i in range(4)]
+    async with running(app, concurrency=2) as worker:
+        await until(lambda: _all_dead(app, ids, FailureReason.MAX_RETRIES_EXCEEDED))
+        assert worker.circuits.blocked() == []
+        assert all(c.failures == 0 for c in worker.circuits.snapshot())
+    assert (await app.backend.stats_summary()).retried_total == 8

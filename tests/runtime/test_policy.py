@@ -397,3 +397,66 @@ def test_leadership_renews_every_third_of_the_lease_by_default() -> None:
     assert WorkerSettings().leadership_lease_seconds == 10.0
     assert WorkerSettings().leadership_renew_interval == pytest.approx(10 / 3)
     assert WorkerSettings(leadership_renew_seconds=1).leadership_renew_interval == 1
+
+
+def test_a_type_that_fails_now_and_then_keeps_its_circuit_closed() -> None:
+    # One failure in three, for ever: no dependency is down, so nothing is held back (five
+    # failures in a row, the old rule, came up many times an hour at this rate).
+    clock = Clock()
+    breakers = CircuitBreakers(CircuitPolicy(), clock=clock)
+    for n in range(3000):
+        clock.t += 0.05
+        if n % 3 == 0 or n % 97 < 6:  # runs of up to seven failures in a row, too
+            breakers.failure("t", 0)
+        else:
+            breakers.success("t", 0)
+    assert breakers.blocked() == []
+    assert breakers.snapshot()[0].failures > 20  # many failures in the window, a low rate
+
+
+def test_the_circuit_opens_at_threshold_failures_when_they_are_the_failure_rate() -> None:
+    clock = Clock()
+    policy = CircuitPolicy(threshold=20, failure_rate=0.5, window_seconds=60)
+    breakers = CircuitBreakers(policy, clock=clock)
+    for _ in range(19):
+        breakers.failure("t", 0)
+    assert breakers.blocked() == []  # 19 failures, all of the outcomes: not yet the minimum
+    for _ in range(21):
+        breakers.success("t", 0)
+    breakers.failure("t", 0)
+    assert breakers.blocked() == []  # 20 failures of 41 outcomes: under half
+    breakers.failure("t", 0)
+    assert breakers.blocked() == ["t"]  # 21 of 42: half
+
+
+def test_outcomes_leave_the_window_and_a_probe_that_closes_starts_a_fresh_one() -> None:
+    clock = Clock()
+    breakers = CircuitBreakers(
+        CircuitPolicy(threshold=3, window_seconds=10, break_seconds=5), clock=clock
+    )
+    for _ in range(30):
+        breakers.success("t", 0)  # no circuit yet: nothing has failed
+    breakers.failure("t", 0)
+    for _ in range(10):
+        breakers.success("t", 0)
+    clock.t += 11  # the successes left the window: failures only from here
+    breakers.failure("t", 0)
+    breakers.failure("t", 0)
+    assert breakers.snapshot()[0].failures == 2 and breakers.blocked() == []
+    breakers.failure("t", 0)
+    assert breakers.blocked() == ["t"]
+    clock.t += 5
+    probe = breakers.acquire("t")
+    assert probe
+    breakers.success("t", probe)
+    assert breakers.snapshot()[0].failures == 0
+    breakers.failure("t", 0)
+    breakers.failure("t", 0)
+    assert breakers.blocked() == []
+
+
+def test_circuit_failure_rate_must_be_a_share() -> None:
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ConfigurationError, match=r"circuit\.failure_rate"):
+            CircuitPolicy(failure_rate=bad)
+    assert CircuitPolicy(failure_rate=1.0).failure_rate == 1.0

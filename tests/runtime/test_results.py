@@ -20,10 +20,12 @@ from tests.runtime.conftest import running
 from chokaq import (
     App,
     FailureReason,
+    JobBlockedError,
     JobContext,
     JobFailedError,
     Limits,
     NotFoundError,
+    Pillar,
     ResultUnavailableError,
     ValidationError,
 )
@@ -208,3 +210,68 @@ async def test_the_listener_stops_once_no_one_waits(
         await until(stopped, timeout=10)
         assert await app.result(await jobs["double"].enqueue(n=2), timeout=30) == 4
         assert waiter._notifier is not None  # started again for the new wait
+
+
+async def test_a_blocked_job_is_said_so_instead_of_waited_for(make_app: Callable[..., App]) -> None:
+    # A job waiting on a parent in the DLQ never finishes on its own: app.result with no
+    # timeout used to wait for ever. It says so, and names the job to repair.
+    app = make_app()
+    jobs = register(app)
+    await app.open()
+    await app.backend.migrate()
+    parent = jobs["broken"].prepare()
+    child = jobs["total"].prepare(after=[parent])
+    grandchild = jobs["total"].prepare(after=[child])
+    await app.enqueue_many([parent, child, grandchild])
+    async with running(app):
+        with pytest.raises(JobFailedError):
+            await app.result(parent.id, timeout=30)
+    for waiting in (child.id, grandchild.id):  # a grandchild waits on it through the child
+        with pytest.raises(JobBlockedError) as blocked:
+            await asyncio.wait_for(app.result(waiting), timeout=30)
+        assert (blocked.value.job_id, blocked.value.blocked_by) == (waiting, parent.id)
+        assert blocked.value.reason is FailureReason.TRANSIENT
+        assert f"waits on job {parent.id}, which is in the DLQ (TRANSIENT)" in str(blocked.value)
+        outcome = await app.wait(waiting)
+        assert (outcome.pillar, outcome.blocked_by) == (Pillar.HOT, parent.id)
+        assert outcome.blocked_reason is FailureReason.TRANSIENT
+    assert app._waiter is not None and app._waiter._waiting == {}
+
+
+async def test_a_wait_that_began_before_the_parent_failed_ends_blocked(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    jobs = register(app)
+    await app.open()
+    await app.backend.migrate()
+    parent = jobs["broken"].prepare()
+    child = jobs["total"].prepare(after=[parent])
+    await app.enqueue_many([parent, child])
+    waiter = asyncio.create_task(app.result(child.id))
+    async with running(app):
+        with pytest.raises(JobBlockedError, match=parent.id):
+            await asyncio.wait_for(waiter, timeout=30)
+
+
+def test_result_sync_says_a_job_is_blocked(make_app: Callable[..., App]) -> None:
+    app = make_app()
+    jobs = register(app)
+
+    async def scenario() -> None:
+        await app.open()
+        await app.backend.migrate()
+        parent = jobs["broken"].prepare()
+        child = jobs["total"].prepare(after=[parent])
+        await app.enqueue_many([parent, child])
+        try:
+            async with running(app):
+                with pytest.raises(JobFailedError):
+                    await app.result(parent.id, timeout=30)
+            with pytest.raises(JobBlockedError, match=parent.id):
+                await asyncio.wait_for(asyncio.to_thread(app.result_sync, child.id), timeout=30)
+        finally:
+            app.close_sync()
+            await app.close()
+
+    asyncio.run(scenario())

@@ -784,3 +784,45 @@ async def test_claimed_jobs_start_before_the_next_claim_is_sent(
     at = order.index("claimed 2")
     assert sorted(order[at + 1 : at + 3]) == ["handler 1", "handler 2"], order
     assert order[at + 3] == "claim sent", order
+
+
+async def test_a_requeued_job_knows_it_ran_before_and_why_it_failed(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=2, base_delay_seconds=0.01, jitter_seconds=0))
+    seen: list[tuple[int, int, bool, str | None]] = []
+
+    @app.job()
+    async def charge(ctx: JobContext) -> None:
+        seen.append((ctx.attempt, ctx.requeues, ctx.requeued, ctx.previous_error))
+        if ctx.requeues < 2:
+            raise ConnectionError(f"declined: attempt {ctx.attempt}, requeue {ctx.requeues}")
+
+    await app.open()
+    job_id = await charge.enqueue()
+    async with running(app):
+        for requeues in range(3):
+            if requeues:  # as an operator does from The Deck or chokaq dlq requeue
+                await until(lambda: _in(app, job_id, Pillar.DLQ))
+                assert await app.backend.dlq_resurrect(ids=[job_id], actor="ops") == [job_id]
+            await until(lambda requeues=requeues: _ran(seen, requeues))
+        await until(lambda: _in(app, job_id, Pillar.ARCHIVE))
+    assert [(a, r, q) for a, r, q, _ in seen] == [
+        (1, 0, False),
+        (2, 0, False),
+        (1, 1, True),
+        (2, 1, True),
+        (1, 2, True),
+    ]
+    errors = [e for *_, e in seen]
+    assert errors[0] is None  # the very first run
+    assert errors[1] is not None and "declined: attempt 1, requeue 0" in errors[1]
+    # The first run after a requeue reads the error the job was dead-lettered with.
+    assert errors[2] is not None and errors[2].startswith("Attempts exhausted (2 of 2)")
+    assert "declined: attempt 2, requeue 0" in errors[2]
+    assert errors[3] is not None and "declined: attempt 1, requeue 1" in errors[3]
+    assert errors[4] is not None and "declined: attempt 2, requeue 1" in errors[4]
+
+
+async def _ran(seen: list[tuple[int, int, bool, str | None]], requeues: int) -> bool:
+    return any(r == requeues for _, r, _, _ in seen)

@@ -168,6 +168,23 @@ async def test_resurrect_resets_the_job(backend):
     assert again.id == jid and again.attempt_count == 1
 
 
+async def test_a_requeued_job_is_claimed_with_its_requeues_and_its_dlq_error(backend):
+    [jid] = await _dead(backend, 1, error="card declined")
+    assert await backend.dlq_resurrect(ids=[jid], actor="ops", now=at(100)) == [jid]
+    [again] = await claim(backend, now=at(100))
+    assert (again.attempt_count, again.requeues, again.last_error) == (1, 1, "card declined")
+    # It fails again and is requeued again by filter: the count goes with it through the DLQ.
+    assert await fail(backend, [again], now=at(101), error="declined again") == [True]
+    flt = JobFilter(queue="default")
+    moved = await backend.dlq_resurrect_by_filter(filter=flt, actor="ops", cap=5, now=at(150))
+    assert moved == [jid]
+    [third] = await claim(backend, now=at(200))
+    assert (third.attempt_count, third.requeues, third.last_error) == (1, 2, "declined again")
+    [fresh] = await enqueue(backend, now=at(200))
+    [first] = await claim(backend, now=at(200))
+    assert (first.id, first.requeues, first.last_error) == (fresh, 0, None)
+
+
 async def test_repair_and_requeue_in_one_call(backend):
     ids = await _dead(backend, 2, priority=1)
     missing = "01900000-0000-7000-8000-000000000000"

@@ -162,6 +162,35 @@ async def test_fail_moves_to_dlq_with_reason_and_error(backend):
     assert got.throughput.failure_rate_1m == 100.0
 
 
+async def test_an_attempt_ends_at_its_start_plus_the_workers_elapsed_time(backend):
+    # The end of a run is its start plus the time the worker measured, on the store's clock,
+    # not when the move is written: a batch recorded late (batching, an outage) keeps it.
+    ids = await enqueue(backend, 4, queue="q")
+    claimed = {c.id: c for c in await claim(backend, 4, queues=["q"], now=at(1))}
+    ok, dead, retried, late = (claimed[i] for i in ids)
+    moves = [
+        SucceedMove(ok.lease, 0.2, elapsed_seconds=0.25),
+        FailMove(
+            dead.lease, FailureReason.TIMEOUT, "Timeout", duration_seconds=1.0, elapsed_seconds=1.5
+        ),
+        RetryMove(
+            retried.lease, "flaky", delay_seconds=5, duration_seconds=0.1, elapsed_seconds=0.75
+        ),
+        SucceedMove(late.lease, 0.2),  # no elapsed time: it finished when it was recorded
+    ]
+    assert await backend.jobs_finalize(moves=moves, now=at(60)) == [True] * 4
+    archived = await backend.job_get(ok.id)
+    assert (archived.started_at, archived.finished_at) == (at(1), at(1.25))
+    assert archived.duration_seconds == 0.2
+    failed = await backend.job_get(dead.id)
+    assert (failed.started_at, failed.failed_at, failed.duration_seconds) == (at(1), at(2.5), 1.0)
+    [attempt] = await backend.job_attempts(id=dead.id)
+    assert (attempt.started_at, attempt.failed_at) == (at(1), at(2.5))
+    [attempt] = await backend.job_attempts(id=retried.id)
+    assert (attempt.started_at, attempt.failed_at) == (at(1), at(1.75))
+    assert (await backend.job_get(late.id)).finished_at == at(60)
+
+
 async def test_fail_records_the_cancelling_actor(backend):
     [jid] = await enqueue(backend)
     [c] = await claim(backend)
@@ -186,6 +215,19 @@ async def test_retry_goes_back_to_pending_with_the_error(backend):
     [q] = [q for q in got.queues if q.queue.name == "q"]
     assert q.retried_total == 1 and got.summary.retried_total == 1
     assert got.throughput.processed_1m == 0  # a retry is not an outcome
+
+
+async def test_a_retry_without_an_error_keeps_the_last_one(backend):
+    # A circuit deferral (or a start refused) carries no error of its own: the error of the
+    # attempt before it is what the next attempt's handler reads as its previous error.
+    [jid] = await enqueue(backend)
+    [c] = await claim(backend, now=at(1))
+    assert await backend.jobs_finalize(moves=[RetryMove(c.lease, "timeout")], now=at(2)) == [True]
+    [c] = await claim(backend, now=at(3))
+    deferral = RetryMove(c.lease, None, refund_attempt=True, count_retry=False)
+    assert await backend.jobs_finalize(moves=[deferral], now=at(3)) == [True]
+    [c] = await claim(backend, now=at(4))
+    assert (c.id, c.attempt_count, c.last_error) == (jid, 2, "timeout")
 
 
 async def test_retry_at_a_time_with_refund_and_without_counting(backend):

@@ -17,6 +17,7 @@ from chokaq.ids import new_job_ids
 from chokaq.models import (
     FailMove,
     FailureReason,
+    JobOutcome,
     JobStatus,
     NewJob,
     Pillar,
@@ -115,6 +116,37 @@ async def test_purging_a_dead_parent_fails_its_waiting_children(backend: Backend
     # Its own child now waits on a job in the DLQ: blocked, not failed with it.
     grandchild = await backend.job_get_related(id=c)
     assert grandchild is not None and grandchild.state == "blocked"
+    for watch in (True, False):  # a waiter sees it blocked, naming the job to repair
+        outcome = await backend.job_outcome(id=c, watch=watch)
+        assert outcome is not None and outcome.pillar is Pillar.HOT
+        assert (outcome.blocked_by, outcome.blocked_reason) == (
+            b,
+            FailureReason.DEPENDENCY_FAILED,
+        )
+        assert outcome.failure_reason is None and outcome.status is JobStatus.WAITING
+
+
+async def test_a_job_waiting_behind_a_blocked_parent_names_the_job_in_the_dlq(
+    backend: Backend,
+) -> None:
+    # a -> b -> c and a -> d: a fails, so b is blocked and c waits on b, which can never run
+    # until a is repaired; d's other parent x is still pending, so d is blocked too.
+    a, b, c, d, x = new_job_ids(5)
+    await backend.jobs_enqueue([_job(a), _job(x), _job(b, a), _job(c, b), _job(d, a, x)], now=at(0))
+    assert (await backend.job_outcome(id=c)) == JobOutcome(Pillar.HOT, JobStatus.WAITING)
+    for job in await claim(backend, 10, queues=["wf"], now=at(1)):
+        if job.id == a:
+            move = FailMove(job.lease, FailureReason.FATAL_ERROR, "bad")
+            await backend.jobs_finalize(moves=[move], now=at(1))
+    for job_id in (b, c, d):
+        outcome = await backend.job_outcome(id=job_id)
+        assert outcome is not None and outcome.blocked_by == a, job_id
+        assert outcome.blocked_reason is FailureReason.FATAL_ERROR
+    # Repaired and requeued: nothing is blocked any more.
+    assert await backend.dlq_resurrect(ids=[a], actor="ops", now=at(2)) == [a]
+    for job_id in (b, c, d):
+        outcome = await backend.job_outcome(id=job_id)
+        assert outcome is not None and outcome.blocked_by is None, job_id
 
 
 async def test_a_workflow_of_ten_thousand_jobs_enqueues_in_one_call(backend: Backend) -> None:

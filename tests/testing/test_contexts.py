@@ -18,6 +18,12 @@ def test_defaults_are_those_of_a_first_attempt() -> None:
     assert ctx.tags == () and ctx.parent_results == {} and ctx.worker_id == "test-worker"
     assert ctx.created_at.tzinfo is UTC and ctx.created_at <= datetime.now(UTC)
     assert not ctx.cancel_requested and not ctx.cancelled.is_set()
+    assert (ctx.requeues, ctx.requeued, ctx.previous_error) == (0, False, None)
+
+
+def test_a_context_for_the_first_run_after_a_requeue() -> None:
+    ctx = make_context(requeues=1, previous_error="Attempts exhausted (3 of 3): boom")
+    assert ctx.requeued and ctx.attempt == 1 and ctx.previous_error is not None
 
 
 def test_a_handle_gives_its_type_queue_and_attempts_and_fields_override(tmp_path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from chokaq import (
     App,
     ConfigurationError,
+    JobBlockedError,
     JobContext,
     JobFailedError,
     Pillar,
@@ -192,3 +193,24 @@ async def test_eager_refuses_what_an_enqueue_refuses_and_runs_nothing(
     held = await send.options(idempotency_key="welcome a").enqueue(to="z")  # written only
     view = await app.get_job(held)
     assert view is not None and view.idempotency_key == "welcome a"  # as given
+
+
+async def test_the_result_of_a_job_blocked_by_a_failed_parent_is_said_so(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(retry=RetryPolicy(max_attempts=1))
+
+    @app.job()
+    async def broken() -> None:
+        raise ValueError("bad input")
+
+    @app.job()
+    async def after_it() -> None: ...
+
+    with eager(app):
+        parent = broken.prepare()
+        child = after_it.prepare(after=[parent])
+        await app.enqueue_many([parent, child])
+    with pytest.raises(JobBlockedError) as blocked:
+        await asyncio.wait_for(app.result(child.id), timeout=30)
+    assert blocked.value.blocked_by == parent.id

@@ -52,14 +52,6 @@ FALLBACK: dict[str, dict[str, str]] = {
         "max_job_age_seconds": "a retry that would land past created_at + this age goes to the "
         "DLQ as RETRY_LIFETIME_EXPIRED (None disables); at most ten years.",
     },
-    "CircuitPolicy": {
-        "threshold": "failures inside the window that open the circuit.",
-        "window_seconds": "how far back failures are counted.",
-        "break_seconds": "how long the circuit stays open after the last failure.",
-        "half_open_max_calls": "probe jobs allowed at once while half-open.",
-        "probe_timeout_seconds": "a probe that has not reported by then frees its slot.",
-        "enabled": "False disables circuit breaking.",
-    },
     "StorageSettings": {
         "url": "sqlite:///path or postgresql://user@host/db.",
         "schema": "PostgreSQL schema, or SQLite table-name prefix.",

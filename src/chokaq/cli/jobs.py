@@ -53,6 +53,7 @@ from .output import job_data
 
 __all__ = [
     "COMMANDS",
+    "EXIT_BLOCKED",
     "EXIT_FAILED",
     "EXIT_NOT_FOUND",
     "EXIT_NOT_KEPT",
@@ -66,6 +67,7 @@ __all__ = [
 EXIT_FAILED = 1
 EXIT_NOT_FOUND = 3
 EXIT_NOT_KEPT = 4
+EXIT_BLOCKED = 5
 EXIT_TIMEOUT = 124
 
 _STYLES = {
@@ -324,13 +326,35 @@ def _wait_json(job_id: str, outcome: str, **fields: Any) -> str:
         "result_error": None,
         "failure_reason": None,
         "error": None,
+        "blocked_by": None,
     }
     line.update(fields)
     return json.dumps(line, ensure_ascii=False)
 
 
 def _finished(job_id: str, found: JobOutcome, as_json: bool) -> int:
-    """Print how a job that left the hot table ended; its exit code."""
+    """Print how a job that left the hot table ended (or why it cannot: blocked); its exit
+    code."""
+    if found.blocked_by is not None:
+        reason = json_value(found.blocked_reason)
+        if as_json:
+            click.echo(
+                _wait_json(
+                    job_id,
+                    "blocked",
+                    state="blocked",
+                    blocked_by=found.blocked_by,
+                    failure_reason=reason,
+                )
+            )
+        else:
+            click.secho(
+                f"job {job_id} is blocked: it waits on job {found.blocked_by}, which is in the "
+                f"DLQ ({reason}); requeue or purge that job, then wait again",
+                fg="red",
+                err=True,
+            )
+        return EXIT_BLOCKED
     if found.pillar is Pillar.DLQ:
         reason = json_value(found.failure_reason)
         if as_json:
@@ -400,10 +424,10 @@ def job_wait(
       2    bad usage (an id that is not one, a bad --timeout)
       3    no pillar holds it (never enqueued, or purged)
       4    it succeeded, but its result was not kept (too large, or not JSON)
+      5    it is blocked: it waits on a job in the DLQ (a parent, or an ancestor through
+           parents that wait themselves), named on stderr; it runs only once that job is
+           requeued and succeeds
       124  it has not finished within --timeout seconds
-
-    A job waiting on a parent that is in the DLQ (blocked) runs only once that parent is
-    requeued and succeeds: give such a wait a --timeout.
 
     \b
     Example:

@@ -2,11 +2,12 @@
 
 A burst worker (``--burst``) stops once nothing is claimable, but only exits 0 when no
 eligible work is left. Work that falls due soon (a retry's backoff, a circuit's re-probe, a
-delayed job) is waited for, within ``burst_horizon_seconds`` of the last job it started; what is
-still left after that (retries due later, jobs held by an open circuit, due jobs it cannot claim,
-jobs of types it has no handler for) makes it stop with ``EXIT_WORK_LEFT`` and a line naming
-counts and reasons. Delayed jobs that were never tried and fall due past the horizon are not
-"left": they were enqueued for later. Jobs of paused or inactive queues are not eligible.
+delayed job) is waited for, within ``burst_horizon_seconds`` of the last job it started under a
+closed circuit (a probe counts only when it succeeds); what is still left after that (retries
+due later, jobs held by an open circuit, due jobs it cannot claim, jobs of types it has no
+handler for) makes it stop with ``EXIT_WORK_LEFT`` and a line naming counts and reasons.
+Delayed jobs that were never tried and fall due past the horizon are not "left": they were
+enqueued for later. Jobs of paused or inactive queues are not eligible.
 
 Owns that assessment only (one storage read, no writes); the worker waits and stops.
 """
@@ -128,9 +129,10 @@ def describe(left: Sequence[Leftover]) -> str:
 
 class BurstWatch:
     """A burst worker's view of its progress: ``progressed()`` when it starts a job it has a
-    handler for; ``verdict()`` once nothing is claimable. It waits for work that falls due
-    within ``burst_horizon_seconds`` of the last progress, so a circuit that keeps re-opening
-    or a type nobody handles cannot keep it waiting for ever."""
+    handler for under a closed circuit, or a circuit's probe succeeds; ``verdict()`` once
+    nothing is claimable. It waits for work that falls due within ``burst_horizon_seconds`` of
+    the last progress, so a circuit that keeps re-opening (its failed probes are not progress)
+    or a type nobody handles cannot keep it running for ever."""
 
     def __init__(
         self,

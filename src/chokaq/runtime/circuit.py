@@ -1,22 +1,26 @@
 """Circuit breakers, one per job type, in this worker process.
 
-Closed: everything runs; failures inside ``window_seconds`` are counted and ``threshold`` of them
-open the circuit. Open: jobs of that type are not fetched (and any already claimed are deferred
-without consuming an attempt) until ``break_seconds`` after the last failure. Half-open: up to
-``half_open_max_calls`` probe jobs run; a success closes, a failure re-opens. A probe that never
-reports within ``probe_timeout_seconds`` frees its slot for another probe.
+Closed: everything runs; the outcomes of the last ``window_seconds`` are counted (in 60 slices
+of the window), and the circuit opens when at least ``threshold`` of them are failures and
+failures are at least ``failure_rate`` of them. Open: jobs of that type are not fetched (and any
+already claimed are deferred without consuming an attempt) until ``break_seconds`` after it
+opened. Half-open: up to ``half_open_max_calls`` probe jobs run; that many successes close it
+(with a fresh window), a failure re-opens it. A probe that never reports within
+``probe_timeout_seconds`` frees its slot for another probe.
 
 Only failures that may be the dependency's count: exceptions (retried or not), throttling and
 timeouts. Failures about the job's own data (``FatalError``, ``Fail``, a configured fatal type,
 a rejected payload), cancels and heartbeat failures do not: poison jobs must not hold back the
-good jobs of their type. Owns the state machine and which outcomes count (``report``); the
-worker reports outcomes and asks permission.
+good jobs of their type. Nor does a ``Retry`` the handler returns (a deferral it chose, not a
+failure of the dependency), nor a job the worker stopped (shutdown). Owns the state machine and
+which outcomes count (``report``); the worker reports outcomes and asks permission.
 """
 
 from __future__ import annotations
 
 import enum
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,9 +50,32 @@ class CircuitState(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class CircuitPolicy:
-    """Breaker settings (defaults as the reference): 5 failures in 60 s open it for 30 s."""
+    """Breaker settings: at least 20 failures in 60 s that are at least half of the outcomes
+    open it for 30 s; then one probe at a time.
 
-    threshold: int = 5
+    The reference opened at 5 failures in a row (each within 60 s of the last): a type that
+    fails now and then (a 20 % flaky partner, a first attempt that always fails) opened its
+    circuit many times a day and held its backlog back with no dependency down. Like
+    resilience4j (50 % of at least 100 calls) and Polly (a ratio over at least 100 actions),
+    it now judges the failure rate; it asks for 20 failures rather than 100 calls because a
+    job type runs far fewer calls than an RPC client, and each failed job has spent an attempt
+    (with ``max_attempts=1``, it is in the DLQ). See docs/concepts.md for the comparison.
+
+    Attributes:
+        threshold: failures within the window needed before the circuit may open (a type with
+            fewer failures than this in a window never opens).
+        failure_rate: the share of the window's counted outcomes (successes and failures)
+            that failures must reach for the circuit to open, greater than 0 and at most 1.
+        window_seconds: how far back outcomes are counted (to a sixtieth of it).
+        break_seconds: how long the circuit stays open before a probe may run.
+        half_open_max_calls: probe jobs allowed at once while half-open; that many successes
+            close the circuit.
+        probe_timeout_seconds: a probe that has not reported by then frees its slot.
+        enabled: False disables circuit breaking.
+    """
+
+    threshold: int = 20
+    failure_rate: float = 0.5
     window_seconds: float = 60.0
     break_seconds: float = 30.0
     half_open_max_calls: int = 1
@@ -62,6 +89,11 @@ class CircuitPolicy:
         for name in ("window_seconds", "break_seconds", "probe_timeout_seconds"):
             if getattr(self, name) <= 0:
                 raise ConfigurationError(f"circuit.{name}: must be greater than 0")
+        if not 0 < self.failure_rate <= 1:
+            raise ConfigurationError(
+                "circuit.failure_rate: must be greater than 0 and at most 1 (a share of the "
+                "outcomes, 0.5 for half)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +102,7 @@ class CircuitSnapshot:
 
     key: str
     state: CircuitState
-    failures: int
+    failures: int  # counted failures in the window (while closed; when open, at opening)
     reset_in_seconds: float | None  # when open: seconds until a probe may run
 
     def as_json(self) -> dict[str, object]:
@@ -82,13 +114,50 @@ class CircuitSnapshot:
         }
 
 
+# The window is counted in this many slices (resilience4j's time-based window does the same
+# with one-second buckets): adding an outcome is a few integer operations, memory is bounded
+# whatever the job rate, and an outcome leaves the count at most one slice late.
+_SLICES = 60
+
+
 @dataclass
 class _Circuit:
     state: CircuitState = CircuitState.CLOSED
-    failures: int = 0
-    last_failure: float = 0.0
+    failures: int = 0  # in the window
+    calls: int = 0  # counted outcomes in the window, failures included
+    slices: deque[list[int]] = field(default_factory=deque)  # [slice number, calls, failures]
+    opened_at: float = 0.0  # when it opened (break_seconds count from here)
     probes: dict[int, float] = field(default_factory=dict)  # probe id -> started
     probe_successes: int = 0
+
+    def count(self, policy: CircuitPolicy, now: float, failed: bool) -> None:
+        """Add one outcome at ``now`` to the window, after dropping slices past it."""
+        width = policy.window_seconds / _SLICES
+        current = int(now // width)
+        self.trim(current - _SLICES)
+        slices = self.slices
+        if slices and slices[-1][0] == current:
+            bucket = slices[-1]
+        else:
+            bucket = [current, 0, 0]
+            slices.append(bucket)
+        bucket[1] += 1
+        self.calls += 1
+        if failed:
+            bucket[2] += 1
+            self.failures += 1
+
+    def trim(self, oldest: int) -> None:
+        """Drop the slices numbered ``oldest`` or lower (wholly before the window)."""
+        slices = self.slices
+        while slices and slices[0][0] <= oldest:
+            _, calls, failures = slices.popleft()
+            self.calls -= calls
+            self.failures -= failures
+
+    def reset(self) -> None:
+        self.slices.clear()
+        self.calls = self.failures = 0
 
 
 class CircuitBreakers:
@@ -119,10 +188,7 @@ class CircuitBreakers:
     def _refresh(self, key: str, circuit: _Circuit) -> None:
         policy = self._policy(key)
         now = self._clock()
-        if (
-            circuit.state is CircuitState.OPEN
-            and now >= circuit.last_failure + policy.break_seconds
-        ):
+        if circuit.state is CircuitState.OPEN and now >= circuit.opened_at + policy.break_seconds:
             circuit.state = CircuitState.HALF_OPEN
             circuit.probes.clear()
             circuit.probe_successes = 0
@@ -184,10 +250,10 @@ class CircuitBreakers:
             circuit.probe_successes += 1
             if circuit.probe_successes >= self._policy(key).half_open_max_calls:
                 circuit.state = CircuitState.CLOSED
-                circuit.failures = 0
+                circuit.reset()  # a fresh window: the failures before it are answered
                 self._emit(key, circuit, "closed")
         elif circuit.state is CircuitState.CLOSED:
-            circuit.failures = 0
+            circuit.count(self._policy(key), self._clock(), failed=False)
 
     def failure(self, key: str, permit: int) -> None:
         if not self._policy(key).enabled:
@@ -199,27 +265,31 @@ class CircuitBreakers:
             if circuit.probes.pop(permit, None) is None:
                 return
             circuit.state = CircuitState.OPEN
-            circuit.last_failure = now
+            circuit.opened_at = now
             self._emit(key, circuit, "opened")
             return
         if circuit.state is CircuitState.OPEN:
             return  # a job that started before the circuit opened
-        if now - circuit.last_failure >= policy.window_seconds:
-            circuit.failures = 0
-        circuit.failures += 1
-        circuit.last_failure = now
-        if circuit.failures >= policy.threshold:
+        circuit.count(policy, now, failed=True)
+        if (
+            circuit.failures >= policy.threshold
+            and circuit.failures >= policy.failure_rate * circuit.calls
+        ):
             circuit.state = CircuitState.OPEN
+            circuit.opened_at = now
             self._emit(key, circuit, "opened")
 
-    def report(self, key: str, move: Move | None, permit: int) -> None:
+    def report(self, key: str, move: Move | None, permit: int, *, judged: bool = True) -> None:
         """Count the outcome of a job of ``key`` that ran under ``permit``: a success, a
         dependency failure (an exception retried or exhausted, throttling, a timeout), or
         neither (the permit goes back: see ``_NOT_A_DEPENDENCY_FAILURE``, shutdown requeues
-        and lost leases)."""
+        and lost leases). ``judged=False``: the outcome says nothing about the dependency
+        whatever its move (the handler returned ``Retry``, or the worker stopped the job)."""
         if type(move) is SucceedMove:
             self.success(key, permit)
-        elif isinstance(move, FailMove) and move.reason in _NOT_A_DEPENDENCY_FAILURE:
+        elif not judged or (
+            isinstance(move, FailMove) and move.reason in _NOT_A_DEPENDENCY_FAILURE
+        ):
             self.release(key, permit)
         elif isinstance(move, FailMove) or (isinstance(move, RetryMove) and move.count_retry):
             self.failure(key, permit)
@@ -232,7 +302,7 @@ class CircuitBreakers:
         if circuit is None or circuit.state is CircuitState.CLOSED:
             return False
         circuit.state = CircuitState.CLOSED
-        circuit.failures = 0
+        circuit.reset()
         circuit.probes.clear()
         self._emit(key, circuit, "closed")
         return True
@@ -243,8 +313,11 @@ class CircuitBreakers:
         for key in sorted(self._circuits):
             circuit = self._circuits[key]
             self._refresh(key, circuit)
+            if circuit.state is CircuitState.CLOSED:
+                # Failures that left the window no longer count, whether or not jobs ran since.
+                circuit.trim(int(now // (self._policy(key).window_seconds / _SLICES)) - _SLICES)
             reset = None
             if circuit.state is CircuitState.OPEN:
-                reset = max(0.0, circuit.last_failure + self._policy(key).break_seconds - now)
+                reset = max(0.0, circuit.opened_at + self._policy(key).break_seconds - now)
             out.append(CircuitSnapshot(key, circuit.state, circuit.failures, reset))
         return out

@@ -18,7 +18,7 @@ import random
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -110,6 +110,12 @@ class Execution:
     task: asyncio.Task[None] | None = None
     in_handler: bool = False
     abandoned: bool = False
+    # How it ended, when not plainly (``_finish``): the circuit breaker asks whether the handler
+    # chose its outcome (a returned ``Retry``) or the worker stopped it.
+    result: Result | None = None
+    # When the handler's call returned or raised (monotonic; None until then): the attempt's
+    # end is recorded as its start plus ``ended - started`` (``SucceedMove.elapsed_seconds``).
+    ended: float | None = None
 
     def stop(self, reason: StopReason, actor: str | None = None) -> None:
         """Ask the job to stop: set its cancel flag and cancel the handler while it runs."""
@@ -402,6 +408,8 @@ class Executor:
             tags=job.tags,
             worker_id=self.worker_id,
             trace_context=job.trace_context,
+            previous_error=job.last_error,
+            requeues=job.requeues,
         )
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None
@@ -468,6 +476,7 @@ class Executor:
             return self._stopped(ex, 0.0)
         except asyncio.CancelledError as exc:
             ex.in_handler = False
+            ex.ended = time.monotonic()
             task = asyncio.current_task()
             cancelled = task is not None and task.cancelling() > 0
             if ex.stop_reason is not None:
@@ -483,12 +492,14 @@ class Executor:
             )
         except BaseException as exc:  # handlers may raise anything, SystemExit included
             ex.in_handler = False
+            ex.ended = time.monotonic()
             if ex.stop_reason is not None:
                 return self._stopped(ex, time.perf_counter() - started)
             return self._finish(
                 ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
             )
         ex.in_handler = False
+        ex.ended = time.monotonic()
         duration = time.perf_counter() - started
         if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
             # Stopped but the handler returned anyway (it swallowed the cancellation, or a sync
@@ -498,8 +509,9 @@ class Executor:
             return self._finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
         if type(value) is Fail:
             return self._finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
+        elapsed = ex.ended - ex.started
         if value is None:
-            return SucceedMove(job.lease, duration)
+            return SucceedMove(job.lease, duration, elapsed_seconds=elapsed)
         result, why = encode_result(value, self.max_result_bytes)
         if why is not None:
             log_event(
@@ -510,7 +522,7 @@ class Executor:
                 type=job.type,
                 reason=why,
             )
-        return SucceedMove(job.lease, duration, result, why)
+        return SucceedMove(job.lease, duration, result, why, elapsed)
 
     def _stopped(self, ex: Execution, duration: float) -> Move | None:
         if ex.stop_reason is StopReason.TIMEOUT:
@@ -526,6 +538,7 @@ class Executor:
         )
 
     def _finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
+        ex.result = result
         settings = self.settings
         policy = settings.retry
         fatal_on: ExceptionTypes = ()
@@ -546,6 +559,9 @@ class Executor:
             retry_on=retry_on,
             **kw,
         )
+        if move is not None and ex.ended is not None and move.duration_seconds is not None:
+            # A handler that ran: its end on the store's clock (SucceedMove.elapsed_seconds).
+            move = replace(move, elapsed_seconds=ex.ended - ex.started)
         error = kw.get("error")
         if isinstance(move, RetryMove) and isinstance(error, ThrottledError):
             job = ex.job

@@ -29,9 +29,10 @@ class WorkerSettings:
             after waiting (``burst_horizon_seconds``) for work that falls due.
         burst_horizon_seconds: in burst mode, how long after the last job it started the
             worker waits for work that falls due (a retry's backoff, a circuit's re-probe, a
-            delayed job); what is still left then (retries due later, jobs held by an open
-            circuit, due jobs it cannot claim, types it has no handler for) makes it stop with
-            that work left, and ``chokaq worker --burst`` exit 75.
+            delayed job); a circuit's probe counts as started only when it succeeds. What is
+            still left then (retries due later, jobs held by an open circuit, due jobs it cannot
+            claim, types it has no handler for) makes it stop with that work left, and
+            ``chokaq worker --burst`` exit 75.
         poll_interval_seconds: how often an idle worker looks for work when no notification
             arrives (``None``: 1 s where the backend notifies across processes, 0.05 s where not).
         heartbeat_min_seconds / heartbeat_max_seconds: each running job heartbeats at a

@@ -31,6 +31,7 @@ from ..models import (
     ClaimedJob,
     Move,
     RetryMove,
+    SucceedMove,
     TypeLimit,
     WorkerInfo,
 )
@@ -38,7 +39,7 @@ from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
 from .events import Events, Listener
-from .executor import Execution, Executor, StopReason
+from .executor import Execution, Executor, Result, StopReason
 from .finalizer import Finalizer
 from .heartbeat import Heartbeats
 from .host import Host
@@ -434,8 +435,6 @@ class Worker(Generic[H]):
     def _launch(self, job: ClaimedJob, sent: float) -> None:
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
         self._started_jobs += 1
-        if ex.handle is not None:
-            self.burst.progressed()
         ex.proof_until = sent + ex.lease_seconds
         ex.next_beat = ex.started + self.heartbeats.interval()
         context = ex.context
@@ -459,6 +458,11 @@ class Worker(Generic[H]):
             self.finalizer.submit(move, ex)
             return
         permit = self.circuits.acquire(job.type)
+        if permit == 0:
+            # Progress for a burst is a job run under a closed circuit (or a probe that
+            # closes it, below): a failing probe every break would otherwise restart the
+            # burst's horizon for ever, one dead-lettered job at a time.
+            self.burst.progressed()
         if permit is None:
             # The circuit opened after this job was claimed: defer it, attempt refunded.
             log_event(
@@ -490,7 +494,12 @@ class Worker(Generic[H]):
                     error=repr(exc),
                 )
                 move = None
-            self.circuits.report(job.type, move, permit)
+            # A Retry the handler returned is a deferral it chose, and a stop (shutdown) is the
+            # worker's: neither says anything about the dependency the circuit guards.
+            judged = ex.result is not Result.RETURNED_RETRY and ex.result is not Result.STOPPED
+            self.circuits.report(job.type, move, permit, judged=judged)
+            if permit and type(move) is SucceedMove:
+                self.burst.progressed()
         self.slots.done(ex)
         if ex.abandoned:
             return

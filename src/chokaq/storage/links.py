@@ -29,7 +29,15 @@ def _reason(value: int | None) -> FailureReason | None:
 
 
 def outcome_of(row: Row) -> JobOutcome:
-    """(pillar, hot status, DLQ reason, error, result, result_error)."""
+    """(pillar, hot status, DLQ reason, error, result, result_error, blocked by): for a hot
+    job blocked by a job in the DLQ, the reason is that job's."""
+    if row[6] is not None:
+        return JobOutcome(
+            pillar=Pillar(row[0]),
+            status=JobStatus(row[1]),
+            blocked_by=row[6],
+            blocked_reason=_reason(row[2]),
+        )
     return JobOutcome(
         pillar=Pillar(row[0]),
         status=None if row[1] is None else JobStatus(row[1]),

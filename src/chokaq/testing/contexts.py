@@ -25,9 +25,10 @@ def make_context(
 ) -> JobContext:
     """A ``JobContext`` as a worker builds it for a first attempt, with ``fields`` (any of
     ``JobContext``'s: ``job_id``, ``type``, ``queue``, ``attempt``, ``max_attempts``,
-    ``created_at``, ``tags``, ``worker_id``, ``trace_context``, ``parent_results``) replacing
-    the defaults. Given a ``handle`` (``@app.job``), ``type``, ``queue`` and ``max_attempts``
-    are the handler's; otherwise ``"test"``, ``"default"`` and the default ``RetryPolicy``'s 3.
+    ``created_at``, ``tags``, ``worker_id``, ``trace_context``, ``parent_results``,
+    ``previous_error``, ``requeues``) replacing the defaults. Given a ``handle``
+    (``@app.job``), ``type``, ``queue`` and ``max_attempts`` are the handler's; otherwise
+    ``"test"``, ``"default"`` and the default ``RetryPolicy``'s 3.
 
     ``cancel_reason`` (for example ``"cancelled"``) builds a context whose job was asked to
     stop: ``cancel_requested`` is true and ``cancelled`` is set. Raises ``TypeError`` for a

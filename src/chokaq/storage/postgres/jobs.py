@@ -515,21 +515,21 @@ class PostgresJobs(PostgresCore):
         return [move.lease.job_id in applied for move in moves]
 
     async def _finalize_batch(self, moves: list[Move], now: datetime | None) -> list[Any]:
-        """Succeed and fail moves in one statement, retries in another; a batch of both sends
-        the two in one transaction and one round trip. A move that left a release unfinished
-        (a child enqueued while its parent finished: see fragment_release_children) is
-        followed by jobs_release_missed."""
-        retries = [m for m in moves if isinstance(m, RetryMove)]
+        """Succeed, fail and retry moves each in one statement; a batch of several kinds (or
+        with failed attempts to record) sends them in one transaction and one round trip. A
+        move that left a release unfinished (a child enqueued while its parent finished: see
+        fragment_release_children) is followed by jobs_release_missed."""
+        parts: dict[LiteralString, list[Move]] = {}
+        for move in moves:
+            parts.setdefault(_statement(move), []).append(move)
         failed = [m for m in moves if _failed_attempt(m)]
-        if not failed and (not retries or len(retries) == len(moves)):
-            name = "jobs_finalize_retry" if retries else "jobs_finalize"
+        if not failed and len(parts) == 1:
+            [(name, part)] = parts.items()
             rows = await self._rows(
-                name, self._finalize_params(moves, now, self.channel), lane="finalize"
+                name, self._finalize_params(part, now, self.channel), lane="finalize"
             )
         else:
-            ends = [m for m in moves if not isinstance(m, RetryMove)]
-            parts = (("jobs_finalize", ends), ("jobs_finalize_retry", retries))
-            batches = [(name, part) for name, part in parts if part]
+            batches = list(parts.items())
             async with self._connection("finalize") as conn:
                 async with conn.pipeline(), conn.transaction():
                     if failed:  # the history first: the moves clear the leases it reads
@@ -572,6 +572,8 @@ class PostgresJobs(PostgresCore):
         for move in moves:
             lease = move.lease
             row: dict[str, Any] = {"i": lease.job_id, "w": lease.worker_id, "t": lease.token}
+            if move.elapsed_seconds is not None:
+                row["el"] = _float(move.elapsed_seconds)
             if isinstance(move, SucceedMove):
                 row["k"] = _SUCCEED
                 row["du"] = _float(move.duration_seconds)
@@ -755,7 +757,9 @@ def _keep(params: Params) -> Params:
 
 def _statement(move: Move) -> LiteralString:
     """The finalize statement that applies ``move``."""
-    return "jobs_finalize_retry" if isinstance(move, RetryMove) else "jobs_finalize"
+    if isinstance(move, SucceedMove):
+        return "jobs_finalize"
+    return "jobs_finalize_fail" if isinstance(move, FailMove) else "jobs_finalize_retry"
 
 
 def _float(value: float | None) -> float | None:

@@ -237,7 +237,7 @@ RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.attempt_count, h.max_attempts, h.timeout_seconds, h.idempotency_key,
           h.created_at, h.scheduled_at, h.started_at, h.created_by, h.last_error,
           h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
-          h.partition_key, h.expires_at
+          h.partition_key, h.expires_at, h.requeues
 
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
@@ -259,7 +259,10 @@ WITH clock AS MATERIALIZED (
     -- A claim, start, heartbeat or release that a server crash loses is harmless: the row
     -- is simply as it was before, and the lease fence refuses the stale worker. So these
     -- commit without waiting for the WAL flush; finalization and enqueue always wait.
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+    -- The clock is read as the statement runs, after its snapshot, not at the start of its
+    -- transaction (before the bulkhead lock it may have waited for): a claim's started_at is
+    -- then never earlier than the moment it could see the slot it took free.
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 ),
 serving AS MATERIALIZED (
@@ -396,7 +399,7 @@ RETURNING h.id::text
 -- in all three tables: one list for both the INSERT's columns and its SELECT from ``done``
 -- (unqualified there: nothing ``done`` is joined with may have a column of these names).
 id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-worker_id, created_by, created_at, started_at, partition_key
+worker_id, created_by, created_at, started_at, partition_key, requeues
 
 -- name: fragment_dlq_insert
 -- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
@@ -505,22 +508,26 @@ clock AS MATERIALIZED (
 )
 
 -- name: jobs_finalize
--- Succeed and fail moves of a batch in one statement: the rows leave hot, land in archive or
--- DLQ, and the lifetime counters and 1-second buckets move with them; children whose last
--- parent succeeded are released (fragment_release_children), and waiters are told. Every move
--- is guarded by its lease; a stale one matches nothing. (Retry moves: jobs_finalize_retry.)
+-- Succeed moves of a batch in one statement: the rows leave hot, land in the archive, and the
+-- lifetime counters and 1-second buckets move with them; children whose last parent succeeded
+-- are released (fragment_release_children), and waiters are told. Every move is guarded by its
+-- lease; a stale one matches nothing. (Fail moves: jobs_finalize_fail; retry moves:
+-- jobs_finalize_retry. A batch of several kinds sends them in one transaction; apart, each
+-- statement fits the driver's cache of prepared statements.) finished_at is the attempt's
+-- start plus the worker's elapsed time (``el``: SucceedMove.elapsed_seconds), on the
+-- database's clock like the start; a move without one finishes at this statement's clock.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, a text, rs text, re text)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, rs text, re text)
 ),
 -- include: fragment_finalize_clock
 ,
 done AS (
     DELETE FROM {schema}.jobs_hot h
     USING v
-    WHERE v.k IN (0, 1) AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
+    WHERE v.k = 0 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
       AND h.status + 0 IN (1, 2)  -- by primary key: see fragment_lease_input
-    RETURNING h.*, v.k, v.du, v.r, v.e, v.a, v.rs, v.re
+    RETURNING h.*, v.k, v.du, v.rs, v.re, h.started_at + v.el * interval '1 second' AS ended
 ),
 archived AS (
     INSERT INTO {schema}.jobs_archive (
@@ -529,17 +536,8 @@ archived AS (
     )
     SELECT
 -- include: fragment_kept_columns
-           , d.last_modified_by, k.now, d.du, d.rs, d.re
+           , d.last_modified_by, coalesce(d.ended, k.now), d.du, d.rs, d.re
     FROM done d, clock k
-    WHERE d.k = 0
-),
-buried AS (
--- include: fragment_dlq_insert
-    SELECT
--- include: fragment_kept_columns
-           , d.r, d.e, d.last_modified_by, d.a, k.now, d.du, d.children
-    FROM done d, clock k
-    WHERE d.k = 1
 ),
 -- include: fragment_release_children
 ,
@@ -550,24 +548,22 @@ woke AS MATERIALIZED (
 -- include: fragment_notify_waited
 ,
 stats AS (
-    INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, failed_total, last_activity_at)
-    SELECT d.queue, count(*) FILTER (WHERE d.k = 0), count(*) FILTER (WHERE d.k = 1), min(k.now)
+    INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
     FROM done d, clock k
     GROUP BY d.queue
     ORDER BY d.queue
     ON CONFLICT (queue) DO UPDATE
     SET succeeded_total = s.succeeded_total + excluded.succeeded_total,
-        failed_total = s.failed_total + excluded.failed_total,
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
 ),
 buckets AS (
 -- include: fragment_buckets_insert
-    SELECT 1, date_trunc('second', min(k.now)), d.queue, d.k,
-           CASE WHEN d.k = 0 THEN -1 ELSE d.r END,
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 0, -1,
            count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
     FROM done d, clock k
-    GROUP BY 3, 4, 5
-    ORDER BY 3, 4, 5
+    GROUP BY 3
+    ORDER BY 3
 -- include: fragment_buckets_merge
 )
 SELECT id::text FROM done
@@ -578,6 +574,55 @@ SELECT NULL FROM told
 UNION ALL
 SELECT NULL FROM woke
 
+-- name: jobs_finalize_fail
+-- Fail moves of a batch in one statement, as jobs_finalize: the rows leave hot for the DLQ with
+-- their reason, error and actor; the counters and buckets move with them, and waiters are
+-- told. failed_at is the attempt's start plus the worker's elapsed time, as finished_at there.
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(moves)s::json)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, a text)
+),
+-- include: fragment_finalize_clock
+,
+done AS (
+    DELETE FROM {schema}.jobs_hot h
+    USING v
+    WHERE v.k = 1 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
+      AND h.status + 0 IN (1, 2)  -- by primary key: see fragment_lease_input
+    RETURNING h.*, v.du, v.r, v.e, v.a, h.started_at + v.el * interval '1 second' AS ended
+),
+buried AS (
+-- include: fragment_dlq_insert
+    SELECT
+-- include: fragment_kept_columns
+           , d.r, d.e, d.last_modified_by, d.a, coalesce(d.ended, k.now), d.du, d.children
+    FROM done d, clock k
+),
+-- include: fragment_notify_waited
+,
+stats AS (
+    INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
+    SELECT d.queue, count(*), min(k.now)
+    FROM done d, clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (queue) DO UPDATE
+    SET failed_total = s.failed_total + excluded.failed_total,
+        last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
+),
+buckets AS (
+-- include: fragment_buckets_insert
+    SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, d.r,
+           count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
+    FROM done d, clock k
+    GROUP BY 3, 5
+    ORDER BY 3, 5
+-- include: fragment_buckets_merge
+)
+SELECT id::text FROM done
+UNION ALL
+SELECT NULL FROM told
+
 -- name: attempts_record
 -- The failed attempts of a finalize batch, sent before its finalize statements in the same
 -- transaction (so a batch of successes sends nothing more): fail moves and retries that used
@@ -586,12 +631,13 @@ SELECT NULL FROM woke
 -- only the newest %(keep)s rows of each job are kept (the DELETE does not see the new row).
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, r int, e text, rf bool)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, rf bool)
 ),
 -- include: fragment_finalize_clock
 ,
 ran AS MATERIALIZED (
     SELECT h.id, h.attempt_count, h.worker_id, h.started_at, v.du, v.r, v.e,
+           h.started_at + v.el * interval '1 second' AS ended,
            coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = h.id), 0)
                AS newest
     FROM {schema}.jobs_hot h JOIN v ON h.id = v.i
@@ -606,7 +652,8 @@ tried AS (
         job_id, seq, attempt, worker_id, started_at, failed_at, duration_seconds,
         failure_reason, error
     )
-    SELECT r.id, r.newest + 1, r.attempt_count, r.worker_id, r.started_at, k.now, r.du, r.r, r.e
+    SELECT r.id, r.newest + 1, r.attempt_count, r.worker_id, r.started_at,
+           coalesce(r.ended, k.now), r.du, r.r, r.e
     FROM ran r CROSS JOIN clock k
 ),
 trimmed AS (
@@ -618,7 +665,9 @@ SELECT count(*) FROM ran
 
 -- name: jobs_finalize_retry
 -- Retry moves of a batch: back to Pending, due at run_at or after the delay, the last error
--- kept, worker and lease cleared, the attempt refunded when asked; retried_total counted.
+-- kept (a move without one, a circuit deferral or a start refused, keeps the error before it,
+-- which the next attempt's handler reads as JobContext.previous_error), worker and lease
+-- cleared, the attempt refunded when asked; retried_total counted.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
         AS v(i uuid, w text, t uuid, k int, e text, ra timestamptz, dl float8, rf bool, cr bool)
@@ -628,7 +677,8 @@ WITH v AS (
 retried AS (
     UPDATE {schema}.jobs_hot h
     SET status = 0, scheduled_at = coalesce(v.ra, k.now + make_interval(secs => v.dl)),
-        last_error = v.e, worker_id = NULL, lease_token = NULL, heartbeat_at = NULL,
+        last_error = coalesce(v.e, h.last_error), worker_id = NULL, lease_token = NULL,
+        heartbeat_at = NULL,
         progress = NULL,
         attempt_count = CASE WHEN v.rf THEN greatest(h.attempt_count - 1, 0)
                              ELSE h.attempt_count END,
@@ -962,7 +1012,9 @@ SET payload = coalesce(%(payload)s::text, payload),
 WHERE id = %(id)s::uuid
 
 -- name: dlq_resurrect
--- DLQ -> hot Pending in one statement; lifetime counters and buckets are not touched.
+-- DLQ -> hot Pending in one statement; lifetime counters and buckets are not touched. The
+-- attempts start again from 0; requeues counts this requeue, and the DLQ error becomes the
+-- last error, so the handler can tell that (and why) it ran before.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ),
@@ -980,7 +1032,7 @@ inserted AS (
     INSERT INTO {schema}.jobs_hot (
         id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
         max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-        last_modified_by, last_error, parents_left, children, partition_key
+        last_modified_by, last_error, parents_left, children, partition_key, requeues
     )
     SELECT m.id, m.queue, m.type, coalesce(%(payload)s::text, m.payload),
            CASE WHEN %(set_tags)s THEN %(tags)s::text ELSE m.tags END, NULL,
@@ -989,7 +1041,7 @@ inserted AS (
            -- a job enqueued with after= runs with whatever results its parents left
            CASE WHEN EXISTS (SELECT 1 FROM {schema}.job_edges e WHERE e.child_id = m.id)
                 THEN 0 END,
-           m.children, m.partition_key
+           m.children, m.partition_key, m.requeues + 1
     FROM moved m CROSS JOIN clock k
     RETURNING id, queue
 ),
@@ -1850,14 +1902,33 @@ RETURNING status
 
 -- name: job_outcome
 -- Where a job is, in one snapshot: a move between pillars is one transaction, so the job is in
--- exactly one of them (or none).
-SELECT 'hot', status, NULL::smallint, NULL::text, NULL::text, NULL::text
-FROM {schema}.jobs_hot WHERE id = %(id)s::uuid
+-- exactly one of them (or none). A Waiting job also names the first job it waits on that is in
+-- the DLQ, a parent or, through parents that wait themselves, an ancestor (with that job's
+-- reason in the reason column): it cannot run until an operator repairs or purges that job.
+-- The walk goes only up through Waiting jobs, each once (UNION), so it ends on any graph.
+WITH RECURSIVE up(id) AS (
+    SELECT e.parent_id
+    FROM {schema}.jobs_hot h JOIN {schema}.job_edges e ON e.child_id = h.id
+    WHERE h.id = %(id)s::uuid AND h.status = 3
+    UNION
+    SELECT e.parent_id
+    FROM up JOIN {schema}.jobs_hot h ON h.id = up.id AND h.status = 3
+    JOIN {schema}.job_edges e ON e.child_id = h.id
+),
+blocker AS (
+    SELECT d.id, d.failure_reason
+    FROM up JOIN {schema}.jobs_dlq d ON d.id = up.id
+    ORDER BY d.failed_at, d.id
+    LIMIT 1
+)
+SELECT 'hot', h.status, b.failure_reason, NULL::text, NULL::text, NULL::text, b.id::text
+FROM {schema}.jobs_hot h LEFT JOIN blocker b ON true
+WHERE h.id = %(id)s::uuid
 UNION ALL
-SELECT 'archive', NULL, NULL, NULL, result, result_error
+SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL
 FROM {schema}.jobs_archive WHERE id = %(id)s::uuid
 UNION ALL
-SELECT 'dlq', NULL, failure_reason, error, NULL, NULL
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL
 FROM {schema}.jobs_dlq WHERE id = %(id)s::uuid
 
 -- name: job_parent_results
@@ -1959,7 +2030,11 @@ ORDER BY scope, name
 FOR UPDATE
 
 -- name: limits_clock
-SELECT extract(epoch FROM coalesce(%(now)s::timestamptz, now()))::float8
+-- The limited claim's clock, read after the locks and the running counts (not at the start of
+-- its transaction, which may have waited for the locks): the rate is spent at it, and the claim
+-- records it as started_at, so that time is never earlier than the moment the claim could see
+-- the slot it took free (a partition's jobs' times never overlap).
+SELECT extract(epoch FROM coalesce(%(now)s::timestamptz, clock_timestamp()))::float8
 
 -- name: limits_running
 SELECT type, partition_key, count(*) FROM {schema}.jobs_hot WHERE status IN (1, 2) GROUP BY 1, 2

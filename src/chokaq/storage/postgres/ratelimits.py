@@ -65,14 +65,14 @@ class PostgresLimits(PostgresCore):
                     await send(name, params)
                     for name, params in (
                         ("limits_lock", {}),
-                        ("limits_clock", {"now": now}),
                         ("limits_serving", {}),
                         ("limits_running", {}),
+                        ("limits_clock", {"now": now}),
                         ("limits_tats", {"now": now}),
                         ("limits_partitioned_types", {}),
                     )
                 ]
-                locked, clocked, serving_rows, running_rows, tat_rows, partitioned_rows = [
+                locked, serving_rows, running_rows, clocked, tat_rows, partitioned_rows = [
                     await cur.fetchall() for cur in reads
                 ]
                 clock = clocked[0][0]
@@ -170,7 +170,8 @@ class PostgresLimits(PostgresCore):
                         "ids": [c.id for c in picked],
                         "start": start,
                         "worker_id": worker_id,
-                        "now": now,
+                        # The jobs start at the clock the rate was spent at (limits_clock).
+                        "now": now if now is not None else _at(clock),
                     },
                 )
             claimed = await claimed_rows(cur)

@@ -79,6 +79,7 @@ def claimed_job(row: Row) -> ClaimedJob:
         has_parents=row[19],
         partition=row[20],
         expires_at=row[21],
+        requeues=row[22],
     )
 
 

@@ -26,7 +26,8 @@ class PostgresWorkflows(PostgresCore):
             if watch:
                 cur = await conn.execute(self._q["job_watch"], {"id": id})
                 row = await cur.fetchone()
-                if row is not None:
+                # A Waiting job is read in full below: it may be blocked by a job in the DLQ.
+                if row is not None and row[0] != JobStatus.WAITING:
                     return JobOutcome(pillar=Pillar.HOT, status=JobStatus(row[0]))
             # A new statement, so a new snapshot: a move the mark waited for is seen here.
             cur = await conn.execute(self._q["job_outcome"], {"id": id})

@@ -143,8 +143,9 @@ class SQLiteDriver(SQLiteBulk):
         start: bool,
         now: datetime | None,
     ) -> list[ClaimedJob | UndecodableRow]:
+        # The clock is read under the write lock (None here): see jobs.fetch.
         return await self._db.call(
-            jobs.fetch, worker_id, limit, queues_, exclude_types, start, ts_now(now)
+            jobs.fetch, worker_id, limit, queues_, exclude_types, start, _given(now)
         )
 
     async def jobs_fetch_limited(
@@ -157,12 +158,12 @@ class SQLiteDriver(SQLiteBulk):
         now: datetime | None,
     ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
         rows, retry_at = await self._db.call(
-            ratelimits.fetch_limited, worker_id, limit, queues_, exclude_types, start, ts_now(now)
+            ratelimits.fetch_limited, worker_id, limit, queues_, exclude_types, start, _given(now)
         )
         return rows, from_ts(retry_at)
 
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
-        return await self._db.call(jobs.start_many, leases, ts_now(now))
+        return await self._db.call(jobs.start_many, leases, _given(now))
 
     async def jobs_heartbeat(
         self, beats: list[Heartbeat], now: datetime | None
@@ -573,3 +574,10 @@ def _edit_params(id: str, actor: str, edits: Edits, now: datetime | None) -> dic
         priority=edits.priority,
         now=ts_now(now),
     )
+
+
+def _given(now: datetime | None) -> float | None:
+    """An injected clock as Unix seconds; None when the statement is to read the clock itself
+    (under the write lock: a claim's start is then never earlier than the moment it could see
+    the slot it took free, though it waited for the lock)."""
+    return None if now is None else now.timestamp()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -319,8 +320,10 @@ def fetch(
     queues: Sequence[str] | None,
     exclude_types: Sequence[str],
     start: bool,
-    now: float,
+    now: float | None,
 ) -> list[ClaimedJob | UndecodableRow]:
+    """Claim up to ``limit`` jobs; ``now`` None: the clock, read once the write lock is held
+    (so the claim's start is never before it could see its slot free)."""
     return db.write(_fetch, db, worker_id, limit, queues, exclude_types, start, now)
 
 
@@ -331,7 +334,7 @@ def _fetch(
     queues: Sequence[str] | None,
     exclude_types: Sequence[str],
     start: bool,
-    now: float,
+    given: float | None,
 ) -> list[ClaimedJob | UndecodableRow]:
     """Pick candidates, then claim them with one UPDATE ... FROM ... RETURNING.
 
@@ -339,6 +342,7 @@ def _fetch(
     every other eligible queue is picked by one ordered scan of the partial fetch index. The
     write lock is held from the first read, so no other fetcher can interleave.
     """
+    now = time.time() if given is None else given
     conn, q = db.conn, db.q
     exclude = json.dumps(list(exclude_types))
     base = {"now": now, "exclude": exclude, "limit": limit}
@@ -406,8 +410,9 @@ def _read_tolerant(db: Database, query: str, params: dict[str, object]) -> list[
 # -- lease-guarded transitions ----------------------------------------------------------------
 
 
-def start_many(db: Database, leases: Sequence[Lease], now: float) -> dict[str, Started]:
+def start_many(db: Database, leases: Sequence[Lease], given: float | None) -> dict[str, Started]:
     def run() -> dict[str, Started]:
+        now = time.time() if given is None else given  # under the write lock, as fetch
         started: dict[str, Started] = {}
         for lease in leases:
             row = db.conn.execute(db.q["jobs_start"], {**_lease(lease), "now": now}).fetchone()
@@ -532,7 +537,13 @@ def _succeed_batch(
         if isinstance(move, SucceedMove) and move.lease.job_id not in index:
             index[move.lease.job_id] = i
             lease = move.lease
-            row: list[object] = [lease.job_id, lease.worker_id, lease.token, move.duration_seconds]
+            row: list[object] = [
+                lease.job_id,
+                lease.worker_id,
+                lease.token,
+                move.duration_seconds,
+                move.elapsed_seconds,
+            ]
             if move.result is not None or move.result_error is not None:
                 row += [move.result, move.result_error]
             payload.append(row)
@@ -565,7 +576,11 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
     archive) rolls back alone and reports False; the others still apply. Its counters are only
     recorded once it has applied, and written with the batch."""
     conn, q = db.conn, db.q
-    params: dict[str, object] = {**_lease(move.lease), "now": now}
+    params: dict[str, object] = {
+        **_lease(move.lease),
+        "now": now,
+        "elapsed": move.elapsed_seconds,
+    }
     conn.execute(q["savepoint"])
     try:
         _record_attempt(db, move, params)

@@ -121,7 +121,7 @@ WHERE {p}jobs_hot.id = c.id AND {p}jobs_hot.status = 0
 RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_attempts,
           timeout_seconds, idempotency_key, created_at, scheduled_at, started_at, created_by,
           last_error, trace_context, worker_id, lease_token, parents_left, partition_key,
-          expires_at
+          expires_at, requeues
 
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
@@ -129,7 +129,7 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.status, h.attempt_count,
        h.max_attempts, h.timeout_seconds, h.idempotency_key, h.created_at, h.scheduled_at,
        h.started_at, h.created_by, h.last_error, h.trace_context, h.worker_id, h.lease_token,
-       h.parents_left, h.partition_key, h.expires_at
+       h.parents_left, h.partition_key, h.expires_at, h.requeues
 FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS token
       FROM json_each(:claims)) AS c
 JOIN {p}jobs_hot h ON h.id = c.id AND h.lease_token = c.token AND h.worker_id = :worker_id
@@ -160,22 +160,27 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 
 RETURNING id
 
 -- name: jobs_finalize_retry
+-- A move without an error (a circuit deferral, a start refused) keeps the error before it.
 UPDATE {p}jobs_hot
-SET status = 0, scheduled_at = :scheduled_at, last_error = :error, worker_id = NULL,
+SET status = 0, scheduled_at = :scheduled_at, last_error = coalesce(:error, last_error),
+    worker_id = NULL,
     lease_token = NULL, heartbeat_at = NULL, progress = NULL, updated_at = :now,
     attempt_count = max(attempt_count - :refund, 0)
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 RETURNING queue
 
 -- name: jobs_finalize_archive
+-- finished_at is the attempt's start plus the worker's elapsed time, as on PostgreSQL (NULL
+-- arithmetic: a move without one finishes at :now).
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
-    result, result_error, partition_key
+    result, result_error, partition_key, requeues
 )
 SELECT id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
-       worker_id, created_by, last_modified_by, created_at, started_at, :now, :duration,
-       :result, :result_error, partition_key
+       worker_id, created_by, last_modified_by, created_at, started_at,
+       coalesce(started_at + :elapsed, :now), :duration, :result, :result_error, partition_key,
+       requeues
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -183,13 +188,13 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key, error_family
+    started_at, failed_at, duration_seconds, children, partition_key, error_family, requeues
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
-       started_at, :now, :duration, children, partition_key,
-       chokaq_error_family(:error)
+       started_at, coalesce(started_at + :elapsed, :now), :duration, children, partition_key,
+       chokaq_error_family(:error), requeues
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 
@@ -206,7 +211,8 @@ INSERT INTO {p}job_attempts (
     error
 )
 SELECT h.id, coalesce((SELECT max(a.seq) FROM {p}job_attempts a WHERE a.job_id = h.id), 0) + 1,
-       h.attempt_count, h.worker_id, h.started_at, :now, :duration, :reason, :error
+       h.attempt_count, h.worker_id, h.started_at, coalesce(h.started_at + :elapsed, :now),
+       :duration, :reason, :error
 FROM {p}jobs_hot h
 WHERE h.id = :id AND h.worker_id = :worker_id AND h.lease_token = :token AND h.status = 2
 
@@ -243,12 +249,12 @@ DELETE FROM {p}job_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key, error_family
+    started_at, failed_at, duration_seconds, children, partition_key, error_family, requeues
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
        created_at, started_at, :now, NULL, children, partition_key,
-       chokaq_error_family(:error)
+       chokaq_error_family(:error), requeues
 FROM {p}jobs_hot
 WHERE id = :id AND status = :status
 
@@ -338,19 +344,20 @@ SET payload = coalesce(:payload, payload),
 WHERE id = :id
 
 -- name: dlq_resurrect
--- A job enqueued with after= comes back with its parents_left at 0: it runs with whatever
+-- As on PostgreSQL: attempts start over, requeues counts this one, the DLQ error is the last
+-- error. A job enqueued with after= comes back with its parents_left at 0: it runs with whatever
 -- results its parents left.
 INSERT INTO {p}jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     max_attempts, timeout_seconds, scheduled_at, created_at, updated_at, created_by,
-    last_modified_by, last_error, parents_left, children, partition_key
+    last_modified_by, last_error, parents_left, children, partition_key, requeues
 )
 SELECT id, queue, type, coalesce(:payload, payload),
        CASE WHEN :set_tags THEN :tags ELSE tags END, NULL, coalesce(:priority, priority), 0, 0,
        max_attempts, timeout_seconds, :now, created_at, :now, created_by, :actor, error,
        CASE WHEN EXISTS (SELECT 1 FROM {p}job_edges e WHERE e.child_id = {p}jobs_dlq.id)
             THEN 0 END,
-       children, partition_key
+       children, partition_key, requeues + 1
 FROM {p}jobs_dlq
 WHERE id = :id
 ON CONFLICT DO NOTHING
@@ -762,12 +769,13 @@ ROLLBACK TO SAVEPOINT batch
 INSERT INTO {p}jobs_archive (
     id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
     worker_id, created_by, last_modified_by, created_at, started_at, finished_at, duration_seconds,
-    result, result_error, partition_key
+    result, result_error, partition_key, requeues
 )
 SELECT h.id, h.queue, h.type, h.payload, h.tags, h.priority, h.attempt_count, h.max_attempts,
        h.timeout_seconds, h.worker_id, h.created_by, h.last_modified_by, h.created_at,
-       h.started_at, :now, json_extract(m.value, '$[3]'), json_extract(m.value, '$[4]'),
-       json_extract(m.value, '$[5]'), h.partition_key
+       h.started_at, coalesce(h.started_at + json_extract(m.value, '$[4]'), :now),
+       json_extract(m.value, '$[3]'), json_extract(m.value, '$[5]'),
+       json_extract(m.value, '$[6]'), h.partition_key, h.requeues
 FROM json_each(:moves) AS m
 JOIN {p}jobs_hot AS h ON h.id = json_extract(m.value, '$[0]')
 WHERE h.worker_id = json_extract(m.value, '$[1]')
@@ -1012,12 +1020,12 @@ RETURNING queue, status
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key, error_family
+    started_at, failed_at, duration_seconds, children, partition_key, error_family, requeues
 )
 SELECT id, queue, type, payload, tags, priority, 11, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, coalesce(:actor, last_modified_by), :actor,
        created_at, started_at, :now, NULL, children, partition_key,
-       chokaq_error_family(:error)
+       chokaq_error_family(:error), requeues
 FROM {p}jobs_hot
 WHERE id = :id AND status = 3
 
@@ -1025,11 +1033,31 @@ WHERE id = :id AND status = 3
 UPDATE {p}jobs_hot SET waited = 1 WHERE id = :id AND waited IS NOT 1 RETURNING status
 
 -- name: job_outcome
-SELECT 'hot', status, NULL, NULL, NULL, NULL FROM {p}jobs_hot WHERE id = :id
+-- As on PostgreSQL: a Waiting job names the first job in the DLQ it waits on, directly or
+-- through parents that wait themselves (that job's reason in the reason column).
+WITH RECURSIVE up(id) AS (
+    SELECT e.parent_id
+    FROM {p}jobs_hot h JOIN {p}job_edges e ON e.child_id = h.id
+    WHERE h.id = :id AND h.status = 3
+    UNION
+    SELECT e.parent_id
+    FROM up JOIN {p}jobs_hot h ON h.id = up.id AND h.status = 3
+    JOIN {p}job_edges e ON e.child_id = h.id
+),
+blocker AS (
+    SELECT d.id, d.failure_reason
+    FROM up JOIN {p}jobs_dlq d ON d.id = up.id
+    ORDER BY d.failed_at, d.id
+    LIMIT 1
+)
+SELECT 'hot', h.status, b.failure_reason, NULL, NULL, NULL, b.id
+FROM {p}jobs_hot h LEFT JOIN blocker b ON 1
+WHERE h.id = :id
 UNION ALL
-SELECT 'archive', NULL, NULL, NULL, result, result_error FROM {p}jobs_archive WHERE id = :id
+SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL
+FROM {p}jobs_archive WHERE id = :id
 UNION ALL
-SELECT 'dlq', NULL, failure_reason, error, NULL, NULL FROM {p}jobs_dlq WHERE id = :id
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL FROM {p}jobs_dlq WHERE id = :id
 
 -- name: job_parent_results
 SELECT e.parent_id, a.result, a.result_error

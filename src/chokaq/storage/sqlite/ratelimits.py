@@ -9,6 +9,7 @@ the connection's thread; arguments arrive checked; no SQL text here.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,9 +88,12 @@ def fetch_limited(
     queues: Sequence[str] | None,
     exclude_types: Sequence[str],
     start: bool,
-    now: float,
+    given: float | None,
 ) -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
     def run() -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
+        # Read under the write lock: the rate is spent at this clock and the jobs start at it,
+        # never before the claim could see the slot it takes free.
+        now = time.time() if given is None else given
         conn, q = db.conn, db.q
         rooms = throttle.rooms(conn.execute(q["limits_serving"]).fetchall(), queues, limit)
         limits = throttle.limit_rows(conn.execute(q["limits_rows"]).fetchall(), rooms)

@@ -127,6 +127,7 @@ def claimed_job(row: sqlite3.Row) -> ClaimedJob:
         has_parents=row["parents_left"] is not None,
         partition=_value(row, "partition_key", _TEXT),
         expires_at=_time(row, "expires_at"),
+        requeues=_value(row, "requeues", _INT, True),
     )
 
 

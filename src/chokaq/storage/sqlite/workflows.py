@@ -18,7 +18,10 @@ __all__ = ["job_outcome", "job_parent_results", "job_relatives", "workflow_membe
 def job_outcome(db: Database, id: str, watch: bool) -> JobOutcome | None:
     def mark() -> JobOutcome | None:
         row = db.conn.execute(db.q["job_watch"], {"id": id}).fetchone()
-        return None if row is None else JobOutcome(pillar=Pillar.HOT, status=JobStatus(row[0]))
+        # A Waiting job is read in full below: it may be blocked by a job in the DLQ.
+        if row is None or row[0] == JobStatus.WAITING:
+            return None
+        return JobOutcome(pillar=Pillar.HOT, status=JobStatus(row[0]))
 
     if watch:
         marked = db.write(mark)
