@@ -26,9 +26,8 @@ from .handles import ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOpti
 from .limits import Limits
 from .models import FailureReason, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry
-from .runtime.circuit import CircuitPolicy
-from .runtime.retry import RetryPolicy
-from .runtime.settings import WorkerSettings
+from .policies import CircuitPolicy, RetryPolicy
+from .settings import WorkerSettings
 
 __all__ = [
     "App",

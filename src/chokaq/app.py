@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, overload
 
-from .context import JobContext
+from .context import JobContext, Middleware
 from .errors import ConfigurationError, ValidationError
 from .handles import (
     ContextJobHandle,
@@ -52,16 +52,15 @@ from .models import (
 )
 from .payloads import encode_payload
 from .periodic import Timing, check_misfire
-from .portal import Portal, abandon
-from .rates import check_rate
-from .results import ResultWaiter, value_of
-from .runtime.host import Middleware
-from .runtime.retry import (
+from .policies import (
     RetryPolicy,
     check_exception_types,
     check_retry_policy,
 )
-from .runtime.settings import WorkerSettings
+from .portal import Portal, abandon
+from .rates import check_rate
+from .results import ResultWaiter, value_of
+from .settings import WorkerSettings
 from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name

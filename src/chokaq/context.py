@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["JobContext", "current_job"]
+__all__ = ["JobContext", "Middleware", "current_job"]
 
 _current: contextvars.ContextVar[JobContext] = contextvars.ContextVar("chokaq_job")
 
@@ -126,3 +126,7 @@ def _request_stop(context: JobContext, reason: str) -> None:
     context._cancel_flag = True
     if context._cancelled is not None:
         context._cancelled.set()
+
+
+# ``async fn(ctx, call_next)`` around every execution (``App.middleware`` registers them).
+Middleware = Callable[[JobContext, Callable[[], Awaitable[Any]]], Awaitable[Any]]

@@ -25,8 +25,8 @@ import time
 from .app import App
 from .context import JobContext
 from .errors import FatalError, ThrottledError
-from .runtime.retry import RetryPolicy
-from .runtime.settings import WorkerSettings
+from .policies import RetryPolicy
+from .settings import WorkerSettings
 
 __all__ = ["DemoClock", "build_demo_app", "produce"]
 

@@ -31,7 +31,7 @@ from .errors import ValidationError
 from .ids import new_job_id
 from .models import NewJob
 from .payloads import encode_payload, tags_option
-from .runtime.retry import ExceptionTypes, RetryPolicy
+from .policies import ExceptionTypes, RetryPolicy
 from .serializer import Converter, parameter_converters
 
 __all__ = [

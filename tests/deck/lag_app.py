@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 
 from chokaq.app import App
-from chokaq.runtime.circuit import CircuitPolicy
-from chokaq.runtime.settings import WorkerSettings
+from chokaq.policies import CircuitPolicy
+from chokaq.settings import WorkerSettings
 
 app = App(
     worker=WorkerSettings(

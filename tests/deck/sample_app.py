@@ -11,7 +11,7 @@ import asyncio
 from chokaq.app import App
 from chokaq.context import JobContext
 from chokaq.errors import FatalError
-from chokaq.runtime.settings import WorkerSettings
+from chokaq.settings import WorkerSettings
 
 app = App(
     worker=WorkerSettings(

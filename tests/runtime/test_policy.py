@@ -20,10 +20,10 @@ from chokaq.models import (
     SucceedMove,
 )
 from chokaq.outcomes import Retry
-from chokaq.runtime.circuit import CircuitBreakers, CircuitPolicy, CircuitState
+from chokaq.policies import CircuitPolicy, RetryPolicy, explicit_delay
+from chokaq.runtime.circuit import CircuitBreakers, CircuitState
 from chokaq.runtime.executor import Result, StopReason, decide
-from chokaq.runtime.retry import RetryPolicy, explicit_delay
-from chokaq.runtime.settings import WorkerSettings
+from chokaq.settings import WorkerSettings
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

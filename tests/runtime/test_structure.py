@@ -103,7 +103,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 def test_the_graph_sees_relative_type_checking_and_function_imports() -> None:
     graph = import_graph()
     # Relative imports at module level and inside a TYPE_CHECKING block or a function body.
-    assert "chokaq.runtime.settings" in graph["chokaq.app"]
+    assert "chokaq.settings" in graph["chokaq.app"]
     assert "chokaq.storage" in graph["chokaq.runtime.finalizer"]
     assert "chokaq.cli.worker" in graph["chokaq.cli"]  # imported inside _register()
 

@@ -167,7 +167,7 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
 
 def _report(verb: str, preview: Preview, done: list[Any], as_json: bool) -> None:
     if as_json:
-        from ..deck.views import dump
+        from ..views import dump
 
         key = "requeued" if verb == "requeue" else "ids"
         echo_json({"preview": dump(preview), "affected": len(done), key: dump(done)})

@@ -93,9 +93,8 @@ def _classes() -> list[tuple[str, str, type[Any]]]:
     from ..health import HealthSettings
     from ..limits import Limits
     from ..metrics import MetricsSettings
-    from ..runtime.circuit import CircuitPolicy
-    from ..runtime.retry import RetryPolicy
-    from ..runtime.settings import WorkerSettings
+    from ..policies import CircuitPolicy, RetryPolicy
+    from ..settings import WorkerSettings
     from ..storage import StorageSettings
 
     return [

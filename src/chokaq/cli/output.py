@@ -2,7 +2,7 @@
 
 Field names are the models' (``chokaq.models``) and, where the Deck's API has a shape for the
 same thing (a queue row, a schedule, the throughput), that shape, built by the same functions
-of ``chokaq.deck.views``; times are ISO 8601 in UTC ending in ``Z``, enums are lower-case names
+of ``chokaq.views``; times are ISO 8601 in UTC ending in ``Z``, enums are lower-case names
 (``fatal_error``), a pillar its value (``dlq``). A list is one JSON array. This module only
 shapes and prints values; it must not read storage. The Deck's package is imported when a
 ``--json`` is printed, not with the CLI: it brings Starlette (a seventh of a second to start).
@@ -40,7 +40,7 @@ def echo_json(data: Any) -> None:
 def job_data(view: JobView) -> dict[str, Any]:
     """Every field of ``view`` under its ``JobView`` name, plus ``state``; the payload and the
     result as JSON values (``result`` null when the job returned None or has none yet)."""
-    from ..deck.views import dump
+    from ..views import dump
 
     data: dict[str, Any] = {"id": view.id, "state": view.state}
     for f in fields(view):

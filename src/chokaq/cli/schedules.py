@@ -174,7 +174,7 @@ def schedule_list(
     now = datetime.now(UTC)
     schedules = run_with_app(app, lambda a: a.backend.schedules_list(now=now))
     if as_json:
-        from ..deck.views import schedule_json
+        from ..views import schedule_json
 
         echo_json([schedule_json(s, now) for s in schedules])
         return
@@ -265,7 +265,7 @@ def schedule_show(
     if found is None:
         raise NotFoundError(f"no schedule named {name!r} (chokaq schedule list)")
     if as_json:
-        from ..deck.views import schedule_json, slot_json
+        from ..views import schedule_json, slot_json
 
         echo_json({**schedule_json(found, now), "history": [slot_json(r) for r in records]})
         return

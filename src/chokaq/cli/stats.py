@@ -128,7 +128,7 @@ def _overview(summary: Summary, throughput: Throughput, workers: int) -> Table:
 
 async def _snapshot_json(app: App) -> dict[str, Any]:
     """The overview as ``--json`` prints it: the Deck API's throughput and queue rows."""
-    from ..deck.views import dump, queue_json, throughput_json
+    from ..views import dump, queue_json, throughput_json
 
     backend = app.backend
     summary = await backend.stats_summary()
@@ -241,7 +241,7 @@ def queue_list(
 
     stats, limits = run_with_app(app, read)
     if as_json:
-        from ..deck.views import queue_json
+        from ..views import queue_json
 
         rates = queue_rates(limits)
         echo_json([{**queue_json(s), "rate_limit": rates.get(s.queue.name)} for s in stats])

@@ -36,11 +36,7 @@ from ..limits import (
 from ..models import FailureReason, JobFilter, JobView, Pillar, Workflow
 from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
-from . import audit, paging
-from .audit import Done
-from .auth import Principal, Role, csrf_ok, origin_ok
-from .state import DeckState, snapshot
-from .views import (
+from ..views import (
     MAX_IDS,
     SOURCES,
     dump,
@@ -52,6 +48,10 @@ from .views import (
     slot_json,
     workflow_json,
 )
+from . import audit, paging
+from .audit import Done
+from .auth import Principal, Role, csrf_ok, origin_ok
+from .state import DeckState, snapshot
 
 __all__ = ["ROUTES", "ApiRoute", "json_body", "snapshot"]
 

@@ -22,12 +22,12 @@ from starlette.requests import Request
 from ..errors import ValidationError
 from ..limits import MAX_BULK_CAP
 from ..models import JobFilter, Pillar
+from ..views import dump, filter_json, parse_filter, parse_int
 from . import audit
 from .api import ApiError, ApiRoute, _confirm, _ids, json_body
 from .audit import Done
 from .auth import Principal
 from .state import DeckState
-from .views import dump, filter_json, parse_filter, parse_int
 
 __all__ = ["ROUTES"]
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from starlette.requests import Request
 
+from ..views import parse_int
 from ..waits import explain
 from .api import ApiRoute
 from .auth import Principal
 from .state import DeckState
-from .views import parse_int
 
 __all__ = ["ROUTES"]
 

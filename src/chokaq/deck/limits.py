@@ -17,11 +17,11 @@ from typing import Any
 from starlette.requests import Request
 
 from ..errors import ValidationError
+from ..views import dump
 from .api import ApiRoute, json_body
 from .audit import Done
 from .auth import Principal
 from .state import DeckState
-from .views import dump
 
 __all__ = ["ROUTES"]
 

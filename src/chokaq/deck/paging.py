@@ -21,7 +21,7 @@ from ..errors import ValidationError
 from ..models import JobView, Page, PageKey, Pillar
 from ..storage.checks import SORT_COLUMNS
 from ..storage.paging import TIME_SORTS
-from .views import parse_bool, parse_int
+from ..views import parse_bool, parse_int
 
 __all__ = [
     "MAX_OFFSET_ROWS",

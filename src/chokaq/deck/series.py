@@ -29,10 +29,10 @@ from ..errors import ValidationError
 from ..limits import check_name
 from ..models import SeriesPoint
 from ..storage import Backend
+from ..views import dump, parse_int
 from .api import ApiRoute
 from .auth import Principal
 from .state import DeckState
-from .views import dump, parse_int
 
 __all__ = ["MAX_POINTS", "ROUTES", "WINDOWS", "bucket_width"]
 

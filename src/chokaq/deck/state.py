@@ -19,6 +19,7 @@ from starlette.requests import Request
 
 from ..app import App
 from ..models import LimitInfo, PendingGroup
+from ..views import circuits_of, dump, limit_json, queue_json, throughput_json
 from .auth import (
     Authorizer,
     Credentials,
@@ -28,7 +29,6 @@ from .auth import (
     resolve,
 )
 from .throttle import LoginThrottle
-from .views import circuits_of, dump, limit_json, queue_json, throughput_json
 from .waits import WaitReads
 
 __all__ = [

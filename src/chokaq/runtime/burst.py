@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 
 from ..logs import Event, log_event
 from ..models import PendingGroup, QueueInfo
+from ..settings import WorkerSettings
 from ..storage import Backend
 from .circuit import CircuitBreakers, CircuitSnapshot, CircuitState
 from .executor import Executor
-from .settings import WorkerSettings
 
 __all__ = ["EXIT_WORK_LEFT", "BurstWatch", "Leftover", "Verdict", "assess", "describe"]
 

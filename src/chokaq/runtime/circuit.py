@@ -24,10 +24,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import ConfigurationError
 from ..models import FailMove, FailureReason, Move, RetryMove, SucceedMove
+from ..policies import CircuitPolicy
 
-__all__ = ["CircuitBreakers", "CircuitPolicy", "CircuitSnapshot", "CircuitState"]
+__all__ = ["CircuitBreakers", "CircuitSnapshot", "CircuitState"]
 
 # Dead-letter reasons that say nothing about the dependency: the job's own data was refused
 # (FatalError, Fail, a configured fatal type, a rejected payload), an operator cancelled it, or
@@ -46,54 +46,6 @@ class CircuitState(enum.StrEnum):
     CLOSED = "closed"
     OPEN = "open"
     HALF_OPEN = "half_open"
-
-
-@dataclass(frozen=True, slots=True)
-class CircuitPolicy:
-    """Breaker settings: at least 20 failures in 60 s that are at least half of the outcomes
-    open it for 30 s; then one probe at a time.
-
-    The reference opened at 5 failures in a row (each within 60 s of the last): a type that
-    fails now and then (a 20 % flaky partner, a first attempt that always fails) opened its
-    circuit many times a day and held its backlog back with no dependency down. Like
-    resilience4j (50 % of at least 100 calls) and Polly (a ratio over at least 100 actions),
-    it now judges the failure rate; it asks for 20 failures rather than 100 calls because a
-    job type runs far fewer calls than an RPC client, and each failed job has spent an attempt
-    (with ``max_attempts=1``, it is in the DLQ). See docs/concepts.md for the comparison.
-
-    Attributes:
-        threshold: failures within the window needed before the circuit may open (a type with
-            fewer failures than this in a window never opens).
-        failure_rate: the share of the window's counted outcomes (successes and failures)
-            that failures must reach for the circuit to open, greater than 0 and at most 1.
-        window_seconds: how far back outcomes are counted (to a sixtieth of it).
-        break_seconds: how long the circuit stays open before a probe may run.
-        half_open_max_calls: probe jobs allowed at once while half-open; that many successes
-            close the circuit.
-        probe_timeout_seconds: a probe that has not reported by then frees its slot.
-        enabled: False disables circuit breaking.
-    """
-
-    threshold: int = 20
-    failure_rate: float = 0.5
-    window_seconds: float = 60.0
-    break_seconds: float = 30.0
-    half_open_max_calls: int = 1
-    probe_timeout_seconds: float = 30.0
-    enabled: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("threshold", "half_open_max_calls"):
-            if getattr(self, name) < 1:
-                raise ConfigurationError(f"circuit.{name}: must be at least 1")
-        for name in ("window_seconds", "break_seconds", "probe_timeout_seconds"):
-            if getattr(self, name) <= 0:
-                raise ConfigurationError(f"circuit.{name}: must be greater than 0")
-        if not 0 < self.failure_rate <= 1:
-            raise ConfigurationError(
-                "circuit.failure_rate: must be greater than 0 and at most 1 (a share of the "
-                "outcomes, 0.5 for half)"
-            )
 
 
 @dataclass(frozen=True, slots=True)

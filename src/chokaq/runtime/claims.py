@@ -18,10 +18,10 @@ from datetime import datetime
 
 from ..logs import Event, log_event
 from ..models import ClaimedJob, FailureReason, JobStatus
+from ..settings import WorkerSettings
 from ..storage import Backend
 from .circuit import CircuitBreakers
 from .registry import Registry
-from .settings import WorkerSettings
 from .slots import Slots, release
 
 __all__ = ["Claims"]

@@ -38,14 +38,14 @@ from ..models import (
 )
 from ..outcomes import Fail, Retry
 from ..payloads import encode_result
+from ..policies import ExceptionTypes, RetryPolicy, explicit_delay
 from ..serializer import decode_arguments
 from .host import JobHandler, Middleware, PipeHandler
-from .retry import ExceptionTypes, RetryPolicy, explicit_delay
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from .settings import WorkerSettings
+    from ..settings import WorkerSettings
 
 __all__ = [
     "Execution",

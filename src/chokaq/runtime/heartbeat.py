@@ -23,10 +23,10 @@ from typing import Any
 from ..errors import StorageError
 from ..logs import Event, log_event
 from ..models import FailMove, FailureReason, Heartbeat, Lease, Move
+from ..settings import WorkerSettings
 from ..storage import Backend
 from .events import Events
 from .executor import Execution, StopReason
-from .settings import WorkerSettings
 from .slots import Slots
 
 __all__ = ["ABANDON_AFTER_SECONDS", "WATCHDOG_SECONDS", "Heartbeats"]

@@ -10,18 +10,15 @@ behaviour, no state.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..context import JobContext
+from ..context import Middleware
 from ..models import ScheduleDeclaration
+from ..policies import ExceptionTypes, RetryPolicy
 from ..storage import Backend
-from .retry import ExceptionTypes, RetryPolicy
 
 __all__ = ["Host", "JobHandler", "Middleware", "PipeHandler"]
-
-# ``async fn(ctx, call_next)`` around every execution (``App.middleware`` registers them).
-Middleware = Callable[[JobContext, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
 
 class PipeHandler(Protocol):

@@ -24,10 +24,10 @@ from datetime import UTC, datetime, timedelta
 from ..errors import LeadershipLostError, StorageError
 from ..logs import Event, log_event
 from ..models import LeaderTerm, Pillar
+from ..settings import WorkerSettings
 from ..storage import Backend, Leadership
 from .events import Events
 from .reach import Reach
-from .settings import WorkerSettings
 
 # How long a stopping maintenance task waits for its renewal to end.
 STOP_SECONDS = 5.0

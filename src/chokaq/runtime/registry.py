@@ -20,11 +20,11 @@ from collections.abc import Callable
 from ..errors import StorageError
 from ..logs import Event, log_event
 from ..models import ClaimedJob, QueueInfo, TypeLimit, WorkerInfo
+from ..settings import WorkerSettings
 from ..storage import Backend
 from ..storage.checks import ZOMBIE_HEARTBEAT_MARGIN
 from .circuit import CircuitBreakers
 from .outage import Outage
-from .settings import WorkerSettings
 from .slots import Slots, release
 
 __all__ = ["Registry"]

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from ..errors import SchemaError, StorageError, StorageUnavailableError
 from ..logs import Event, log_event
 from ..models import Schedule, ScheduleDeclaration, SlotOutcome, SlotRecord
+from ..settings import WorkerSettings
 from ..storage import Backend, Leadership
 from ..storage.schedules import SEEN_INTERVAL_SECONDS, missed_slots
 from .events import Events
-from .settings import WorkerSettings
 
 __all__ = ["Scheduler"]
 

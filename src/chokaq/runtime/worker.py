@@ -35,6 +35,7 @@ from ..models import (
     TypeLimit,
     WorkerInfo,
 )
+from ..settings import WorkerSettings
 from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
@@ -49,7 +50,6 @@ from .recycle import Recycle
 from .registry import Registry
 from .report import report_outcome
 from .scheduler import Scheduler
-from .settings import WorkerSettings
 from .slots import Slots, release
 from .threads import SyncThreads
 from .unhandled import Unhandled, served_queues

@@ -12,7 +12,7 @@ from typing import Any
 from ..app import App, JobHandle
 from ..context import JobContext, _request_stop
 from ..ids import new_job_id
-from ..runtime.retry import RetryPolicy
+from ..policies import RetryPolicy
 
 __all__ = ["make_context"]
 

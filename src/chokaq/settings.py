@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
-from ..errors import ConfigurationError
-from ..limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS
-from .circuit import CircuitPolicy
-from .retry import RetryPolicy
+from .errors import ConfigurationError
+from .limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS
+from .policies import CircuitPolicy, RetryPolicy
 
 __all__ = ["WorkerSettings"]
 

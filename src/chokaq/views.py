@@ -1,8 +1,9 @@
-"""How storage values become JSON for The Deck, and how query strings become filters.
+"""How storage values become JSON for The Deck and the CLI, and how query strings become
+filters.
 
 Pure functions: dataclasses of ``chokaq.models`` in, plain JSON-ready dicts out; request
 parameters in, validated ``JobFilter`` values out (``ValidationError`` naming the field). This
-module must not do I/O.
+module must not do I/O; neither face owns it, so both render the same shapes.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..errors import ValidationError
-from ..limits import MAX_SEARCH_LENGTH, check_name, check_partition, check_text
-from ..models import (
+from .errors import ValidationError
+from .limits import MAX_SEARCH_LENGTH, check_name, check_partition, check_text
+from .models import (
     FailureReason,
     JobFilter,
     JobStatus,
@@ -30,7 +31,7 @@ from ..models import (
     Throughput,
     Workflow,
 )
-from ..storage.families import FAMILY_CHARS
+from .storage.families import FAMILY_CHARS
 
 __all__ = [
     "SOURCES",

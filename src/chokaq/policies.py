@@ -1,7 +1,12 @@
-"""The retry policy: how many executions a job gets and how long it waits between them.
+"""The policies a worker applies to a job type, as values: ``RetryPolicy`` (how many executions
+a job gets and how long it waits between them) and ``CircuitPolicy`` (when a type's circuit
+breaker opens and how it probes).
 
-Owns the backoff arithmetic and the checks of a job type's retry options (``retry=``,
-``retry_on=``, ``fatal_on=``); deciding *whether* an error is retryable is the executor's job.
+Owns the backoff arithmetic, the checks of every policy field and of a job type's retry options
+(``retry=``, ``retry_on=``, ``fatal_on=``). It is a value module: the client, the worker runtime
+and both faces import it, and it imports nothing above ``chokaq.limits``. Deciding *whether* an
+error is retryable is the executor's job; the breakers' state machine is
+``chokaq.runtime.circuit``.
 
 The formula (seconds), for the n-th retry (n = 1 after the first failed execution)::
 
@@ -24,11 +29,12 @@ import math
 import random
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError, ValidationError
-from ..limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS, check_delay, check_max_attempts
+from .errors import ConfigurationError, ValidationError
+from .limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS, check_delay, check_max_attempts
 
 __all__ = [
     "MAX_JOB_AGE_SECONDS",
+    "CircuitPolicy",
     "ExceptionTypes",
     "RetryPolicy",
     "check_exception_types",
@@ -153,3 +159,51 @@ def check_exception_types(field: str, value: object) -> ExceptionTypes | None:
         if not (isinstance(item, type) and issubclass(item, BaseException)):
             raise ValidationError(f"{field}[{i}]", f"must be an exception class, not {item!r}")
     return tuple(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitPolicy:
+    """Breaker settings: at least 20 failures in 60 s that are at least half of the outcomes
+    open it for 30 s; then one probe at a time.
+
+    The reference opened at 5 failures in a row (each within 60 s of the last): a type that
+    fails now and then (a 20 % flaky partner, a first attempt that always fails) opened its
+    circuit many times a day and held its backlog back with no dependency down. Like
+    resilience4j (50 % of at least 100 calls) and Polly (a ratio over at least 100 actions),
+    it now judges the failure rate; it asks for 20 failures rather than 100 calls because a
+    job type runs far fewer calls than an RPC client, and each failed job has spent an attempt
+    (with ``max_attempts=1``, it is in the DLQ). See docs/concepts.md for the comparison.
+
+    Attributes:
+        threshold: failures within the window needed before the circuit may open (a type with
+            fewer failures than this in a window never opens).
+        failure_rate: the share of the window's counted outcomes (successes and failures)
+            that failures must reach for the circuit to open, greater than 0 and at most 1.
+        window_seconds: how far back outcomes are counted (to a sixtieth of it).
+        break_seconds: how long the circuit stays open before a probe may run.
+        half_open_max_calls: probe jobs allowed at once while half-open; that many successes
+            close the circuit.
+        probe_timeout_seconds: a probe that has not reported by then frees its slot.
+        enabled: False disables circuit breaking.
+    """
+
+    threshold: int = 20
+    failure_rate: float = 0.5
+    window_seconds: float = 60.0
+    break_seconds: float = 30.0
+    half_open_max_calls: int = 1
+    probe_timeout_seconds: float = 30.0
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("threshold", "half_open_max_calls"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"circuit.{name}: must be at least 1")
+        for name in ("window_seconds", "break_seconds", "probe_timeout_seconds"):
+            if getattr(self, name) <= 0:
+                raise ConfigurationError(f"circuit.{name}: must be greater than 0")
+        if not 0 < self.failure_rate <= 1:
+            raise ConfigurationError(
+                "circuit.failure_rate: must be greater than 0 and at most 1 (a share of the "
+                "outcomes, 0.5 for half)"
+            )
