@@ -1,6 +1,7 @@
-"""The shape of the package, read from its source with ``ast``: no import cycle anywhere in
-``src/chokaq`` (``TYPE_CHECKING`` blocks and imports inside functions included), and the
-worker's runtime parts take narrow collaborators instead of the whole ``Worker``."""
+"""The shape of the package, read from its source with ``ast``: the layers and the directions
+allowed between them (docs/architecture.md), no import cycle anywhere in ``src/chokaq``
+(``TYPE_CHECKING`` blocks and imports inside functions included), and the worker's runtime parts
+take narrow collaborators instead of the whole ``Worker``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import chokaq
 
 PACKAGE = Path(chokaq.__file__).resolve().parent
-# The parts of the worker runtime that must not be handed the Worker (DESIGN.md, "One seam"):
+# The parts of the worker runtime that must not be handed the Worker (docs/architecture.md):
 # every runtime module but the worker itself, and the health checks.
 PARTS = (
     *sorted(
@@ -33,11 +34,12 @@ def _modules() -> dict[str, Path]:
     return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that ``name`` imports, anywhere in its file. ``from x import y``
+def _imports(name: str, path: Path, known: set[str]) -> list[tuple[int, str]]:
+    """Every import of one of the package's modules in ``name``'s file, anywhere in it (module
+    level, ``TYPE_CHECKING`` blocks, function bodies), as (line, module). ``from x import y``
     counts as importing ``x.y`` when that is a module, else ``x``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
+    found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -60,8 +62,13 @@ def _imported(name: str, path: Path, known: set[str]) -> set[str]:
             while target and target not in known:
                 target = target.rpartition(".")[0]
             if target and target != name:
-                found.add(target)
+                found.append((node.lineno, target))
     return found
+
+
+def _imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports, anywhere in its file."""
+    return {target for _, target in _imports(name, path, known)}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -153,3 +160,140 @@ def test_the_part_rule_catches_a_worker_and_a_private_member(tmp_path: Path) -> 
     )
     found = _worker_mentions_and_foreign_privates(sample)
     assert [p.split(":")[0] for p in found] == ["line 1", "line 2", "line 3"]
+
+
+# The layers, lowest first, stated once (docs/architecture.md draws them). A unit is a top-level
+# module or subpackage of chokaq. A module may import its own unit, any unit of a lower layer and
+# the other units of its own group; never a higher layer, and never a sibling group of its own
+# layer (the client never imports the worker runtime; one face never imports another).
+LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
+    (
+        "values",
+        (
+            (
+                "errors",
+                "ids",
+                "encoding",
+                "models",
+                "limits",
+                "serializer",
+                "payloads",
+                "argument_checks",
+                "outcomes",
+                "context",
+                "logs",
+                "rates",
+                "periodic",
+                "policies",
+                "settings",
+            ),
+        ),
+    ),
+    ("storage", (("storage",),)),
+    # Siblings: the worker runtime, and the client (enqueue handles, results, waits and the
+    # shapes both faces render).
+    ("runtime and client", (("runtime",), ("handles", "portal", "results", "waits", "views"))),
+    # The composition root: App declares handlers, enqueues and builds workers, so it (and what
+    # instruments a worker: health, metrics, HTTP, OpenTelemetry, the test helpers) sees both.
+    ("app", (("", "app", "health", "metrics", "otel", "http", "testing", "demo"),)),
+    ("faces", (("cli",), ("deck",))),
+    # Framework adapters embed a face (FastAPI mounts The Deck; Django's command loads the app
+    # the way the CLI does).
+    ("contrib", (("contrib",),)),
+    ("entry", (("__main__",),)),
+)
+# Arrows allowed against the map, each with its reason; an entry no longer used fails too.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("chokaq.cli.deck", "deck"): "`chokaq deck` launches The Deck",
+    ("chokaq.cli.demo", "deck"): "`chokaq demo` opens The Deck it serves",
+}
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _places() -> dict[str, tuple[int, int]]:
+    """Each unit's (layer index, group index)."""
+    return {
+        unit: (layer, group)
+        for layer, (_, groups) in enumerate(LAYERS)
+        for group, units in enumerate(groups)
+        for unit in units
+    }
+
+
+def _arrow(importer: str, imported: str) -> str:
+    def label(unit: str) -> str:
+        layer = LAYERS[_places()[unit][0]][0]
+        return f"{unit or 'chokaq'} ({layer})"
+
+    return f"{label(_unit(importer))} -> {label(_unit(imported))}"
+
+
+def wrong_arrows(
+    modules: dict[str, Path], exceptions: dict[tuple[str, str], str]
+) -> tuple[list[str], set[tuple[str, str]]]:
+    """The imports against ``LAYERS`` as "file:line: arrow" lines, and the exceptions used."""
+    places = _places()
+    known = set(modules)
+    problems: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for name, path in sorted(modules.items()):
+        source = _unit(name)
+        if source not in places:
+            problems.append(f"{path}: {name} is in no layer (add its unit to LAYERS)")
+            continue
+        for line, target in _imports(name, path, known):
+            unit = _unit(target)
+            if unit == source:
+                continue
+            (from_layer, from_group), (to_layer, to_group) = places[source], places[unit]
+            if to_layer < from_layer or (to_layer == from_layer and to_group == from_group):
+                continue
+            if (name, unit) in exceptions:
+                used.add((name, unit))
+                continue
+            where = path.relative_to(PACKAGE.parent) if path.is_relative_to(PACKAGE) else path
+            problems.append(f"{where}:{line}: {name} imports {target}: {_arrow(name, target)}")
+    return problems, used
+
+
+def test_every_import_follows_the_layers() -> None:
+    problems, used = wrong_arrows(_modules(), EXCEPTIONS)
+    assert problems == [], "imports against the layers (see docs/architecture.md):\n" + "\n".join(
+        problems
+    )
+    assert used == set(EXCEPTIONS), f"exceptions no longer used: {set(EXCEPTIONS) - used}"
+
+
+def test_the_layer_rule_names_file_line_and_arrow(tmp_path: Path) -> None:
+    (tmp_path / "chokaq" / "cli").mkdir(parents=True)
+    handles, cli = tmp_path / "chokaq" / "handles.py", tmp_path / "chokaq" / "cli" / "stats.py"
+    handles.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from .runtime.worker import Worker\n"
+    )
+    cli.write_text("def f() -> None:\n    from ..deck.views import dump\n")
+    (tmp_path / "w.py").write_text("")
+    (tmp_path / "v.py").write_text("")
+    modules = {
+        "chokaq.handles": handles,
+        "chokaq.cli.stats": cli,
+        "chokaq.runtime.worker": tmp_path / "w.py",
+        "chokaq.deck.views": tmp_path / "v.py",
+    }
+    problems, _ = wrong_arrows(modules, {})
+    assert [p.split(": ", 1)[0].rsplit("/", 1)[-1] for p in problems] == [
+        "stats.py:2",
+        "handles.py:3",
+    ]
+    assert problems[0].endswith("cli (faces) -> deck (faces)")
+    assert problems[1].endswith("handles (runtime and client) -> runtime (runtime and client)")
+    # Upward arrows fail as sideways ones do; downward ones pass.
+    cli.write_text("from ..runtime.worker import Worker\n")
+    handles.write_text("from .cli.stats import f\n")
+    problems, _ = wrong_arrows(modules, {})
+    assert len(problems) == 1 and "handles (runtime and client) -> cli (faces)" in problems[0]
