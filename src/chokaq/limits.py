@@ -25,18 +25,23 @@ __all__ = [
     "MAX_DELAY_DAYS",
     "MAX_DELAY_SECONDS",
     "MAX_PAYLOAD_DEPTH",
+    "MAX_RETENTION_DAYS",
     "MAX_TIMEOUT_SECONDS",
+    "MAX_WORKER_SLOTS",
     "JsonText",
     "Limits",
     "check_actor",
+    "check_count",
     "check_delay",
     "check_job_id",
     "check_key",
     "check_max_attempts",
     "check_name",
+    "check_number",
     "check_partition",
     "check_payload",
     "check_priority",
+    "check_seconds",
     "check_tags",
     "check_text",
     "check_time",
@@ -64,6 +69,11 @@ MAX_DELAY_SECONDS = MAX_DELAY_DAYS * 86_400.0
 MAX_ATTEMPTS = 1000
 MAX_TIMEOUT_SECONDS = 7 * 86_400.0
 MAX_SEARCH_LENGTH = 1000
+# The most job slots, prefetched jobs or threads one worker process may ask for.
+MAX_WORKER_SLOTS = 1000
+# How long history may be kept: ten years of days, so a retention cut-off is always a time
+# every store can hold.
+MAX_RETENTION_DAYS = 10 * MAX_DELAY_DAYS
 # The most jobs one requeue or purge by filter may touch, from the Deck's API or the CLI alike: a
 # larger batch is a long transaction holding row locks, so an operator runs it again instead.
 MAX_BULK_CAP = 10_000
@@ -74,6 +84,100 @@ MAX_PAYLOAD_DEPTH = 100
 # represent it, so no row can ever hold a time that cannot be read back.
 MIN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_TIME = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def _bound(value: float) -> str:
+    return f"{value:.0f}" if value == int(value) else f"{value:g}"
+
+
+def check_number(
+    field: str,
+    value: object,
+    *,
+    minimum: float = 0.0,
+    maximum: float,
+    above: bool = False,
+    allow_none: bool = True,
+    unit: str = "",
+) -> float | None:
+    """A finite real number (not a bool) from ``minimum`` (with ``above``: greater than it) to
+    ``maximum``; None when ``allow_none``. The one rule of every numeric option that is not a
+    count: NaN and infinity are refused here, whatever the bounds (``nan <= 0`` is false, so a
+    bare comparison lets NaN through). ``unit`` ("seconds", "days") is said in the message."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ValidationError(field, "is required")
+    what = f"a number of {unit}" if unit else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(field, f"must be {what}, not {type(value).__name__}")
+    number = float(value)
+    suffix = f" {unit}" if unit else ""
+    if minimum > 0 and math.isfinite(maximum):
+        # A range with two real ends (1 to 366 days, 0.05 to 60 s): every refusal states both.
+        if not (minimum < number if above else minimum <= number) or not number <= maximum:
+            low, high = _bound(minimum), _bound(maximum)
+            limit = (
+                f"greater than {low} and at most {high}" if above else f"between {low} and {high}"
+            )
+            raise ValidationError(field, f"must be {limit}{suffix}")
+        return number
+    if not math.isfinite(number):
+        raise ValidationError(field, f"must be a finite number{' of ' + unit if unit else ''}")
+    if above and number <= minimum:
+        raise ValidationError(field, f"must be greater than {_bound(minimum)}{suffix}")
+    if number < minimum:
+        limit = "must not be negative" if minimum == 0 else f"must be at least {_bound(minimum)}"
+        raise ValidationError(field, limit + (suffix if minimum else ""))
+    if number > maximum:
+        raise ValidationError(field, f"must be at most {_bound(maximum)}{suffix}")
+    return number
+
+
+def check_seconds(
+    field: str,
+    value: object,
+    *,
+    minimum: float = 0.0,
+    maximum: float = MAX_DELAY_SECONDS,
+    positive: bool = False,
+    allow_none: bool = True,
+) -> float | None:
+    """A duration: a finite number of seconds from ``minimum`` (``positive``: above it) to
+    ``maximum`` (by default ``MAX_DELAY_SECONDS``, 366 days, the furthest anything waits)."""
+    return check_number(
+        field,
+        value,
+        minimum=minimum,
+        maximum=maximum,
+        above=positive,
+        allow_none=allow_none,
+        unit="seconds",
+    )
+
+
+def check_count(
+    field: str,
+    value: object,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+    allow_none: bool = False,
+) -> int | None:
+    """An integer (not a bool, not a float: a count of slots, threads or bytes is whole) from
+    ``minimum`` to ``maximum`` (None: no upper bound); None only when ``allow_none``."""
+    if value is None:
+        if allow_none:
+            return None
+        raise ValidationError(field, "is required")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer, not {type(value).__name__}")
+    if maximum is None:
+        if value < minimum:
+            raise ValidationError(field, f"must be at least {minimum}")
+    elif not minimum <= value <= maximum:
+        raise ValidationError(field, f"must be between {minimum} and {maximum}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +191,9 @@ class Limits:
     max_result_bytes: int = 1_000_000
 
     def __post_init__(self) -> None:
-        if self.max_payload_bytes < 2:
-            raise ValidationError("max_payload_bytes", "must be at least 2")
-        if self.max_result_bytes < 4:
-            raise ValidationError("max_result_bytes", "must be at least 4")
-        if self.max_batch < 1:
-            raise ValidationError("max_batch", "must be at least 1")
+        check_count("max_payload_bytes", self.max_payload_bytes, minimum=2)
+        check_count("max_result_bytes", self.max_result_bytes, minimum=4)
+        check_count("max_batch", self.max_batch, minimum=1)
 
 
 DEFAULT_LIMITS = Limits()
@@ -388,20 +489,7 @@ def check_job_id(field: str, value: object) -> str:
 
 
 def _check_seconds(field: str, value: object, *, maximum: float, positive: bool) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(field, f"must be a number of seconds, not {type(value).__name__}")
-    seconds = float(value)
-    if not math.isfinite(seconds):
-        raise ValidationError(field, "must be a finite number of seconds")
-    if positive and seconds <= 0:
-        raise ValidationError(field, "must be greater than 0 seconds")
-    if seconds < 0:
-        raise ValidationError(field, "must not be negative")
-    if seconds > maximum:
-        raise ValidationError(field, f"must be at most {maximum:.0f} seconds")
-    return seconds
+    return check_seconds(field, value, maximum=maximum, positive=positive)
 
 
 def check_delay(field: str, value: object) -> float | None:

@@ -21,7 +21,6 @@ midnight UTC). The time zone does not apply to intervals.
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -30,7 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from .errors import ValidationError
-from .limits import MAX_DELAY_SECONDS
+from .limits import MAX_DELAY_SECONDS, check_seconds
 from .models import Schedule
 
 __all__ = [
@@ -105,13 +104,11 @@ def check_cron(field: str, value: object) -> str:
 
 
 def check_every(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(field, "must be a number of seconds")
-    seconds = float(value)
-    if not math.isfinite(seconds) or not MIN_EVERY_SECONDS <= seconds <= MAX_EVERY_SECONDS:
-        raise ValidationError(
-            field, f"must be between {MIN_EVERY_SECONDS:g} and {MAX_EVERY_SECONDS:g} seconds"
-        )
+    """An interval: a finite number of seconds from 1 to ``MAX_EVERY_SECONDS`` (366 days)."""
+    seconds = check_seconds(
+        field, value, minimum=MIN_EVERY_SECONDS, maximum=MAX_EVERY_SECONDS, allow_none=False
+    )
+    assert seconds is not None  # allow_none=False
     return seconds
 
 

@@ -30,7 +30,14 @@ import random
 from dataclasses import dataclass
 
 from .errors import ConfigurationError, ValidationError
-from .limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS, check_delay, check_max_attempts
+from .limits import (
+    MAX_DELAY_SECONDS,
+    check_count,
+    check_delay,
+    check_max_attempts,
+    check_number,
+    check_seconds,
+)
 
 __all__ = [
     "MAX_JOB_AGE_SECONDS",
@@ -69,34 +76,10 @@ class RetryPolicy:
     max_job_age_seconds: float | None = 86400.0
 
     def __post_init__(self) -> None:
-        try:  # the rule of max_attempts wherever it is set; a policy is a setting, hence the type
-            check_max_attempts("retry.max_attempts", self.max_attempts)
+        try:  # the shared rules; a policy is a setting, hence the error's type
+            _check_retry(self)
         except ValidationError as exc:
             raise ConfigurationError(str(exc)) from None
-        for name in ("base_delay_seconds", "multiplier", "max_delay_seconds", "jitter_seconds"):
-            if not _finite(getattr(self, name)):
-                raise ConfigurationError(f"retry.{name}: must be a finite number")
-        if self.base_delay_seconds < 0:
-            # 0 is an immediate retry (plus jitter): for tests, and Celery's countdown=0.
-            raise ConfigurationError("retry.base_delay_seconds: must not be negative")
-        if self.multiplier < 1:
-            raise ConfigurationError("retry.multiplier: must be at least 1")
-        if self.max_delay_seconds < self.base_delay_seconds:
-            raise ConfigurationError("retry.max_delay_seconds: must be >= base_delay_seconds")
-        if self.max_delay_seconds > MAX_DELAY_SECONDS:
-            # The same bound as an enqueue's delay: a retry is a delayed job.
-            raise ConfigurationError(
-                f"retry.max_delay_seconds: must be at most {MAX_DELAY_SECONDS:g} "
-                f"({MAX_DELAY_DAYS} days)"
-            )
-        if self.jitter_seconds < 0:
-            raise ConfigurationError("retry.jitter_seconds: must not be negative")
-        age = self.max_job_age_seconds
-        if age is not None and not (_finite(age) and 0 < age <= MAX_JOB_AGE_SECONDS):
-            raise ConfigurationError(
-                "retry.max_job_age_seconds: must be greater than 0 and at most "
-                f"{MAX_JOB_AGE_SECONDS:g} (ten years), or None"
-            )
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
         """Seconds to wait before the ``retry_number``-th retry (1-based); any retry number,
@@ -132,6 +115,26 @@ def explicit_delay(field: str, value: object) -> float:
 def _finite(value: object) -> bool:
     """A real number (not a bool, not text) that is neither infinite nor NaN."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_retry(policy: RetryPolicy) -> None:
+    check_max_attempts("retry.max_attempts", policy.max_attempts)
+    check_seconds("retry.base_delay_seconds", policy.base_delay_seconds, allow_none=False)
+    # Any finite growth is safe: backoff() caps before it computes the power.
+    check_number(
+        "retry.multiplier", policy.multiplier, minimum=1.0, maximum=math.inf, allow_none=False
+    )
+    # The same bound as an enqueue's delay: a retry is a delayed job.
+    check_seconds("retry.max_delay_seconds", policy.max_delay_seconds, allow_none=False)
+    if policy.max_delay_seconds < policy.base_delay_seconds:
+        raise ValidationError("retry.max_delay_seconds", "must be >= base_delay_seconds")
+    check_seconds("retry.jitter_seconds", policy.jitter_seconds, allow_none=False)
+    check_seconds(
+        "retry.max_job_age_seconds",
+        policy.max_job_age_seconds,
+        positive=True,
+        maximum=MAX_JOB_AGE_SECONDS,
+    )
 
 
 def check_retry_policy(field: str, value: object) -> RetryPolicy | None:
@@ -196,14 +199,19 @@ class CircuitPolicy:
     enabled: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("threshold", "half_open_max_calls"):
-            if getattr(self, name) < 1:
-                raise ConfigurationError(f"circuit.{name}: must be at least 1")
-        for name in ("window_seconds", "break_seconds", "probe_timeout_seconds"):
-            if getattr(self, name) <= 0:
-                raise ConfigurationError(f"circuit.{name}: must be greater than 0")
-        if not 0 < self.failure_rate <= 1:
-            raise ConfigurationError(
-                "circuit.failure_rate: must be greater than 0 and at most 1 (a share of the "
-                "outcomes, 0.5 for half)"
+        try:
+            check_count("circuit.threshold", self.threshold)
+            check_count("circuit.half_open_max_calls", self.half_open_max_calls)
+            for name in ("window_seconds", "break_seconds", "probe_timeout_seconds"):
+                check_seconds(
+                    f"circuit.{name}", getattr(self, name), positive=True, allow_none=False
+                )
+            check_number(
+                "circuit.failure_rate", self.failure_rate, maximum=1.0, above=True, allow_none=False
             )
+        except ValidationError as exc:
+            raise ConfigurationError(
+                f"{exc} (a share of the outcomes, 0.5 for half)"
+                if exc.field == "circuit.failure_rate"
+                else str(exc)
+            ) from None

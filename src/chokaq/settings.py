@@ -7,11 +7,40 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
-from .errors import ConfigurationError
-from .limits import MAX_DELAY_DAYS, MAX_DELAY_SECONDS
+from .errors import ConfigurationError, ValidationError
+from .limits import (
+    MAX_RETENTION_DAYS,
+    MAX_WORKER_SLOTS,
+    check_count,
+    check_name,
+    check_number,
+    check_seconds,
+    check_timeout,
+)
 from .policies import CircuitPolicy, RetryPolicy
 
 __all__ = ["WorkerSettings"]
+
+# The durations that must be more than 0 seconds, each at most MAX_DELAY_SECONDS (366 days).
+_POSITIVE_SECONDS = (
+    "burst_horizon_seconds",
+    "heartbeat_min_seconds",
+    "heartbeat_max_seconds",
+    "fetched_timeout_seconds",
+    "zombie_timeout_seconds",
+    "rescue_interval_seconds",
+    "leadership_lease_seconds",
+    "worker_beat_interval_seconds",
+    "circuit_delay_seconds",
+    "retention_interval_seconds",
+    "metrics_second_buckets_seconds",
+)
+# The highest TCP port (0: any free one).
+MAX_PORT = 65_535
+# Retention rests at most this many times as long as its last batch took.
+MAX_REST_RATIO = 100.0
+MIN_SCHEDULE_TICK_SECONDS = 0.05
+MAX_SCHEDULE_TICK_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -127,68 +156,79 @@ class WorkerSettings:
     max_memory_mib: int | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.concurrency <= 1000:
-            raise ConfigurationError("concurrency: must be between 1 and 1000")
-        if not 0 <= self.prefetch <= 1000:
-            raise ConfigurationError("prefetch: must be between 0 and 1000")
-        if (
-            self.heartbeat_min_seconds <= 0
-            or self.heartbeat_max_seconds < self.heartbeat_min_seconds
-        ):
+        try:  # the shared checks name the field and the limit; a setting's error is this type
+            self._check()
+        except ValidationError as exc:
+            raise ConfigurationError(str(exc)) from None
+
+    def _check(self) -> None:
+        if self.queues is not None:
+            if isinstance(self.queues, str) or not isinstance(self.queues, tuple | list):
+                raise ValidationError("queues", "must be a tuple of queue names, or None")
+            for i, queue in enumerate(self.queues):
+                if queue != "*":
+                    check_name(f"queues[{i}]", queue)
+        check_count("concurrency", self.concurrency, maximum=MAX_WORKER_SLOTS)
+        check_count("prefetch", self.prefetch, minimum=0, maximum=MAX_WORKER_SLOTS)
+        check_count("sync_threads", self.sync_threads, maximum=MAX_WORKER_SLOTS, allow_none=True)
+        check_count(
+            "sync_overrun_threads",
+            self.sync_overrun_threads,
+            minimum=0,
+            maximum=MAX_WORKER_SLOTS,
+            allow_none=True,
+        )
+        check_count("heartbeat_failure_threshold", self.heartbeat_failure_threshold)
+        check_count("finalize_batch_max", self.finalize_batch_max)
+        check_count("max_jobs", self.max_jobs, allow_none=True)
+        check_count("max_memory_mib", self.max_memory_mib, allow_none=True)
+        check_count("metrics_port", self.metrics_port, minimum=0, maximum=MAX_PORT, allow_none=True)
+        for name in _POSITIVE_SECONDS:
+            check_seconds(name, getattr(self, name), positive=True, allow_none=False)
+        check_timeout("default_timeout_seconds", self.default_timeout_seconds)
+        check_seconds("poll_interval_seconds", self.poll_interval_seconds, positive=True)
+        check_seconds("shutdown_grace_seconds", self.shutdown_grace_seconds, allow_none=False)
+        check_seconds(
+            "unknown_type_grace_seconds", self.unknown_type_grace_seconds, allow_none=False
+        )
+        for name in ("retention_archive_days", "retention_dlq_days", "metrics_minute_buckets_days"):
+            check_number(
+                name,
+                getattr(self, name),
+                maximum=MAX_RETENTION_DAYS,
+                above=True,
+                allow_none=False,
+                unit="days",
+            )
+        check_number(
+            "retention_rest_ratio",
+            self.retention_rest_ratio,
+            maximum=MAX_REST_RATIO,
+            allow_none=False,
+        )
+        if self.heartbeat_max_seconds < self.heartbeat_min_seconds:
             raise ConfigurationError(
                 "heartbeat_min_seconds / heartbeat_max_seconds: need 0 < min <= max"
             )
-        positive = (
-            "default_timeout_seconds",
-            "fetched_timeout_seconds",
-            "zombie_timeout_seconds",
-            "rescue_interval_seconds",
-            "worker_beat_interval_seconds",
-            "circuit_delay_seconds",
-            "burst_horizon_seconds",
-            "retention_archive_days",
-            "retention_dlq_days",
-            "retention_interval_seconds",
-            "metrics_second_buckets_seconds",
-            "metrics_minute_buckets_days",
-        )
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ConfigurationError(f"{name}: must be greater than 0")
-        if self.shutdown_grace_seconds < 0:
-            raise ConfigurationError("shutdown_grace_seconds: must not be negative")
-        if not 0 <= self.unknown_type_grace_seconds <= MAX_DELAY_SECONDS:
-            raise ConfigurationError(
-                f"unknown_type_grace_seconds: must be between 0 and {MAX_DELAY_SECONDS:,.0f} "
-                f"({MAX_DELAY_DAYS} days)"
-            )
-        if self.poll_interval_seconds is not None and self.poll_interval_seconds <= 0:
-            raise ConfigurationError("poll_interval_seconds: must be greater than 0")
-        if self.heartbeat_failure_threshold < 1:
-            raise ConfigurationError("heartbeat_failure_threshold: must be at least 1")
-        if self.sync_threads is not None and not 1 <= self.sync_threads <= 1000:
-            raise ConfigurationError("sync_threads: must be between 1 and 1000 or None")
-        if self.sync_overrun_threads is not None and not 0 <= self.sync_overrun_threads <= 1000:
-            raise ConfigurationError("sync_overrun_threads: must be between 0 and 1000 or None")
-        if self.max_jobs is not None and self.max_jobs < 1:
-            raise ConfigurationError("max_jobs: must be at least 1 or None")
-        if self.max_memory_mib is not None and self.max_memory_mib < 1:
-            raise ConfigurationError("max_memory_mib: must be at least 1 or None")
-        if self.finalize_batch_max < 1:
-            raise ConfigurationError("finalize_batch_max: must be at least 1")
         if not 1.0 <= self.leadership_lease_seconds <= 3600.0:
             raise ConfigurationError(
                 "leadership_lease_seconds: must be between 1 and 3600 (a shorter lease is "
                 "lost to one slow database round trip)"
             )
         renew = self.leadership_renew_seconds
-        if renew is not None and not 0 < renew <= self.leadership_lease_seconds / 2:
+        check_seconds("leadership_renew_seconds", renew, positive=True)
+        if renew is not None and renew > self.leadership_lease_seconds / 2:
             raise ConfigurationError(
                 "leadership_renew_seconds: must be greater than 0 and at most half of "
                 "leadership_lease_seconds (so one late renewal does not lose the lease)"
             )
-        if not 0.05 <= self.schedule_tick_seconds <= 60.0:
-            raise ConfigurationError("schedule_tick_seconds: must be between 0.05 and 60")
+        check_seconds(
+            "schedule_tick_seconds",
+            self.schedule_tick_seconds,
+            minimum=MIN_SCHEDULE_TICK_SECONDS,
+            maximum=MAX_SCHEDULE_TICK_SECONDS,
+            allow_none=False,
+        )
         if self.zombie_timeout_seconds <= self.heartbeat_max_seconds:
             raise ConfigurationError(
                 "zombie_timeout_seconds: must be longer than heartbeat_max_seconds"

@@ -16,10 +16,11 @@ import click
 
 from ..errors import ValidationError
 from ..http import worker_ops
-from ..limits import check_name
+from ..limits import MAX_WORKER_SLOTS, check_name
 from ..logs import Event, configure_logging, log_event
 from ..runtime.burst import EXIT_WORK_LEFT, describe
 from ..runtime.worker import Worker
+from ..settings import MAX_PORT
 from .options import database_option, make_app, schema_option
 from .supervisor import EXIT_RECYCLED, Supervisor, child_python
 
@@ -148,8 +149,12 @@ class _Processes(click.ParamType):  # type: ignore[type-arg]
     "handler here is released and retried for unknown_type_grace_seconds (default 1 h), "
     "then rejected.",
 )
-@click.option("--concurrency", type=click.IntRange(1, 1000), help="Jobs run at once (default 10).")
-@click.option("--prefetch", type=click.IntRange(0, 1000), help="Extra jobs claimed ahead.")
+@click.option(
+    "--concurrency", type=click.IntRange(1, MAX_WORKER_SLOTS), help="Jobs run at once (default 10)."
+)
+@click.option(
+    "--prefetch", type=click.IntRange(0, MAX_WORKER_SLOTS), help="Extra jobs claimed ahead."
+)
 @click.option(
     "--burst",
     is_flag=True,
@@ -161,7 +166,7 @@ class _Processes(click.ParamType):  # type: ignore[type-arg]
 @click.option("--json-logs", is_flag=True, help="Log JSON lines instead of plain text.")
 @click.option(
     "--metrics-port",
-    type=click.IntRange(0, 65535),
+    type=click.IntRange(0, MAX_PORT),
     help="Serve /metrics, /health/live and /health/ready on this port (0: any free port).",
 )
 @click.option("--metrics-host", help="Address for --metrics-port (default 127.0.0.1).")
