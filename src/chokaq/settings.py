@@ -45,14 +45,18 @@ MAX_SCHEDULE_TICK_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """How a worker runs. Durations are seconds.
+    """How a worker runs. Durations are seconds: finite, more than 0 unless said otherwise, and
+    at most 366 days (``MAX_DELAY_SECONDS``; ``default_timeout_seconds`` at most 7 days);
+    counts are integers; ``*_days`` at most 3660. A value out of range raises
+    ``ConfigurationError`` naming the field and the limit.
 
     Attributes:
         queues: queues to fetch from. ``None``: the queues the app's handlers and pipes
             declare (``"default"`` when a handler uses it); a list holding ``"*"``: every
             queue, jobs of types this worker has no handler for included.
-        concurrency: jobs run at once (changeable at runtime).
-        prefetch: jobs claimed beyond the free slots, waiting as Fetched (0 = none).
+        concurrency: jobs run at once (changeable at runtime), 1 to 1000.
+        prefetch: jobs claimed beyond the free slots, waiting as Fetched (0 = none; at most
+            1000).
         burst: stop once nothing is claimable: at once when no eligible job is left, else
             after waiting (``burst_horizon_seconds``) for work that falls due.
         burst_horizon_seconds: in burst mode, how long after the last job it started the
@@ -106,7 +110,7 @@ class WorkerSettings:
         retention_dlq_days: DLQ rows older than this are deleted by the elected worker.
         retention_interval_seconds: how often the elected worker runs retention.
         retention_rest_ratio: after each batch it deletes, retention rests this many times as
-            long as the batch took, so workers keep their throughput (0: flat out).
+            long as the batch took, so workers keep their throughput (0: flat out; at most 100).
         metrics_port / metrics_host: where the worker serves Prometheus metrics and health
             checks (``None``: not served).
         max_jobs: recycle after this many jobs (``None``: never): the worker starts no more
