@@ -20,15 +20,17 @@ from typing import Any
 import click
 
 from ..app import App
-from ..limits import MAX_BULK_CAP
 from ..logs import log_admin, log_admin_refused
 from ..models import CancelResult, JobFilter, JobStatus, Pillar, Preview, RequeuedJob
-from .dlq import DEFAULT_CAP, _preview_table, _summary
-from .jobs import _job_ids, cancel_filter_options, job, json_value, print_cancelled
+from .dlq import preview_table
+from .jobs import cancel_filter_options, job, json_value, print_cancelled
 from .options import (
     actor_name,
     actor_option,
+    cap_options,
     console,
+    filter_summary,
+    job_ids,
     logged,
     make_app,
     parse_when,
@@ -73,7 +75,7 @@ async def _preview_then_act(
     pinned = replace(flt, until=min(flt.until or now, now))
     preview = await app.backend.jobs_preview(pillar=pillar, filter=pinned, cap=cap)
     if not quiet:
-        console().print(_preview_table(verb, preview))
+        console().print(preview_table(verb, preview))
     if preview.will_affect == 0:
         return preview, []
     if ask is not None and not click.confirm(
@@ -84,22 +86,13 @@ async def _preview_then_act(
 
 
 def _archive_command(verb: str, example: str, what: str) -> Any:
-    @click.argument("ids", metavar="[ID]...", nargs=-1, callback=_job_ids)
+    @click.argument("ids", metavar="[ID]...", nargs=-1, callback=job_ids)
     @click.option("--queue", help="Only this queue.")
     @click.option("--type", "job_type", help="Only this job type.")
     @click.option("--since", help="Finished at or after: ISO time or an age (2h: 2 hours ago).")
     @click.option("--until", help="Finished at or before: ISO time or an age (7d: 7 days ago).")
     @click.option("--search", help="Substring of id, type or tags.")
-    @click.option("--all", "everything", is_flag=True, help="Allow acting with no filter.")
-    @click.option(
-        "--cap",
-        default=DEFAULT_CAP,
-        show_default=True,
-        type=click.IntRange(1, MAX_BULK_CAP),
-        help=f"At most this many jobs (newest finished first); at most {MAX_BULK_CAP}, as in "
-        "the Deck's API.",
-    )
-    @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+    @cap_options("newest finished first")
     @json_flag("one JSON object (the preview and what was done)")
     @actor_option
     @store_options
@@ -152,7 +145,9 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
         if done is None:
             click.echo("nothing done")
             sys.exit(1)
-        summary = _summary(queue=queue, type=job_type, since=since, until=until, search=search)
+        summary = filter_summary(
+            queue=queue, type=job_type, since=since, until=until, search=search
+        )
         if ids:
             summary = f"{summary} ids={len(ids)}".removeprefix("everything ")
         log_admin("cli", action, who, summary, len(done), cap=cap)
@@ -235,7 +230,7 @@ def cancel_matching(
         sys.exit(1)
     if isinstance(result, list):  # nothing matched
         result = CancelResult(cancelled=(), requested=(), not_found=())
-    summary = _summary(
+    summary = filter_summary(
         queue=queue, type=job_type, status=status, since=since, until=until, search=search
     )
     rows = len(result.cancelled) + len(result.requested)
@@ -244,7 +239,7 @@ def cancel_matching(
 
 
 @job.command("run-now")
-@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=_job_ids)
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=job_ids)
 @json_flag("one JSON object ({moved, refused: {id: why}})")
 @actor_option
 @store_options
@@ -316,7 +311,7 @@ async def _explain(app: App, ids: tuple[str, ...]) -> dict[str, str]:
 
 
 @job.command("cancel")
-@click.argument("job_ids", metavar="[ID]...", nargs=-1, callback=_job_ids)
+@click.argument("job_ids", metavar="[ID]...", nargs=-1, callback=job_ids)
 @cancel_filter_options
 @actor_option
 @store_options

@@ -15,13 +15,14 @@ from rich.table import Table
 
 from ..app import App
 from ..errors import NotFoundError
-from ..limits import MAX_BULK_CAP
 from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
     actor_name,
     actor_option,
+    cap_options,
     console,
+    filter_summary,
     logged,
     make_app,
     parse_reason,
@@ -34,7 +35,6 @@ from .output import echo_json, job_data, json_flag
 __all__ = ["COMMANDS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_CAP = 100
 
 
 def filter_options(fn: F) -> F:
@@ -200,7 +200,7 @@ def dlq_show(
         out.print(view.error or view.last_error or "", markup=False)
 
 
-def _preview_table(verb: str, preview: Preview) -> Table:
+def preview_table(verb: str, preview: Preview) -> Table:
     table = Table(title=f"{verb} preview", title_justify="left", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")
@@ -248,7 +248,7 @@ def _act(
 
     async def preview_then_act(app: App) -> list[str] | None:
         preview = await app.backend.dlq_preview(filter=flt, cap=cap)
-        out.print(_preview_table(verb, preview))
+        out.print(preview_table(verb, preview))
         if preview.will_affect == 0:
             return []
         if not yes and not click.confirm(
@@ -266,24 +266,10 @@ def _act(
     out.print(f"{verb}d {len(done)} job(s)")
 
 
-def _summary(**given: str | None) -> str:
-    """The filter as the operator typed it (``queue=x reason=timeout``), for the audit line."""
-    return " ".join(f"{k}={v}" for k, v in given.items() if v is not None) or "everything"
-
-
 def _bulk_command(verb: str, example: str) -> Any:
     @click.argument("ids", nargs=-1)
     @filter_options
-    @click.option("--all", "everything", is_flag=True, help="Allow acting with no filter.")
-    @click.option(
-        "--cap",
-        default=DEFAULT_CAP,
-        show_default=True,
-        type=click.IntRange(1, MAX_BULK_CAP),
-        help=f"At most this many jobs (newest failure first); at most {MAX_BULK_CAP}, as in "
-        "the Deck's API.",
-    )
-    @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+    @cap_options("newest failure first")
     @actor_option
     @store_options
     @logged
@@ -316,7 +302,7 @@ def _bulk_command(verb: str, example: str) -> Any:
             yes,
             app,
             who,
-            _summary(
+            filter_summary(
                 queue=queue, type=job_type, reason=reason, since=since, until=until, search=search
             ),
             lambda a: getattr(a.backend, by_ids)(ids=ids, actor=who),

@@ -24,7 +24,6 @@ from rich.text import Text
 
 from ..app import App
 from ..errors import NotFoundError
-from ..limits import MAX_BULK_CAP
 from ..logs import log_admin
 from ..models import (
     CancelResult,
@@ -40,7 +39,9 @@ from ..storage.workflows import MAX_RELATIVES
 from .options import (
     actor_name,
     actor_option,
+    cap_options,
     console,
+    job_ids,
     logged,
     make_app,
     parse_job_id,
@@ -245,10 +246,6 @@ def _job_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return parse_job_id(value)
 
 
-def _job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
-    return list(dict.fromkeys(parse_job_id(v) for v in value))
-
-
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 
 
@@ -266,15 +263,9 @@ def cancel_filter_options(fn: Any) -> Any:
             click.option("--since", help="Created at or after: ISO time or an age (2h)."),
             click.option("--until", help="Created at or before: ISO time or an age (7d)."),
             click.option("--search", help="Substring of id, type, tags or last error."),
-            click.option("--all", "everything", is_flag=True, help="Allow a cancel by no filter."),
-            click.option(
-                "--cap",
-                default=100,
-                show_default=True,
-                type=click.IntRange(1, MAX_BULK_CAP),
-                help=f"At most this many jobs (newest created first); at most {MAX_BULK_CAP}.",
+            cap_options(
+                "newest created first", all_help="Allow a cancel by no filter.", as_in_deck=False
             ),
-            click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation."),
         ]
     ):
         fn = option(fn)
@@ -579,7 +570,7 @@ def job_list(
 
 
 @job.command("retry")
-@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=_job_ids)
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True, callback=job_ids)
 @actor_option
 @store_options
 @logged

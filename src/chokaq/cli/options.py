@@ -28,7 +28,7 @@ from rich.console import Console
 from ..app import URL_VARIABLE, App
 from ..errors import ConfigurationError, ValidationError
 from ..ids import is_job_id
-from ..limits import MAX_TIME, MIN_TIME
+from ..limits import MAX_BULK_CAP, MAX_TIME, MIN_TIME
 from ..logs import PlainFormatter, default_level, logger
 from ..models import FailureReason
 from ..rates import check_rate
@@ -36,9 +36,13 @@ from ..storage import UNSET, check_url
 
 __all__ = [
     "CLEAR_WORDS",
+    "DEFAULT_CAP",
     "actor_option",
+    "cap_options",
     "console",
     "database_option",
+    "filter_summary",
+    "job_ids",
     "load_app",
     "logged",
     "make_app",
@@ -56,6 +60,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # What an operator may write to clear a limit (``--max-workers none``, ``--rate off``).
 CLEAR_WORDS = ("none", "off", "clear", "-")
+# How many jobs a command acting by filter touches unless --cap says otherwise.
+DEFAULT_CAP = 100
 
 
 # Rich lays a console that is not a terminal out at 80 columns (or $COLUMNS), which cut ids and
@@ -228,6 +234,37 @@ def parse_job_id(value: str, param: str = "ID") -> str:
             param_hint=f"'{param}'",
         )
     return job_id
+
+
+def job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """A click callback: the IDs given, each through ``parse_job_id``, repeats dropped."""
+    return list(dict.fromkeys(parse_job_id(v) for v in value))
+
+
+def filter_summary(**given: str | None) -> str:
+    """The filter as the operator typed it (``queue=x reason=timeout``), for the audit line."""
+    return " ".join(f"{k}={v}" for k, v in given.items() if v is not None) or "everything"
+
+
+def cap_options(
+    order: str, *, all_help: str = "Allow acting with no filter.", as_in_deck: bool = True
+) -> Callable[[F], F]:
+    """``--all``, ``--cap`` and ``--yes`` of a command acting on the jobs a filter matches;
+    ``order`` says which come first when the cap cuts ("newest failure first")."""
+    deck = ", as in the Deck's API" if as_in_deck else ""
+
+    def decorate(fn: F) -> F:
+        fn = click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")(fn)
+        fn = click.option(
+            "--cap",
+            default=DEFAULT_CAP,
+            show_default=True,
+            type=click.IntRange(1, MAX_BULK_CAP),
+            help=f"At most this many jobs ({order}); at most {MAX_BULK_CAP}{deck}.",
+        )(fn)
+        return click.option("--all", "everything", is_flag=True, help=all_help)(fn)
+
+    return decorate
 
 
 def parse_reason(value: str | None) -> FailureReason | None:
