@@ -37,7 +37,7 @@ from .options import (
     run_with_app,
     store_options,
 )
-from .output import echo_json, json_flag
+from .output import echo_json, echo_moves, json_flag
 
 __all__ = ["COMMANDS"]
 
@@ -282,11 +282,7 @@ def job_run_now(
     if as_json:
         echo_json({"moved": moved, "refused": why})
     else:
-        click.echo(f"due now {len(moved)}, left alone {len(why)}")
-        for job_id in moved:
-            click.echo(f"  {job_id}: due now")
-        for job_id, reason in why.items():
-            click.echo(f"  {job_id}: {reason}")
+        echo_moves(moved, why, done="due now", left="left alone", each="due now")
     if why:
         sys.exit(1)
 

@@ -50,7 +50,7 @@ from .options import (
     run_with_app,
     store_options,
 )
-from .output import job_data
+from .output import echo_moves, job_data
 
 __all__ = [
     "COMMANDS",
@@ -609,11 +609,7 @@ def job_retry(
 
     moved, why = run_with_app(app, retry)
     log_admin("cli", "jobs.retry", who, f"{len(job_ids)} id(s)", len(moved))
-    click.echo(f"retried {len(moved)}, not retried {len(why)}")
-    for job_id in moved:
-        click.echo(f"  {job_id}: back to pending")
-    for job_id, reason in why.items():
-        click.echo(f"  {job_id}: {reason}")
+    echo_moves(moved, why, done="retried", left="not retried", each="back to pending")
     if why:
         sys.exit(1)
 

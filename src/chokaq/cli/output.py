@@ -11,7 +11,7 @@ shapes and prints values; it must not read storage. The Deck's package is import
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
@@ -19,7 +19,7 @@ import click
 
 from ..models import JobView
 
-__all__ = ["echo_json", "job_data", "json_flag"]
+__all__ = ["echo_json", "echo_moves", "job_data", "json_flag"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,3 +50,15 @@ def job_data(view: JobView) -> dict[str, Any]:
         else:
             data[f.name] = dump(value)
     return data
+
+
+def echo_moves(
+    moved: Sequence[str], why: Mapping[str, str], *, done: str, left: str, each: str
+) -> None:
+    """The plain report of a move by ids: "``done`` N, ``left`` M", then each moved id with
+    ``each`` and each id left alone with its reason."""
+    click.echo(f"{done} {len(moved)}, {left} {len(why)}")
+    for job_id in moved:
+        click.echo(f"  {job_id}: {each}")
+    for job_id, reason in why.items():
+        click.echo(f"  {job_id}: {reason}")
