@@ -500,7 +500,7 @@ class Preview:
     """What a bulk-by-filter operation would touch: all matches, how many it will act on (capped),
     and a sample of the ids it would act on first. ``will_affect`` is counted exactly;
     ``matched`` is exact up to ``cap`` and then counted as a listing counts (exactly up to
-    10,000, a search's up to 1,000; past that PostgreSQL's estimate, with
+    10,000; past that, or where the planner expects more, PostgreSQL's estimate, with
     ``matched_estimated`` set)."""
 
     matched: int

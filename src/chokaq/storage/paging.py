@@ -16,15 +16,13 @@ from datetime import datetime
 
 from ..errors import ValidationError
 from ..limits import check_job_id, check_text, check_time
-from ..models import JobFilter, JobView, PageKey
+from ..models import JobView, PageKey
 from .checks import NULLABLE_SORTS
 
 __all__ = [
     "COUNT_EXACT_UP_TO",
     "LIST_TEXT_CHARS",
-    "SEARCH_COUNT_EXACT_UP_TO",
     "TIME_SORTS",
-    "count_bound",
     "key_of",
     "listed",
     "page_key",
@@ -34,12 +32,6 @@ __all__ = [
 # few milliseconds); past it, PostgreSQL gives the planner's estimate instead of scanning
 # every match (a million-row archive took 0.3-2 s per page to count exactly).
 COUNT_EXACT_UP_TO = 10_000
-# A search's matches are counted exactly up to this many. Each match a search counts is a row
-# read from the table and its text matched again (no index answers ILIKE alone): 10,000 of
-# them cost 100 ms where the page took 5 ms; a thousand cost what a page of 500 does. Past it,
-# PostgreSQL's estimate (and the planner also answers with its estimate, counting nothing,
-# whenever it expects more than the bound).
-SEARCH_COUNT_EXACT_UP_TO = 1_000
 # A listing row carries this many characters of its payload, error and result: a DLQ page of
 # 1 MB payloads was 50 MB. The inspector (``job_get``) has the full text.
 LIST_TEXT_CHARS = 300
@@ -52,11 +44,6 @@ TIME_SORTS = frozenset({"created_at", "finished_at", "failed_at"})
 _INT_SORTS = frozenset({"priority", "attempt_count", "failure_reason"})
 _FLOAT_SORTS = frozenset({"duration_seconds"})
 _BIGINT = 2**63
-
-
-def count_bound(filter: JobFilter) -> int:
-    """How many matches of ``filter`` a listing counts exactly (PostgreSQL; SQLite counts all)."""
-    return SEARCH_COUNT_EXACT_UP_TO if filter.search else COUNT_EXACT_UP_TO
 
 
 def page_key(field: str, column: str, key: object) -> PageKey:

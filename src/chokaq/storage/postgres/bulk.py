@@ -13,7 +13,7 @@ from datetime import datetime
 
 from ...ids import new_job_id
 from ...models import CancelResult, JobFilter, Pillar, Preview, RequeuedJob
-from ..paging import count_bound
+from ..paging import COUNT_EXACT_UP_TO
 from .jobs import PostgresJobs
 from .reads import count_matches, filter_params
 
@@ -31,8 +31,8 @@ class PostgresBulk(PostgresJobs):
         name, params = _NAMES[pillar], filter_params(filter)
         async with self.pool.connection() as conn:
             # What the action takes is counted exactly, up to the cap; the matches past it
-            # are counted as a listing counts them (jobs_count): exactly up to the bound
-            # (paging.count_bound), else the planner's estimate. Counting every match of a
+            # are counted as a listing counts them (jobs_count): exactly up to
+            # COUNT_EXACT_UP_TO, else the planner's estimate. Counting every match of a
             # broad search took 363 ms of the archive's preview.
             upto = f"{pillar.value}_count_upto"
             cur = await conn.execute(self._q[upto], {**params, "bound": cap + 1})
@@ -42,7 +42,7 @@ class PostgresBulk(PostgresJobs):
             sample_ids = tuple(r[0] for r in await cur.fetchall())
             matched, estimated = taken, False
             if taken > cap:
-                counted = await count_matches(conn, self._q, pillar, params, count_bound(filter))
+                counted = await count_matches(conn, self._q, pillar, params, COUNT_EXACT_UP_TO)
                 matched, estimated = max(counted[0], taken), counted[1]
         return Preview(
             matched=matched,

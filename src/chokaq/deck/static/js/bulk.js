@@ -85,7 +85,7 @@ function previewByFilter(action) {
       "Will " + spec.verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + about + fmtNum(p.matched) +
       " matching " + spec.noun + (p.matched > p.will_affect ? " (capped at " + p.cap + ")" : "") + ", " + spec.order + "."));
     box.appendChild(el("p", { className: "hint", id: "preview-counting" }, p.matched_estimated
-      ? "The " + fmtNum(p.will_affect) + " it acts on are counted; the total is the database's estimate (past 10,000 matches, or 1,000 of a search, no more are counted)."
+      ? "The " + fmtNum(p.will_affect) + " it acts on are counted; the total is the database's estimate (past 10,000 matches no more are counted)."
       : "Counted exactly."));
     var sample = el("p", { className: "hint" }, "First ids: ");
     p.sample_ids.forEach(function (id) { sample.appendChild(el("code", null, userText(id), " ")); });
