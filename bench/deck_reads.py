@@ -4,7 +4,11 @@ Loads 1,000,000 archived, 100,000 DLQ (the newest 50 with 1 MB payloads and 20 k
 100,000 pending rows plus two weeks of metric buckets into a schema with ``INSERT ... SELECT
 generate_series``, then times every list, filter, sort, search and deep-page request the Deck
 makes (``GET /api/jobs`` through an httpx ASGI client on ``create_deck``), the series, the live
-snapshot, and the response sizes, as the median (min-max) of ``--runs`` runs after one warm-up.
+snapshot, and the response sizes, as the median, p95 and max of ``--runs`` runs after one warm-up.
+It also times the archive's bulk preview (``POST /api/archive/preview``) for broad and narrow
+filters, pages by key deep in every sort (``DEEP``: the token of the row before them, read with
+SQL), and, in Chromium, the time from opening a link of the Deck to its jobs table's rows.
+Every table is analyzed after the load (and after the migrations a tree applies to it).
 Then it serves the Deck with uvicorn, opens it in Chromium (Playwright) and leaves a tab idle
 on Active and on DLQ for ``--idle-seconds``: the storage time the server spent (every storage
 call, from the Backend's observer: pg_stat_statements is not preloaded here) and the bytes it
@@ -56,18 +60,24 @@ LOAD = [
     """INSERT INTO {s}.queues (name, updated_at)
        SELECT 'q' || g, now() FROM generate_series(1, %(queues)s - 1) g
        ON CONFLICT DO NOTHING""",
+    # Every tenth row is tenant acme's (a broad search: 100,000 matches), every other row has
+    # one of 100 partitions (5,000 rows each), one row in 50 has no duration (it sorts last).
     """INSERT INTO {s}.jobs_archive (id, queue, type, payload, tags, priority, attempt_count,
-           worker_id, created_at, started_at, finished_at, duration_seconds)
+           worker_id, created_at, started_at, finished_at, duration_seconds, partition_key)
        SELECT gen_random_uuid(),
               CASE WHEN g %% %(queues)s = 0 THEN 'default' ELSE 'q' || (g %% %(queues)s) END,
               'type_' || (g %% 50), '{{"order":' || g || ',"note":"bench row"}}',
-              'tag' || (g %% 20), 10 + g %% 3, 1 + g %% 3, 'bench-worker',
+              'tag' || (g %% 20) || CASE WHEN g %% 10 = 3 THEN ' tenant:acme' ELSE '' END,
+              10 + g %% 3, 1 + g %% 3, 'bench-worker',
               now() - make_interval(secs => g * 1.2) - interval '2 seconds',
               now() - make_interval(secs => g * 1.2) - interval '1 second',
-              now() - make_interval(secs => g * 1.2), 0.5 + (g %% 7) / 10.0
+              now() - make_interval(secs => g * 1.2),
+              CASE WHEN g %% 50 = 1 THEN NULL ELSE 0.5 + (g %% 997) / 100.0 END,
+              CASE WHEN g %% 2 = 0 THEN 'p' || (g / 2 %% 100) END
        FROM generate_series(1, %(archive)s) g""",
     """INSERT INTO {s}.jobs_dlq (id, queue, type, payload, tags, priority, failure_reason,
-           error, attempt_count, worker_id, created_at, started_at, failed_at, duration_seconds)
+           error, attempt_count, worker_id, created_at, started_at, failed_at, duration_seconds,
+           partition_key)
        SELECT gen_random_uuid(),
               CASE WHEN g %% %(queues)s = 0 THEN 'default' ELSE 'q' || (g %% %(queues)s) END,
               'type_' || (g %% 50),
@@ -83,7 +93,8 @@ LOAD = [
               3, 'bench-worker',
               now() - make_interval(secs => g * 12) - interval '2 seconds',
               now() - make_interval(secs => g * 12) - interval '1 second',
-              now() - make_interval(secs => g * 12), 0.25
+              now() - make_interval(secs => g * 12), 0.25,
+              CASE WHEN g %% 2 = 0 THEN 'p' || (g / 2 %% 100) END
        FROM generate_series(1, %(dlq)s) g""",
     # Pending jobs: 10 % delayed by an hour, the others due over the last 30 seconds.
     """INSERT INTO {s}.jobs_hot (id, queue, type, payload, priority, status, created_at,
@@ -148,6 +159,39 @@ LISTS: list[tuple[str, str]] = [
     ("dlq, search no match", "source=dlq&search=zq-nomatch"),
     ("active, search no match", "source=active&search=zq-nomatch"),
     ("archive, type + search + 7 days", "source=archive&type=type_7&search=tag7&since={week_ago}"),
+    ("archive, partition=p7", "source=archive&partition=p7"),
+    ("archive, partition + queue", "source=archive&partition=p7&queue=q6"),
+    ("dlq, partition=p7", "source=dlq&partition=p7"),
+    ("archive, search tenant:acme (100k)", "source=archive&search=tenant:acme"),
+    ("archive, search tag1 (55 %)", "source=archive&search=tag1"),
+    (
+        "archive, queue+type+search+7 days",
+        "source=archive&queue=q7&type=type_7&search=tag7&since={week_ago}",
+    ),
+    (
+        "archive, type + search, sort attempts",
+        "source=archive&type=type_3&search=acme&sort=attempts",
+    ),
+    ("  that at 500 a page", "source=archive&type=type_3&search=acme&sort=attempts&page_size=500"),
+    ("archive, sort duration asc", "source=archive&sort=duration&order=asc"),
+    ("dlq, sort duration asc", "source=dlq&sort=duration&order=asc"),
+]
+# (name, sort, order, column, rows before the page): a page by key deep in the archive.
+DEEP: list[tuple[str, str, bool, str, int]] = [
+    ("archive, by duration, 100,000 deep", "duration", True, "duration_seconds", 100_000),
+    ("archive, by duration, 500,000 deep", "duration", True, "duration_seconds", 500_000),
+    ("archive, by duration asc, 500,000 deep", "duration", False, "duration_seconds", 500_000),
+    ("archive, by duration, 990,000 deep", "duration", True, "duration_seconds", 990_000),
+    ("archive, by type, 500,000 deep", "type", True, "type", 500_000),
+    ("archive, by queue asc, 500,000 deep", "queue", False, "queue", 500_000),
+    ("archive, by priority, 500,000 deep", "priority", True, "priority", 500_000),
+    ("archive, by attempts, 500,000 deep", "attempts", True, "attempt_count", 500_000),
+    ("archive, by date asc, 500,000 deep", "date", False, "finished_at", 500_000),
+]
+PREVIEWS: list[tuple[str, dict[str, Any]]] = [
+    ("archive preview, broad search", {"search": "tag1"}),
+    ("archive preview, tenant:acme", {"search": "tenant:acme"}),
+    ("archive preview, queue", {"queue": "q3"}),
 ]
 
 
@@ -174,8 +218,13 @@ def analyze(conn: psycopg.Connection[Any], schema: str) -> None:
         )
 
 
+def p95(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
 def fmt(times: list[float]) -> str:
-    return f"{statistics.median(times):7.1f} ({min(times):.1f}-{max(times):.1f})"
+    return f"{statistics.median(times):7.1f} p95 {p95(times):7.1f} (max {max(times):.1f})"
 
 
 async def timed(fn: Callable[[], Awaitable[Any]], runs: int) -> tuple[list[float], Any]:
@@ -208,6 +257,26 @@ def deep_query(url: str, schema: str) -> str:
     return f"source=archive&after={token}"
 
 
+def deep_by(url: str, schema: str, sort: str, desc: bool, column: str, rows: int) -> str:
+    """The query of the archive page after ``rows`` rows in a sort, by the token of the row
+    before it (NULLs last in either direction, as the Deck sorts)."""
+    from chokaq.deck.paging import encode_cursor  # type: ignore[import-not-found,unused-ignore]
+
+    way = "DESC" if desc else "ASC"
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            sql.SQL(
+                "SELECT {c}, id::text FROM {t}.jobs_archive"
+                " ORDER BY {c} " + way + " NULLS LAST, id " + way + " OFFSET %s LIMIT 1"
+            ).format(c=sql.Identifier(column), t=sql.Identifier(schema)),
+            (rows - 1,),
+        ).fetchone()
+    assert row is not None
+    value = float(row[0]) if column == "duration_seconds" and row[0] is not None else row[0]
+    token = encode_cursor(sort, desc, value, row[1])
+    return f"source=archive&sort={sort}&order={'desc' if desc else 'asc'}&after={token}"
+
+
 def last_query(keyset: bool) -> str:
     return "source=archive&last=true" if keyset else f"source=archive&page={ARCHIVE_ROWS // PAGE}"
 
@@ -234,6 +303,8 @@ async def requests(app: App, url: str, schema: str, runs: int) -> dict[str, Any]
         keyset = "after=" in deep
         cases = [(n, q.format(**fills)) for n, q in LISTS]
         cases += [("archive, page 20,000 (deep)", deep), ("archive, last page", last_query(keyset))]
+        if keyset:
+            cases += [(n, deep_by(url, schema, *shape)) for n, *shape in DEEP]
         cases += [
             ("series, hour", "@/api/series?window=hour"),
             ("series, 2 weeks", "@/api/series?window=2w"),
@@ -258,6 +329,20 @@ async def requests(app: App, url: str, schema: str, runs: int) -> dict[str, Any]
             size = len(response.content)
             shown = out[name]["total"] or ""
             print(f"  {name:<40} {fmt(times)} ms  {size:>11,} B  {shown}", flush=True)
+        for name, job_filter in PREVIEWS:
+
+            async def post(job_filter: dict[str, Any] = job_filter) -> httpx.Response:
+                response = await client.post(
+                    "/api/archive/preview", json={"filter": job_filter, "cap": 1000}
+                )
+                response.raise_for_status()
+                return response
+
+            times, response = await timed(post, runs)
+            body = response.json()
+            label = "about " if body.get("matched_estimated") else ""
+            out[name] = {"ms": times, "matched": f"{label}{body['matched']:,}"}
+            print(f"  {name:<40} {fmt(times)} ms  matched {out[name]['matched']}", flush=True)
     return out
 
 
@@ -357,6 +442,52 @@ async def idle_tabs(app: App, seconds: float) -> dict[str, Any]:
     return out
 
 
+# (name, the Deck's link): the time from opening the link in Chromium to the jobs table's rows.
+BROWSER: list[tuple[str, str]] = [
+    ("archive, page 1", "#tab=archive"),
+    ("archive, search tenant:acme (100k)", "#tab=archive&search=tenant%3Aacme"),
+    ("archive, search tag1 (55 %)", "#tab=archive&search=tag1"),
+    ("archive, sort duration asc", "#tab=archive&sort=duration&order=asc"),
+    ("archive, partition=p7", "#tab=archive&partition=p7"),
+]
+
+
+async def browser_rows(app: App, runs: int) -> dict[str, Any]:
+    """Chromium (Playwright) against the Deck served by uvicorn: per link, a fresh tab from
+    ``goto`` to the first row of the jobs table, after one warm-up."""
+    import uvicorn
+    from playwright.async_api import async_playwright
+
+    deck = create_deck(app, authorizer=lambda request: Role.ADMIN)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(deck, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    out: dict[str, Any] = {}
+    try:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path="/usr/bin/chromium")
+            for name, link in BROWSER:
+
+                async def shown(link: str = link) -> None:
+                    page = await browser.new_page()
+                    await page.goto(f"http://127.0.0.1:{port}/{link}")
+                    await page.wait_for_selector("#job-rows tr td", timeout=60_000)
+                    await page.close()
+
+                times, _ = await timed(shown, runs)
+                out[name] = {"ms": times}
+                print(f"  browser: {name:<31} {fmt(times)} ms to rows", flush=True)
+            await browser.close()
+    finally:
+        server.should_exit = True
+        await serving
+    return out
+
+
 async def measure(url: str, schema: str, runs: int, idle_seconds: float) -> dict[str, Any]:
     app = App(url, schema=schema, auto_migrate=False)
     await app.open()
@@ -369,9 +500,10 @@ async def measure(url: str, schema: str, runs: int, idle_seconds: float) -> dict
             with psycopg.connect(url, autocommit=True) as conn:
                 analyze(conn, schema)
         result: dict[str, Any] = {"migrated": applied, "migrate_seconds": migrated}
-        print(f"  median (min-max) of {runs} runs, ms; response bytes; total", flush=True)
+        print(f"  median, p95 and max of {runs} runs, ms; response bytes; total", flush=True)
         result["requests"] = await requests(app, url, schema, runs)
         result["snapshot"] = await snapshot_cost(app, runs)
+        result["browser"] = await browser_rows(app, min(runs, 10))
         if idle_seconds > 0:
             result["idle"] = await idle_tabs(app, idle_seconds)
         return result
@@ -402,7 +534,7 @@ def main() -> None:
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--compare", type=Path, help="a source tree to measure first (before)")
     parser.add_argument("--schema", help="measure this already loaded schema (no load)")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--no-drop", action="store_true")

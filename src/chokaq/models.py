@@ -498,12 +498,16 @@ class Page(Generic[T]):
 @dataclass(frozen=True, slots=True)
 class Preview:
     """What a bulk-by-filter operation would touch: all matches, how many it will act on (capped),
-    and a sample of the ids it would act on first."""
+    and a sample of the ids it would act on first. ``will_affect`` is counted exactly;
+    ``matched`` is exact up to ``cap`` and then counted as a listing counts (exactly up to
+    10,000; past that, or where the planner expects more, PostgreSQL's estimate, with
+    ``matched_estimated`` set)."""
 
     matched: int
     will_affect: int
     cap: int
     sample_ids: tuple[str, ...]
+    matched_estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,9 +104,9 @@ MUTATIONS = {
         "jobs_hot_fetch",
     ),
     "an index lost its DESC": (
-        "DROP INDEX {q[jobs_archive_duration_id]};"
-        " CREATE INDEX {i[jobs_archive_duration_id]} ON {q[jobs_archive]} (duration_seconds, id)",
-        "jobs_archive_duration_id",
+        "DROP INDEX {q[jobs_archive_queue]};"
+        " CREATE INDEX {i[jobs_archive_queue]} ON {q[jobs_archive]} (queue, finished_at)",
+        "jobs_archive_queue",
     ),
     "a table dropped": ("DROP TABLE {q[workers]}", "table workers"),
     "a view added": ("CREATE VIEW {q[pending]} AS SELECT id FROM {q[jobs_hot]}", "pending"),

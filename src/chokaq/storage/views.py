@@ -164,8 +164,9 @@ class ReadOperations(OperationGroup):
         page), each at the cost of the first page. ``page`` must be 1 with any of them, and
         the answer's ``page`` is 0 (its number is not known) except for ``last``.
 
-        ``total`` is exact up to ``paging.COUNT_EXACT_UP_TO`` matches; past that PostgreSQL
-        answers the planner's estimate with ``total_estimated`` set (SQLite always counts).
+        ``total`` is exact up to ``paging.COUNT_EXACT_UP_TO`` matches; past that, or where the
+        planner expects more, PostgreSQL answers the planner's estimate with
+        ``total_estimated`` set (SQLite always counts).
         Rows carry at most ``paging.LIST_TEXT_CHARS`` characters of payload, error and result
         (the cut fields are named in ``truncated``; ``job_get`` has the full text), and no
         payload for the hot pillar."""

@@ -13,8 +13,9 @@ from datetime import datetime
 
 from ...ids import new_job_id
 from ...models import CancelResult, JobFilter, Pillar, Preview, RequeuedJob
+from ..paging import COUNT_EXACT_UP_TO
 from .jobs import PostgresJobs
-from .reads import filter_params
+from .reads import count_matches, filter_params
 
 __all__ = ["PostgresBulk"]
 
@@ -29,13 +30,26 @@ class PostgresBulk(PostgresJobs):
     ) -> Preview:
         name, params = _NAMES[pillar], filter_params(filter)
         async with self.pool.connection() as conn:
-            cur = await conn.execute(self._q[name + "_count"], params)
+            # What the action takes is counted exactly, up to the cap; the matches past it
+            # are counted as a listing counts them (jobs_count): exactly up to
+            # COUNT_EXACT_UP_TO, else the planner's estimate. Counting every match of a
+            # broad search took 363 ms of the archive's preview.
+            upto = f"{pillar.value}_count_upto"
+            cur = await conn.execute(self._q[upto], {**params, "bound": cap + 1})
             row = await cur.fetchone()
-            matched = int(row[0]) if row is not None else 0
+            taken = int(row[0]) if row is not None else 0
             cur = await conn.execute(self._q[name + "_ids"], {**params, "cap": min(sample, cap)})
             sample_ids = tuple(r[0] for r in await cur.fetchall())
+            matched, estimated = taken, False
+            if taken > cap:
+                counted = await count_matches(conn, self._q, pillar, params, COUNT_EXACT_UP_TO)
+                matched, estimated = max(counted[0], taken), counted[1]
         return Preview(
-            matched=matched, will_affect=min(matched, cap), cap=cap, sample_ids=sample_ids
+            matched=matched,
+            will_affect=min(taken, cap),
+            cap=cap,
+            sample_ids=sample_ids,
+            matched_estimated=estimated,
         )
 
     async def _match(self, pillar: Pillar, filter: JobFilter, cap: int) -> list[str]:

@@ -2204,11 +2204,6 @@ DELETE FROM {schema}.limit_state WHERE tat < %(before)s
 -- Bulk actions by filter over hot and archive, and run-now (bulk.py)
 -- ---------------------------------------------------------------------------------------------
 
--- name: bulk_hot_count
-SELECT count(*)
-FROM {schema}.jobs_hot
--- include: fragment_hot_filter
-
 -- name: bulk_hot_ids
 -- The hot rows an action by filter acts on: the newest created first (the preview's order).
 SELECT id::text
@@ -2216,11 +2211,6 @@ FROM {schema}.jobs_hot
 -- include: fragment_hot_filter
 ORDER BY created_at DESC, id DESC
 LIMIT %(cap)s
-
--- name: bulk_archive_count
-SELECT count(*)
-FROM {schema}.jobs_archive
--- include: fragment_archive_filter
 
 -- name: bulk_archive_ids
 -- The archived rows an action by filter acts on: the newest finished first.

@@ -7,10 +7,11 @@ ORDER BY. It must not write anything, check arguments or hold SQL text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, LiteralString
 
-from psycopg import sql
+from psycopg import AsyncConnection, sql
 
 from ...models import (
     ErrorGroup,
@@ -33,7 +34,7 @@ from ..paging import LIST_TEXT_CHARS
 from .connection import PostgresCore
 from .rows import job_view, lenient_rows, queue_info
 
-__all__ = ["PostgresReads", "filter_params", "traversal"]
+__all__ = ["PostgresReads", "count_matches", "filter_params", "traversal"]
 
 
 def _escaped(text: str) -> str:
@@ -63,6 +64,20 @@ def search_params(search: str | None) -> dict[str, str | None]:
 # would no longer match the index on finished_at DESC (NULLS FIRST by default), and a page would
 # sort every row the filter matches instead of reading its own rows off the index (11 ms against
 # 0.1 ms for 50 of a day's rows in a 900,000-row archive).
+#
+# The duration sort goes further: its NULLs (jobs without a duration) become the infinity on the
+# side they sort to, coalesce(duration_seconds, -inf) descending and +inf ascending, so that the
+# keyset is one row comparison with no "OR duration_seconds IS NULL" beside it. With that OR the
+# index on the duration could order the rows but not start at the key, and a page 500,000 rows
+# deep read and discarded every row before it (1.5 s); now it is a range of the index on
+# (coalesce(...), id) (migration 11), as deep as the first page. No duration is infinite.
+_SENTINEL_SORTS = frozenset({"duration_seconds"})
+
+
+def _sentinel(column: str, descending: bool) -> sql.Composable:
+    """The sort expression of a sort column whose NULLs stand in as an infinity."""
+    infinity = sql.Literal("-Infinity" if descending else "Infinity")
+    return sql.SQL("coalesce({}, {}::float8)").format(sql.Identifier(column), infinity)
 
 
 def traversal(
@@ -73,10 +88,20 @@ def traversal(
     Walking backward reverses the order (NULLs then come first). The condition is a row
     comparison, ``(column, id) < (value, id)``, which a b-tree index on (column, id) turns
     into a range, so a page deep in a million rows costs what the first does; a sort column
-    that may hold NULL adds the NULL rows on their side of the key."""
+    that may hold NULL adds the NULL rows on their side of the key, except the duration, whose
+    NULLs are compared as the infinity they sort as (``_sentinel``)."""
     desc = descending != backward
     nulls_last = not backward
     direction = sql.SQL("DESC" if desc else "ASC")
+    cmp = sql.SQL("<" if desc else ">")
+    if column in _SENTINEL_SORTS:
+        expr = _sentinel(column, descending)
+        infinity = sql.Literal("-Infinity" if descending else "Infinity")
+        order = sql.SQL("{} {}, id {}").format(expr, direction, direction)
+        if key is None:
+            return order, sql.SQL("TRUE")
+        at = sql.SQL("(coalesce(%(key_value)s::float8, {}::float8), %(key_id)s::uuid)")
+        return order, sql.SQL("({}, id) {} {}").format(expr, cmp, at.format(infinity))
     nulls = sql.SQL("")
     if column in NULLABLE_SORTS:
         nulls = sql.SQL(" NULLS LAST" if nulls_last else " NULLS FIRST")
@@ -84,7 +109,6 @@ def traversal(
     order = sql.SQL("{} {}{}, id {}").format(col, direction, nulls, direction)
     if key is None:
         return order, sql.SQL("TRUE")
-    cmp = sql.SQL("<" if desc else ">")
     if column == "id":
         return order, sql.SQL("id {} %(key_id)s::uuid").format(cmp)
     row = sql.SQL("({}, id) {} (%(key_value)s, %(key_id)s::uuid)").format(col, cmp)
@@ -105,6 +129,35 @@ def _plan_rows(explained: Any) -> int:
         return int(explained[0]["Plan"]["Plan Rows"])
     except (LookupError, TypeError, ValueError):
         return 0
+
+
+async def count_matches(
+    conn: AsyncConnection[Any],
+    queries: Mapping[str, LiteralString],
+    pillar: Pillar,
+    params: Mapping[str, Any],
+    exact_up_to: int,
+) -> tuple[int, bool]:
+    """The matches of a filter and whether the number is an estimate (``jobs_count``).
+
+    The planner's estimate comes first (from the table's statistics: no row is read). A count
+    that stops at the bound still reads every match a search's trigram index gives (the
+    bitmap is built before the first row is counted): 150 ms of a 157 ms page for 100,000
+    matches. Where the planner expects more matches than the bound, its estimate is the
+    answer and nothing is counted; otherwise the count, exact up to the bound."""
+    bounded = {**params, "bound": exact_up_to + 1}
+    cur = await conn.execute(queries[f"{pillar.value}_estimate"], bounded)
+    explained = await cur.fetchone()
+    estimate = _plan_rows(explained[0] if explained is not None else None)
+    if estimate > exact_up_to:
+        return estimate, True
+    cur = await conn.execute(queries[f"{pillar.value}_count_upto"], bounded)
+    counted = await cur.fetchone()
+    total = int(counted[0]) if counted is not None else 0
+    if total <= exact_up_to:
+        return total, False
+    # The planner expected fewer: past the bound, its estimate never below what was counted.
+    return max(total, estimate), True
 
 
 def filter_params(filter: JobFilter) -> dict[str, Any]:
@@ -263,19 +316,8 @@ class PostgresReads(PostgresCore):
     async def jobs_count(
         self, pillar: Pillar, filter: JobFilter, exact_up_to: int
     ) -> tuple[int, bool]:
-        params = {**filter_params(filter), "bound": exact_up_to + 1}
         async with self.pool.connection() as conn:
-            cur = await conn.execute(self._q[f"{pillar.value}_count_upto"], params)
-            counted = await cur.fetchone()
-            total = int(counted[0]) if counted is not None else 0
-            if total <= exact_up_to:
-                return total, False
-            # Past the bound, the planner's estimate of the same filter (from the table's
-            # statistics: no row is read), never below what was just counted.
-            cur = await conn.execute(self._q[f"{pillar.value}_estimate"], params)
-            explained = await cur.fetchone()
-        estimate = _plan_rows(explained[0] if explained is not None else None)
-        return max(total, estimate), True
+            return await count_matches(conn, self._q, pillar, filter_params(filter), exact_up_to)
 
     async def job_get(self, id: str) -> JobView | None:
         async with self.pool.connection() as conn:

@@ -221,6 +221,10 @@ _PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+# The sort columns whose NULLs are compared as an infinity (see PostgreSQL's reads).
+_SENTINEL_SORTS = frozenset({"duration_seconds"})
+
+
 def traversal(
     column: str, descending: bool, key: PageKey | None, backward: bool, *, exact: bool = True
 ) -> tuple[str, str]:
@@ -231,6 +235,18 @@ def traversal(
     nulls_last = not backward
     nullable = column in NULLABLE_SORTS
     direction = _DIRECTION[desc]
+    if column in _SENTINEL_SORTS:
+        # As on PostgreSQL, a job without a duration is compared as the infinity it sorts
+        # as (migration 11 indexes the expression). SQLite does not turn a row comparison on
+        # an expression into an index range, so the key's value bounds it first.
+        infinity = "-1e999" if descending else "1e999"
+        expr = f"coalesce({quote_identifier(column)}, {infinity})"
+        order = f"{expr} {direction}, id {direction}"
+        if key is None:
+            return order, "1"
+        cmp = "<" if desc else ">"
+        at = f"coalesce(:key_value, {infinity})"
+        return order, f"({expr} {cmp}= {at} AND ({expr}, id) {cmp} ({at}, :key_id))"
     nulls = (" NULLS LAST" if nulls_last else " NULLS FIRST") if nullable else ""
     col = quote_identifier(column)
     order = f"{col} {direction}{nulls}, id {direction}"

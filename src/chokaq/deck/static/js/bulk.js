@@ -78,9 +78,15 @@ function previewByFilter(action) {
     clear(box);
     box.hidden = false;
     box.dataset.action = key;
+    // What the action takes is counted exactly; the matches past the cap may be the
+    // database's estimate (matched_estimated): the text says which.
+    var about = p.matched_estimated ? "about " : "";
     box.appendChild(el("p", { className: "preview-text" },
-      "Will " + spec.verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + fmtNum(p.matched) +
+      "Will " + spec.verb + " ", el("b", { id: "preview-count" }, String(p.will_affect)), " of " + about + fmtNum(p.matched) +
       " matching " + spec.noun + (p.matched > p.will_affect ? " (capped at " + p.cap + ")" : "") + ", " + spec.order + "."));
+    box.appendChild(el("p", { className: "hint", id: "preview-counting" }, p.matched_estimated
+      ? "The " + fmtNum(p.will_affect) + " it acts on are counted; the total is the database's estimate (past 10,000 matches no more are counted)."
+      : "Counted exactly."));
     var sample = el("p", { className: "hint" }, "First ids: ");
     p.sample_ids.forEach(function (id) { sample.appendChild(el("code", null, userText(id), " ")); });
     box.appendChild(sample);
