@@ -15,67 +15,20 @@ the SQL the backend really uses without reaching into its internals.
 
 from __future__ import annotations
 
-import json
-import re
 import time
-from contextlib import contextmanager
 
+import plans
 import psycopg
 import pytest
 from conformance import T0, at
 
 from chokaq.models import FailMove, FailureReason, Heartbeat, NewJob, RetryMove, SucceedMove
-from chokaq.storage.postgres.connection import LANE_OPTIONS
 
 
 @pytest.fixture
 def store(pg_store):
     """These claims are about the PostgreSQL driver's layout: its store only."""
     return pg_store
-
-
-@pytest.fixture
-def capture(monkeypatch):
-    """``with capture() as sent:`` collects ``(query, params)`` of every statement executed."""
-
-    @contextmanager
-    def recorder():
-        sent = []
-        original = psycopg.AsyncCursor.execute
-
-        async def execute(self, query, params=None, **kwargs):
-            text = query if isinstance(query, str) else query.as_string(self.connection)
-            sent.append((text, params))
-            return await original(self, query, params, **kwargs)
-
-        monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
-        try:
-            yield sent
-        finally:
-            monkeypatch.setattr(psycopg.AsyncCursor, "execute", original)
-
-    return recorder
-
-
-@pytest.fixture
-def pg(store):
-    with psycopg.connect(store.url, autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
-        yield conn
-
-
-def _plan(pg, query, params):
-    """The JSON plan of ``query`` (planned only, never executed)."""
-    with pg.transaction(force_rollback=True):
-        [[plan]] = pg.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchall()
-    return plan if isinstance(plan, list) else json.loads(plan)
-
-
-def _nodes(plan):
-    stack = [plan[0]["Plan"]]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.get("Plans", ()))
 
 
 async def _load(backend, count, queues=("default",), *, distinct=False):
@@ -156,7 +109,7 @@ async def test_fetch_uses_the_partial_fetch_index(backend, store, pg, capture):
     query, params = fetches[0]
     scans = [
         (n["Node Type"], n.get("Index Name"))
-        for n in _nodes(_plan(pg, query, params))
+        for n in plans.nodes(plans.plan(pg, query, params))
         if n.get("Relation Name") == "jobs_hot" and "Scan" in n["Node Type"]
     ]
     # The pending rows are found through the partial index; nothing reads jobs_hot sequentially
@@ -169,31 +122,6 @@ async def test_fetch_uses_the_partial_fetch_index(backend, store, pg, capture):
         assert len(pg.execute(query, params).fetchall()) == 10
     pg.execute("SELECT pg_stat_force_next_flush()")
     assert _index_scans(pg, store.schema, "jobs_hot_fetch") > before
-
-
-def _prepared_plan(store, query, params, *, plan_cache_mode):
-    """The JSON plan of ``query`` run as a prepared statement under ``plan_cache_mode``, on a
-    connection set up as the claim lane's is; executed (EXPLAIN ANALYZE) and rolled back."""
-    order: list[str] = []
-
-    def number(match):
-        if match.group(1) not in order:
-            order.append(match.group(1))
-        return f"${order.index(match.group(1)) + 1}"
-
-    body = re.sub(r"%\((\w+)\)[sb]", number, query)
-    options = f"{LANE_OPTIONS} -c plan_cache_mode={plan_cache_mode}"
-    with psycopg.connect(
-        store.url, autocommit=True, options=options, cursor_factory=psycopg.ClientCursor
-    ) as conn:
-        conn.execute("PREPARE statement AS " + body)
-        args = ", ".join(["%s"] * len(order))
-        with conn.transaction(force_rollback=True):
-            [[plan]] = conn.execute(
-                f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE statement({args})",
-                [params[name] for name in order],
-            ).fetchall()
-    return plan if isinstance(plan, list) else json.loads(plan)
 
 
 @pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
@@ -213,7 +141,9 @@ async def test_claim_walks_the_fetch_index_in_order_on_an_analyzed_table(
         )
     assert len(claimed) == 10
     [(query, params)] = [(q, p) for q, p in sent if "SKIP LOCKED" in q.upper()]
-    nodes = list(_nodes(_prepared_plan(store, query, params, plan_cache_mode=plan_cache_mode)))
+    nodes = list(
+        plans.nodes(plans.prepared_plan(store, query, params, plan_cache_mode=plan_cache_mode))
+    )
     # The scan that finds pending rows is the one that tests the due time.
     pending = [
         n
@@ -262,10 +192,10 @@ async def test_lease_moves_find_their_rows_by_primary_key(backend, store, pg, ca
     statements = [(q, p) for q, p in sent if p and ("ids" in p or "moves" in p)]
     assert statements, f"no statement of {move} was captured"
     for query, params in statements:
-        plan = _prepared_plan(store, query, params, plan_cache_mode="force_generic_plan")
+        plan = plans.prepared_plan(store, query, params, plan_cache_mode="force_generic_plan")
         scans = [
             (n["Node Type"], n.get("Index Name"))
-            for n in _nodes(plan)
+            for n in plans.nodes(plan)
             if n.get("Relation Name") == "jobs_hot"
             and n.get("Alias") == "h"
             and "Scan" in n["Node Type"]
@@ -304,7 +234,7 @@ async def test_summary_never_reads_archive_or_dlq(backend, store, pg, capture):
     touched = set()
     for query, params in sent:
         if query.lstrip().upper().startswith(("SELECT", "WITH")):
-            touched |= {n.get("Relation Name") for n in _nodes(_plan(pg, query, params))}
+            touched |= {n.get("Relation Name") for n in plans.nodes(plans.plan(pg, query, params))}
     assert touched, "no read was planned"
     assert not touched & {"jobs_archive", "jobs_dlq"}, touched
     # Run the same statements here and read the table counters to confirm.

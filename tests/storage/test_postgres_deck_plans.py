@@ -12,9 +12,7 @@ The statements a backend call sends are captured by wrapping psycopg's cursor an
 
 from __future__ import annotations
 
-import json
-from contextlib import contextmanager
-
+import plans
 import psycopg
 import pytest
 
@@ -25,49 +23,6 @@ from chokaq.models import JobFilter, PageKey, Pillar
 def store(pg_store):
     """These claims are about the PostgreSQL driver's indexes: its store only."""
     return pg_store
-
-
-@pytest.fixture
-def pg(store):
-    with psycopg.connect(store.url, autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
-        yield conn
-
-
-@pytest.fixture
-def capture(monkeypatch):
-    """``with capture() as sent:`` collects ``(query, params)`` of every statement executed."""
-
-    @contextmanager
-    def recorder():
-        sent = []
-        original = psycopg.AsyncCursor.execute
-
-        async def execute(self, query, params=None, **kwargs):
-            text = query if isinstance(query, str) else query.as_string(self.connection)
-            sent.append((text, params))
-            return await original(self, query, params, **kwargs)
-
-        monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
-        try:
-            yield sent
-        finally:
-            monkeypatch.setattr(psycopg.AsyncCursor, "execute", original)
-
-    return recorder
-
-
-def _plan(pg, query, params):
-    with pg.transaction(force_rollback=True):
-        [[plan]] = pg.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchall()
-    return plan if isinstance(plan, list) else json.loads(plan)
-
-
-def _nodes(plan):
-    stack = [plan[0]["Plan"]]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.get("Plans", ()))
 
 
 ROWS = 50_000
@@ -105,7 +60,7 @@ def _listing(sent):
 def _archive_scans(pg, query, params):
     return [
         (n["Node Type"], n.get("Index Name"), "Index Cond" in n)
-        for n in _nodes(_plan(pg, query, params))
+        for n in plans.nodes(plans.plan(pg, query, params))
         if n.get("Relation Name") == "jobs_archive"
         or n.get("Index Name", "").startswith("jobs_archive")
         or n["Node Type"] == "Sort"
