@@ -358,20 +358,21 @@ async def test_an_executor_failure_logs_worker_loop_crashed_and_rescue_recovers_
 async def test_a_side_task_that_raises_logs_worker_side_task_died(
     tmp_path: Path, apps: list[App]
 ) -> None:
-    # Keeping archive rows "for a million days" passes the settings' check, but the cut-off
-    # date is before year 1: every retention pass raises OverflowError, which is no storage
-    # error, so the maintenance side task dies and the supervisor says so and restarts it.
-    app = await open_app(
-        apps,
-        sqlite_app(
-            tmp_path / "jobs.db", retention_archive_days=1e6, retention_interval_seconds=0.1
-        ),
-    )
+    # A retention pass that raises something other than a storage error (a bug): the
+    # maintenance side task dies, and the supervisor says so and restarts it. The fault is put
+    # into one step of the pass on the real backend (settings that overflowed a date once did
+    # this, but every retention period is now checked against its maximum).
+    app = await open_app(apps, sqlite_app(tmp_path / "jobs.db", retention_interval_seconds=0.1))
+
+    async def broken(**_: object) -> int:
+        raise RuntimeError("a bug in a retention step")
+
+    app.backend.unique_keys_tidy = broken  # type: ignore[method-assign]
     with captured() as lines:
         async with running(app) as worker:
             died = await logged(lines, Event.WORKER_SIDE_TASK_DIED, task="maintenance")
             assert worker.state == "running"
-    assert died["error"].startswith("OverflowError(") and died["level"] == 40
+    assert died["error"].startswith("RuntimeError(") and died["level"] == 40
 
 
 # -- maintenance ----------------------------------------------------------------------------
