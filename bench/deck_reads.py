@@ -35,7 +35,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -381,9 +381,27 @@ class ByteCounter:
         await self.app(scope, receive, counting)
 
 
+@contextlib.asynccontextmanager
+async def served(asgi: Any) -> AsyncIterator[int]:
+    """``asgi`` served by uvicorn on a free local port (yielded) until the block ends."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        yield port
+    finally:
+        server.should_exit = True
+        await serving
+
+
 async def idle_tabs(app: App, seconds: float) -> dict[str, Any]:
     """A real Chromium tab left idle on Active, then on DLQ: storage seconds and bytes/min."""
-    import uvicorn
     from playwright.async_api import async_playwright
 
     spent: Counter[str] = Counter()
@@ -395,50 +413,35 @@ async def idle_tabs(app: App, seconds: float) -> dict[str, Any]:
 
     app.backend.add_observer(observe)
     counter = ByteCounter(create_deck(app, authorizer=lambda request: Role.ADMIN))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(counter, host="127.0.0.1", port=port, log_level="warning")
-    )
-    serving = asyncio.create_task(server.serve())
     out: dict[str, Any] = {}
-    try:
-        while not server.started:
-            await asyncio.sleep(0.05)
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(executable_path="/usr/bin/chromium")
-            for tab in ("active", "dlq"):
-                page = await browser.new_page()
-                await page.goto(f"http://127.0.0.1:{port}/#tab={tab}")
-                await page.wait_for_selector("#job-rows tr", timeout=60_000)
-                await asyncio.sleep(3)  # let the first loads settle
-                spent.clear(), calls.clear(), counter.bytes.clear(), counter.requests.clear()
-                started = time.perf_counter()
-                await asyncio.sleep(seconds)  # the measurement window: the tab sits idle
-                window = time.perf_counter() - started
-                await page.close()
-                per_min = 60.0 / window
-                out[tab] = {
-                    "storage_seconds_per_min": sum(spent.values()) * per_min,
-                    "storage_calls_per_min": sum(calls.values()) * per_min,
-                    "by_operation_seconds_per_min": {
-                        k: v * per_min for k, v in spent.most_common()
-                    },
-                    "bytes_per_min": sum(counter.bytes.values()) * per_min,
-                    "requests_per_min": {k: v * per_min for k, v in counter.requests.items()},
-                }
-                top = ", ".join(f"{k} {v * per_min:.2f}" for k, v in spent.most_common(4))
-                print(
-                    f"  idle {tab:<6} tab: storage {out[tab]['storage_seconds_per_min']:.2f} s/min"
-                    f" in {out[tab]['storage_calls_per_min']:.0f} calls/min ({top}),"
-                    f" {out[tab]['bytes_per_min'] / 1e6:.2f} MB/min sent",
-                    flush=True,
-                )
-            await browser.close()
-    finally:
-        server.should_exit = True
-        await serving
+    async with served(counter) as port, async_playwright() as p:
+        browser = await p.chromium.launch(executable_path="/usr/bin/chromium")
+        for tab in ("active", "dlq"):
+            page = await browser.new_page()
+            await page.goto(f"http://127.0.0.1:{port}/#tab={tab}")
+            await page.wait_for_selector("#job-rows tr", timeout=60_000)
+            await asyncio.sleep(3)  # let the first loads settle
+            spent.clear(), calls.clear(), counter.bytes.clear(), counter.requests.clear()
+            started = time.perf_counter()
+            await asyncio.sleep(seconds)  # the measurement window: the tab sits idle
+            window = time.perf_counter() - started
+            await page.close()
+            per_min = 60.0 / window
+            out[tab] = {
+                "storage_seconds_per_min": sum(spent.values()) * per_min,
+                "storage_calls_per_min": sum(calls.values()) * per_min,
+                "by_operation_seconds_per_min": {k: v * per_min for k, v in spent.most_common()},
+                "bytes_per_min": sum(counter.bytes.values()) * per_min,
+                "requests_per_min": {k: v * per_min for k, v in counter.requests.items()},
+            }
+            top = ", ".join(f"{k} {v * per_min:.2f}" for k, v in spent.most_common(4))
+            print(
+                f"  idle {tab:<6} tab: storage {out[tab]['storage_seconds_per_min']:.2f} s/min"
+                f" in {out[tab]['storage_calls_per_min']:.0f} calls/min ({top}),"
+                f" {out[tab]['bytes_per_min'] / 1e6:.2f} MB/min sent",
+                flush=True,
+            )
+        await browser.close()
     return out
 
 
@@ -455,36 +458,24 @@ BROWSER: list[tuple[str, str]] = [
 async def browser_rows(app: App, runs: int) -> dict[str, Any]:
     """Chromium (Playwright) against the Deck served by uvicorn: per link, a fresh tab from
     ``goto`` to the first row of the jobs table, after one warm-up."""
-    import uvicorn
     from playwright.async_api import async_playwright
 
     deck = create_deck(app, authorizer=lambda request: Role.ADMIN)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(deck, host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
     out: dict[str, Any] = {}
-    try:
-        while not server.started:
-            await asyncio.sleep(0.05)
-        async with async_playwright() as p:
-            browser = await p.chromium.launch(executable_path="/usr/bin/chromium")
-            for name, link in BROWSER:
+    async with served(deck) as port, async_playwright() as p:
+        browser = await p.chromium.launch(executable_path="/usr/bin/chromium")
+        for name, link in BROWSER:
 
-                async def shown(link: str = link) -> None:
-                    page = await browser.new_page()
-                    await page.goto(f"http://127.0.0.1:{port}/{link}")
-                    await page.wait_for_selector("#job-rows tr td", timeout=60_000)
-                    await page.close()
+            async def shown(link: str = link) -> None:
+                page = await browser.new_page()
+                await page.goto(f"http://127.0.0.1:{port}/{link}")
+                await page.wait_for_selector("#job-rows tr td", timeout=60_000)
+                await page.close()
 
-                times, _ = await timed(shown, runs)
-                out[name] = {"ms": times}
-                print(f"  browser: {name:<31} {fmt(times)} ms to rows", flush=True)
-            await browser.close()
-    finally:
-        server.should_exit = True
-        await serving
+            times, _ = await timed(shown, runs)
+            out[name] = {"ms": times}
+            print(f"  browser: {name:<31} {fmt(times)} ms to rows", flush=True)
+        await browser.close()
     return out
 
 
