@@ -1,7 +1,9 @@
-"""Loads a backend's SQL: named blocks from ``queries.sql`` and numbered migration files.
+"""Loads a backend's SQL: named blocks from the files of ``sql/`` and numbered migration files.
 
-A block starts with a line ``-- name: some_query`` and runs to the next such line. Owns reading
-the files shipped inside the package; it must not execute anything.
+Each driver keeps one file per storage area under ``sql/`` (``sql/jobs.sql``, ``sql/reads.sql``,
+...). A block starts with a line ``-- name: some_query`` and runs to the next such line; all the
+files of one driver share one namespace, so a block may include a fragment of another file. Owns
+reading the files shipped inside the package; it must not execute anything.
 """
 
 from __future__ import annotations
@@ -27,18 +29,25 @@ class Migration:
     sql: str
 
 
-def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
-    """Every named block of ``package/filename``, keyed by name (duplicate names are an error).
+def load_queries(package: str, folder: str = "sql") -> dict[str, str]:
+    """Every named block of the ``*.sql`` files of ``package/folder``, keyed by name (a name
+    defined twice, in one file or two, is an error).
 
     A line ``-- include: fragment_x`` is replaced by the block ``fragment_x``; blocks named
     ``fragment_*`` exist only to be included and are not returned."""
-    text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
-    parts = _NAME.split(text)
     raw: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in raw:
-            raise ValueError(f"{package}/{filename}: query {name!r} is defined twice")
-        raw[name] = body
+    files = sorted(
+        (entry for entry in resources.files(package).joinpath(folder).iterdir()),
+        key=lambda entry: entry.name,
+    )
+    for entry in files:
+        if not entry.name.endswith(".sql"):
+            continue
+        parts = _NAME.split(entry.read_text(encoding="utf-8"))
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in raw:
+                raise ValueError(f"{package}/{folder}: query {name!r} is defined twice")
+            raw[name] = body
     return {
         name: _compact(_expand(name, raw, ())).rstrip(";").strip()
         for name in raw
