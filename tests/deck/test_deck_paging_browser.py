@@ -159,3 +159,51 @@ def test_an_exact_count_is_not_labelled_and_a_foreign_cursor_falls_back_to_page_
     wait_for(lambda: hash_now() == "#tab=active&page_size=25", what="the cursor dropped")
     assert _rows_become(page, 25) == first
     page.context.close()
+
+
+# Counts the page's list requests (the table's /api/jobs) in the page itself: a call made in
+# the promise chain of a render is counted before any later evaluate runs.
+_COUNT_LIST_REQUESTS = """
+window.__listRequests = [];
+const plainFetch = window.fetch;
+window.fetch = function (url, options) {
+  if (String(url).includes("/api/jobs?")) { window.__listRequests.push(String(url)); }
+  return plainFetch.call(this, url, options);
+};
+"""
+
+
+@pytest.fixture
+def quiet_deck(db_url: str) -> Iterator[Served]:
+    """The Deck with one live snapshot per connection (the next would come in an hour), so
+    that every list request a test counts is one the page made of its own accord."""
+    run(lambda app: asyncio.sleep(0), db_url)
+    served = Served(db_url, poll_interval_seconds=3600)
+    served.start()
+    yield served
+    served.stop()
+
+
+def test_a_link_with_a_tab_and_filters_costs_one_list_request(
+    browser: Any, quiet_deck: Served
+) -> None:
+    async def fill(app: App) -> None:
+        for i in range(12):
+            await app.enqueue_raw("link.me" if i % 3 else "link.other", {"n": i})
+
+    run(fill, quiet_deck.db_url)
+    page = _open(browser, quiet_deck.url)
+    page.add_init_script(_COUNT_LIST_REQUESTS)
+    # A fresh load of a link naming a tab and a filter: the table is asked for once, with both.
+    page.goto(f"{quiet_deck.url}/?fresh#tab=active&type=link.me&page_size=25")
+    _rows_become(page, 8)
+    requests = page.evaluate("window.__listRequests")
+    assert len(requests) == 1, requests
+    assert "source=active" in requests[0] and "type=link.me" in requests[0]
+    # A link followed within the page (another tab and filter at once): one request more.
+    page.evaluate("window.location.hash = '#tab=active&type=link.other&page_size=25'")
+    _rows_become(page, 4)
+    requests = page.evaluate("window.__listRequests")
+    assert len(requests) == 2 and "type=link.other" in requests[1], requests
+    assert [e for e in page.js_errors if "Failed to load resource" not in e] == []
+    page.context.close()

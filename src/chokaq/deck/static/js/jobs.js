@@ -15,6 +15,7 @@ var jobsBusy = false, jobsAgain = false;  // a read in flight; another asked for
 var pages = 1, next = null, previous = null;  // the last page read: its count and cursor tokens
 var liveMode = "auto", pausedAt;  // the live refresh: see refreshJobs
 var ticks = 0, lastSummary = null;  // snapshots seen, and the last one's counts
+var connections = 0;  // live streams opened (the first, then any reconnect)
 
 export function init() {
   var form = $("filters");
@@ -56,7 +57,9 @@ export function init() {
     });
   }
   subscribe("snapshot", liveReload);
-  subscribe("connected", function () { refreshJobs(true); });
+  // A reconnect reconciles the table with storage at once; the first connection does not (the
+  // page's link has just loaded it, and its first snapshot sets the counts to compare with).
+  subscribe("connected", function () { refreshJobs(connections++ > 0); });
   subscribe("jobs-changed", function () { loadJobs(); });
 }
 
@@ -67,7 +70,8 @@ export function init() {
 function liveReload(snap) {
   var prev = lastSummary, s = snap.summary;
   lastSummary = s;
-  var changed = !prev || prev.succeeded_total !== s.succeeded_total ||
+  if (!prev) { refreshJobs(false); return; }  // the first: the table was read with the page
+  var changed = prev.succeeded_total !== s.succeeded_total ||
     prev.failed_total !== s.failed_total || prev.pending !== s.pending ||
     prev.fetched !== s.fetched || prev.processing !== s.processing;
   ticks++;
@@ -275,7 +279,8 @@ function copyFullId(ev) {
   ev.preventDefault();
 }
 
-export function setSource(source) {
+// Shows the tab `source` from its first page; `load` false: the caller loads the table itself.
+export function setSource(source, load) {
   state.source = source;
   firstPage();
   state.selected.clear();
@@ -287,7 +292,7 @@ export function setSource(source) {
   document.querySelectorAll(".only-active").forEach(function (n) { n.hidden = source !== "active"; });
   document.querySelectorAll(".only-archive").forEach(function (n) { n.hidden = source !== "archive"; });
   writeLink();
-  loadJobs();
+  if (load !== false) { loadJobs(); }
 }
 
 // Lists the jobs of one tab that match `fields` (filter names to values; the others cleared):

@@ -35,11 +35,14 @@ import * as workflow from "./workflow.js";
 // Puts the page in the state the link names: the tab, the filters, the page and the open job.
 function followLink() {
   var link = readLink();
-  var filtered = applyLinkFilters(link.filters);
-  if (link.tab !== state.source) { jobs.setSource(link.tab); }
+  var reload = applyLinkFilters(link.filters);
+  // One list request for the whole link (a new tab, filters and a page together), not one
+  // per part: the table's request is the page's costliest at depth.
+  if (link.tab !== state.source) { jobs.setSource(link.tab, false); reload = true; }
   if (JSON.stringify(link.cursor) !== JSON.stringify(state.cursor)) {
-    state.cursor = link.cursor; state.page = link.cursor ? link.page : 1; bulk.invalidatePreview(); jobs.loadJobs();
-  } else if (filtered) { jobs.firstPage(); bulk.invalidatePreview(); jobs.loadJobs(); }
+    state.cursor = link.cursor; state.page = link.cursor ? link.page : 1; reload = true;
+  } else if (reload) { jobs.firstPage(); }
+  if (reload) { bulk.invalidatePreview(); jobs.loadJobs(); }
   if (link.job && link.job !== state.job) { inspector.openJob(link.job); }
   if (!link.job && state.job) { drawer.closeDrawer(); }
   writeLink();  // a bad part of the link is dropped
