@@ -145,3 +145,7 @@ async def test_every_module_is_served_as_javascript_under_a_prefix(tmp_path: Pat
             todo += [urljoin(url, spec) for spec in imports(r.text)]
     assert {url.rsplit("/", 1)[1] for url in seen} == set(modules())
     assert all(url.startswith("http://host.test/ops/chokaq/static/js/") for url in seen)
+    # The head names every module for preloading (all fetched at once, not one level of
+    # imports after another), under the mount, and no file that is not a module.
+    preloaded = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page.text)
+    assert sorted(preloaded) == sorted(f"/ops/chokaq/static/js/{name}" for name in modules())
