@@ -146,3 +146,39 @@ async def test_a_broad_search_is_estimated_without_counting(backend, store, pg, 
     # The preview counts what it takes (up to the cap, and one more), never every match.
     counts = [p for q, p in sent if "count(" in q]
     assert [p["bound"] for p in counts] == [101], counts
+
+
+@pytest.mark.parametrize(("descending", "index"), [(True, "desc"), (False, "asc")])
+async def test_the_dlq_by_duration_is_read_from_its_index(
+    backend, store, pg, capture, descending, index
+):
+    # Migration 12: the DLQ's duration sort, either way, walks an index from its first entry
+    # instead of sorting every dead job.
+    pg.execute(
+        psycopg.sql.SQL(
+            """INSERT INTO {}.jobs_dlq (id, queue, type, payload, priority, failure_reason,
+                   attempt_count, created_at, failed_at, duration_seconds)
+               SELECT gen_random_uuid(), 'q' || (g %% 8), 'type_' || (g %% 50), '{{}}', 10, 1,
+                      1, now() - make_interval(secs => g), now() - make_interval(secs => g),
+                      CASE WHEN g %% 50 = 1 THEN NULL ELSE (g %% 997) / 100.0 END
+               FROM generate_series(1, %s) g"""
+        ).format(psycopg.sql.Identifier(store.schema)),
+        (ROWS // 2,),
+    )
+    pg.execute(
+        psycopg.sql.SQL("VACUUM ANALYZE {}.jobs_dlq").format(psycopg.sql.Identifier(store.schema))
+    )
+    with capture() as sent:
+        page = await backend.jobs_page(
+            pillar=Pillar.DLQ, sort="duration", descending=descending, page_size=50
+        )
+    assert len(page.items) == 50
+    durations = [job.duration_seconds for job in page.items]
+    assert None not in durations and durations == sorted(durations, reverse=descending)
+    query, params = [(q, p) for q, p in sent if "jobs_dlq" in q and "ORDER BY" in q][-1]
+    scans = [
+        (n["Node Type"], n.get("Index Name"))
+        for n in plans.nodes(plans.plan(pg, query, params))
+        if n.get("Relation Name") == "jobs_dlq" or n["Node Type"] == "Sort"
+    ]
+    assert scans == [("Index Scan", f"jobs_dlq_duration_{index}")], scans
