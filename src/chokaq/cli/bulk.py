@@ -25,6 +25,7 @@ from ..models import CancelResult, JobFilter, JobStatus, Pillar, Preview, Requeu
 from .dlq import preview_table
 from .jobs import cancel_filter_options, job, json_value, print_cancelled
 from .options import (
+    Store,
     actor_name,
     actor_option,
     cap_options,
@@ -32,7 +33,6 @@ from .options import (
     filter_summary,
     job_ids,
     logged,
-    make_app,
     parse_when,
     run_with_app,
     store_options,
@@ -109,9 +109,7 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
         yes: bool,
         as_json: bool,
         actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
+        store: Store,
     ) -> None:
         flt = JobFilter(
             queue=queue,
@@ -129,7 +127,7 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
                 f"give job ids, a filter (--queue, --type, --since, --until, --search) or "
                 f"--all to {verb} without one"
             )
-        app = make_app(app_spec, database, schema, existing=True)
+        app = store.app(existing=True)
         backend = app.backend
 
         async def act(pinned: JobFilter) -> list[Any]:
@@ -248,9 +246,7 @@ def job_run_now(
     job_ids: list[str],
     as_json: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Make delayed jobs (pending, scheduled in the future) due now and wake the workers. A job
     that is not delayed is left alone and named, and the exit code is 1.
@@ -259,7 +255,7 @@ def job_run_now(
     Example:
       chokaq job run-now 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
 
     async def run_now(app: App) -> tuple[list[str], dict[str, str]]:
@@ -315,9 +311,7 @@ async def _explain(app: App, ids: tuple[str, ...]) -> dict[str, str]:
 def job_cancel(
     job_ids: list[str],
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
     **matching: Any,
 ) -> None:
     """Cancel jobs by id, or all active jobs matching a filter (a preview, then confirm), from
@@ -332,7 +326,7 @@ def job_cancel(
       chokaq job cancel 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
       chokaq job cancel --queue emails --status pending --until 1h --cap 500
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
     filtered = ("queue", "job_type", "status", "since", "until", "search")
     if job_ids and any(matching[name] for name in filtered):

@@ -18,13 +18,13 @@ from ..errors import NotFoundError
 from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
+    Store,
     actor_name,
     actor_option,
     cap_options,
     console,
     filter_summary,
     logged,
-    make_app,
     parse_reason,
     parse_when,
     run_with_app,
@@ -113,9 +113,7 @@ def dlq_list(
     page: int,
     page_size: int,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """List DLQ jobs, newest failure first.
 
@@ -125,7 +123,7 @@ def dlq_list(
       chokaq dlq list --reason timeout --json | jq -r '.[].id'
     """
     flt = build_filter(queue, job_type, reason, since, until, search)
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     result = run_with_app(
         app,
         lambda a: a.backend.jobs_page(
@@ -163,9 +161,7 @@ def dlq_list(
 @click.argument("job_id")
 @json_flag("one JSON object: every field of the job, and its state")
 @store_options
-def dlq_show(
-    job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def dlq_show(job_id: str, as_json: bool, store: Store) -> None:
     """Show one job (wherever it lives) with its payload and full error.
 
     \b
@@ -173,7 +169,7 @@ def dlq_show(
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq -r .error
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     view = run_with_app(app, lambda a: a.backend.job_get(job_id))
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ")
@@ -285,13 +281,11 @@ def _bulk_command(verb: str, example: str) -> Any:
         cap: int,
         yes: bool,
         actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
+        store: Store,
     ) -> None:
         flt = build_filter(queue, job_type, reason, since, until, search)
         who = actor_name(actor)
-        app = make_app(app_spec, database, schema, existing=True)
+        app = store.app(existing=True)
         by_ids, by_filter = _OPERATIONS[verb]
         _act(
             verb,

@@ -18,8 +18,9 @@ import os
 import re
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -37,6 +38,7 @@ from ..storage import UNSET, check_url
 __all__ = [
     "CLEAR_WORDS",
     "DEFAULT_CAP",
+    "Store",
     "actor_option",
     "cap_options",
     "console",
@@ -116,14 +118,36 @@ def database_option(help: str) -> Callable[[F], F]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Store:
+    """The store a command works on, as its ``--app``, ``--database`` and ``--schema`` named
+    it (each None when left out)."""
+
+    app_spec: str | None = None
+    database: str | None = None
+    schema: str | None = None
+
+    def app(self, *, existing: bool = False) -> App:
+        """The App on this store; ``existing`` as for ``make_app``."""
+        return make_app(self.app_spec, self.database, self.schema, existing=existing)
+
+
 def store_options(fn: F) -> F:
-    """Add ``--app``, ``--database`` and ``--schema`` to a command."""
-    fn = schema_option(fn)
-    fn = database_option("Database URL (sqlite:///path or postgresql://...); overrides the App's.")(
-        fn
-    )
-    fn = click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
-    return fn
+    """Add ``--app``, ``--database`` and ``--schema`` to a command, which receives the three as
+    one ``store: Store`` argument."""
+
+    @functools.wraps(fn)
+    def command(
+        *args: Any, app_spec: str | None, database: str | None, schema: str | None, **kwargs: Any
+    ) -> Any:
+        return fn(*args, store=Store(app_spec, database, schema), **kwargs)
+
+    decorated: Callable[..., Any] = schema_option(command)
+    decorated = database_option(
+        "Database URL (sqlite:///path or postgresql://...); overrides the App's."
+    )(decorated)
+    decorated = click.option("--app", "app_spec", help="An App as module:attribute.")(decorated)
+    return cast(F, decorated)
 
 
 def actor_option(fn: F) -> F:

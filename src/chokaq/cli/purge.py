@@ -26,7 +26,7 @@ from ..app import App
 from ..logs import log_admin
 from ..models import JobFilter, Pillar
 from ..runtime.maintenance import REST_RATIO, purge_pillar
-from .options import actor_name, console, logged, make_app, run_with_app, store_options
+from .options import Store, actor_name, console, logged, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
 
@@ -85,9 +85,7 @@ def purge(
     no_archive: bool,
     no_dlq: bool,
     no_metrics: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Apply retention now: old archive and DLQ rows, metric roll-up and pruning.
 
@@ -97,7 +95,7 @@ def purge(
     """
     out = console()
     now = datetime.now(UTC)
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
 
     async def run(app: App) -> dict[str, int]:
         done: dict[str, int] = {}
