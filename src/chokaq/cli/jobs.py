@@ -42,9 +42,9 @@ from .options import (
     actor_option,
     cap_options,
     console,
+    job_id_argument,
     job_ids,
     logged,
-    parse_job_id,
     parse_reason,
     parse_when,
     run_with_app,
@@ -242,10 +242,6 @@ def _print_job(view: JobView, limit: int) -> None:
         out.print(_attempts(view.attempts))
 
 
-def _job_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    return parse_job_id(value)
-
-
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 
 
@@ -283,7 +279,7 @@ def job() -> None:
 
 
 @job.command("show")
-@click.argument("job_id", metavar="ID", callback=_job_id)
+@click.argument("job_id", metavar="ID", callback=job_id_argument)
 @json_option
 @store_options
 def job_show(job_id: str, as_json: bool, store: Store) -> None:
@@ -387,7 +383,7 @@ def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | No
 
 
 @job.command("wait")
-@click.argument("job_id", metavar="ID", callback=_job_id)
+@click.argument("job_id", metavar="ID", callback=job_id_argument)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),

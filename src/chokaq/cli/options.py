@@ -44,6 +44,7 @@ __all__ = [
     "console",
     "database_option",
     "filter_summary",
+    "job_id_argument",
     "job_ids",
     "load_app",
     "logged",
@@ -258,6 +259,11 @@ def parse_job_id(value: str, param: str = "ID") -> str:
             param_hint=f"'{param}'",
         )
     return job_id
+
+
+def job_id_argument(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A click callback: the one ID given, through ``parse_job_id``."""
+    return parse_job_id(value)
 
 
 def job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:

@@ -26,8 +26,8 @@ from .options import (
     actor_name,
     actor_option,
     console,
+    job_id_argument,
     logged,
-    parse_job_id,
     run_with_app,
     store_options,
 )
@@ -134,10 +134,6 @@ async def _find(app: App, given: str, limit: int) -> tuple[Workflow, str | None]
     return found, view.workflow_id
 
 
-def _workflow_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    return parse_job_id(value)
-
-
 @click.group()
 def workflow() -> None:
     """Show the jobs of a workflow (jobs linked by after=), or cancel what is left of one.
@@ -149,7 +145,7 @@ def workflow() -> None:
 
 
 @workflow.command("show")
-@click.argument("workflow_id", metavar="ID", callback=_workflow_id)
+@click.argument("workflow_id", metavar="ID", callback=job_id_argument)
 @click.option(
     "--limit",
     default=DEFAULT_LIMIT,
@@ -187,7 +183,7 @@ def workflow_show(
 
 
 @workflow.command("cancel")
-@click.argument("workflow_id", metavar="ID", callback=_workflow_id)
+@click.argument("workflow_id", metavar="ID", callback=job_id_argument)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @actor_option
 @store_options
