@@ -50,7 +50,7 @@ from ..views import (
 from . import audit, paging
 from .audit import Done
 from .auth import Principal, Role, csrf_ok, origin_ok
-from .confirm import confirm, job_ids
+from .confirm import FILTER_BODY, IDS_BODY, confirm, job_ids
 from .state import DeckState, snapshot
 
 __all__ = ["ROUTES", "ApiRoute", "json_body", "snapshot"]
@@ -594,7 +594,6 @@ FILTER_QUERY = (
     "search",
     "family",
 )
-FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/api/me", get_me, "Who you are and your role"),
@@ -640,7 +639,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_cancel,
         "Cancel pending, fetched or running jobs",
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
     ApiRoute(
         "POST",
@@ -648,7 +647,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_resurrect,
         "Requeue DLQ jobs by id",
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
     ApiRoute(
         "POST",
@@ -656,7 +655,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_purge,
         'Delete DLQ jobs by id (confirm: "PURGE")',
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
     ApiRoute(
         "POST",

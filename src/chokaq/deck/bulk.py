@@ -27,7 +27,7 @@ from . import audit
 from .api import ApiError, ApiRoute, json_body
 from .audit import Done
 from .auth import Principal
-from .confirm import confirm, job_ids
+from .confirm import FILTER_BODY, IDS_BODY, confirm, job_ids
 from .state import DeckState
 
 __all__ = ["ROUTES"]
@@ -135,8 +135,6 @@ async def post_run_now(request: Request, state: DeckState, who: Principal) -> An
     return Done(body, target=f"{len(ids)} id(s)", rows=len(moved))
 
 
-FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
-
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
@@ -185,6 +183,6 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_run_now,
         'Make delayed jobs due now and wake the workers (confirm: "RUN" at 25+)',
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
 )

@@ -1,7 +1,8 @@
 """What every Deck action reads from its JSON body before it acts: the job ids it names
 (``job_ids``) and, for destructive actions and large ones, the typed confirmation word
-(``confirm``, needed at ``CONFIRM_AT`` jobs or more). Shared by ``deck.api`` and ``deck.bulk``;
-it checks input only and must not reach storage.
+(``confirm``, needed at ``CONFIRM_AT`` jobs or more); and those bodies as the OpenAPI document
+lists them (``IDS_BODY``, ``FILTER_BODY``). Shared by ``deck.api`` and ``deck.bulk``; it checks
+input only and must not reach storage.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from ..errors import ValidationError
 from ..limits import check_job_id
 from ..views import MAX_IDS
 
-__all__ = ["CONFIRM_AT", "confirm", "job_ids"]
+__all__ = ["CONFIRM_AT", "FILTER_BODY", "IDS_BODY", "confirm", "job_ids"]
 
 CONFIRM_AT = 25  # bulk actions on this many jobs or more need a typed confirmation
+
+# The bodies of an action by ids and of one by a previewed filter (property -> JSON type).
+IDS_BODY = {"ids": "array", "confirm": "string"}
+FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
 
 def job_ids(data: dict[str, Any]) -> list[str]:
