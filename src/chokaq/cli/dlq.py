@@ -8,7 +8,7 @@ unless ``--yes``. Each requeue or purge logs its audit line (``ADMIN_COMPLETED``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.table import Table
@@ -18,15 +18,14 @@ from ..errors import NotFoundError
 from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
+    Matching,
     Store,
     actor_name,
     actor_option,
     cap_options,
     console,
-    filter_summary,
     logged,
-    parse_reason,
-    parse_when,
+    matching_options,
     run_with_app,
     store_options,
 )
@@ -34,46 +33,14 @@ from .output import echo_json, job_data, json_flag
 
 __all__ = ["COMMANDS"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def filter_options(fn: F) -> F:
-    for option in reversed(
-        [
-            click.option("--queue", help="Only this queue."),
-            click.option("--type", "job_type", help="Only this job type."),
-            click.option("--reason", help="Only this failure reason (e.g. timeout, fatal_error)."),
-            click.option(
-                "--since", help="Failed at or after: ISO time or an age (2h: 2 hours ago)."
-            ),
-            click.option(
-                "--until", help="Failed at or before: ISO time or an age (7d: 7 days ago)."
-            ),
-            click.option("--search", help="Substring of id, type, tags or error text."),
-        ]
-    ):
-        fn = option(fn)
-    return fn
-
-
-def build_filter(
-    queue: str | None,
-    job_type: str | None,
-    reason: str | None,
-    since: str | None,
-    until: str | None,
-    search: str | None,
-    ids: tuple[str, ...] = (),
-) -> JobFilter:
-    return JobFilter(
-        queue=queue,
-        type=job_type,
-        failure_reason=parse_reason(reason),
-        since=parse_when(since, param="--since"),
-        until=parse_when(until, param="--until"),
-        search=search,
-        ids=tuple(ids) or None,
-    )
+filter_options = matching_options(
+    click.option("--queue", help="Only this queue."),
+    click.option("--type", "job_type", help="Only this job type."),
+    click.option("--reason", help="Only this failure reason (e.g. timeout, fatal_error)."),
+    click.option("--since", help="Failed at or after: ISO time or an age (2h: 2 hours ago)."),
+    click.option("--until", help="Failed at or before: ISO time or an age (7d: 7 days ago)."),
+    click.option("--search", help="Substring of id, type, tags or error text."),
+)
 
 
 def _when(view: JobView) -> str:
@@ -104,12 +71,7 @@ def dlq() -> None:
 @json_flag("the page as a JSON array of jobs (an empty array past the last page)")
 @store_options
 def dlq_list(
-    queue: str | None,
-    job_type: str | None,
-    reason: str | None,
-    since: str | None,
-    until: str | None,
-    search: str | None,
+    matching: Matching,
     page: int,
     page_size: int,
     as_json: bool,
@@ -122,7 +84,7 @@ def dlq_list(
       chokaq dlq list --queue payments --reason transient --page-size 20
       chokaq dlq list --reason timeout --json | jq -r '.[].id'
     """
-    flt = build_filter(queue, job_type, reason, since, until, search)
+    flt = matching.job_filter()
     app = store.app(existing=True)
     result = run_with_app(
         app,
@@ -271,19 +233,14 @@ def _bulk_command(verb: str, example: str) -> Any:
     @logged
     def command(
         ids: tuple[str, ...],
-        queue: str | None,
-        job_type: str | None,
-        reason: str | None,
-        since: str | None,
-        until: str | None,
-        search: str | None,
+        matching: Matching,
         everything: bool,
         cap: int,
         yes: bool,
         actor: str | None,
         store: Store,
     ) -> None:
-        flt = build_filter(queue, job_type, reason, since, until, search)
+        flt = matching.job_filter()
         who = actor_name(actor)
         app = store.app(existing=True)
         by_ids, by_filter = _OPERATIONS[verb]
@@ -296,9 +253,7 @@ def _bulk_command(verb: str, example: str) -> Any:
             yes,
             app,
             who,
-            filter_summary(
-                queue=queue, type=job_type, reason=reason, since=since, until=until, search=search
-            ),
+            matching.summary(),
             lambda a: getattr(a.backend, by_ids)(ids=ids, actor=who),
             lambda a: getattr(a.backend, by_filter)(filter=flt, actor=who, cap=cap),
         )

@@ -45,6 +45,7 @@ from .options import (
     job_id_argument,
     job_ids,
     logged,
+    matching_options,
     parse_reason,
     parse_when,
     run_with_app,
@@ -247,25 +248,21 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 
 def cancel_filter_options(fn: Any) -> Any:
     """``job cancel``'s filter, cap and confirmation (used when no ID is given)."""
-    for option in reversed(
-        [
-            click.option("--queue", help="Only this queue (with no ID: cancel by filter)."),
-            click.option("--type", "job_type", help="Only this job type."),
-            click.option(
-                "--status",
-                type=click.Choice(["pending", "fetched", "processing", "waiting"]),
-                help="Only jobs in this state.",
-            ),
-            click.option("--since", help="Created at or after: ISO time or an age (2h)."),
-            click.option("--until", help="Created at or before: ISO time or an age (7d)."),
-            click.option("--search", help="Substring of id, type, tags or last error."),
-            cap_options(
-                "newest created first", all_help="Allow a cancel by no filter.", as_in_deck=False
-            ),
-        ]
-    ):
-        fn = option(fn)
-    return fn
+    fn = cap_options(
+        "newest created first", all_help="Allow a cancel by no filter.", as_in_deck=False
+    )(fn)
+    return matching_options(
+        click.option("--queue", help="Only this queue (with no ID: cancel by filter)."),
+        click.option("--type", "job_type", help="Only this job type."),
+        click.option(
+            "--status",
+            type=click.Choice(["pending", "fetched", "processing", "waiting"]),
+            help="Only jobs in this state.",
+        ),
+        click.option("--since", help="Created at or after: ISO time or an age (2h)."),
+        click.option("--until", help="Created at or before: ISO time or an age (7d)."),
+        click.option("--search", help="Substring of id, type, tags or last error."),
+    )(fn)
 
 
 @click.group()
