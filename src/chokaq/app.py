@@ -68,6 +68,8 @@ from .storage.schedules import check_schedule_name
 if TYPE_CHECKING:
     from .runtime.worker import Worker
 
+# The handle types are chokaq.handles'; this module re-exports them under their old home, so
+# that ``from chokaq.app import JobHandle`` keeps working: hence the list shared with handles.
 __all__ = [
     "App",
     "ContextJobHandle",
@@ -153,6 +155,8 @@ class App:
     @overload
     def job(self, fn: Callable[P, R], /) -> JobHandle[P, R]: ...
 
+    # The options overload restates the implementation's keywords on purpose: it is the typed
+    # surface of ``@app.job(...)``, and the implementation below also takes the bare form.
     @overload
     def job(
         self,

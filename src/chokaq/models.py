@@ -383,6 +383,9 @@ class Schedule:
     case, or ``gone`` once retention removed it). ``orphaned``: no running worker has declared
     it lately (its code is gone, or every worker of its service is down); it does not fire."""
 
+    # The timing and kwargs in force, under the names of ``ScheduleDeclaration`` (which they
+    # may differ from after an operator's edit): the same fields, but not a subclass, as a
+    # stored schedule is not a declaration.
     name: str
     type: str
     queue: str
@@ -777,6 +780,7 @@ class QueueStats:
     """A queue's control plane, live hot counts, lifetime counters and eligible-pending lag."""
 
     queue: QueueInfo
+    # ``Summary``'s counts for this queue alone, under the same names (one queue, not the total).
     pending: int
     fetched: int
     processing: int

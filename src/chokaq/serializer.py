@@ -187,28 +187,16 @@ def _fail(tp: Any, value: Any) -> ValueError:
     return ValueError(f"{value!r} is not a {name}")
 
 
-def _datetime(value: Any) -> datetime:
-    if not isinstance(value, str):
-        raise _fail(datetime, value)
-    return datetime.fromisoformat(value)
+def _from_text(tp: Any, parse: Callable[[str], Any]) -> Converter:
+    """The converter of a type JSON carries as a string (ISO dates and times, UUIDs): a string
+    through ``parse``; anything else is not that type."""
 
+    def convert(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise _fail(tp, value)
+        return parse(value)
 
-def _date(value: Any) -> date:
-    if not isinstance(value, str):
-        raise _fail(date, value)
-    return date.fromisoformat(value)
-
-
-def _time(value: Any) -> time:
-    if not isinstance(value, str):
-        raise _fail(time, value)
-    return time.fromisoformat(value)
-
-
-def _uuid(value: Any) -> UUID:
-    if not isinstance(value, str):
-        raise _fail(UUID, value)
-    return UUID(value)
+    return convert
 
 
 def _decimal(value: Any) -> Decimal:
@@ -221,10 +209,10 @@ def _decimal(value: Any) -> Decimal:
 
 
 _SCALARS: dict[Any, Converter] = {
-    datetime: _datetime,
-    date: _date,
-    time: _time,
-    UUID: _uuid,
+    datetime: _from_text(datetime, datetime.fromisoformat),
+    date: _from_text(date, date.fromisoformat),
+    time: _from_text(time, time.fromisoformat),
+    UUID: _from_text(UUID, UUID),
     Decimal: _decimal,
 }
 

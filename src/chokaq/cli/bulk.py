@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import astuple, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,19 +21,19 @@ import click
 
 from ..app import App
 from ..logs import log_admin, log_admin_refused
-from ..models import CancelResult, JobFilter, JobStatus, Pillar, Preview, RequeuedJob
+from ..models import CancelResult, JobFilter, Pillar, Preview, RequeuedJob
 from .dlq import preview_table
 from .jobs import cancel_filter_options, job, json_value, print_cancelled
 from .options import (
+    Matching,
+    Store,
     actor_name,
     actor_option,
     cap_options,
     console,
-    filter_summary,
     job_ids,
     logged,
-    make_app,
-    parse_when,
+    matching_options,
     run_with_app,
     store_options,
 )
@@ -87,11 +87,13 @@ async def _preview_then_act(
 
 def _archive_command(verb: str, example: str, what: str) -> Any:
     @click.argument("ids", metavar="[ID]...", nargs=-1, callback=job_ids)
-    @click.option("--queue", help="Only this queue.")
-    @click.option("--type", "job_type", help="Only this job type.")
-    @click.option("--since", help="Finished at or after: ISO time or an age (2h: 2 hours ago).")
-    @click.option("--until", help="Finished at or before: ISO time or an age (7d: 7 days ago).")
-    @click.option("--search", help="Substring of id, type or tags.")
+    @matching_options(
+        click.option("--queue", help="Only this queue."),
+        click.option("--type", "job_type", help="Only this job type."),
+        click.option("--since", help="Finished at or after: ISO time or an age (2h: 2 hours ago)."),
+        click.option("--until", help="Finished at or before: ISO time or an age (7d: 7 days ago)."),
+        click.option("--search", help="Substring of id, type or tags."),
+    )
     @cap_options("newest finished first")
     @json_flag("one JSON object (the preview and what was done)")
     @actor_option
@@ -99,28 +101,15 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
     @logged
     def command(
         ids: list[str],
-        queue: str | None,
-        job_type: str | None,
-        since: str | None,
-        until: str | None,
-        search: str | None,
+        matching: Matching,
         everything: bool,
         cap: int,
         yes: bool,
         as_json: bool,
         actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
+        store: Store,
     ) -> None:
-        flt = JobFilter(
-            queue=queue,
-            type=job_type,
-            since=parse_when(since, param="--since"),
-            until=parse_when(until, param="--until"),
-            search=search,
-            ids=tuple(ids) or None,
-        )
+        flt = matching.job_filter(ids)
         who = actor_name(actor)
         action = f"archive.{verb}_by_filter"
         if flt == JobFilter() and not everything:
@@ -129,7 +118,7 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
                 f"give job ids, a filter (--queue, --type, --since, --until, --search) or "
                 f"--all to {verb} without one"
             )
-        app = make_app(app_spec, database, schema, existing=True)
+        app = store.app(existing=True)
         backend = app.backend
 
         async def act(pinned: JobFilter) -> list[Any]:
@@ -145,9 +134,7 @@ def _archive_command(verb: str, example: str, what: str) -> Any:
         if done is None:
             click.echo("nothing done")
             sys.exit(1)
-        summary = filter_summary(
-            queue=queue, type=job_type, since=since, until=until, search=search
-        )
+        summary = matching.summary()
         if ids:
             summary = f"{summary} ids={len(ids)}".removeprefix("everything ")
         log_admin("cli", action, who, summary, len(done), cap=cap)
@@ -190,27 +177,15 @@ _archive_command(
 def cancel_matching(
     app: App,
     who: str,
+    matching: Matching,
     *,
-    queue: str | None,
-    job_type: str | None,
-    status: str | None,
-    since: str | None,
-    until: str | None,
-    search: str | None,
     everything: bool,
     cap: int,
     yes: bool,
 ) -> None:
     """``chokaq job cancel`` with no ID: cancel the active jobs matching the filter (pinned to
     now, previewed, confirmed) exactly as a cancel by id does."""
-    flt = JobFilter(
-        queue=queue,
-        type=job_type,
-        status=JobStatus[status.upper()] if status else None,
-        since=parse_when(since, param="--since"),
-        until=parse_when(until, param="--until"),
-        search=search,
-    )
+    flt = matching.job_filter()
     if flt == JobFilter() and not everything:
         log_admin_refused("cli", "jobs.cancel_by_filter", who, "no ids, no filter and no --all")
         raise click.UsageError(
@@ -230,9 +205,7 @@ def cancel_matching(
         sys.exit(1)
     if isinstance(result, list):  # nothing matched
         result = CancelResult(cancelled=(), requested=(), not_found=())
-    summary = filter_summary(
-        queue=queue, type=job_type, status=status, since=since, until=until, search=search
-    )
+    summary = matching.summary()
     rows = len(result.cancelled) + len(result.requested)
     log_admin("cli", "jobs.cancel_by_filter", who, summary, rows, cap=cap)
     print_cancelled(result, {})
@@ -248,9 +221,7 @@ def job_run_now(
     job_ids: list[str],
     as_json: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Make delayed jobs (pending, scheduled in the future) due now and wake the workers. A job
     that is not delayed is left alone and named, and the exit code is 1.
@@ -259,7 +230,7 @@ def job_run_now(
     Example:
       chokaq job run-now 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
 
     async def run_now(app: App) -> tuple[list[str], dict[str, str]]:
@@ -314,11 +285,12 @@ async def _explain(app: App, ids: tuple[str, ...]) -> dict[str, str]:
 @logged
 def job_cancel(
     job_ids: list[str],
+    matching: Matching,
+    everything: bool,
+    cap: int,
+    yes: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
-    **matching: Any,
+    store: Store,
 ) -> None:
     """Cancel jobs by id, or all active jobs matching a filter (a preview, then confirm), from
     any process: a pending, fetched or waiting job goes to the DLQ as cancelled at once; a
@@ -332,13 +304,12 @@ def job_cancel(
       chokaq job cancel 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
       chokaq job cancel --queue emails --status pending --until 1h --cap 500
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
-    filtered = ("queue", "job_type", "status", "since", "until", "search")
-    if job_ids and any(matching[name] for name in filtered):
+    if job_ids and any(astuple(matching)):
         raise click.UsageError("give job ids or a filter, not both")
     if not job_ids:
-        cancel_matching(app, who, **matching)
+        cancel_matching(app, who, matching, everything=everything, cap=cap, yes=yes)
         return
 
     async def cancel(app: App) -> tuple[CancelResult, dict[str, str]]:

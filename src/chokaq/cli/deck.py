@@ -9,7 +9,7 @@ import click
 
 from ..errors import ConfigurationError
 from ..logs import configure_logging
-from .options import make_app, store_options
+from .options import Store, store_options
 
 __all__ = ["COMMANDS"]
 
@@ -56,9 +56,7 @@ def deck(
     trusted_proxies: tuple[str, ...],
     public_metrics: bool,
     allowed_hosts: tuple[str, ...],
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Serve The Deck. Outside loopback it needs CHOKAQ_DECK_TOKEN, CHOKAQ_DECK_READONLY_TOKEN
     or CHOKAQ_DECK_USERS (see docs/deck.md). It also serves /metrics (Prometheus),
@@ -81,7 +79,7 @@ def deck(
     from ..deck.hosts import browse_url, is_wildcard
 
     configure_logging()
-    app = make_app(app_spec, database, schema)
+    app = store.app()
     click.secho(f"The Deck: {browse_url(host, port)}", fg="green", bold=True)
     if is_wildcard(host) and not allowed_hosts and not os.environ.get("CHOKAQ_DECK_ALLOWED_HOSTS"):
         click.secho(

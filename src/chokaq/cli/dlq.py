@@ -8,7 +8,7 @@ unless ``--yes``. Each requeue or purge logs its audit line (``ADMIN_COMPLETED``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.table import Table
@@ -18,15 +18,14 @@ from ..errors import NotFoundError
 from ..logs import log_admin, log_admin_refused
 from ..models import JobFilter, JobView, Pillar, Preview
 from .options import (
+    Matching,
+    Store,
     actor_name,
     actor_option,
     cap_options,
     console,
-    filter_summary,
     logged,
-    make_app,
-    parse_reason,
-    parse_when,
+    matching_options,
     run_with_app,
     store_options,
 )
@@ -34,46 +33,14 @@ from .output import echo_json, job_data, json_flag
 
 __all__ = ["COMMANDS"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def filter_options(fn: F) -> F:
-    for option in reversed(
-        [
-            click.option("--queue", help="Only this queue."),
-            click.option("--type", "job_type", help="Only this job type."),
-            click.option("--reason", help="Only this failure reason (e.g. timeout, fatal_error)."),
-            click.option(
-                "--since", help="Failed at or after: ISO time or an age (2h: 2 hours ago)."
-            ),
-            click.option(
-                "--until", help="Failed at or before: ISO time or an age (7d: 7 days ago)."
-            ),
-            click.option("--search", help="Substring of id, type, tags or error text."),
-        ]
-    ):
-        fn = option(fn)
-    return fn
-
-
-def build_filter(
-    queue: str | None,
-    job_type: str | None,
-    reason: str | None,
-    since: str | None,
-    until: str | None,
-    search: str | None,
-    ids: tuple[str, ...] = (),
-) -> JobFilter:
-    return JobFilter(
-        queue=queue,
-        type=job_type,
-        failure_reason=parse_reason(reason),
-        since=parse_when(since, param="--since"),
-        until=parse_when(until, param="--until"),
-        search=search,
-        ids=tuple(ids) or None,
-    )
+filter_options = matching_options(
+    click.option("--queue", help="Only this queue."),
+    click.option("--type", "job_type", help="Only this job type."),
+    click.option("--reason", help="Only this failure reason (e.g. timeout, fatal_error)."),
+    click.option("--since", help="Failed at or after: ISO time or an age (2h: 2 hours ago)."),
+    click.option("--until", help="Failed at or before: ISO time or an age (7d: 7 days ago)."),
+    click.option("--search", help="Substring of id, type, tags or error text."),
+)
 
 
 def _when(view: JobView) -> str:
@@ -104,18 +71,11 @@ def dlq() -> None:
 @json_flag("the page as a JSON array of jobs (an empty array past the last page)")
 @store_options
 def dlq_list(
-    queue: str | None,
-    job_type: str | None,
-    reason: str | None,
-    since: str | None,
-    until: str | None,
-    search: str | None,
+    matching: Matching,
     page: int,
     page_size: int,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """List DLQ jobs, newest failure first.
 
@@ -124,8 +84,8 @@ def dlq_list(
       chokaq dlq list --queue payments --reason transient --page-size 20
       chokaq dlq list --reason timeout --json | jq -r '.[].id'
     """
-    flt = build_filter(queue, job_type, reason, since, until, search)
-    app = make_app(app_spec, database, schema, existing=True)
+    flt = matching.job_filter()
+    app = store.app(existing=True)
     result = run_with_app(
         app,
         lambda a: a.backend.jobs_page(
@@ -163,9 +123,7 @@ def dlq_list(
 @click.argument("job_id")
 @json_flag("one JSON object: every field of the job, and its state")
 @store_options
-def dlq_show(
-    job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def dlq_show(job_id: str, as_json: bool, store: Store) -> None:
     """Show one job (wherever it lives) with its payload and full error.
 
     \b
@@ -173,7 +131,7 @@ def dlq_show(
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77
       chokaq dlq show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq -r .error
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     view = run_with_app(app, lambda a: a.backend.job_get(job_id))
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ")
@@ -275,23 +233,16 @@ def _bulk_command(verb: str, example: str) -> Any:
     @logged
     def command(
         ids: tuple[str, ...],
-        queue: str | None,
-        job_type: str | None,
-        reason: str | None,
-        since: str | None,
-        until: str | None,
-        search: str | None,
+        matching: Matching,
         everything: bool,
         cap: int,
         yes: bool,
         actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
+        store: Store,
     ) -> None:
-        flt = build_filter(queue, job_type, reason, since, until, search)
+        flt = matching.job_filter()
         who = actor_name(actor)
-        app = make_app(app_spec, database, schema, existing=True)
+        app = store.app(existing=True)
         by_ids, by_filter = _OPERATIONS[verb]
         _act(
             verb,
@@ -302,9 +253,7 @@ def _bulk_command(verb: str, example: str) -> Any:
             yes,
             app,
             who,
-            filter_summary(
-                queue=queue, type=job_type, reason=reason, since=since, until=until, search=search
-            ),
+            matching.summary(),
             lambda a: getattr(a.backend, by_ids)(ids=ids, actor=who),
             lambda a: getattr(a.backend, by_filter)(filter=flt, actor=who, cap=cap),
         )

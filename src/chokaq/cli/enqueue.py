@@ -11,7 +11,7 @@ from ..errors import ValidationError
 from ..handles import JobHandle
 from ..limits import check_payload
 from ..serializer import decode_arguments
-from .options import make_app, parse_when, run_with_app, store_options
+from .options import Store, parse_when, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
 
@@ -88,9 +88,7 @@ def enqueue(
     timeout: float | None,
     created_by: str,
     after: tuple[str, ...],
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Enqueue a raw job: TYPE and a JSON PAYLOAD (default {}); prints the job id.
 
@@ -120,12 +118,12 @@ def enqueue(
         raise click.UsageError("give --delay or --run-at, not both")
     if expires_after is not None and expires_at is not None:
         raise click.UsageError("give --expires-after or --expires-at, not both")
-    app = make_app(app_spec, database, schema)
+    app = store.app()
     try:  # strict JSON within the App's limits (a larger max_payload_bytes of its own), before
         check_payload("payload", payload, app.limits)  # the database is opened
     except ValidationError as exc:
         raise click.BadParameter(exc.limit, param_hint=hint) from None
-    handle = app.handlers.get(job_type) if app_spec else None
+    handle = app.handlers.get(job_type) if store.app_spec else None
     if handle is not None:
         try:  # what the worker will do with it: bind to the signature, convert the types
             decode_arguments(handle, payload)

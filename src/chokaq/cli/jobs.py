@@ -37,14 +37,15 @@ from ..models import (
 )
 from ..storage.workflows import MAX_RELATIVES
 from .options import (
+    Store,
     actor_name,
     actor_option,
     cap_options,
     console,
+    job_id_argument,
     job_ids,
     logged,
-    make_app,
-    parse_job_id,
+    matching_options,
     parse_reason,
     parse_when,
     run_with_app,
@@ -242,34 +243,26 @@ def _print_job(view: JobView, limit: int) -> None:
         out.print(_attempts(view.attempts))
 
 
-def _job_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    return parse_job_id(value)
-
-
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 
 
 def cancel_filter_options(fn: Any) -> Any:
     """``job cancel``'s filter, cap and confirmation (used when no ID is given)."""
-    for option in reversed(
-        [
-            click.option("--queue", help="Only this queue (with no ID: cancel by filter)."),
-            click.option("--type", "job_type", help="Only this job type."),
-            click.option(
-                "--status",
-                type=click.Choice(["pending", "fetched", "processing", "waiting"]),
-                help="Only jobs in this state.",
-            ),
-            click.option("--since", help="Created at or after: ISO time or an age (2h)."),
-            click.option("--until", help="Created at or before: ISO time or an age (7d)."),
-            click.option("--search", help="Substring of id, type, tags or last error."),
-            cap_options(
-                "newest created first", all_help="Allow a cancel by no filter.", as_in_deck=False
-            ),
-        ]
-    ):
-        fn = option(fn)
-    return fn
+    fn = cap_options(
+        "newest created first", all_help="Allow a cancel by no filter.", as_in_deck=False
+    )(fn)
+    return matching_options(
+        click.option("--queue", help="Only this queue (with no ID: cancel by filter)."),
+        click.option("--type", "job_type", help="Only this job type."),
+        click.option(
+            "--status",
+            type=click.Choice(["pending", "fetched", "processing", "waiting"]),
+            help="Only jobs in this state.",
+        ),
+        click.option("--since", help="Created at or after: ISO time or an age (2h)."),
+        click.option("--until", help="Created at or before: ISO time or an age (7d)."),
+        click.option("--search", help="Substring of id, type, tags or last error."),
+    )(fn)
 
 
 @click.group()
@@ -283,12 +276,10 @@ def job() -> None:
 
 
 @job.command("show")
-@click.argument("job_id", metavar="ID", callback=_job_id)
+@click.argument("job_id", metavar="ID", callback=job_id_argument)
 @json_option
 @store_options
-def job_show(
-    job_id: str, as_json: bool, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def job_show(job_id: str, as_json: bool, store: Store) -> None:
     """Show job ID wherever it lives: pillar, state, type, queue, attempts, times, its
     payload, its result (or why it was not kept) or its error, its failed attempts (newest
     first), its workflow, and its parents and children with their states. Exit code 1 when no
@@ -298,7 +289,7 @@ def job_show(
     Example:
       chokaq job show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq .result
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     view = run_with_app(app, lambda a: a.backend.job_get_related(id=job_id))
     if view is None:
         raise NotFoundError(f"no job {job_id} in hot, archive or DLQ (never enqueued, or purged)")
@@ -389,7 +380,7 @@ def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | No
 
 
 @job.command("wait")
-@click.argument("job_id", metavar="ID", callback=_job_id)
+@click.argument("job_id", metavar="ID", callback=job_id_argument)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),
@@ -402,9 +393,7 @@ def job_wait(
     job_id: str,
     timeout: float | None,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Wait until job ID has finished and print its result as JSON.
 
@@ -424,7 +413,7 @@ def job_wait(
     Example:
       chokaq job wait 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --timeout 300 | jq .total
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
 
     async def wait(app: App) -> tuple[str, JobOutcome | JobView | None]:
         try:
@@ -516,9 +505,7 @@ def job_list(
     search: str | None,
     limit: int,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """List jobs of one pillar, newest first (by created, finished or failed time), up to
     --limit; --json prints them as a JSON array of the objects 'job show --json' prints
@@ -543,7 +530,7 @@ def job_list(
         until=parse_when(until, param="--until"),
         search=search,
     )
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     page = run_with_app(
         app, lambda a: a.backend.jobs_page(pillar=pillar, filter=flt, page_size=limit)
     )
@@ -577,9 +564,7 @@ def job_list(
 def job_retry(
     job_ids: list[str],
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Run failed jobs again: each job ID in the DLQ goes back to pending (attempts reset,
     due now, its error kept as the last error). A job that is not in the DLQ is left alone and
@@ -589,7 +574,7 @@ def job_retry(
     Example:
       chokaq job retry 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --actor alice
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
 
     async def retry(app: App) -> tuple[list[str], dict[str, str]]:

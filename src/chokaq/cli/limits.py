@@ -27,11 +27,11 @@ from ..storage.ratelimits import check_concurrency
 from .jobs import json_value
 from .options import (
     CLEAR_WORDS,
+    Store,
     actor_name,
     actor_option,
     console,
     logged,
-    make_app,
     rate_option,
     run_with_app,
     store_options,
@@ -146,9 +146,7 @@ def limits() -> None:
 @limits.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of the limits.")
 @store_options
-def limits_list(
-    as_json: bool, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def limits_list(as_json: bool, store: Store) -> None:
     """List the limits in force and their load.
 
     One row per limited queue and job type (and per type the code declares): the rate and the
@@ -160,7 +158,7 @@ def limits_list(
     Example:
       chokaq limits list --json | jq '.[] | select(.held > 0)'
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     found = run_with_app(app, lambda a: a.backend.limits_list())
     if as_json:
         click.echo(json.dumps([limit_json(i) for i in found], ensure_ascii=False))
@@ -195,9 +193,7 @@ def limits_set(
     partition_concurrency: Any,
     as_json: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Set a job type's limits (or a queue's rate) over the code's.
 
@@ -217,7 +213,7 @@ def limits_set(
             "--partition-concurrency applies to job types only "
             "(a queue's concurrency is its max workers: chokaq queue limit NAME --max-workers N)"
         )
-    app = make_app(app_spec, database, schema)
+    app = store.app()
     who = actor_name(actor)
 
     async def apply(app: App) -> LimitInfo:
@@ -256,9 +252,7 @@ def limits_reset(
     scope: str,
     as_json: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Put a limit back to what the code declares.
 
@@ -269,7 +263,7 @@ def limits_reset(
     Example:
       chokaq limits reset partner.call --actor alice
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
     try:
         info = run_with_app(app, lambda a: a.backend.limit_reset(scope=scope, name=name, actor=who))

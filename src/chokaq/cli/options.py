@@ -17,9 +17,10 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -30,22 +31,26 @@ from ..errors import ConfigurationError, ValidationError
 from ..ids import is_job_id
 from ..limits import MAX_BULK_CAP, MAX_TIME, MIN_TIME
 from ..logs import PlainFormatter, default_level, logger
-from ..models import FailureReason
+from ..models import FailureReason, JobFilter, JobStatus
 from ..rates import check_rate
 from ..storage import UNSET, check_url
 
 __all__ = [
     "CLEAR_WORDS",
     "DEFAULT_CAP",
+    "Matching",
+    "Store",
     "actor_option",
     "cap_options",
     "console",
     "database_option",
     "filter_summary",
+    "job_id_argument",
     "job_ids",
     "load_app",
     "logged",
     "make_app",
+    "matching_options",
     "parse_job_id",
     "parse_reason",
     "parse_when",
@@ -116,14 +121,44 @@ def database_option(help: str) -> Callable[[F], F]:
     )
 
 
+def _bundled(name: str, make: Callable[..., Any], fields: tuple[str, ...]) -> Callable[[F], F]:
+    """Hand a command the values of the options ``fields`` (those it has) as one argument,
+    ``name=make(**values)``; the options are added above this decorator."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            given = {field: kwargs.pop(field) for field in fields if field in kwargs}
+            return fn(*args, **{name: make(**given)}, **kwargs)
+
+        return cast(F, command)
+
+    return decorate
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """The store a command works on, as its ``--app``, ``--database`` and ``--schema`` named
+    it (each None when left out)."""
+
+    app_spec: str | None = None
+    database: str | None = None
+    schema: str | None = None
+
+    def app(self, *, existing: bool = False) -> App:
+        """The App on this store; ``existing`` as for ``make_app``."""
+        return make_app(self.app_spec, self.database, self.schema, existing=existing)
+
+
 def store_options(fn: F) -> F:
-    """Add ``--app``, ``--database`` and ``--schema`` to a command."""
+    """Add ``--app``, ``--database`` and ``--schema`` to a command, which receives the three as
+    one ``store: Store`` argument."""
+    fn = _bundled("store", Store, ("app_spec", "database", "schema"))(fn)
     fn = schema_option(fn)
     fn = database_option("Database URL (sqlite:///path or postgresql://...); overrides the App's.")(
         fn
     )
-    fn = click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
-    return fn
+    return click.option("--app", "app_spec", help="An App as module:attribute.")(fn)
 
 
 def actor_option(fn: F) -> F:
@@ -236,6 +271,11 @@ def parse_job_id(value: str, param: str = "ID") -> str:
     return job_id
 
 
+def job_id_argument(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A click callback: the one ID given, through ``parse_job_id``."""
+    return parse_job_id(value)
+
+
 def job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
     """A click callback: the IDs given, each through ``parse_job_id``, repeats dropped."""
     return list(dict.fromkeys(parse_job_id(v) for v in value))
@@ -244,6 +284,60 @@ def job_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 def filter_summary(**given: str | None) -> str:
     """The filter as the operator typed it (``queue=x reason=timeout``), for the audit line."""
     return " ".join(f"{k}={v}" for k, v in given.items() if v is not None) or "everything"
+
+
+@dataclass(frozen=True, slots=True)
+class Matching:
+    """A filter as the operator typed it (each None when left out): ``--queue``, ``--type``,
+    ``--since``, ``--until``, ``--search``, and the DLQ's ``--reason`` or the active jobs'
+    ``--status``. ``job_filter`` parses it (a usage error naming the option when a value is
+    bad), ``summary`` writes it back for the audit line."""
+
+    queue: str | None = None
+    job_type: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    since: str | None = None
+    until: str | None = None
+    search: str | None = None
+
+    def job_filter(self, ids: Sequence[str] = ()) -> JobFilter:
+        """The ``JobFilter`` it means, restricted to ``ids`` when any are given."""
+        return JobFilter(
+            queue=self.queue,
+            type=self.job_type,
+            failure_reason=parse_reason(self.reason),
+            status=JobStatus[self.status.upper()] if self.status else None,
+            since=parse_when(self.since, param="--since"),
+            until=parse_when(self.until, param="--until"),
+            search=self.search,
+            ids=tuple(ids) or None,
+        )
+
+    def summary(self) -> str:
+        """The filter as typed (``queue=x reason=timeout``), or ``everything``."""
+        return filter_summary(
+            queue=self.queue,
+            type=self.job_type,
+            reason=self.reason,
+            status=self.status,
+            since=self.since,
+            until=self.until,
+            search=self.search,
+        )
+
+
+def matching_options(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """Add a filter's options (in the order ``--help`` lists them) to a command, which receives
+    their values as one ``matching: Matching`` argument."""
+
+    def decorate(fn: F) -> F:
+        fn = _bundled("matching", Matching, tuple(f.name for f in fields(Matching)))(fn)
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
 
 
 def cap_options(

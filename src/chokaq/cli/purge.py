@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import click
+from click.decorators import FC
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -26,7 +27,7 @@ from ..app import App
 from ..logs import log_admin
 from ..models import JobFilter, Pillar
 from ..runtime.maintenance import REST_RATIO, purge_pillar
-from .options import actor_name, console, logged, make_app, run_with_app, store_options
+from .options import Store, actor_name, console, logged, run_with_app, store_options
 
 __all__ = ["COMMANDS"]
 
@@ -35,35 +36,24 @@ def _advancer(progress: Progress, task: TaskID) -> Callable[[int], None]:
     return lambda n: progress.advance(task, n)
 
 
+def _age_option(name: str, default: float, help: str) -> Callable[[FC], FC]:
+    """An age over zero, with its default shown (the unit is in ``name``: days or hours)."""
+    return click.option(
+        name, default=default, show_default=True, type=click.FloatRange(0, min_open=True), help=help
+    )
+
+
 @click.command()
-@click.option(
-    "--archive-days",
-    default=7.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Delete archived (succeeded) jobs finished more than this many days ago.",
+@_age_option(
+    "--archive-days", 7.0, "Delete archived (succeeded) jobs finished more than this many days ago."
 )
-@click.option(
-    "--dlq-days",
-    default=30.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Delete DLQ jobs failed more than this many days ago.",
-)
-@click.option(
+@_age_option("--dlq-days", 30.0, "Delete DLQ jobs failed more than this many days ago.")
+@_age_option(
     "--second-buckets-hours",
-    default=1.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Roll 1-second metric buckets older than this into 1-minute buckets.",
+    1.0,
+    "Roll 1-second metric buckets older than this into 1-minute buckets.",
 )
-@click.option(
-    "--minute-buckets-days",
-    default=14.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Delete 1-minute metric buckets older than this.",
-)
+@_age_option("--minute-buckets-days", 14.0, "Delete 1-minute metric buckets older than this.")
 @click.option(
     "--rest",
     default=REST_RATIO,
@@ -85,9 +75,7 @@ def purge(
     no_archive: bool,
     no_dlq: bool,
     no_metrics: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Apply retention now: old archive and DLQ rows, metric roll-up and pruning.
 
@@ -97,7 +85,7 @@ def purge(
     """
     out = console()
     now = datetime.now(UTC)
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
 
     async def run(app: App) -> dict[str, int]:
         done: dict[str, int] = {}

@@ -28,11 +28,11 @@ from ..models import Schedule, SlotRecord
 from ..periodic import Timing
 from ..storage import UNSET
 from .options import (
+    Store,
     actor_name,
     actor_option,
     console,
     logged,
-    make_app,
     run_with_app,
     store_options,
 )
@@ -159,9 +159,7 @@ def schedule() -> None:
 @schedule.command("list")
 @json_flag("a JSON array of the schedules (the Deck API's fields)")
 @store_options
-def schedule_list(
-    as_json: bool, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def schedule_list(as_json: bool, store: Store) -> None:
     """List every schedule: timing, next run (in its time zone and UTC), last run with its
     outcome and job, state (paused, orphaned, edited) and lag.
 
@@ -170,7 +168,7 @@ def schedule_list(
       chokaq schedule list --app myproject.jobs:app
       chokaq schedule list --json | jq -r '.[] | select(.paused) | .name'
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     now = datetime.now(UTC)
     schedules = run_with_app(app, lambda a: a.backend.schedules_list(now=now))
     if as_json:
@@ -242,9 +240,7 @@ def schedule_show(
     name: str,
     limit: int,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Show one schedule and its recent history (slot, outcome, job, detail).
 
@@ -252,7 +248,7 @@ def schedule_show(
     Example:
       chokaq schedule show nightly-report --history 50
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     now = datetime.now(UTC)
 
     async def read(app: App) -> tuple[Schedule | None, list[SlotRecord]]:
@@ -313,11 +309,9 @@ def _pause_command(paused: bool) -> Any:
     def command(
         name: str,
         actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
+        store: Store,
     ) -> None:
-        app = make_app(app_spec, database, schema, existing=True)
+        app = store.app(existing=True)
         who = actor_name(actor)
         changed = _on_schedule(
             app, name, lambda a: a.backend.schedule_pause(name, actor=who, paused=paused)
@@ -346,9 +340,7 @@ _pause_command(False)
 @actor_option
 @store_options
 @logged
-def schedule_trigger(
-    name: str, actor: str | None, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def schedule_trigger(name: str, actor: str | None, store: Store) -> None:
     """Enqueue one run of schedule NAME now, outside its slots (paused or not); prints the job
     id. Its slots are unchanged; the history records who triggered it.
 
@@ -356,7 +348,7 @@ def schedule_trigger(
     Example:
       chokaq schedule trigger nightly-report --actor alice
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
     job_id = _on_schedule(app, name, lambda a: a.backend.schedule_trigger(name, actor=who))
     log_admin("cli", "schedules.trigger", who, name, 1, job_id=job_id)
@@ -379,9 +371,7 @@ def schedule_set(
     timezone: str | None,
     kwargs: str | None,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """An operator's edit of schedule NAME: its timing (--cron or --every, --timezone) and/or
     kwargs; what is left out is unchanged. The edit wins over the code's declaration, across
@@ -402,7 +392,7 @@ def schedule_set(
     changes = {k: (UNSET if v is None else v) for k, v in given.items()}
     if all(v is UNSET for v in changes.values()):
         raise click.UsageError("nothing to change: give --cron, --every, --timezone or --kwargs")
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
     with _options_named():
         changed = _on_schedule(
@@ -421,9 +411,7 @@ def schedule_set(
 @actor_option
 @store_options
 @logged
-def schedule_reset(
-    name: str, actor: str | None, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def schedule_reset(name: str, actor: str | None, store: Store) -> None:
     """Drop the operator's edit of schedule NAME: the code's declaration (timing and kwargs) is
     in force again, its slots counted from now.
 
@@ -431,7 +419,7 @@ def schedule_reset(
     Example:
       chokaq schedule reset nightly-report
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
     changed = _on_schedule(app, name, lambda a: a.backend.schedule_reset(name, actor=who))
     log_admin("cli", "schedules.reset", who, changed.name, 1)
@@ -451,9 +439,7 @@ def schedule_delete(
     name: str,
     yes: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Delete orphaned schedule NAME and its history (asks first, unless --yes). Only an
     orphan can go: a schedule a running worker declares would come straight back; remove it
@@ -463,7 +449,7 @@ def schedule_delete(
     Example:
       chokaq schedule delete old-report --yes
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
 
     async def confirm_then_delete(app: App) -> bool | None:

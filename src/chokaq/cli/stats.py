@@ -24,11 +24,11 @@ from ..storage import UNSET
 from ..waits import explain
 from .options import (
     CLEAR_WORDS,
+    Store,
     actor_name,
     actor_option,
     console,
     logged,
-    make_app,
     rate_option,
     run_with_app,
     store_options,
@@ -168,9 +168,7 @@ def stats(
     watch: bool,
     interval: float,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Show the overview (live counts, lifetime counters, throughput), every queue, and why
     jobs wait: queues with due jobs and no live worker, and pending jobs by queue and type with
@@ -181,7 +179,7 @@ def stats(
       chokaq stats --database postgresql://app@db/app --watch
       chokaq stats --json --watch --interval 10 | jq -c '.summary.pending'
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     out = console()
 
     async def run(app: App) -> None:
@@ -224,9 +222,7 @@ def queue() -> None:
 @queue.command("list")
 @json_flag("a JSON array of the queues (the Deck API's fields, and rate_limit)")
 @store_options
-def queue_list(
-    as_json: bool, app_spec: str | None, database: str | None, schema: str | None
-) -> None:
+def queue_list(as_json: bool, store: Store) -> None:
     """List every queue with its state, depth, lag and limits (max workers, timeout, rate).
 
     \b
@@ -234,7 +230,7 @@ def queue_list(
       chokaq queue list --app myproject.jobs:app
       chokaq queue list --json | jq -r '.[] | select(.paused) | .name'
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
 
     async def read(app: App) -> tuple[list[QueueStats], list[LimitInfo]]:
         return await app.backend.stats_queues(), await app.backend.limits_list()
@@ -289,11 +285,9 @@ def _queue_flag_command(
         name: str,
         create: bool,
         actor: str | None,
-        app_spec: str | None,
-        database: str | None,
-        schema: str | None,
+        store: Store,
     ) -> None:
-        app = make_app(app_spec, database, schema)
+        app = store.app()
         who = actor_name(actor)
         info = on_known_queue(app, name, lambda a: change(a, name, who, create))
         log_admin("cli", f"queues.{verb}", who, name, 1)
@@ -385,9 +379,7 @@ def queue_limit(
     rate: Any,
     create: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Set a queue's limits ('none' clears one; an option left out is unchanged).
 
@@ -405,7 +397,7 @@ def queue_limit(
         raise click.UsageError(
             "nothing to change: give --max-workers, --zombie-timeout, --execution-timeout or --rate"
         )
-    app = make_app(app_spec, database, schema)
+    app = store.app()
     who = actor_name(actor)
 
     async def apply(app: App) -> tuple[QueueInfo, str | None]:

@@ -243,21 +243,18 @@ def worker(
     app = make_app(app_spec, database, schema)
     if do_migrate:
         app.auto_migrate = True
+    given = {
+        "queues": queues,
+        "concurrency": concurrency,
+        "prefetch": prefetch,
+        "metrics_port": metrics_port,
+        "metrics_host": metrics_host,
+        "max_jobs": max_jobs_per_child,
+        "max_memory_mib": max_memory_per_child,
+    }
+    # What the command line left out keeps the App's (or the settings') own value.
     overrides: dict[str, Any] = {"burst": burst}
-    if queues is not None:
-        overrides["queues"] = queues
-    if concurrency is not None:
-        overrides["concurrency"] = concurrency
-    if prefetch is not None:
-        overrides["prefetch"] = prefetch
-    if metrics_port is not None:
-        overrides["metrics_port"] = metrics_port
-    if metrics_host is not None:
-        overrides["metrics_host"] = metrics_host
-    if max_jobs_per_child is not None:
-        overrides["max_jobs"] = max_jobs_per_child
-    if max_memory_per_child is not None:
-        overrides["max_memory_mib"] = max_memory_per_child
+    overrides.update((name, value) for name, value in given.items() if value is not None)
     ran = asyncio.run(run_worker_process(app, supervised=supervised, otel=otel, **overrides))
     if ran.recycled:
         sys.exit(EXIT_RECYCLED)

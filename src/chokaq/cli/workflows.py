@@ -22,12 +22,12 @@ from ..models import CancelResult, Workflow, WorkflowMember
 from ..storage.workflows import MAX_WORKFLOW_JOBS
 from .jobs import json_value, print_cancelled, state_style
 from .options import (
+    Store,
     actor_name,
     actor_option,
     console,
+    job_id_argument,
     logged,
-    make_app,
-    parse_job_id,
     run_with_app,
     store_options,
 )
@@ -134,10 +134,6 @@ async def _find(app: App, given: str, limit: int) -> tuple[Workflow, str | None]
     return found, view.workflow_id
 
 
-def _workflow_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    return parse_job_id(value)
-
-
 @click.group()
 def workflow() -> None:
     """Show the jobs of a workflow (jobs linked by after=), or cancel what is left of one.
@@ -149,7 +145,7 @@ def workflow() -> None:
 
 
 @workflow.command("show")
-@click.argument("workflow_id", metavar="ID", callback=_workflow_id)
+@click.argument("workflow_id", metavar="ID", callback=job_id_argument)
 @click.option(
     "--limit",
     default=DEFAULT_LIMIT,
@@ -163,9 +159,7 @@ def workflow_show(
     workflow_id: str,
     limit: int,
     as_json: bool,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Show every job of workflow ID, parents first: state, parents, failure reason and error,
     with counts by state. ID is the workflow's first job ('workflow' in chokaq job show); the
@@ -175,7 +169,7 @@ def workflow_show(
     Example:
       chokaq workflow show 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq .counts
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     found, via = run_with_app(app, lambda a: _find(a, workflow_id, limit))
     if via is not None:
         click.echo(f"job {workflow_id} is in workflow {via}", err=True)
@@ -189,7 +183,7 @@ def workflow_show(
 
 
 @workflow.command("cancel")
-@click.argument("workflow_id", metavar="ID", callback=_workflow_id)
+@click.argument("workflow_id", metavar="ID", callback=job_id_argument)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @actor_option
 @store_options
@@ -198,9 +192,7 @@ def workflow_cancel(
     workflow_id: str,
     yes: bool,
     actor: str | None,
-    app_spec: str | None,
-    database: str | None,
-    schema: str | None,
+    store: Store,
 ) -> None:
     """Cancel every job of workflow ID that has not finished (asks first, unless --yes): a
     blocked job (waiting on a parent in the DLQ) goes to the DLQ as dependency_failed, a
@@ -211,7 +203,7 @@ def workflow_cancel(
     Example:
       chokaq workflow cancel 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --yes --actor alice
     """
-    app = make_app(app_spec, database, schema, existing=True)
+    app = store.app(existing=True)
     who = actor_name(actor)
 
     async def confirm_then_cancel(app: App) -> CancelResult | None:

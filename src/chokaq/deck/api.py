@@ -37,7 +37,6 @@ from ..models import FailureReason, JobFilter, JobView, Pillar, Workflow
 from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
 from ..views import (
-    MAX_IDS,
     SOURCES,
     dump,
     filter_json,
@@ -51,13 +50,13 @@ from ..views import (
 from . import audit, paging
 from .audit import Done
 from .auth import Principal, Role, csrf_ok, origin_ok
+from .confirm import FILTER_BODY, IDS_BODY, confirm, job_ids
 from .state import DeckState, snapshot
 
 __all__ = ["ROUTES", "ApiRoute", "json_body", "snapshot"]
 
 Handler = Callable[[Request, "DeckState", Principal], Awaitable[Any]]
 MAX_WORKFLOW_LISTED = 10_000  # one read of a workflow lists at most this many of its jobs
-CONFIRM_AT = 25  # bulk actions on this many jobs or more need a typed confirmation
 
 
 @dataclass(frozen=True)
@@ -204,21 +203,6 @@ async def json_body(request: Request) -> dict[str, Any]:
     return data
 
 
-def _ids(data: dict[str, Any]) -> list[str]:
-    ids = data.get("ids")
-    if not isinstance(ids, list) or not ids:
-        raise ValidationError("ids", "must be a non-empty list of job ids")
-    if len(ids) > MAX_IDS:
-        raise ValidationError("ids", f"must hold at most {MAX_IDS} ids (got {len(ids)})")
-    return list(dict.fromkeys(check_job_id(f"ids[{i}]", v) for i, v in enumerate(ids)))
-
-
-def _confirm(data: dict[str, Any], word: str, count: int, *, always: bool = False) -> None:
-    """Destructive actions, and any action on ``CONFIRM_AT`` or more jobs, carry the typed word."""
-    if (always or count >= CONFIRM_AT) and data.get("confirm") != word:
-        raise ValidationError("confirm", f'must be "{word}" (typed confirmation)')
-
-
 # -- reads ------------------------------------------------------------------------------------
 
 
@@ -282,8 +266,8 @@ async def get_top_errors(request: Request, state: DeckState, who: Principal) -> 
 
 async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any:
     data = await json_body(request)
-    ids = _ids(data)
-    _confirm(data, "CANCEL", len(ids))
+    ids = job_ids(data)
+    confirm(data, "CANCEL", len(ids))
     result = await state.app.backend.jobs_cancel(ids=ids, actor=who.name)
     rows = len(result.cancelled) + len(result.requested)
     return Done(dump(result), target=f"{len(ids)} id(s)", rows=rows)
@@ -291,16 +275,16 @@ async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any
 
 async def post_resurrect(request: Request, state: DeckState, who: Principal) -> Any:
     data = await json_body(request)
-    ids = _ids(data)
-    _confirm(data, "RETRY", len(ids))
+    ids = job_ids(data)
+    confirm(data, "RETRY", len(ids))
     moved = await state.app.backend.dlq_resurrect(ids=ids, actor=who.name)
     return Done({"moved": moved}, target=f"{len(ids)} id(s)", rows=len(moved), action="dlq.requeue")
 
 
 async def post_purge(request: Request, state: DeckState, who: Principal) -> Any:
     data = await json_body(request)
-    ids = _ids(data)
-    _confirm(data, "PURGE", len(ids), always=True)
+    ids = job_ids(data)
+    confirm(data, "PURGE", len(ids), always=True)
     deleted = await state.app.backend.dlq_purge(ids=ids, actor=who.name)
     return Done({"deleted": deleted}, target=f"{len(ids)} id(s)", rows=len(deleted))
 
@@ -390,11 +374,11 @@ async def _by_filter(request: Request, state: DeckState, who: Principal, word: s
         raise ValidationError("filter.until", "is required: send the filter the preview returned")
     backend = state.app.backend
     if word == "PURGE":
-        _confirm(data, word, cap, always=True)
+        confirm(data, word, cap, always=True)
         ids = await backend.dlq_purge_by_filter(filter=job_filter, actor=who.name, cap=cap)
     else:
         preview = await backend.dlq_preview(filter=job_filter, cap=cap, sample=0)
-        _confirm(data, word, preview.will_affect)
+        confirm(data, word, preview.will_affect)
         ids = await backend.dlq_resurrect_by_filter(filter=job_filter, actor=who.name, cap=cap)
     return Done(
         {"affected": len(ids), "ids": ids},
@@ -520,7 +504,7 @@ async def post_workflow_cancel(request: Request, state: DeckState, who: Principa
     ``/api/jobs/cancel``. It may touch many jobs, so the typed word is always required."""
     workflow_id = check_job_id("id", request.path_params["id"])
     data = await json_body(request)
-    _confirm(data, "CANCEL", 0, always=True)
+    confirm(data, "CANCEL", 0, always=True)
     await _workflow(state, workflow_id, 1)
     result = await state.app.backend.workflow_cancel(id=workflow_id, actor=who.name)
     rows = len(result.cancelled) + len(result.requested)
@@ -610,7 +594,6 @@ FILTER_QUERY = (
     "search",
     "family",
 )
-FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/api/me", get_me, "Who you are and your role"),
@@ -656,7 +639,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_cancel,
         "Cancel pending, fetched or running jobs",
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
     ApiRoute(
         "POST",
@@ -664,7 +647,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_resurrect,
         "Requeue DLQ jobs by id",
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
     ApiRoute(
         "POST",
@@ -672,7 +655,7 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_purge,
         'Delete DLQ jobs by id (confirm: "PURGE")',
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
     ApiRoute(
         "POST",

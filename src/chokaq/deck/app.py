@@ -100,8 +100,20 @@ def _cookie_path(request: Request) -> str:
     return _base(request) + "/" if _base(request) else "/"
 
 
-def _secure(request: Request) -> bool:
-    return request.url.scheme == "https"
+def _set_cookie(
+    response: Response, request: Request, name: str, value: str, *, max_age: int | None = None
+) -> None:
+    """Set one of the Deck's cookies, all alike: HTTP-only, same-site strict, secure when served
+    over HTTPS, and scoped to the Deck's path."""
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path=_cookie_path(request),
+    )
 
 
 async def page(request: Request) -> Response:
@@ -127,19 +139,15 @@ async def page(request: Request) -> Response:
             "modules": MODULES,
         },
     )
-    response.set_cookie(
-        CSRF_COOKIE,
-        csrf,
-        httponly=True,
-        samesite="strict",
-        secure=_secure(request),
-        path=_cookie_path(request),
-    )
+    _set_cookie(response, request, CSRF_COOKIE, csrf)
     return response
 
 
-async def login_form(request: Request) -> Response:
-    state: DeckState = request.app.state.deck
+def _login_page(
+    request: Request, state: DeckState, *, error: str | None = None, status_code: int = 200
+) -> Response:
+    """The login form (a token field, a user and password, or both, as configured), with
+    ``error`` above it when a login was refused."""
     templates: Jinja2Templates = request.app.state.templates
     creds = state.credentials
     return templates.TemplateResponse(
@@ -147,12 +155,18 @@ async def login_form(request: Request) -> Response:
         "login.html",
         {
             "base": _base(request),
-            "error": None,
+            "error": error,
             "title": state.title,
             "tokens": bool(creds and (creds.admin_token or creds.readonly_token)),
             "users": bool(creds and creds.users),
         },
+        status_code=status_code,
     )
+
+
+async def login_form(request: Request) -> Response:
+    state: DeckState = request.app.state.deck
+    return _login_page(request, state)
 
 
 async def login_submit(request: Request) -> Response:
@@ -178,34 +192,15 @@ async def login_submit(request: Request) -> Response:
         else:
             state.throttle.succeeded(account, client)
     if principal is None:
-        templates: Jinja2Templates = request.app.state.templates
-        refused = templates.TemplateResponse(
-            request,
-            "login.html",
-            {
-                "base": _base(request),
-                "error": error,
-                "title": state.title,
-                "tokens": bool(creds and (creds.admin_token or creds.readonly_token)),
-                "users": bool(creds and creds.users),
-            },
-            status_code=status,
-        )
+        refused = _login_page(request, state, error=error, status_code=status)
         if wait > 0:
             refused.headers["retry-after"] = str(math.ceil(wait))
         return refused
     assert creds is not None  # a principal came from them
     credential = creds.credential(principal, state.signer) or ""
     response = RedirectResponse(_base(request) + "/", status_code=303)
-    response.set_cookie(
-        SESSION_COOKIE,
-        state.signer.sign(principal, credential=credential),
-        max_age=SESSION_SECONDS,
-        httponly=True,
-        samesite="strict",
-        secure=_secure(request),
-        path=_cookie_path(request),
-    )
+    signed = state.signer.sign(principal, credential=credential)
+    _set_cookie(response, request, SESSION_COOKIE, signed, max_age=SESSION_SECONDS)
     return response
 
 

@@ -5,10 +5,10 @@ by filter have, and run-now of delayed jobs (one or the selected ones).
 A preview answers with the filter pinned to now (``until``); an action by filter requires that
 pinned filter back, so it acts on the previewed set and never on a job that arrived afterwards,
 at most ``cap`` (1..``MAX_BULK_CAP``) rows, newest first. Cancel, delete and any action on
-``CONFIRM_AT`` or more jobs carry the typed word. Its routes sit beside ``api.ROUTES`` (``app``
-registers them all) and run inside ``api.endpoint``: admin role, CSRF, Origin, 4xx answers and
-the audit line with the actor are the same as for every other action. It reaches data through
-the backend only and must not hold SQL.
+``confirm.CONFIRM_AT`` or more jobs carry the typed word (``deck.confirm``). Its routes sit
+beside ``api.ROUTES`` (``app`` registers them all) and run inside ``api.endpoint``: admin role,
+CSRF, Origin, 4xx answers and the audit line with the actor are the same as for every other
+action. It reaches data through the backend only and must not hold SQL.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from ..limits import MAX_BULK_CAP
 from ..models import JobFilter, Pillar
 from ..views import dump, filter_json, parse_filter, parse_int
 from . import audit
-from .api import ApiError, ApiRoute, _confirm, _ids, json_body
+from .api import ApiError, ApiRoute, json_body
 from .audit import Done
 from .auth import Principal
+from .confirm import FILTER_BODY, IDS_BODY, confirm, job_ids
 from .state import DeckState
 
 __all__ = ["ROUTES"]
@@ -81,7 +82,7 @@ async def post_cancel_by_filter(request: Request, state: DeckState, who: Princip
     hears. The typed word is always required."""
     data = await json_body(request)
     job_filter, cap = _pinned(data)
-    _confirm(data, "CANCEL", cap, always=True)
+    confirm(data, "CANCEL", cap, always=True)
     result = await state.app.backend.jobs_cancel_by_filter(
         filter=job_filter, actor=who.name, cap=cap
     )
@@ -97,7 +98,7 @@ async def post_archive_requeue(request: Request, state: DeckState, who: Principa
     preview = await backend.jobs_preview(
         pillar=Pillar.ARCHIVE, filter=job_filter, cap=cap, sample=0
     )
-    _confirm(data, "REQUEUE", preview.will_affect)
+    confirm(data, "REQUEUE", preview.will_affect)
     made = await backend.archive_requeue_by_filter(filter=job_filter, actor=who.name, cap=cap)
     return _done({"affected": len(made), "requeued": dump(made)}, job_filter, len(made), cap)
 
@@ -108,7 +109,7 @@ async def post_archive_delete(request: Request, state: DeckState, who: Principal
     required."""
     data = await json_body(request)
     job_filter, cap = _pinned(data)
-    _confirm(data, "DELETE", cap, always=True)
+    confirm(data, "DELETE", cap, always=True)
     ids = await state.app.backend.archive_delete_by_filter(
         filter=job_filter, actor=who.name, cap=cap
     )
@@ -120,8 +121,8 @@ async def post_run_now(request: Request, state: DeckState, who: Principal) -> An
     One id that is not delayed is refused (409) with its state; of several, the others are
     listed under ``refused``."""
     data = await json_body(request)
-    ids = _ids(data)
-    _confirm(data, "RUN", len(ids))
+    ids = job_ids(data)
+    confirm(data, "RUN", len(ids))
     backend = state.app.backend
     moved = await backend.jobs_run_now(ids=ids, actor=who.name)
     done = set(moved)
@@ -133,8 +134,6 @@ async def post_run_now(request: Request, state: DeckState, who: Principal) -> An
     body = {"moved": moved, "refused": refused, "reason": NOT_DELAYED if refused else None}
     return Done(body, target=f"{len(ids)} id(s)", rows=len(moved))
 
-
-FILTER_BODY = {"filter": "object", "cap": "integer", "confirm": "string"}
 
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
@@ -184,6 +183,6 @@ ROUTES: tuple[ApiRoute, ...] = (
         post_run_now,
         'Make delayed jobs due now and wake the workers (confirm: "RUN" at 25+)',
         admin=True,
-        body={"ids": "array", "confirm": "string"},
+        body=IDS_BODY,
     ),
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from logging import INFO, WARNING
 
 from starlette.requests import Request
@@ -40,6 +41,7 @@ def client_of(request: Request) -> str:
     return request.client.host if request.client else "?"
 
 
+@dataclass(eq=False, kw_only=True)
 class LoginThrottle:
     """Failed logins within ``window_seconds`` (default 15 minutes), counted three ways:
 
@@ -57,27 +59,19 @@ class LoginThrottle:
     the ones that failed least recently are forgotten.
     """
 
-    def __init__(
-        self,
-        *,
-        window_seconds: float = 900.0,
-        free_failures: int = 4,
-        client_failures: int = 30,
-        user_failures: int = 30,
-        max_lock_seconds: float = 300.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.window_seconds = window_seconds
-        self.free_failures = free_failures
-        self.client_failures = client_failures
-        self.user_failures = user_failures
-        self.max_lock_seconds = max_lock_seconds
-        self._clock = clock
-        self._failures: dict[tuple[str, ...], list[float]] = {}
+    window_seconds: float = 900.0
+    free_failures: int = 4
+    client_failures: int = 30
+    user_failures: int = 30
+    max_lock_seconds: float = 300.0
+    clock: Callable[[], float] = time.monotonic
+    _failures: dict[tuple[str, ...], list[float]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def retry_after(self, account: str, client: str) -> float:
         """Seconds until ``client`` may try a password for ``account`` (0: now)."""
-        now = self._clock()
+        now = self.clock()
         pair = self._recent(("pair", account, client), now)
         waits = [
             self._lock(pair, self.free_failures, now),
@@ -92,7 +86,7 @@ class LoginThrottle:
         return max(0.0, *waits)
 
     def failed(self, account: str, client: str) -> None:
-        now = self._clock()
+        now = self.clock()
         shown = repr(account[:64])
         bounds = (
             (

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..logs import Event, log_event
@@ -127,6 +127,7 @@ def describe(left: Sequence[Leftover]) -> str:
     return "; ".join(parts)
 
 
+@dataclass(eq=False)
 class BurstWatch:
     """A burst worker's view of its progress: ``progressed()`` when it starts a job it has a
     handler for under a closed circuit, or a circuit's probe succeeds; ``verdict()`` once
@@ -134,18 +135,11 @@ class BurstWatch:
     the last progress, so a circuit that keeps re-opening (its failed probes are not progress)
     or a type nobody handles cannot keep it running for ever."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        settings: WorkerSettings,
-        circuits: CircuitBreakers,
-        executor: Executor,
-    ) -> None:
-        self.backend = backend
-        self.settings = settings
-        self.circuits = circuits
-        self.executor = executor
-        self._progress = time.monotonic()
+    backend: Backend
+    settings: WorkerSettings
+    circuits: CircuitBreakers
+    executor: Executor
+    _progress: float = field(default_factory=time.monotonic, init=False, repr=False)
 
     def progressed(self) -> None:
         self._progress = time.monotonic()

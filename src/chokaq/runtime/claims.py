@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 
 from ..logs import Event, log_event
@@ -29,32 +29,23 @@ __all__ = ["Claims"]
 WARNING = 30
 
 
+@dataclass(eq=False)
 class Claims:
     """The claim step of one worker's fetch loop; ``launch(job, sent)`` starts a claimed job
     (``sent``: the monotonic time just before the statement that claimed or started it)."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        settings: WorkerSettings,
-        slots: Slots,
-        circuits: CircuitBreakers,
-        registry: Registry,
-        *,
-        worker_id: str,
-        launch: Callable[[ClaimedJob, float], None],
-        emit: Callable[..., None] = lambda name, **fields: None,
-    ) -> None:
-        self.backend = backend
-        self.settings = settings
-        self.slots = slots
-        self.circuits = circuits
-        self.registry = registry
-        self.worker_id = worker_id
-        self.launch = launch
-        self.emit = emit  # the worker's events: metrics count the expired jobs a claim buried
-        # When a rate limit that held jobs back in the last claim allows the next start.
-        self.retry_at: datetime | None = None
+    backend: Backend
+    settings: WorkerSettings
+    slots: Slots
+    circuits: CircuitBreakers
+    registry: Registry
+    _: KW_ONLY
+    worker_id: str
+    launch: Callable[[ClaimedJob, float], None]
+    # The worker's events: metrics count the expired jobs a claim buried.
+    emit: Callable[..., None] = lambda name, **fields: None
+    # When a rate limit that held jobs back in the last claim allows the next start.
+    retry_at: datetime | None = field(default=None, init=False)
 
     async def claim(self, free: int) -> int:
         """Start buffered jobs, then claim more straight into Processing (up to ``free`` in

@@ -18,7 +18,7 @@ import random
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -332,48 +332,25 @@ def _fatal_note(
     return None
 
 
+@dataclass(eq=False, slots=True)
 class Executor:
     """Runs the executions of one worker: its settings (retry policy, fatal exception types),
     the app's middleware list (read at each job, so later registrations apply) and the thread
     pool for sync handlers."""
 
-    __slots__ = (
-        "handlers",
-        "max_result_bytes",
-        "middlewares",
-        "parents",
-        "pipes",
-        "prove",
-        "settings",
-        "threads",
-        "worker_id",
-    )
-
-    def __init__(
-        self,
-        settings: WorkerSettings,
-        handlers: Mapping[str, JobHandler],
-        pipes: Mapping[str, PipeHandler],
-        middlewares: Sequence[Middleware],
-        threads: SyncRunner,
-        *,
-        worker_id: str,
-        prove: Prove,
-        parents: Parents | None = None,
-        max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes,
-    ) -> None:
-        self.settings = settings
-        self.handlers = handlers
-        self.pipes = pipes
-        self.middlewares = middlewares
-        self.threads = threads
-        self.worker_id = worker_id
-        # ``prove(ex)``: check with storage that ``ex``'s claim is still held (None) or say
-        # why it is not to be started (the heartbeats' batched check).
-        self.prove = prove
-        # ``parents(job_id)``: the return values of a job's parents (jobs enqueued with after=).
-        self.parents = parents
-        self.max_result_bytes = max_result_bytes
+    settings: WorkerSettings
+    handlers: Mapping[str, JobHandler]
+    pipes: Mapping[str, PipeHandler]
+    middlewares: Sequence[Middleware]
+    threads: SyncRunner
+    _: KW_ONLY
+    worker_id: str
+    # ``prove(ex)``: check with storage that ``ex``'s claim is still held (None) or say why it
+    # is not to be started (the heartbeats' batched check).
+    prove: Prove
+    # ``parents(job_id)``: the return values of a job's parents (jobs enqueued with after=).
+    parents: Parents | None = None
+    max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and

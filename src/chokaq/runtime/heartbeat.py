@@ -18,6 +18,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StorageError
@@ -37,30 +38,23 @@ WATCHDOG_SECONDS = 0.05
 ABANDON_AFTER_SECONDS = 10.0
 
 
+@dataclass(eq=False)
 class Heartbeats:
     """The heartbeat and watchdog side tasks of one worker. ``submit(move, ex)`` hands the
     outcome of an abandoned job to the finalizer; ``held()`` lists the leases of finished jobs
     whose outcomes wait for a retry."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        settings: WorkerSettings,
-        slots: Slots,
-        events: Events,
-        submit: Callable[[Move, Any], None],
-        held: Callable[[], list[Lease]],
-    ) -> None:
-        self.backend = backend
-        self.settings = settings
-        self.slots = slots
-        self.events = events
-        self.submit = submit
-        self.held = held
-        self._next_held = 0.0
-        self.now_event = asyncio.Event()
-        self._proving: list[tuple[Execution, asyncio.Future[tuple[StopReason, str | None] | None]]]
-        self._proving = []
+    backend: Backend
+    settings: WorkerSettings
+    slots: Slots
+    events: Events
+    submit: Callable[[Move, Any], None]
+    held: Callable[[], list[Lease]]
+    now_event: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _next_held: float = field(default=0.0, init=False, repr=False)
+    _proving: list[tuple[Execution, asyncio.Future[tuple[StopReason, str | None] | None]]] = field(
+        default_factory=list, init=False, repr=False
+    )
 
     def request(self, ex: Execution) -> None:
         """Heartbeat ``ex`` at once (progress moved, a long step starts, a cancel was heard)."""

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from ..errors import LeadershipLostError, StorageError
@@ -37,29 +38,25 @@ LIMIT_STATE_IDLE_SECONDS = 60.0
 __all__ = ["REST_RATIO", "STEP", "Maintenance", "purge_pillar", "run_retention"]
 
 
+@dataclass(eq=False)
 class Maintenance:
     """The elected worker's periodic chores; ``leadership`` is the backend's
     ``leadership("maintenance", holder=worker_id)`` handle."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        settings: WorkerSettings,
-        leadership: Leadership,
-        events: Events,
-        *,
-        worker_id: str,
-    ) -> None:
-        self.backend = backend
-        self.settings = settings
-        self.leadership = leadership
-        self.events = events
-        self.worker_id = worker_id
-        self.leading = False
-        self.reach = Reach(settings.leadership_renew_interval)
-        self._announced: LeaderTerm | None = None
-        self._acquired = asyncio.Event()
-        self._last_retention = 0.0
+    backend: Backend
+    settings: WorkerSettings
+    leadership: Leadership
+    events: Events
+    _: KW_ONLY
+    worker_id: str
+    leading: bool = field(default=False, init=False)
+    reach: Reach = field(init=False)
+    _announced: LeaderTerm | None = field(default=None, init=False, repr=False)
+    _acquired: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _last_retention: float = field(default=0.0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.reach = Reach(self.settings.leadership_renew_interval)
 
     async def run(self) -> None:
         """Renew leadership every ``leadership_renew_seconds`` and run a pass every

@@ -12,6 +12,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 __all__ = ["Recycle", "rss_mib"]
 
@@ -32,23 +33,17 @@ def rss_mib() -> float:
         return peak / 1_048_576 if sys.platform == "darwin" else peak / 1024
 
 
+@dataclass(eq=False)
 class Recycle:
     """The recycle rule of one worker: ``budget`` caps what it may still start, ``reason`` says
     (once) why it should stop, or None."""
 
-    def __init__(
-        self,
-        max_jobs: int | None,
-        max_memory_mib: int | None,
-        *,
-        memory: Callable[[], float] = rss_mib,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.max_jobs = max_jobs
-        self.max_memory_mib = max_memory_mib
-        self._memory = memory
-        self._clock = clock
-        self._checked_at: float | None = None
+    max_jobs: int | None
+    max_memory_mib: int | None
+    _: KW_ONLY
+    memory: Callable[[], float] = rss_mib  # the resident memory in MiB (tests give their own)
+    clock: Callable[[], float] = time.monotonic
+    _checked_at: float | None = field(default=None, init=False, repr=False)
 
     @property
     def active(self) -> bool:
@@ -68,11 +63,11 @@ class Recycle:
         # otherwise be replaced by another just like it, over and over, running nothing.
         if self.max_memory_mib is None or started == 0:
             return None
-        now = self._clock()
+        now = self.clock()
         if self._checked_at is not None and now - self._checked_at < MEMORY_CHECK_SECONDS:
             return None
         self._checked_at = now
-        rss = self._memory()
+        rss = self.memory()
         if rss > self.max_memory_mib:
             return f"resident memory {rss:.0f} MiB above max_memory_mib {self.max_memory_mib}"
         return None

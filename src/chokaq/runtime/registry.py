@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 from ..errors import StorageError
 from ..logs import Event, log_event
@@ -32,36 +33,26 @@ __all__ = ["Registry"]
 WARNING = 30
 
 
+@dataclass(eq=False)
 class Registry:
     """The registry side task of one worker. ``row()`` describes the worker as it is now;
     ``resize(n)`` applies an operator's new concurrency. ``queues`` is the latest view of the
     queues' settings, by name (empty until the first beat)."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        settings: WorkerSettings,
-        slots: Slots,
-        outage: Outage,
-        circuits: CircuitBreakers,
-        *,
-        worker_id: str,
-        row: Callable[[], WorkerInfo],
-        resize: Callable[[int], None],
-        limits: list[TypeLimit] | None = None,
-    ) -> None:
-        self.backend = backend
-        self.settings = settings
-        self.slots = slots
-        self.outage = outage
-        self.circuits = circuits
-        self.worker_id = worker_id
-        self.row = row
-        self.resize = resize
-        # The handlers' declared limits, recorded once (retried with each beat until then).
-        self.limits = limits
-        self.queues: dict[str, QueueInfo] = {}
-        self._warned: dict[str, float] = {}  # queue -> the unsafe timeout already warned of
+    backend: Backend
+    settings: WorkerSettings
+    slots: Slots
+    outage: Outage
+    circuits: CircuitBreakers
+    _: KW_ONLY
+    worker_id: str
+    row: Callable[[], WorkerInfo]
+    resize: Callable[[int], None]
+    # The handlers' declared limits, recorded once (retried with each beat until then).
+    limits: list[TypeLimit] | None = None
+    queues: dict[str, QueueInfo] = field(default_factory=dict, init=False)
+    # Queue -> the unsafe timeout already warned of.
+    _warned: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     async def run(self) -> None:
         backend = self.backend

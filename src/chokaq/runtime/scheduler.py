@@ -17,6 +17,7 @@ import asyncio
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 
 from ..errors import SchemaError, StorageError, StorageUnavailableError
 from ..logs import Event, log_event
@@ -31,27 +32,22 @@ __all__ = ["Scheduler"]
 WARNING = 30
 
 
+@dataclass(eq=False)
 class Scheduler:
     """The schedules side task of one worker; ``declarations`` are its app's, by name."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        settings: WorkerSettings,
-        declarations: Mapping[str, ScheduleDeclaration],
-        leadership: Leadership,
-        events: Events,
-        *,
-        worker_id: str,
-    ) -> None:
-        self.backend = backend
-        self.settings = settings
-        self.declarations = dict(declarations)
-        self.leadership = leadership
-        self.events = events
-        self.worker_id = worker_id
-        self.declared = False  # this worker's schedules are upserted
-        self._seen_at = 0.0
+    backend: Backend
+    settings: WorkerSettings
+    declarations: Mapping[str, ScheduleDeclaration]
+    leadership: Leadership
+    events: Events
+    _: KW_ONLY
+    worker_id: str
+    declared: bool = field(default=False, init=False)  # this worker's schedules are upserted
+    _seen_at: float = field(default=0.0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.declarations = dict(self.declarations)  # its own copy of the App's, as given
 
     async def run(self) -> None:
         """Declare, then tick until cancelled; storage errors are logged and retried."""

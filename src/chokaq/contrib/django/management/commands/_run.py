@@ -1,10 +1,13 @@
-"""Run one chokaq command on ``settings.CHOKAQ_APP`` from a management command."""
+"""Run one chokaq command on ``settings.CHOKAQ_APP`` from a management command: ``run`` and the
+``ChokaqCommand`` base each ``chokaq_<command>`` module's ``Command`` names its command on."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 
 from chokaq.errors import ConfigurationError
 
@@ -24,3 +27,20 @@ def run(command: str, args: Sequence[str]) -> None:
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise CommandError(f"chokaq {command} exited with {exc.code}") from None
+
+
+class ChokaqCommand(BaseCommand):
+    """``manage.py chokaq_<command> [options]``: every option is handed to ``chokaq <command>``
+    as given (a subclass sets ``chokaq_command`` and ``help``)."""
+
+    chokaq_command: str
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("options", nargs=argparse.REMAINDER)
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        # Every option is chokaq's (Django's parser would refuse --burst and the like).
+        run(self.chokaq_command, argv[2:])
+
+    def handle(self, *args: Any, **options: Any) -> None:  # call_command("chokaq_<command>", ...)
+        run(self.chokaq_command, options["options"])

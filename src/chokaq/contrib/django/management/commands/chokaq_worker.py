@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
-
-from django.core.management.base import BaseCommand
-
-from ._run import run
+from ._run import ChokaqCommand
 
 
-class Command(BaseCommand):
+class Command(ChokaqCommand):
     help = "Run a chokaq worker for settings.CHOKAQ_APP (options: see `chokaq worker --help`)."
-
-    def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("options", nargs=argparse.REMAINDER)
-
-    def run_from_argv(self, argv: list[str]) -> None:
-        # Every option is chokaq's (Django's parser would refuse --burst and the like).
-        run("worker", argv[2:])
-
-    def handle(self, *args: Any, **options: Any) -> None:  # call_command("chokaq_worker", ...)
-        run("worker", options["options"])
+    chokaq_command = "worker"
