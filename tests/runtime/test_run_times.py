@@ -21,6 +21,7 @@ from .conftest import running, until
 PARTITIONS = 3
 PER_PARTITION = 10
 HANDLER_SECONDS = 0.2
+CLOCK = 0.002  # seconds: rounding of stored times and of float sums, not a speed
 
 
 async def test_a_partition_capped_at_one_never_overlaps_in_the_archive(
@@ -71,12 +72,17 @@ async def test_a_partition_capped_at_one_never_overlaps_in_the_archive(
             start, end = ran[_label(view.payload)]
             began, ended = view.started_at.timestamp(), view.finished_at.timestamp()
             # The claim that began the run comes before the handler starts, and the end is the
-            # start plus the time the worker measured to the handler's return: it is at most
-            # about one round trip earlier than the return, never later.
-            assert began <= start, (view.id, began, start)
-            assert abs(ended - end) < 0.1, (view.id, ended, end)
-            assert ended - began >= view.duration_seconds - 1e-6
-            assert abs(view.duration_seconds - (end - start)) < 0.05
+            # claim's time plus the time the worker measured from before the handler's call to
+            # its return: never after the return, and at least the handler's own time after the
+            # claim (how much earlier than the return is the time from the claim to the call,
+            # which a busy machine stretches: no bound on it). CLOCK allows for the stored
+            # times' rounding (microseconds) and float sums.
+            assert began <= start + CLOCK, (view.id, began, start)
+            assert ended <= end + CLOCK, (view.id, ended, end)
+            assert ended >= began + (end - start) - CLOCK, (view.id, began, ended, start, end)
+            assert ended - began >= view.duration_seconds - CLOCK
+            # The duration is timed around the handler: at least what the handler saw.
+            assert view.duration_seconds >= (end - start) - CLOCK, (view.id, view.duration_seconds)
             runs.append((began, ended, view.id))
         runs.sort()
         for (_, first_end, first), (second_start, _, second) in itertools.pairwise(runs):
