@@ -1,5 +1,6 @@
-"""The storage seam's control plane, checked once and observed once: queues (list, get, ensure,
-pause, activate, configure) and worker processes (beat, remove, list, requests from operators).
+"""The storage seam's queues area (the control plane), checked once and observed once: queues
+(list, get, ensure, pause, activate, configure) and worker processes (beat, remove, list,
+requests from operators).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows). This module must not import a database driver or hold SQL.
@@ -21,10 +22,10 @@ from .checks import UNSET
 from .group import OperationGroup
 from .observed import operation
 
-__all__ = ["ControlOperations"]
+__all__ = ["QueueOperations"]
 
 
-class ControlOperations(OperationGroup):
+class QueueOperations(OperationGroup):
     """The storage seam's control plane."""
 
     # -- queues -----------------------------------------------------------------------------
