@@ -30,8 +30,8 @@ from ..models import (
 )
 from . import checks
 from .driver import UndecodableRow
-from .group import OperationGroup
 from .observed import operation
+from .ratelimits import LimitOperations
 
 __all__ = ["ClaimOperations"]
 
@@ -62,8 +62,10 @@ def _expired(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
     ]
 
 
-class ClaimOperations(OperationGroup):
-    """The storage seam's worker path: claim, start, heartbeat, progress, release, finalize."""
+class ClaimOperations(LimitOperations):
+    """The storage seam's worker path: claim, start, heartbeat, progress, release, finalize.
+
+    A claim consults the active rate limits (``ratelimits``), hence the base class."""
 
     @operation
     async def jobs_fetch(

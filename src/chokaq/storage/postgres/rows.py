@@ -11,6 +11,7 @@ run queries.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +34,7 @@ from ..driver import UndecodableRow
 __all__ = [
     "claimed_job",
     "claimed_rows",
+    "finite",
     "job_view",
     "join_tags",
     "lenient_rows",
@@ -278,3 +280,8 @@ def worker_info(row: Row) -> WorkerInfo:
         heartbeat_at=row[9],
         circuits=row[10],
     )
+
+
+def finite(value: float | None) -> float | None:
+    """A finite float, or None (JSON has no NaN or infinity)."""
+    return None if value is None or not math.isfinite(value) else float(value)

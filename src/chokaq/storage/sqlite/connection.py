@@ -15,15 +15,26 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ...errors import ConfigurationError, StorageError, StorageUnavailableError
+from ...errors import (
+    ChokaqError,
+    ConfigurationError,
+    SchemaError,
+    StorageError,
+    StorageUnavailableError,
+)
+from ..driver import Driver, StorageSettings
 from ..families import error_family
 from ..sqlfile import Migration, load_migrations, load_queries
+from .notify import broadcast_done, broadcast_jobs
 
-__all__ = ["Database", "database_path", "quote_identifier"]
+if TYPE_CHECKING:
+    from .jobs import Moved
+
+__all__ = ["Database", "SQLiteCore", "database_path", "quote_identifier"]
 
 T = TypeVar("T")
 
@@ -270,3 +281,54 @@ class Database:
             return 0
         versions = [row[0] for row in conn.execute(self.q["migrate_applied"])]
         return max(versions, default=0)
+
+
+class SQLiteCore(Driver):
+    """The file, its thread and the loaded statements shared by every SQLite area's mixin, and
+    the wake-ups sent after a commit."""
+
+    def __init__(self, settings: StorageSettings) -> None:
+        super().__init__(settings)
+        self._db = Database(
+            path=database_path(settings.url),
+            prefix=f"{settings.schema}_",
+            busy_timeout_seconds=settings.busy_timeout_seconds,
+            create_missing=settings.create_missing,
+        )
+        if self._db.key == ":memory:":
+            self.capabilities = replace(type(self).capabilities, in_process=True)
+
+    def translate(self, exc: Exception) -> ChokaqError:
+        message = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, sqlite3.OperationalError):
+            text = str(exc)
+            if "database is locked" in text or "database is busy" in text:
+                return StorageUnavailableError(message)
+            if "no such table" in text:
+                return SchemaError(f"{message} (run `chokaq migrate`)")
+            if "unable to open" in text:
+                return StorageUnavailableError(message)
+        return StorageError(message)
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def migrate(self, via_migrations: bool) -> list[int]:
+        return await self._db.call(Database.migrate, via_migrations)
+
+    async def schema_version(self) -> int:
+        return await self._db.call(Database.schema_version)
+
+    def latest_version(self) -> int:
+        return max((m.version for m in self._db.migrations), default=0)
+
+    def _told(self, moved: Moved) -> None:
+        """After a commit: wake the workers of queues that got released children, and tell
+        the waiters of jobs that left hot."""
+        if moved.woken:
+            broadcast_jobs(self._db.key, moved.woken)
+        if moved.waited:
+            broadcast_done(self._db.key, moved.waited)

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from ...errors import LeadershipLostError
 from ...models import LeaderTerm
-from .connection import Database
+from .connection import Database, SQLiteCore
 from .rows import from_ts
 
-__all__ = ["check_fence", "claim", "get", "release"]
+__all__ = [
+    "SQLiteLeadership",
+    "check_fence",
+    "claim",
+    "get",
+    "release",
+]
 
 
 def _term(row: tuple[object, ...] | None) -> LeaderTerm | None:
@@ -50,3 +56,18 @@ def check_fence(db: Database, fence: LeaderTerm | None) -> None:
     params = {"name": fence.name, "holder": fence.holder, "epoch": fence.epoch}
     if db.conn.execute(db.q["leadership_fence"], params).fetchone() is None:
         raise LeadershipLostError(fence)
+
+
+class SQLiteLeadership(SQLiteCore):
+    """Leadership leases on the file's clock."""
+
+    async def leadership_claim(
+        self, name: str, holder: str, lease_seconds: float, epoch: int | None
+    ) -> LeaderTerm | None:
+        return await self._db.call(claim, name, holder, lease_seconds, epoch)
+
+    async def leadership_release(self, term: LeaderTerm) -> bool:
+        return await self._db.call(release, term)
+
+    async def leadership_get(self, name: str) -> LeaderTerm | None:
+        return await self._db.call(get, name)
