@@ -2,7 +2,7 @@
 of the archive and the DLQ, metric-bucket pruning and roll-ups, the tidying of limit and
 uniqueness rows, and vacuuming the hot table when its dead row versions pile up.
 
-Owns the batching of each purge (many short transactions, so retention never holds long locks
+Owns the batching of each purge (many short transactions, so a purge never holds long locks
 on a busy table). Lifetime counters are never touched here. Arguments arrive checked; this
 module holds no SQL text.
 """

@@ -1,6 +1,6 @@
 """Turns the PostgreSQL driver's result rows into the frozen dataclasses of ``chokaq.models``.
 
-Owns the column order of each ``SELECT`` / ``RETURNING`` list in ``queries.sql`` (kept in step
+Owns the column order of each ``SELECT`` / ``RETURNING`` list in ``sql/*.sql`` (kept in step
 with it by hand), the small conversions (comma-joined tags to tuples, ints to enums), and the
 slow path for a result psycopg cannot load as a whole (a timestamp before year 1 or after 9999,
 or infinite, which PostgreSQL stores and Python cannot represent): each row loaded on its own

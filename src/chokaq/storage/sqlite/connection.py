@@ -2,8 +2,10 @@
 
 Owns opening the file (PRAGMAs, version check), the single-thread executor every statement runs
 on, the statement text with the table prefix substituted, write transactions (``BEGIN
-IMMEDIATE`` with a bounded retry on a locked file) and the migration ledger. It knows nothing of
-jobs: the operations live in ``jobs``, ``dlq``, ``retention``, ``queues`` and ``reads``.
+IMMEDIATE`` with a bounded retry on a locked file), the migration ledger (``sql/connection.sql``)
+and ``SQLiteCore``, the base of every area's mixin: the file it opens, translating ``sqlite3``
+errors into our tree, and the wake-ups sent after a commit. It knows nothing of jobs: the
+operations live in one module per storage area (``jobs`` to ``leadership``; see ``driver``).
 """
 
 from __future__ import annotations

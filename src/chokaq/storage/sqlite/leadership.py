@@ -3,7 +3,7 @@
 Every worker process on the host shares the file, so the lease is what elects one of them,
 exactly as on PostgreSQL: taken and renewed by compare-and-set on SQLite's own clock, inside a
 write transaction (``BEGIN IMMEDIATE``, so claims are serialized). Owns these operations and
-the fence (``check_fence``) that rescue and retention call first inside their own write
+the fence (``check_fence``) that maintenance calls first inside their own write
 transactions. Runs on the connection's thread; arguments arrive checked; no SQL text here.
 """
 

@@ -1,5 +1,6 @@
-"""Retention on SQLite: age purges of the archive and the DLQ, metric-bucket pruning and
-roll-ups.
+"""The maintenance area on SQLite: rescue of abandoned, zombie and expired jobs, age purges of
+the archive and the DLQ, metric-bucket pruning and roll-ups, the tidying of limit and
+uniqueness rows; ``SQLiteMaintenance`` is the driver's mixin for the area.
 
 Each function runs on the connection's thread. The age purges loop over small write
 transactions, so a long purge never holds the write lock for long; lifetime counters are never
