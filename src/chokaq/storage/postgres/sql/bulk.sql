@@ -64,12 +64,7 @@ WITH gone AS (
       )
     RETURNING a.id
 ),
-unlinked AS (
-    DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
-),
-forgot AS (
-    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
-)
+-- include: fragment_forget_gone
 SELECT id::text FROM gone
 
 -- name: jobs_run_now

@@ -172,9 +172,9 @@ RETURNING h.id::text, h.cancel_requested_at IS NOT NULL, h.cancelled_by
 -- A heartbeat that carries progress: the same statement for one lease.
 -- include: fragment_jobs_heartbeat
 
--- name: jobs_release
-WITH
--- include: fragment_lease_input
+-- name: fragment_back_to_pending
+-- A claimed row handed back: Pending again, its lease and progress cleared (``k.now``: the
+-- clock), for jobs_release and the rescue of jobs fetched but never started.
 UPDATE {schema}.jobs_hot h
 SET status = 0,
     worker_id = NULL,
@@ -182,6 +182,11 @@ SET status = 0,
     heartbeat_at = NULL,
     progress = NULL,
     updated_at = k.now
+
+-- name: jobs_release
+WITH
+-- include: fragment_lease_input
+-- include: fragment_back_to_pending
 FROM v, clock k
 WHERE h.id = v.id AND h.worker_id = v.worker_id AND h.lease_token::text = v.token
   AND h.status + 0 = 1  -- by primary key: see fragment_lease_input
@@ -300,6 +305,20 @@ clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
 
+-- name: fragment_finalize_stats
+-- The lifetime counter rows of a finalize's ``done`` rows, one per queue (each statement names
+-- the counter it adds to, and adds it ON CONFLICT).
+    SELECT d.queue, count(*), min(k.now)
+    FROM done d, clock k
+    GROUP BY d.queue
+    ORDER BY d.queue
+    ON CONFLICT (queue) DO UPDATE
+
+-- name: fragment_finalize_bucket
+-- The counts and durations of a finalize's 1-second metric bucket, from its ``done`` rows.
+           count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
+    FROM done d, clock k
+
 -- name: jobs_finalize
 -- Succeed moves of a batch in one statement: the rows leave hot, land in the archive, and the
 -- lifetime counters and 1-second buckets move with them; children whose last parent succeeded
@@ -342,19 +361,14 @@ woke AS MATERIALIZED (
 ,
 stats AS (
     INSERT INTO {schema}.stats_summary AS s (queue, succeeded_total, last_activity_at)
-    SELECT d.queue, count(*), min(k.now)
-    FROM done d, clock k
-    GROUP BY d.queue
-    ORDER BY d.queue
-    ON CONFLICT (queue) DO UPDATE
+-- include: fragment_finalize_stats
     SET succeeded_total = s.succeeded_total + excluded.succeeded_total,
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
 ),
 buckets AS (
 -- include: fragment_buckets_insert
     SELECT 1, date_trunc('second', min(k.now)), d.queue, 0, -1,
-           count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
-    FROM done d, clock k
+-- include: fragment_finalize_bucket
     GROUP BY 3
     ORDER BY 3
 -- include: fragment_buckets_merge
@@ -395,19 +409,14 @@ buried AS (
 ,
 stats AS (
     INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
-    SELECT d.queue, count(*), min(k.now)
-    FROM done d, clock k
-    GROUP BY d.queue
-    ORDER BY d.queue
-    ON CONFLICT (queue) DO UPDATE
+-- include: fragment_finalize_stats
     SET failed_total = s.failed_total + excluded.failed_total,
         last_activity_at = greatest(s.last_activity_at, excluded.last_activity_at)
 ),
 buckets AS (
 -- include: fragment_buckets_insert
     SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, d.r,
-           count(*), count(d.du), coalesce(sum(d.du), 0), max(d.du), min(k.now)
-    FROM done d, clock k
+-- include: fragment_finalize_bucket
     GROUP BY 3, 5
     ORDER BY 3, 5
 -- include: fragment_buckets_merge

@@ -7,13 +7,7 @@
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 )
-UPDATE {schema}.jobs_hot h
-SET status = 0,
-    worker_id = NULL,
-    lease_token = NULL,
-    heartbeat_at = NULL,
-    progress = NULL,
-    updated_at = k.now
+-- include: fragment_back_to_pending
 FROM clock k
 WHERE h.status = 1
   AND h.updated_at < k.now - make_interval(secs => %(timeout)s::float8)
@@ -135,6 +129,16 @@ WHERE h.status = 2
         - make_interval(secs => coalesce(q.zombie_timeout_seconds, %(timeout)s::float8))
 ORDER BY h.id
 
+-- name: fragment_forget_gone
+-- The jobs of ``gone`` (deleted from the archive or the DLQ) take their edges (as a child) and
+-- their attempts with them.
+unlinked AS (
+    DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
+),
+forgot AS (
+    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
+)
+
 -- name: archive_purge
 -- A parent whose children are still in hot (waiting, or about to read its result) is kept;
 -- a purged child takes its edges with it.
@@ -154,12 +158,7 @@ WITH gone AS (
     )
     RETURNING id
 ),
-unlinked AS (
-    DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
-),
-forgot AS (
-    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
-)
+-- include: fragment_forget_gone
 SELECT count(*) FROM gone
 
 -- name: dlq_purge_older
@@ -180,12 +179,7 @@ WITH gone AS (
     )
     RETURNING id
 ),
-unlinked AS (
-    DELETE FROM {schema}.job_edges e USING gone g WHERE e.child_id = g.id
-),
-forgot AS (
-    DELETE FROM {schema}.job_attempts a USING gone g WHERE a.job_id = g.id
-)
+-- include: fragment_forget_gone
 SELECT count(*) FROM gone
 
 -- name: jobs_hot_tidy_dead_rows

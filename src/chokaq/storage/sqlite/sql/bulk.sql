@@ -2,48 +2,25 @@
 -- delete of archived jobs, and run-now.
 -- Run by sqlite/bulk.py; conventions in connection.sql.
 
--- name: fragment_bulk_hot_filter
--- The JobFilter of an action by filter over hot (as hot_count's).
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:status IS NULL OR status = :status)
-  AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
-  AND (:blocked IS NULL
-       OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
-                                  JOIN {p}jobs_dlq d ON d.id = e.parent_id
-                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
-
--- name: fragment_bulk_archive_filter
--- The JobFilter of an action by filter over the archive (as archive_count's).
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\')
-
 -- name: bulk_hot_count
 SELECT count(*) FROM {p}jobs_hot
--- include: fragment_bulk_hot_filter
+-- include: fragment_hot_filter
 
 -- name: bulk_hot_ids
 -- The hot rows an action by filter acts on: the newest created first (the preview's order).
 SELECT id FROM {p}jobs_hot
--- include: fragment_bulk_hot_filter
+-- include: fragment_hot_filter
 ORDER BY created_at DESC, id DESC
 LIMIT :cap
 
 -- name: bulk_archive_count
 SELECT count(*) FROM {p}jobs_archive
--- include: fragment_bulk_archive_filter
+-- include: fragment_archive_filter
 
 -- name: bulk_archive_ids
 -- The archived rows an action by filter acts on: the newest finished first.
 SELECT id FROM {p}jobs_archive
--- include: fragment_bulk_archive_filter
+-- include: fragment_archive_filter
 ORDER BY finished_at DESC, id DESC
 LIMIT :cap
 

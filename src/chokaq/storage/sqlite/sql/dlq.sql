@@ -40,25 +40,11 @@ DELETE FROM {p}jobs_dlq WHERE id IN (SELECT value FROM json_each(:ids)) RETURNIN
 
 -- name: dlq_count
 SELECT count(*) FROM {p}jobs_dlq
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:reason IS NULL OR failure_reason = :reason)
-  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:family IS NULL OR error_family = :family)
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+-- include: fragment_dlq_filter
 
 -- name: dlq_match_ids
 SELECT id FROM {p}jobs_dlq
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:reason IS NULL OR failure_reason = :reason)
-  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:family IS NULL OR error_family = :family)
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+-- include: fragment_dlq_filter
 ORDER BY failed_at DESC, id DESC
 LIMIT :cap
 

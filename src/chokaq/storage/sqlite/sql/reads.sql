@@ -2,6 +2,42 @@
 -- and series, top errors, pages and single jobs of each pillar).
 -- Run by sqlite/reads.py; conventions in connection.sql.
 
+-- name: fragment_hot_filter
+-- The JobFilter of a hot listing, count or action by filter (reads.filter_params; None switches
+-- a test off).
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:status IS NULL OR status = :status)
+  AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
+  AND (:blocked IS NULL
+       OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
+                                  JOIN {p}jobs_dlq d ON d.id = e.parent_id
+                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
+
+-- name: fragment_archive_filter
+-- The JobFilter of an archive listing, count or action by filter (every row succeeded: no
+-- status or reason).
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:partition IS NULL OR partition_key = :partition)
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\')
+
+-- name: fragment_dlq_filter
+-- The JobFilter of a DLQ listing, count, or action by filter.
+WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
+  AND (:reason IS NULL OR failure_reason = :reason)
+  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
+  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
+  AND (:family IS NULL OR error_family = :family)
+  AND (:partition IS NULL OR partition_key = :partition)
+  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
+       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+
 -- name: attempts_list
 SELECT seq, attempt, failed_at, started_at, worker_id, duration_seconds, failure_reason, error
 FROM {p}job_attempts
@@ -147,17 +183,7 @@ SELECT * FROM {p}jobs_dlq WHERE id = :id
 
 -- name: hot_count
 SELECT count(*) FROM {p}jobs_hot
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:status IS NULL OR status = :status)
-  AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
-  AND (:blocked IS NULL
-       OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
-                                  JOIN {p}jobs_dlq d ON d.id = e.parent_id
-                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
+-- include: fragment_hot_filter
 
 -- name: hot_list
 SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_at, status,
@@ -165,17 +191,7 @@ SELECT id, queue, type, NULL AS payload, tags, priority, attempt_count, created_
        scheduled_at, started_at, heartbeat_at, updated_at, progress, last_error,
        cancel_requested_at, cancelled_by, parents_left, partition_key, expires_at
 FROM {p}jobs_hot
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:status IS NULL OR status = :status)
-  AND (:since IS NULL OR created_at >= :since) AND (:until IS NULL OR created_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\' OR last_error LIKE :search ESCAPE '\')
-  AND (:blocked IS NULL
-       OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
-                                  JOIN {p}jobs_dlq d ON d.id = e.parent_id
-                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
+-- include: fragment_hot_filter
   AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
@@ -192,35 +208,18 @@ SELECT {column} FROM {p}jobs_dlq WHERE id = :key_id
 
 -- name: archive_count
 SELECT count(*) FROM {p}jobs_archive
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\')
+-- include: fragment_archive_filter
 
 -- name: archive_list
 SELECT * FROM {p}jobs_archive
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:since IS NULL OR finished_at >= :since) AND (:until IS NULL OR finished_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\')
+-- include: fragment_archive_filter
   AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
 
 -- name: dlq_list
 SELECT * FROM {p}jobs_dlq
-WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
-  AND (:reason IS NULL OR failure_reason = :reason)
-  AND (:since IS NULL OR failed_at >= :since) AND (:until IS NULL OR failed_at <= :until)
-  AND (:ids IS NULL OR id IN (SELECT value FROM json_each(:ids)))
-  AND (:family IS NULL OR error_family = :family)
-  AND (:partition IS NULL OR partition_key = :partition)
-  AND (:search IS NULL OR id LIKE :search_id ESCAPE '\' OR type LIKE :search ESCAPE '\'
-       OR tags LIKE :search ESCAPE '\' OR error LIKE :search ESCAPE '\')
+-- include: fragment_dlq_filter
   AND {keyset}
 ORDER BY {order}
 LIMIT :limit OFFSET :offset
