@@ -68,49 +68,40 @@ def fetch(
     queues: Sequence[str] | None,
     exclude_types: Sequence[str],
     start: bool,
-    now: float | None,
-) -> list[ClaimedJob | UndecodableRow]:
-    """Claim up to ``limit`` jobs; ``now`` None: the clock, read once the write lock is held
-    (so the claim's start is never before it could see its slot free)."""
-    return db.write(_fetch, db, worker_id, limit, queues, exclude_types, start, now)
-
-
-def _fetch(
-    db: Database,
-    worker_id: str,
-    limit: int,
-    queues: Sequence[str] | None,
-    exclude_types: Sequence[str],
-    start: bool,
     given: float | None,
 ) -> list[ClaimedJob | UndecodableRow]:
-    """Pick candidates, then claim them with one UPDATE ... FROM ... RETURNING.
+    """Claim up to ``limit`` jobs; ``given`` None: the clock, read once the write lock is held
+    (so the claim's start is never before it could see its slot free).
 
-    Queues with a ``max_workers`` bulkhead are picked one by one, each capped at its free slots;
-    every other eligible queue is picked by one ordered scan of the partial fetch index. The
-    write lock is held from the first read, so no other fetcher can interleave.
-    """
-    now = time.time() if given is None else given
-    conn, q = db.conn, db.q
-    exclude = json.dumps(list(exclude_types))
-    base = {"now": now, "exclude": exclude, "limit": limit}
-    wanted = None if queues is None else set(queues)
-    if queues is None:
-        picked = conn.execute(q["jobs_fetch_candidates"], base).fetchall()
-    else:
-        picked = conn.execute(
-            q["jobs_fetch_candidates_in"], {**base, "queues": json.dumps(list(queues))}
-        ).fetchall()
-    for name, free in conn.execute(q["jobs_fetch_bulkheads"]).fetchall():
-        if free <= 0 or (wanted is not None and name not in wanted):
-            continue
-        picked += conn.execute(
-            q["jobs_fetch_candidates_queue"], {**base, "queue": name, "limit": min(free, limit)}
-        ).fetchall()
-    if not picked:
-        return []
-    picked.sort(key=order_key)
-    return claim_ids(db, worker_id, [row["id"] for row in picked[:limit]], start, now)
+    Candidates are picked, then claimed with one UPDATE ... FROM ... RETURNING. Queues with a
+    ``max_workers`` bulkhead are picked one by one, each capped at its free slots; every other
+    eligible queue is picked by one ordered scan of the partial fetch index. The write lock is
+    held from the first read, so no other fetcher can interleave."""
+
+    def run() -> list[ClaimedJob | UndecodableRow]:
+        now = time.time() if given is None else given
+        conn, q = db.conn, db.q
+        exclude = json.dumps(list(exclude_types))
+        base = {"now": now, "exclude": exclude, "limit": limit}
+        wanted = None if queues is None else set(queues)
+        if queues is None:
+            picked = conn.execute(q["jobs_fetch_candidates"], base).fetchall()
+        else:
+            picked = conn.execute(
+                q["jobs_fetch_candidates_in"], {**base, "queues": json.dumps(list(queues))}
+            ).fetchall()
+        for name, free in conn.execute(q["jobs_fetch_bulkheads"]).fetchall():
+            if free <= 0 or (wanted is not None and name not in wanted):
+                continue
+            picked += conn.execute(
+                q["jobs_fetch_candidates_queue"], {**base, "queue": name, "limit": min(free, limit)}
+            ).fetchall()
+        if not picked:
+            return []
+        picked.sort(key=order_key)
+        return claim_ids(db, worker_id, [row["id"] for row in picked[:limit]], start, now)
+
+    return db.write(run)
 
 
 def claim_ids(

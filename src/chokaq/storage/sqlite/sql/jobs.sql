@@ -65,12 +65,8 @@ ON CONFLICT (queue) DO UPDATE SET
     last_activity_at = max(coalesce(last_activity_at, excluded.last_activity_at),
                            excluded.last_activity_at)
 
--- name: bucket_bump
-INSERT INTO {p}metric_buckets (
-    width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
-    duration_count, total_duration_seconds, max_duration_seconds, updated_at
-) VALUES (1, :bucket, :queue, :outcome, :reason, :count, :duration_count, :duration_total,
-          :duration_max, :now)
+-- name: fragment_buckets_merge
+-- Fold a new bucket into an existing one: sum the counts and durations, keep the max.
 ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE SET
     completed_count = completed_count + excluded.completed_count,
     duration_count = duration_count + excluded.duration_count,
@@ -78,6 +74,14 @@ ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPD
     max_duration_seconds = max(coalesce(max_duration_seconds, excluded.max_duration_seconds),
                                coalesce(excluded.max_duration_seconds, max_duration_seconds)),
     updated_at = excluded.updated_at
+
+-- name: bucket_bump
+INSERT INTO {p}metric_buckets (
+    width_seconds, bucket_start, queue, outcome, failure_reason, completed_count,
+    duration_count, total_duration_seconds, max_duration_seconds, updated_at
+) VALUES (1, :bucket, :queue, :outcome, :reason, :count, :duration_count, :duration_total,
+          :duration_max, :now)
+-- include: fragment_buckets_merge
 
 -- name: jobs_cancel_status
 SELECT id, status FROM {p}jobs_hot WHERE id IN (SELECT value FROM json_each(:ids))

@@ -78,13 +78,7 @@ SELECT 60, CAST(bucket_start / 60 AS INTEGER) * 60.0 AS minute, queue, outcome, 
 FROM {p}metric_buckets
 WHERE width_seconds = 1 AND bucket_start < :cutoff
 GROUP BY minute, queue, outcome, failure_reason
-ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE SET
-    completed_count = completed_count + excluded.completed_count,
-    duration_count = duration_count + excluded.duration_count,
-    total_duration_seconds = total_duration_seconds + excluded.total_duration_seconds,
-    max_duration_seconds = max(coalesce(max_duration_seconds, excluded.max_duration_seconds),
-                               coalesce(excluded.max_duration_seconds, max_duration_seconds)),
-    updated_at = excluded.updated_at
+-- include: fragment_buckets_merge
 
 -- name: metrics_rollup_delete
 DELETE FROM {p}metric_buckets WHERE width_seconds = 1 AND bucket_start < :cutoff
