@@ -147,13 +147,7 @@ class QueueOperations(OperationGroup):
         self, *, alive_within_seconds: float = 60.0, now: datetime | None = None
     ) -> list[WorkerInfo]:
         """Workers whose heartbeat is within the window (0 < t <= 366 days), newest first."""
-        window = checks.seconds(
-            "alive_within_seconds",
-            alive_within_seconds,
-            low=0,
-            high=checks.MAX_RESCUE_TIMEOUT_SECONDS,
-            exclusive=True,
-        )
+        window = checks.alive_within(alive_within_seconds)
         return await self.driver.workers_list(window, checks.now(now))
 
     @operation

@@ -84,13 +84,7 @@ class ReadOperations(OperationGroup):
         A worker started without a queue list serves every queue. Due jobs are counted up to
         ``cap`` (1..1,000,000) per queue (``more`` past it), so the read stays cheap however
         many wait."""
-        window = checks.seconds(
-            "alive_within_seconds",
-            alive_within_seconds,
-            low=0,
-            high=checks.MAX_RESCUE_TIMEOUT_SECONDS,
-            exclusive=True,
-        )
+        window = checks.alive_within(alive_within_seconds)
         most = checks.positive_int("cap", cap, checks.MAX_UNSERVED_CAP)
         return await self.driver.queues_unserved(window, most, checks.now(now))
 
