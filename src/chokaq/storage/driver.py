@@ -7,7 +7,9 @@ never calls the seam back: ``chokaq.storage.backend.Backend`` does the checking 
 place, the same for every database) and the observing. Times it receives are aware UTC or None
 (None: the database's clock on PostgreSQL, the process clock on SQLite). This module also holds
 the small seam a worker uses beside storage (``Notifier``) and the settings every driver is
-built from. It must not import a database driver.
+built from. ``Driver``'s methods are grouped by storage area, under the names of the seam's group
+modules and of each driver's mixins (docs/architecture.md). It must not import a database
+driver.
 """
 
 from __future__ import annotations
