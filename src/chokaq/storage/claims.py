@@ -1,6 +1,7 @@
 """The storage seam's claims area, checked once and observed once: the worker path of a job,
 from the claim (fetch, with expiry and rate limits judged on the way) through start,
-heartbeat, progress and release to the finalize that moves it out of hot.
+heartbeat, progress and release to the finalize that moves it out of hot, and the finish of
+the releases a finalize left for later (``jobs_release_missed``).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows). A transition is guarded by the lease it names. This module must
@@ -24,6 +25,7 @@ from ..models import (
     HeartbeatAck,
     JobFilter,
     JobStatus,
+    LeaderTerm,
     Lease,
     Move,
     Started,
@@ -307,3 +309,16 @@ class ClaimOperations(LimitOperations):
         applied = await self.driver.jobs_finalize([checked[i] for i in order], clock)
         done = dict(zip(order, applied, strict=True))
         return [done.get(i, False) for i in range(len(checked))]
+
+    @operation
+    async def jobs_release_missed(self, *, fence: LeaderTerm | None = None) -> int:
+        """Finish the releases a parent's move left for later (a child enqueued while its
+        parent was finishing, which the move's snapshot could not see; the move recorded the
+        parent in its own transaction): each such child counts the parent as succeeded, and
+        goes to Pending when no parent is left. Returns how many parents were settled; 0 where
+        a move always sees every child (SQLite's single writer). The worker that made such a
+        move calls it at once; the elected worker's rescue pass calls it too (after a crash
+        in between). Any process may run it: a release is applied once however many do."""
+        return await self.driver.jobs_release_missed(
+            None if fence is None else checks.term("fence", fence)
+        )

@@ -1,7 +1,8 @@
 """The storage seam's maintenance area, checked once and observed once: rescue of abandoned and
-zombie jobs, the releases a crash left, the hot table's tidy, retention of archive and DLQ
-rows, the roll-up and pruning of metric buckets and the tidying of limit and uniqueness rows
-(the elected worker runs them; the leases that elect it are the ``leadership`` area).
+zombie jobs, the hot table's tidy, retention of archive and DLQ rows, the roll-up and pruning
+of metric buckets and the tidying of limit and uniqueness rows (the elected worker runs them;
+the leases that elect it are the ``leadership`` area, and the releases a finalize left, which
+its rescue pass also finishes, the ``claims`` area).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows); a write given ``fence=`` applies only under that leadership
@@ -66,17 +67,6 @@ class MaintenanceOperations(OperationGroup):
             # no time to wait for, only its poll.
             await self.driver.jobs_wake(None)
         return rescued
-
-    @operation
-    async def jobs_release_missed(self, *, fence: LeaderTerm | None = None) -> int:
-        """Finish the releases a parent's move left for later (a child enqueued while its
-        parent was finishing, which the move's snapshot could not see; the move recorded the
-        parent in its own transaction): each such child counts the parent as succeeded, and
-        goes to Pending when no parent is left. Returns how many parents were settled; 0 where
-        a move always sees every child (SQLite's single writer). The worker that made such a
-        move calls it at once; the elected worker's rescue pass calls it too (after a crash
-        in between). Any process may run it: a release is applied once however many do."""
-        return await self.driver.jobs_release_missed(_fence(fence))
 
     @operation
     async def jobs_hot_tidy(self, *, fence: LeaderTerm | None = None) -> bool:
