@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ...errors import (
     ChokaqError,
@@ -33,10 +33,7 @@ from ..families import error_family
 from ..sqlfile import Migration, load_migrations, load_queries
 from .notify import broadcast_done, broadcast_jobs
 
-if TYPE_CHECKING:
-    from .jobs import Moved
-
-__all__ = ["Database", "SQLiteCore", "database_path", "quote_identifier"]
+__all__ = ["Database", "SQLiteCore", "Told", "database_path", "quote_identifier"]
 
 T = TypeVar("T")
 
@@ -285,6 +282,13 @@ class Database:
         return max(versions, default=0)
 
 
+class Told(Protocol):
+    """What a transaction's moves leave to tell after the commit (``jobs.Moved``)."""
+
+    woken: set[str]
+    waited: list[str]
+
+
 class SQLiteCore(Driver):
     """The file, its thread and the loaded statements shared by every SQLite area's mixin, and
     the wake-ups sent after a commit."""
@@ -327,7 +331,7 @@ class SQLiteCore(Driver):
     def latest_version(self) -> int:
         return max((m.version for m in self._db.migrations), default=0)
 
-    def _told(self, moved: Moved) -> None:
+    def _told(self, moved: Told) -> None:
         """After a commit: wake the workers of queues that got released children, and tell
         the waiters of jobs that left hot."""
         if moved.woken:
