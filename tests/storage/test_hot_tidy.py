@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from conformance import claim, enqueue, succeed
 
-import chokaq.storage.postgres.retention as pg_retention
+import chokaq.storage.postgres.maintenance as pg_retention
 from chokaq.errors import LeadershipLostError
 
 

@@ -87,12 +87,12 @@ async def test_a_child_counted_while_its_parent_moves_is_released_after_it(
 async def test_a_release_left_over_by_a_crash_is_finished_by_the_rescue_pass(
     backend: Backend, store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chokaq.storage.postgres.jobs import PostgresJobs
+    from chokaq.storage.postgres.claims import PostgresClaims
 
-    async def crashed(self: PostgresJobs) -> None:
+    async def crashed(self: PostgresClaims) -> None:
         """The worker died between its move's commit and the follow-up."""
 
-    monkeypatch.setattr(PostgresJobs, "_release_missed", crashed)
+    monkeypatch.setattr(PostgresClaims, "_release_missed", crashed)
     child = await _race(backend, store)
     assert await _left_over(store) == 1
     view = await backend.job_get(child)

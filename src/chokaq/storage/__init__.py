@@ -4,9 +4,11 @@
 an unopened ``Backend``; call ``await backend.open()``. The map: ``backend.py`` is the seam (each
 operation checked by ``checks.py`` and observed once), ``driver.py`` the contract a database
 implements, ``leadership.py`` the handle on a leased role, and ``postgres/`` and ``sqlite/`` the
-two drivers, laid out alike: ``driver.py`` (the adapter class), ``connection.py``, ``jobs.py``,
-``dlq.py``, ``retention.py``, ``queues.py``, ``reads.py``, ``rows.py``, ``notify.py``,
-``leadership.py``, ``queries.sql`` and ``migrations/``.
+two drivers, laid out alike. The storage areas (``jobs``, ``claims``, ``dlq``, ``bulk``,
+``queues``, ``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``,
+``leadership``) each name one group module of the seam here, one mixin module in each driver and
+one ``sql/<area>.sql`` file in each driver; ``driver.py``, ``connection.py``, ``rows.py``,
+``notify.py`` and ``migrations/`` are each driver's support (see ``docs/architecture.md``).
 """
 
 from __future__ import annotations

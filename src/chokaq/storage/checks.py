@@ -74,6 +74,7 @@ __all__ = [
     "Edits",
     "QueueLimits",
     "actor",
+    "alive_within",
     "bounded_int",
     "caller_connection",
     "edits",
@@ -586,6 +587,14 @@ def caller_connection(value: object, capabilities: Capabilities) -> Any:
             "connection", "is in a failed transaction (roll it back before enqueueing)"
         )
     return value
+
+
+def alive_within(value: object) -> float:
+    """How recently a worker must have beaten to count as alive (``alive_within_seconds``):
+    0 < t <= 366 days, as a rescue timeout."""
+    return seconds(
+        "alive_within_seconds", value, low=0, high=MAX_RESCUE_TIMEOUT_SECONDS, exclusive=True
+    )
 
 
 def lease_seconds(value: object) -> float:

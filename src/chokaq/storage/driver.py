@@ -7,7 +7,9 @@ never calls the seam back: ``chokaq.storage.backend.Backend`` does the checking 
 place, the same for every database) and the observing. Times it receives are aware UTC or None
 (None: the database's clock on PostgreSQL, the process clock on SQLite). This module also holds
 the small seam a worker uses beside storage (``Notifier``) and the settings every driver is
-built from. It must not import a database driver.
+built from. ``Driver``'s methods are grouped by storage area, under the names of the seam's group
+modules and of each driver's mixins (docs/architecture.md). It must not import a database
+driver.
 """
 
 from __future__ import annotations
@@ -179,7 +181,7 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def notifier(self) -> Notifier: ...
 
-    # -- jobs (jobs.py) -----------------------------------------------------------------------
+    # -- jobs: enqueue, cancel, edit, advance (jobs.py) ---------------------------------------
 
     @abc.abstractmethod
     async def jobs_enqueue(
@@ -197,6 +199,22 @@ class Driver(abc.ABC):
         insert the edges."""
 
     @abc.abstractmethod
+    async def jobs_cancel(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> CancelResult: ...
+
+    @abc.abstractmethod
+    async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool: ...
+
+    @abc.abstractmethod
+    async def jobs_advance(
+        self, seconds: float, queues: list[str] | None, now: datetime | None
+    ) -> int:
+        """Move earlier by ``seconds`` the due time of Pending rows not due at ``now``."""
+
+    # -- claims: the worker path (claims.py) --------------------------------------------------
+
+    @abc.abstractmethod
     async def jobs_fetch(
         self,
         worker_id: str,
@@ -208,20 +226,6 @@ class Driver(abc.ABC):
     ) -> list[ClaimedJob | UndecodableRow]:
         """Claim as ``Backend.jobs_fetch`` says; a claimed row that cannot be decoded comes back
         as an ``UndecodableRow`` (still claimed under its lease), in its place."""
-
-    @abc.abstractmethod
-    async def jobs_fetch_limited(
-        self,
-        worker_id: str,
-        limit: int,
-        queues: list[str] | None,
-        exclude_types: list[str],
-        start: bool,
-        now: datetime | None,
-    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
-        """Claim as ``Backend.jobs_claim`` says, in one transaction that holds the limits it
-        spends, deciding with ``chokaq.storage.throttle``; also the soonest a rate that held
-        jobs back allows another start."""
 
     @abc.abstractmethod
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
@@ -247,86 +251,60 @@ class Driver(abc.ABC):
         database error raises and leaves nothing of the batch applied."""
 
     @abc.abstractmethod
-    async def jobs_rescue(
-        self,
-        fetched_timeout_seconds: float,
-        processing_timeout_seconds: float,
-        now: datetime | None,
-        reachable_since: datetime | None,
-        fence: LeaderTerm | None,
-    ) -> RescueResult: ...
-
-    @abc.abstractmethod
-    async def jobs_cancel(
-        self, ids: tuple[str, ...], actor: str, now: datetime | None
-    ) -> CancelResult: ...
-
-    @abc.abstractmethod
-    async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool: ...
-
-    @abc.abstractmethod
-    async def jobs_advance(
-        self, seconds: float, queues: list[str] | None, now: datetime | None
-    ) -> int:
-        """Move earlier by ``seconds`` the due time of Pending rows not due at ``now``."""
-
-    # -- results and workflows (workflows.py) --------------------------------------------------
-
-    @abc.abstractmethod
-    async def job_outcome(self, id: str, watch: bool) -> JobOutcome | None:
-        """Where the job is (None: in no pillar). ``watch`` first marks a hot job ``waited``,
-        under its row lock, so that whichever statement moves it out of hot notifies."""
-
-    @abc.abstractmethod
-    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
-        """(parent id, result, result_error) of each of the job's parents in the archive."""
-
-    @abc.abstractmethod
-    async def job_relatives(
-        self, id: str, limit: int
-    ) -> tuple[str | None, list[JobLink], list[JobLink]]:
-        """The job's workflow, its parents and its children (at most ``limit`` each)."""
-
-    @abc.abstractmethod
-    async def workflow_members(self, id: str, limit: int) -> list[WorkflowMember]:
-        """The jobs of workflow ``id`` (at most ``limit``, by id), with their parents."""
-
-    @abc.abstractmethod
-    async def jobs_dependency_fail(
-        self, pairs: list[tuple[str, str]], actor: str, why: str, now: datetime | None
-    ) -> list[str]:
-        """Move each (child, parent) child still WAITING to the DLQ as DEPENDENCY_FAILED,
-        naming the parent and ``why``; the ids moved."""
-
-    @abc.abstractmethod
     async def jobs_release_missed(self, fence: LeaderTerm | None) -> int:
         """See ``Backend.jobs_release_missed``."""
 
-    # -- retention (retention.py) -------------------------------------------------------------
-
-    async def jobs_hot_tidy(self, fence: LeaderTerm | None) -> bool:
-        """Reclaim dead row versions of the hot table; called only where
-        ``capabilities.row_versions`` (a database without them needs nothing here)."""
-        return False
+    # -- dlq: the dead-letter queue (dlq.py) --------------------------------------------------
 
     @abc.abstractmethod
-    async def archive_purge(
-        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
-    ) -> int:
-        """Batches of ``batch_size`` (each its own transaction), ``limit`` in all (None: all)."""
+    async def dlq_edit(self, id: str, actor: str, edits: Edits) -> bool: ...
 
     @abc.abstractmethod
-    async def dlq_purge_older(
-        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
-    ) -> int: ...
+    async def dlq_resurrect(
+        self, ids: tuple[str, ...], actor: str, edits: Edits, now: datetime | None
+    ) -> list[str]: ...
 
     @abc.abstractmethod
-    async def metrics_prune(
-        self, older_than: datetime, width_seconds: int, fence: LeaderTerm | None
-    ) -> int: ...
+    async def dlq_preview(self, filter: JobFilter, cap: int, sample: int) -> Preview: ...
 
     @abc.abstractmethod
-    async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int: ...
+    async def dlq_resurrect_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+
+    # -- bulk: actions by filter and run-now (bulk.py) ----------------------------------------
+
+    @abc.abstractmethod
+    async def jobs_preview(
+        self, pillar: Pillar, filter: JobFilter, cap: int, sample: int
+    ) -> Preview:
+        """``pillar`` is HOT or ARCHIVE (the DLQ's is ``dlq_preview``)."""
+
+    @abc.abstractmethod
+    async def jobs_cancel_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> CancelResult: ...
+
+    @abc.abstractmethod
+    async def archive_requeue_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> list[RequeuedJob]: ...
+
+    @abc.abstractmethod
+    async def archive_delete_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def jobs_run_now(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> list[str]: ...
+
+    # -- queues: queues and workers (queues.py) -----------------------------------------------
 
     @abc.abstractmethod
     async def jobs_wake(self, queues: list[str] | None) -> None:
@@ -335,66 +313,45 @@ class Driver(abc.ABC):
         changed, a rescue that freed slots, a queue resumed, activated or resized)."""
 
     @abc.abstractmethod
-    async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
-        """Delete ``limit_state`` rows whose ``tat`` is before ``older_than``."""
+    async def queue_list(self) -> list[QueueInfo]: ...
 
     @abc.abstractmethod
-    async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
-        """Delete ``unique_keys`` rows whose window ended at or before ``older_than``."""
-
-    # -- leadership (leadership.py) -----------------------------------------------------------
-    # A write given a ``fence`` (above) first checks, in its own transaction and on the
-    # database's clock, that the term is current, holding it there until the write commits;
-    # when it is not, it raises ``LeadershipLostError`` and writes nothing.
+    async def queue_get(self, name: str) -> QueueInfo | None: ...
 
     @abc.abstractmethod
-    async def leadership_claim(
-        self, name: str, holder: str, lease_seconds: float, epoch: int | None
-    ) -> LeaderTerm | None:
-        """Take or renew the role by compare-and-set on the database's clock."""
+    async def queue_ensure(self, name: str) -> QueueInfo: ...
 
     @abc.abstractmethod
-    async def leadership_release(self, term: LeaderTerm) -> bool: ...
+    async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo: ...
 
     @abc.abstractmethod
-    async def leadership_get(self, name: str) -> LeaderTerm | None: ...
-
-    # -- rate limits ------------------------------------------------------------------------
+    async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo: ...
 
     @abc.abstractmethod
-    async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
-        """Queues with a rate in force, types with a limit in force, and the types that have
-        partitioned pending jobs."""
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo: ...
 
     @abc.abstractmethod
-    async def limits_declare(self, limits: list[TypeLimit]) -> None:
-        """Upsert each type's declared limits; recompute what is in force where no operator
-        setting overrides it."""
+    async def queue_configure(
+        self, name: str, limits: QueueLimits, actor: str | None
+    ) -> QueueInfo: ...
 
     @abc.abstractmethod
-    async def limit_set(
-        self,
-        scope: str,
-        name: str,
-        rate: str | object | None,
-        concurrency: int | object | None,
-        actor: str | None,
-    ) -> LimitInfo:
-        """An operator's setting (``UNSET``: leave that one alone); the row is made if
-        missing. Returns the row with its load."""
+    async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl: ...
 
     @abc.abstractmethod
-    async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
-        """Drop the operator's settings (``NotFoundError`` without a row)."""
+    async def worker_remove(self, worker_id: str) -> None: ...
 
     @abc.abstractmethod
-    async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
-        """Every row that declares or has a limit in force, with its load."""
+    async def workers_list(
+        self, alive_within_seconds: float, now: datetime | None
+    ) -> list[WorkerInfo]: ...
 
-    # -- periodic schedules (schedules.py) ----------------------------------------------------
-    # Times are the caller's (aware UTC, never None): slots are computed by the process that
-    # fires them, on its clock. ``revision`` and ``last_slot`` arguments are compare-and-set
-    # expectations: an operation whose row no longer has them changes nothing and says so.
+    @abc.abstractmethod
+    async def worker_request(
+        self, worker_id: str | None, concurrency: int | None, close_circuit: str | None
+    ) -> int: ...
+
+    # -- schedules: periodic schedules (schedules.py) -----------------------------------------
 
     @abc.abstractmethod
     async def schedules_declare(
@@ -464,57 +421,81 @@ class Driver(abc.ABC):
     async def schedule_delete(self, name: str) -> bool:
         """Delete the schedule and its records; False when there was none."""
 
-    # -- the dead-letter queue (dlq.py) -------------------------------------------------------
+    # -- ratelimits: rate limits (ratelimits.py) ----------------------------------------------
 
     @abc.abstractmethod
-    async def dlq_edit(self, id: str, actor: str, edits: Edits) -> bool: ...
+    async def jobs_fetch_limited(
+        self,
+        worker_id: str,
+        limit: int,
+        queues: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
+        """Claim as ``Backend.jobs_claim`` says, in one transaction that holds the limits it
+        spends, deciding with ``chokaq.storage.throttle``; also the soonest a rate that held
+        jobs back allows another start."""
 
     @abc.abstractmethod
-    async def dlq_resurrect(
-        self, ids: tuple[str, ...], actor: str, edits: Edits, now: datetime | None
-    ) -> list[str]: ...
+    async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
+        """Queues with a rate in force, types with a limit in force, and the types that have
+        partitioned pending jobs."""
 
     @abc.abstractmethod
-    async def dlq_preview(self, filter: JobFilter, cap: int, sample: int) -> Preview: ...
+    async def limits_declare(self, limits: list[TypeLimit]) -> None:
+        """Upsert each type's declared limits; recompute what is in force where no operator
+        setting overrides it."""
 
     @abc.abstractmethod
-    async def dlq_resurrect_by_filter(
-        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
-    ) -> list[str]: ...
+    async def limit_set(
+        self,
+        scope: str,
+        name: str,
+        rate: str | object | None,
+        concurrency: int | object | None,
+        actor: str | None,
+    ) -> LimitInfo:
+        """An operator's setting (``UNSET``: leave that one alone); the row is made if
+        missing. Returns the row with its load."""
 
     @abc.abstractmethod
-    async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]: ...
+    async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
+        """Drop the operator's settings (``NotFoundError`` without a row)."""
 
     @abc.abstractmethod
-    async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+    async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
+        """Every row that declares or has a limit in force, with its load."""
 
-    # -- bulk actions by filter and run-now (bulk.py) ---------------------------------------
-
-    @abc.abstractmethod
-    async def jobs_preview(
-        self, pillar: Pillar, filter: JobFilter, cap: int, sample: int
-    ) -> Preview:
-        """``pillar`` is HOT or ARCHIVE (the DLQ's is ``dlq_preview``)."""
+    # -- workflows: outcomes, relatives and workflows (workflows.py) --------------------------
 
     @abc.abstractmethod
-    async def jobs_cancel_by_filter(
-        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
-    ) -> CancelResult: ...
+    async def job_outcome(self, id: str, watch: bool) -> JobOutcome | None:
+        """Where the job is (None: in no pillar). ``watch`` first marks a hot job ``waited``,
+        under its row lock, so that whichever statement moves it out of hot notifies."""
 
     @abc.abstractmethod
-    async def archive_requeue_by_filter(
-        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
-    ) -> list[RequeuedJob]: ...
+    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
+        """(parent id, result, result_error) of each of the job's parents in the archive."""
 
     @abc.abstractmethod
-    async def archive_delete_by_filter(self, filter: JobFilter, cap: int) -> list[str]: ...
+    async def job_relatives(
+        self, id: str, limit: int
+    ) -> tuple[str | None, list[JobLink], list[JobLink]]:
+        """The job's workflow, its parents and its children (at most ``limit`` each)."""
 
     @abc.abstractmethod
-    async def jobs_run_now(
-        self, ids: tuple[str, ...], actor: str, now: datetime | None
-    ) -> list[str]: ...
+    async def workflow_members(self, id: str, limit: int) -> list[WorkflowMember]:
+        """The jobs of workflow ``id`` (at most ``limit``, by id), with their parents."""
 
-    # -- reads (reads.py) ---------------------------------------------------------------------
+    @abc.abstractmethod
+    async def jobs_dependency_fail(
+        self, pairs: list[tuple[str, str]], actor: str, why: str, now: datetime | None
+    ) -> list[str]:
+        """Move each (child, parent) child still WAITING to the DLQ as DEPENDENCY_FAILED,
+        naming the parent and ``why``; the ids moved."""
+
+    # -- reads: what the faces list, count and chart (reads.py) -------------------------------
 
     @abc.abstractmethod
     async def stats_summary(self) -> Summary: ...
@@ -580,43 +561,60 @@ class Driver(abc.ABC):
     async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
         """The job's failed attempts, newest first, at most ``limit``."""
 
-    # -- queues and workers (queues.py) -------------------------------------------------------
+    # -- maintenance: rescue, retention, roll-ups, tidying (maintenance.py) -------------------
 
     @abc.abstractmethod
-    async def queue_list(self) -> list[QueueInfo]: ...
+    async def jobs_rescue(
+        self,
+        fetched_timeout_seconds: float,
+        processing_timeout_seconds: float,
+        now: datetime | None,
+        reachable_since: datetime | None,
+        fence: LeaderTerm | None,
+    ) -> RescueResult: ...
+
+    async def jobs_hot_tidy(self, fence: LeaderTerm | None) -> bool:
+        """Reclaim dead row versions of the hot table; called only where
+        ``capabilities.row_versions`` (a database without them needs nothing here)."""
+        return False
 
     @abc.abstractmethod
-    async def queue_get(self, name: str) -> QueueInfo | None: ...
+    async def archive_purge(
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
+    ) -> int:
+        """Batches of ``batch_size`` (each its own transaction), ``limit`` in all (None: all)."""
 
     @abc.abstractmethod
-    async def queue_ensure(self, name: str) -> QueueInfo: ...
-
-    @abc.abstractmethod
-    async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo: ...
-
-    @abc.abstractmethod
-    async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo: ...
-
-    @abc.abstractmethod
-    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo: ...
-
-    @abc.abstractmethod
-    async def queue_configure(
-        self, name: str, limits: QueueLimits, actor: str | None
-    ) -> QueueInfo: ...
-
-    @abc.abstractmethod
-    async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl: ...
-
-    @abc.abstractmethod
-    async def worker_remove(self, worker_id: str) -> None: ...
-
-    @abc.abstractmethod
-    async def workers_list(
-        self, alive_within_seconds: float, now: datetime | None
-    ) -> list[WorkerInfo]: ...
-
-    @abc.abstractmethod
-    async def worker_request(
-        self, worker_id: str | None, concurrency: int | None, close_circuit: str | None
+    async def dlq_purge_older(
+        self, older_than: datetime, batch_size: int, limit: int | None, fence: LeaderTerm | None
     ) -> int: ...
+
+    @abc.abstractmethod
+    async def metrics_prune(
+        self, older_than: datetime, width_seconds: int, fence: LeaderTerm | None
+    ) -> int: ...
+
+    @abc.abstractmethod
+    async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int: ...
+
+    @abc.abstractmethod
+    async def limits_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``limit_state`` rows whose ``tat`` is before ``older_than``."""
+
+    @abc.abstractmethod
+    async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``unique_keys`` rows whose window ended at or before ``older_than``."""
+
+    # -- leadership: leases on a role (leadership.py) -----------------------------------------
+
+    @abc.abstractmethod
+    async def leadership_claim(
+        self, name: str, holder: str, lease_seconds: float, epoch: int | None
+    ) -> LeaderTerm | None:
+        """Take or renew the role by compare-and-set on the database's clock."""
+
+    @abc.abstractmethod
+    async def leadership_release(self, term: LeaderTerm) -> bool: ...
+
+    @abc.abstractmethod
+    async def leadership_get(self, name: str) -> LeaderTerm | None: ...

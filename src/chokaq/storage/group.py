@@ -1,6 +1,7 @@
 """What every group of the storage seam's operations shares: ``Backend`` sets these attributes
-when it is built, and each group (``upkeep``, ``operators``, ``views``, ``control``,
-``schedules``, and ``backend``'s own worker path) reads them. No behaviour of its own.
+when it is built, and each group (one per storage area: ``jobs``, ``claims``, ``dlq``, ``bulk``,
+``queues``, ``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``,
+``leadership``) reads them. No behaviour of its own.
 """
 
 from __future__ import annotations

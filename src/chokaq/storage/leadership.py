@@ -18,9 +18,14 @@ import time
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from ..errors import ValidationError
+from ..limits import check_name
 from ..models import LeaderTerm
+from . import checks
+from .group import OperationGroup
+from .observed import operation
 
-__all__ = ["DEFAULT_LEASE_SECONDS", "Leadership", "Leases"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "Leadership", "LeadershipOperations", "Leases"]
 
 # How long a term lasts unless renewed: rescue resumes at most this long (plus one renewal
 # interval of the next holder) after a leader stops.
@@ -107,3 +112,42 @@ class Leadership:
         term, self._term = self._term, None
         if term is not None:
             await self.backend.leadership_release(term=term)
+
+
+class LeadershipOperations(OperationGroup):
+    """The storage seam's leadership leases, checked once and observed once: claim (or renew),
+    release and read a role's term."""
+
+    @operation
+    async def leadership_claim(
+        self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
+    ) -> LeaderTerm | None:
+        """Take the role ``name`` for ``holder``, or renew ``term``, for ``lease_seconds``
+        (0 < t <= 1 hour) from now on the database's clock; never the caller's clock.
+
+        Granted (the new term returned) when nobody holds the role, when the current term has
+        expired, or when ``term`` is the current, unexpired term of this holder (a renewal: same
+        epoch, later ``expires_at``). Taking the role, or re-taking it after one's own term
+        lapsed, starts a new term with the epoch one higher. None while another holder's term
+        (or this holder's, when ``term`` does not name it) is unexpired."""
+        check_name("name", name)
+        check_name("holder", holder)
+        lease = checks.lease_seconds(lease_seconds)
+        epoch = None
+        if term is not None:
+            checked = checks.term("term", term)
+            if (checked.name, checked.holder) != (name, holder):
+                raise ValidationError("term", "must be a term of this name and holder")
+            epoch = checked.epoch
+        return await self.driver.leadership_claim(name, holder, lease, epoch)
+
+    @operation
+    async def leadership_release(self, *, term: LeaderTerm) -> bool:
+        """End ``term`` now (clean shutdown), so another holder may take the role at once;
+        False when it was no longer current. The epoch is kept, so it never repeats."""
+        return await self.driver.leadership_release(checks.term("term", term))
+
+    @operation
+    async def leadership_get(self, *, name: str) -> LeaderTerm | None:
+        """The current, unexpired term of the role ``name``, or None."""
+        return await self.driver.leadership_get(check_name("name", name))

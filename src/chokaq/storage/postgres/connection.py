@@ -3,8 +3,9 @@
 Owns connecting (an ``AsyncConnectionPool`` of autocommit connections in UTC, plus dedicated
 "lane" connections for the worker's hottest statements), composing every named query once with
 the quoted schema, translating psycopg's errors into our tree, and bringing the schema up to
-date under an advisory lock. The operations live in the modules that subclass ``PostgresCore``
-(``jobs``, ``dlq``, ``retention``, ``queues``, ``reads``); this module must not hold SQL text.
+date under an advisory lock. The operations live in the per-area mixins that subclass
+``PostgresCore`` (one module per storage area, ``jobs`` to ``leadership``; see ``driver``); the
+statements it runs itself are ``sql/connection.sql``. This module must not hold SQL text.
 """
 
 from __future__ import annotations

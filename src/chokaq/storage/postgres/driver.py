@@ -1,9 +1,10 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
-Owns assembling the operation modules (``jobs``, ``bulk``, ``dlq``, ``retention``, ``queues``,
-``reads``, ``leadership``, ``schedules``, ``workflows``, all on the pool and queries of
-``connection``) into one ``Driver``, declaring what PostgreSQL can do (``Capabilities``) and
-handing out its notifier (LISTEN/NOTIFY). It must not check arguments or hold SQL text.
+Owns assembling the per-area mixins (``jobs``, ``claims``, ``dlq``, ``bulk``, ``queues``,
+``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``, all
+on the pool and queries of ``connection``) into one ``Driver``, declaring what PostgreSQL can
+do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must not check
+arguments or hold SQL text.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from __future__ import annotations
 from ...models import Capabilities
 from ..driver import Notifier
 from .bulk import PostgresBulk
+from .claims import PostgresClaims
 from .dlq import PostgresDlq
 from .jobs import PostgresJobs
 from .leadership import PostgresLeadership
+from .maintenance import PostgresMaintenance
 from .notify import PgNotifier
 from .queues import PostgresQueues
 from .ratelimits import PostgresLimits
 from .reads import PostgresReads
-from .retention import PostgresRetention
 from .schedules import PostgresSchedules
 from .workflows import PostgresWorkflows
 
@@ -29,13 +31,14 @@ class PostgresDriver(
     PostgresSchedules,
     PostgresBulk,
     PostgresJobs,
+    PostgresClaims,
     PostgresDlq,
-    PostgresRetention,
     PostgresQueues,
-    PostgresReads,
-    PostgresLeadership,
-    PostgresWorkflows,
     PostgresLimits,
+    PostgresWorkflows,
+    PostgresReads,
+    PostgresMaintenance,
+    PostgresLeadership,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

@@ -1,71 +1,36 @@
-"""Jobs on PostgreSQL: enqueue, the worker path (fetch, start, heartbeat, release, finalize),
-rescue, and the operator's cancel and edit of hot jobs.
+"""The jobs area on PostgreSQL: enqueue (with its dependency graph), and the operator's cancel,
+edit and the test clock's advance of hot jobs.
 
-Owns turning these operations into the named statements of ``queries.sql`` with array
+Owns turning these operations into the named statements of ``sql/jobs.sql`` with array
 parameters, so that a batch costs one round trip, and the rows back into models. Arguments
-arrive checked (``chokaq.storage.backend``); this module checks none and holds no SQL text.
+arrive checked (``chokaq.storage.jobs``); this module checks none and holds no SQL text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import time
-from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
-from logging import WARNING
 from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import tuple_row
 
-from ...encoding import dump_json
 from ...errors import StorageError, ValidationError
 from ...ids import new_job_ids
-from ...logs import Event, log_event
 from ...models import (
     CancelResult,
-    ClaimedJob,
     EnqueueResult,
-    FailMove,
-    Heartbeat,
-    HeartbeatAck,
-    LeaderTerm,
-    Lease,
-    Move,
     NewJob,
-    RescueResult,
-    RetryMove,
-    Started,
-    SucceedMove,
 )
-from ..checks import ATTEMPTS_KEPT, Edits
-from ..driver import EXPIRE_BATCH, UndecodableRow
+from ..checks import Edits
 from ..graph import Graph, unknown_parents
 from .connection import Params, PostgresCore
-from .rows import claimed_rows, join_tags
+from .rows import finite, join_tags
 
 __all__ = ["PostgresJobs", "edit_params"]
 
-_SUCCEED, _FAIL, _RETRY = 0, 1, 2
-_MISSED = "release"  # what jobs_finalize returns for a release left to jobs_release_missed
-
-
-def _leases(leases: Sequence[Lease]) -> dict[str, list[str]]:
-    """The id / worker / token arrays of a batch of leases."""
-    return {
-        "ids": [lease.job_id for lease in leases],
-        "workers": [lease.worker_id for lease in leases],
-        "tokens": [lease.token for lease in leases],
-    }
-
-
-# The queues with a bulkhead are re-read after an empty claim when older than the first (the
-# worker is about to wait anyway), and before any claim when older than the second.
-BULKHEAD_CACHE_SECONDS = 1.0
-BULKHEAD_MAX_AGE_SECONDS = 5.0
 # Jobs per statement of a large enqueue (its statements overlap with the client's work).
 ENQUEUE_CHUNK = 1_000
 # Per job id of a batch with dependencies: its parents still to succeed, its children.
@@ -85,7 +50,7 @@ def edit_params(edits: Edits) -> dict[str, Any]:
 
 
 class PostgresJobs(PostgresCore):
-    """Hot jobs: enqueue, the worker's transitions, rescue, cancel and edit."""
+    """Hot jobs: enqueue, cancel, edit and advance."""
 
     # -- enqueue ----------------------------------------------------------------------------
 
@@ -387,14 +352,14 @@ class PostgresJobs(PostgresCore):
             "keys": _column([j.idempotency_key for j in batch]),
             "priorities": ",".join([str(j.priority) for j in batch]),
             "max_attempts": _column([j.max_attempts for j in batch]),
-            "timeouts": _column([_float(j.timeout_seconds) for j in batch]),
+            "timeouts": _column([finite(j.timeout_seconds) for j in batch]),
             "run_ats": _column([j.run_at for j in batch]),
-            "delays": _column([_float(j.delay_seconds) for j in batch]),
+            "delays": _column([finite(j.delay_seconds) for j in batch]),
             "created_by": _column([j.created_by for j in batch]),
             "traces": _column([j.trace_context for j in batch]),
             "partitions": _column([j.partition for j in batch]),
             "expires_ats": _column([j.expires_at for j in batch]),
-            "expires_afters": _column([_float(j.expires_after_seconds) for j in batch]),
+            "expires_afters": _column([finite(j.expires_after_seconds) for j in batch]),
             "waits": left,
             "children": children,
             "now": now,
@@ -402,288 +367,7 @@ class PostgresJobs(PostgresCore):
             "wake": list({j.queue: None for j in batch}),  # read by jobs_enqueue_plain only
         }
 
-    # -- worker path ------------------------------------------------------------------------
-
-    async def jobs_fetch(
-        self,
-        worker_id: str,
-        limit: int,
-        queues: list[str] | None,
-        exclude_types: list[str],
-        start: bool,
-        now: datetime | None,
-    ) -> list[ClaimedJob | UndecodableRow]:
-        params = {
-            "worker_id": worker_id,
-            "limit": limit,
-            "queues": queues,
-            "exclude": exclude_types,
-            "start": start,
-            "now": now,
-        }
-        bulkheads = await self._bulkhead_queues(BULKHEAD_MAX_AGE_SECONDS)
-        if bulkheads if queues is None else not bulkheads.isdisjoint(queues):
-            lock = {"prefix": f"chokaq-bulkhead:{self.schema}:", "queues": queues}
-            # Pipelined: BEGIN, the bulkhead lock, the claim and COMMIT cost one round trip.
-            async with self.pool.connection() as conn:
-                async with conn.pipeline(), conn.transaction():
-                    await conn.execute(self._q["jobs_fetch_lock"], lock)
-                    cur = await conn.execute(self._q["jobs_fetch"], params)
-                jobs = await claimed_rows(cur)
-        else:
-            # No bulkhead involved: the claim is one statement, atomic on its own.
-            async with self._connection("claim") as conn:
-                cur = await conn.execute(self._q["jobs_fetch"], params)
-                jobs = await claimed_rows(cur)
-        if not jobs:
-            # Nothing claimed: refresh here rather than on the claim that picks up the next job.
-            await self._bulkhead_queues(BULKHEAD_CACHE_SECONDS)
-        return jobs
-
-    async def _bulkhead_queues(self, max_age: float) -> frozenset[str]:
-        """Queues with max_workers, re-read when older than ``max_age`` seconds (and at once
-        after this process changes one). A bulkhead set elsewhere since the last read is still
-        enforced by the fetch statement itself, only not serialized against concurrent
-        fetchers."""
-        if time.monotonic() - self._bulkheads_read_at > max_age:
-            rows = await self._rows("jobs_fetch_bulkheads")
-            self._bulkheads = frozenset(row[0] for row in rows)
-            self._bulkheads_read_at = time.monotonic()
-        return self._bulkheads
-
-    async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
-        rows = await self._rows("jobs_start", {**_leases(leases), "now": now})
-        return {row[0]: Started(attempt_count=row[1], started_at=row[2]) for row in rows}
-
-    async def jobs_heartbeat(
-        self, beats: list[Heartbeat], now: datetime | None
-    ) -> list[HeartbeatAck]:
-        params = {
-            **_leases([beat.lease for beat in beats]),
-            "progress": [beat.progress for beat in beats],
-            "now": now,
-        }
-        rows = await self._rows("jobs_heartbeat", params, lane="heartbeat")
-        seen = {row[0]: row for row in rows}
-        acks = []
-        for beat in beats:
-            row = seen.get(beat.lease.job_id)
-            if row is None:
-                acks.append(HeartbeatAck(job_id=beat.lease.job_id, owned=False))
-            else:
-                acks.append(
-                    HeartbeatAck(
-                        job_id=row[0],
-                        owned=True,
-                        cancel_requested=row[1],
-                        cancel_requested_by=row[2],
-                    )
-                )
-        return acks
-
-    async def jobs_progress(self, lease: Lease, progress: int, now: datetime | None) -> bool:
-        params = {**_leases([lease]), "progress": [progress], "now": now}
-        return bool(await self._rows("jobs_progress", params))
-
-    async def jobs_release(self, leases: list[Lease], now: datetime | None) -> list[str]:
-        rows = await self._rows("jobs_release", {**_leases(leases), "now": now})
-        released = {row[0] for row in rows}
-        return [lease.job_id for lease in leases if lease.job_id in released]
-
-    async def jobs_finalize(self, moves: list[Move], now: datetime | None) -> list[bool]:
-        try:
-            rows = await self._finalize_batch(moves, now)
-        except psycopg.IntegrityError:
-            # The batch failed as a whole because a row already holds one move's id in its
-            # target pillar: apply each move alone, in savepoints of one transaction, so that
-            # move reports False and the others still apply. Any other error raises.
-            rows = []
-            async with self.pool.connection() as conn, conn.transaction():
-                for move in moves:
-                    try:
-                        async with conn.transaction():
-                            name = _statement(move)
-                            params = self._finalize_params([move], now, self.channel)
-                            if _failed_attempt(move):
-                                await conn.execute(self._q["attempts_record"], _keep(params))
-                            rows += await self._run(conn, name, params)
-                    except psycopg.IntegrityError:
-                        continue
-            if any(row[0] == _MISSED for row in rows):
-                await self._release_missed()
-        applied = {row[0] for row in rows}
-        return [move.lease.job_id in applied for move in moves]
-
-    async def _finalize_batch(self, moves: list[Move], now: datetime | None) -> list[Any]:
-        """Succeed, fail and retry moves each in one statement; a batch of several kinds (or
-        with failed attempts to record) sends them in one transaction and one round trip. A
-        move that left a release unfinished (a child enqueued while its parent finished: see
-        fragment_release_children) is followed by jobs_release_missed."""
-        parts: dict[LiteralString, list[Move]] = {}
-        for move in moves:
-            parts.setdefault(_statement(move), []).append(move)
-        failed = [m for m in moves if _failed_attempt(m)]
-        if not failed and len(parts) == 1:
-            [(name, part)] = parts.items()
-            rows = await self._rows(
-                name, self._finalize_params(part, now, self.channel), lane="finalize"
-            )
-        else:
-            batches = list(parts.items())
-            async with self._connection("finalize") as conn:
-                async with conn.pipeline(), conn.transaction():
-                    if failed:  # the history first: the moves clear the leases it reads
-                        params = self._finalize_params(failed, now, self.channel)
-                        await conn.execute(self._q["attempts_record"], _keep(params))
-                    cursors = [
-                        await conn.execute(
-                            self._q[name], self._finalize_params(part, now, self.channel)
-                        )
-                        for name, part in batches
-                    ]
-                rows = [row for cursor in cursors for row in await cursor.fetchall()]
-        if any(row[0] == _MISSED for row in rows):
-            await self._release_missed()
-        return rows
-
-    async def _release_missed(self) -> None:
-        """Finish the releases the moves just committed left for later; a failure here is
-        left to the elected worker's rescue pass, which runs the same statement (the moves
-        themselves are done and must be reported as such)."""
-        try:
-            await self.jobs_release_missed(None)
-        except Exception as exc:
-            log_event(
-                Event.MAINTENANCE_FAILED,
-                "could not finish a release now; the rescue pass will",
-                level=WARNING,
-                error=f"{type(exc).__name__}: {exc}",
-            )
-
-    async def jobs_release_missed(self, fence: LeaderTerm | None) -> int:
-        rows = await self._rows("jobs_release_missed", {"channel": self.channel})
-        return int(rows[0][0]) if rows else 0
-
-    @staticmethod
-    def _finalize_params(moves: Sequence[Move], now: datetime | None, channel: str) -> Params:
-        # Keys left out read as NULL in json_to_recordset, which every use of them allows
-        # (a NULL refund or count_retry counts as false): a succeed move sends five of 14.
-        rows: list[dict[str, Any]] = []
-        for move in moves:
-            lease = move.lease
-            row: dict[str, Any] = {"i": lease.job_id, "w": lease.worker_id, "t": lease.token}
-            if move.elapsed_seconds is not None:
-                row["el"] = _float(move.elapsed_seconds)
-            if isinstance(move, SucceedMove):
-                row["k"] = _SUCCEED
-                row["du"] = _float(move.duration_seconds)
-                if move.result is not None:
-                    row["rs"] = move.result
-                if move.result_error is not None:
-                    row["re"] = move.result_error
-            elif isinstance(move, FailMove):
-                row["k"] = _FAIL
-                row["du"] = _float(move.duration_seconds)
-                row["r"] = int(move.reason)
-                row["e"] = move.error
-                row["a"] = move.actor
-            elif isinstance(move, RetryMove):
-                row["k"] = _RETRY
-                row["e"] = move.error
-                row["ra"] = move.run_at.isoformat() if move.run_at is not None else None
-                row["dl"] = move.delay_seconds
-                row["rf"] = move.refund_attempt
-                row["cr"] = move.count_retry
-                row["du"] = _float(move.duration_seconds)
-            else:
-                raise ValidationError("moves", f"unknown move type {type(move).__name__}")
-            rows.append(row)
-        return {"moves": dump_json(rows), "now": now, "channel": channel}
-
-    # -- rescue ----------------------------------------------------------------------------
-
-    async def jobs_rescue(
-        self,
-        fetched_timeout_seconds: float,
-        processing_timeout_seconds: float,
-        now: datetime | None,
-        reachable_since: datetime | None,
-        fence: LeaderTerm | None,
-    ) -> RescueResult:
-        params = {
-            "timeout": float(processing_timeout_seconds),
-            "now": now,
-            "since": reachable_since,
-            "ids": None,
-            "channel": self.channel,
-            "keep": ATTEMPTS_KEPT,
-        }
-        zombies: tuple[str, ...] | None = None
-        async with self.pool.connection() as conn:
-            async with conn.transaction():
-                await self._fence(conn, fence)
-                cur = await conn.execute(
-                    self._q["jobs_rescue_fetched"],
-                    {"timeout": float(fetched_timeout_seconds), "now": now},
-                )
-                requeued = tuple(row[0] for row in await cur.fetchall())
-                try:
-                    async with conn.transaction():  # a savepoint: the requeues stand alone
-                        cur = await conn.execute(self._q["jobs_rescue_zombies"], params)
-                        zombies = tuple(row[0] for row in await cur.fetchall() if row[0])
-                except psycopg.IntegrityError:
-                    zombies = None
-            if zombies is None:
-                # One zombie could not be buried (say its id is already in the DLQ): bury each
-                # alone, so that one cannot block the others.
-                cur = await conn.execute(self._q["jobs_rescue_zombie_candidates"], params)
-                found: list[str] = []
-                for (job_id,) in await cur.fetchall():
-                    try:
-                        async with conn.transaction():
-                            await self._fence(conn, fence)
-                            cur = await conn.execute(
-                                self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
-                            )
-                            found.extend(row[0] for row in await cur.fetchall() if row[0])
-                    except psycopg.IntegrityError:
-                        continue
-                zombies = tuple(found)
-            expired = await self._bury(
-                conn, "jobs_rescue_expired", {**params, "limit": EXPIRE_BATCH}, fence
-            )
-        return RescueResult(requeued=requeued, zombies=zombies, expired=expired)
-
-    async def _bury(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        name: LiteralString,
-        params: Params,
-        fence: LeaderTerm | None,
-    ) -> tuple[str, ...]:
-        """Run the move ``name`` (hot -> DLQ) under ``fence``; when one row cannot land (its id
-        is in the DLQ already), each of its ``_candidates`` alone, so that one cannot block
-        the others. The ids moved."""
-        try:
-            async with conn.transaction():
-                await self._fence(conn, fence)
-                cur = await conn.execute(self._q[name], params)
-                return tuple(row[0] for row in await cur.fetchall() if row[0])
-        except psycopg.IntegrityError:
-            pass
-        cur = await conn.execute(self._q[name + "_candidates"], params)
-        found: list[str] = []
-        for (job_id,) in await cur.fetchall():
-            try:
-                async with conn.transaction():
-                    await self._fence(conn, fence)
-                    cur = await conn.execute(self._q[name], {**params, "ids": [job_id]})
-                    found.extend(row[0] for row in await cur.fetchall() if row[0])
-            except psycopg.IntegrityError:
-                continue
-        return tuple(found)
-
-    # -- operators -----------------------------------------------------------------------------
+    # -- operator moves ---------------------------------------------------------------------
 
     async def jobs_cancel(
         self, ids: tuple[str, ...], actor: str, now: datetime | None
@@ -741,30 +425,6 @@ class PostgresJobs(PostgresCore):
             cur = await conn.execute(self._q["jobs_advance"], params)
             row = await cur.fetchone()
         return int(row[0]) if row else 0
-
-
-def _failed_attempt(move: Move) -> bool:
-    """Whether ``move`` ends an attempt that failed and used its attempt (kept in the job's
-    attempt history: ``attempts_record``); a success or a refunded retry is not one."""
-    if isinstance(move, FailMove):
-        return True
-    return isinstance(move, RetryMove) and not move.refund_attempt
-
-
-def _keep(params: Params) -> Params:
-    return {**params, "keep": ATTEMPTS_KEPT}
-
-
-def _statement(move: Move) -> LiteralString:
-    """The finalize statement that applies ``move``."""
-    if isinstance(move, SucceedMove):
-        return "jobs_finalize"
-    return "jobs_finalize_fail" if isinstance(move, FailMove) else "jobs_finalize_retry"
-
-
-def _float(value: float | None) -> float | None:
-    """A finite float, or None (JSON has no NaN or infinity)."""
-    return None if value is None or not math.isfinite(value) else float(value)
 
 
 def _holding(

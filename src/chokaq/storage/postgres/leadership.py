@@ -1,8 +1,8 @@
 """Leadership on PostgreSQL: leases in the ``leadership`` table, on the database's clock.
 
 Owns taking, renewing, releasing and reading a role's term, and the fence every write made
-under leadership opens its transaction with (``PostgresCore._fence``, shared with retention
-and rescue). Arguments arrive checked; this module holds no SQL text.
+under leadership opens its transaction with (``PostgresCore._fence``, shared with
+maintenance). Arguments arrive checked; this module holds no SQL text.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Turns the PostgreSQL driver's result rows into the frozen dataclasses of ``chokaq.models``.
 
-Owns the column order of each ``SELECT`` / ``RETURNING`` list in ``queries.sql`` (kept in step
+Owns the column order of each ``SELECT`` / ``RETURNING`` list in ``sql/*.sql`` (kept in step
 with it by hand), the small conversions (comma-joined tags to tuples, ints to enums), and the
 slow path for a result psycopg cannot load as a whole (a timestamp before year 1 or after 9999,
 or infinite, which PostgreSQL stores and Python cannot represent): each row loaded on its own
@@ -11,6 +11,7 @@ run queries.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +34,7 @@ from ..driver import UndecodableRow
 __all__ = [
     "claimed_job",
     "claimed_rows",
+    "finite",
     "job_view",
     "join_tags",
     "lenient_rows",
@@ -278,3 +280,8 @@ def worker_info(row: Row) -> WorkerInfo:
         heartbeat_at=row[9],
         circuits=row[10],
     )
+
+
+def finite(value: float | None) -> float | None:
+    """A finite float, or None (JSON has no NaN or infinity)."""
+    return None if value is None or not math.isfinite(value) else float(value)

@@ -1,6 +1,6 @@
 """Periodic schedules on PostgreSQL: declaring, listing, firing slots and operators' changes.
 
-Owns turning the schedule operations into the named statements of ``queries.sql``. A slot is
+Owns turning the schedule operations into the named statements of ``sql/schedules.sql``. A slot is
 fired in one transaction: the compare-and-set on the schedule's row (``schedule_advance``),
 which also locks it, then the enqueue of its jobs through the ordinary enqueue path, then its
 records. Arguments arrive checked; this module holds no SQL text.

@@ -1,9 +1,9 @@
 """Results and workflows on PostgreSQL: where a job is for a waiter, its parents' results, its
 relatives, the jobs of a workflow, and failing the waiting jobs of a cancelled workflow.
 
-Owns turning these operations into the named statements of ``queries.sql``; the rows become
-models in ``chokaq.storage.links``. Arguments arrive checked (``chokaq.storage.backend``); it
-holds no SQL text.
+Owns turning these operations into the named statements of ``sql/workflows.sql``; the rows
+become models in ``chokaq.storage.links``. Arguments arrive checked (``chokaq.storage.workflows``);
+it holds no SQL text.
 """
 
 from __future__ import annotations

@@ -14,9 +14,8 @@ from datetime import datetime
 
 from ...ids import new_job_id
 from ...models import CancelResult, JobFilter, Pillar, Preview, RequeuedJob
-from ..driver import Driver
 from .connection import Database
-from .jobs import ensure_queues
+from .jobs import SQLiteJobs, ensure_queues
 from .notify import broadcast_jobs
 from .reads import filter_params
 from .rows import ts_now
@@ -95,10 +94,8 @@ def _run_now(
     return db.write(run)
 
 
-class SQLiteBulk(Driver):
+class SQLiteBulk(SQLiteJobs):
     """Bulk operator commands over ``jobs_hot`` and ``jobs_archive``."""
-
-    _db: Database
 
     async def jobs_preview(
         self, pillar: Pillar, filter: JobFilter, cap: int, sample: int

@@ -2,8 +2,10 @@
 
 Owns opening the file (PRAGMAs, version check), the single-thread executor every statement runs
 on, the statement text with the table prefix substituted, write transactions (``BEGIN
-IMMEDIATE`` with a bounded retry on a locked file) and the migration ledger. It knows nothing of
-jobs: the operations live in ``jobs``, ``dlq``, ``retention``, ``queues`` and ``reads``.
+IMMEDIATE`` with a bounded retry on a locked file), the migration ledger (``sql/connection.sql``)
+and ``SQLiteCore``, the base of every area's mixin: the file it opens, translating ``sqlite3``
+errors into our tree, and the wake-ups sent after a commit. It knows nothing of jobs: the
+operations live in one module per storage area (``jobs`` to ``leadership``; see ``driver``).
 """
 
 from __future__ import annotations
@@ -15,15 +17,23 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from ...errors import ConfigurationError, StorageError, StorageUnavailableError
+from ...errors import (
+    ChokaqError,
+    ConfigurationError,
+    SchemaError,
+    StorageError,
+    StorageUnavailableError,
+)
+from ..driver import Driver, StorageSettings
 from ..families import error_family
 from ..sqlfile import Migration, load_migrations, load_queries
+from .notify import broadcast_done, broadcast_jobs
 
-__all__ = ["Database", "database_path", "quote_identifier"]
+__all__ = ["Database", "SQLiteCore", "Told", "database_path", "quote_identifier"]
 
 T = TypeVar("T")
 
@@ -270,3 +280,61 @@ class Database:
             return 0
         versions = [row[0] for row in conn.execute(self.q["migrate_applied"])]
         return max(versions, default=0)
+
+
+class Told(Protocol):
+    """What a transaction's moves leave to tell after the commit (``jobs.Moved``)."""
+
+    woken: set[str]
+    waited: list[str]
+
+
+class SQLiteCore(Driver):
+    """The file, its thread and the loaded statements shared by every SQLite area's mixin, and
+    the wake-ups sent after a commit."""
+
+    def __init__(self, settings: StorageSettings) -> None:
+        super().__init__(settings)
+        self._db = Database(
+            path=database_path(settings.url),
+            prefix=f"{settings.schema}_",
+            busy_timeout_seconds=settings.busy_timeout_seconds,
+            create_missing=settings.create_missing,
+        )
+        if self._db.key == ":memory:":
+            self.capabilities = replace(type(self).capabilities, in_process=True)
+
+    def translate(self, exc: Exception) -> ChokaqError:
+        message = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, sqlite3.OperationalError):
+            text = str(exc)
+            if "database is locked" in text or "database is busy" in text:
+                return StorageUnavailableError(message)
+            if "no such table" in text:
+                return SchemaError(f"{message} (run `chokaq migrate`)")
+            if "unable to open" in text:
+                return StorageUnavailableError(message)
+        return StorageError(message)
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def migrate(self, via_migrations: bool) -> list[int]:
+        return await self._db.call(Database.migrate, via_migrations)
+
+    async def schema_version(self) -> int:
+        return await self._db.call(Database.schema_version)
+
+    def latest_version(self) -> int:
+        return max((m.version for m in self._db.migrations), default=0)
+
+    def _told(self, moved: Told) -> None:
+        """After a commit: wake the workers of queues that got released children, and tell
+        the waiters of jobs that left hot."""
+        if moved.woken:
+            broadcast_jobs(self._db.key, moved.woken)
+        if moved.waited:
+            broadcast_done(self._db.key, moved.waited)

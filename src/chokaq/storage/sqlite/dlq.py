@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
-from ...models import JobFilter
-from .connection import Database
-from .jobs import Moved, dependency_fail, ensure_queues
+from ...models import JobFilter, Preview
+from ..checks import Edits
+from .connection import Database, SQLiteCore
+from .jobs import Moved, dependency_fail, edits_params, ensure_queues
+from .notify import broadcast_jobs
 from .reads import filter_params
+from .rows import ts_now
 
 __all__ = [
+    "SQLiteDlq",
     "dlq_edit",
     "dlq_filter_ids",
     "dlq_purge",
@@ -106,3 +111,45 @@ def _purge(db: Database, ids: list[str], now: float) -> Purged:
             )
     purged = set(deleted)
     return [job_id for job_id in ids if job_id in purged], moved
+
+
+class SQLiteDlq(SQLiteCore):
+    """The dead-letter queue: edit, resurrect, purge."""
+
+    async def dlq_edit(self, id: str, actor: str, edits: Edits) -> bool:
+        return await self._db.call(dlq_edit, edits_params(id, actor, edits, None))
+
+    async def dlq_resurrect(
+        self, ids: tuple[str, ...], actor: str, edits: Edits, now: datetime | None
+    ) -> list[str]:
+        params = edits_params("", actor, edits, now)
+        moved, queue_names = await self._db.call(resurrect, ids, params)
+        broadcast_jobs(self._db.key, queue_names)
+        return moved
+
+    async def dlq_preview(self, filter: JobFilter, cap: int, sample: int) -> Preview:
+        def run(db: Database) -> tuple[int, list[str]]:
+            return db.read(dlq_filter_ids, db, filter, min(cap, sample))
+
+        matched, ids = await self._db.call(run)
+        return Preview(
+            matched=matched, will_affect=min(matched, cap), cap=cap, sample_ids=tuple(ids)
+        )
+
+    async def dlq_resurrect_by_filter(
+        self, filter: JobFilter, actor: str, cap: int, now: datetime | None
+    ) -> list[str]:
+        params = edits_params("", actor, Edits(), now)
+        moved, queue_names = await self._db.call(resurrect_by_filter, filter, cap, params)
+        broadcast_jobs(self._db.key, queue_names)
+        return moved
+
+    async def dlq_purge(self, ids: tuple[str, ...]) -> list[str]:
+        purged, moved = await self._db.call(dlq_purge, ids, ts_now(None))
+        self._told(moved)
+        return purged
+
+    async def dlq_purge_by_filter(self, filter: JobFilter, cap: int) -> list[str]:
+        purged, moved = await self._db.call(dlq_purge_by_filter, filter, cap, ts_now(None))
+        self._told(moved)
+        return purged

@@ -1,10 +1,11 @@
-"""Jobs on SQLite: enqueue, the worker path (claim, start, heartbeat, release, finalize),
-rescue, and the operator's cancel and edit of hot jobs.
+"""The jobs area on SQLite: enqueue (with its dependency graph), the operator's cancel, edit and
+advance of hot jobs, and the moves out of hot every area shares (``Counters``, ``Moved``,
+``move_by_status``: a job leaving hot updates the counters and tells its waiters).
 
 Each function runs on the connection's thread and does its whole batch in one short write
-transaction. Every worker transition is fenced by the lease (id, worker id, token, status).
-Terminal moves update ``stats_summary`` and ``metric_buckets`` in the same transaction; nothing
-here ever decrements a counter. Arguments arrive checked; it owns these transitions only.
+transaction. Terminal moves update ``stats_summary`` and ``metric_buckets`` in the same
+transaction; nothing here ever decrements a counter. Arguments arrive checked; it owns these
+transitions only. ``SQLiteJobs`` is the driver's mixin for the area.
 """
 
 from __future__ import annotations
@@ -12,54 +13,41 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from ...ids import new_job_ids, new_lease_token
+from ...ids import new_job_ids
 from ...models import (
-    ClaimedJob,
+    CancelResult,
     EnqueueResult,
-    FailMove,
     FailureReason,
-    Heartbeat,
-    HeartbeatAck,
     JobStatus,
-    LeaderTerm,
-    Lease,
-    Move,
     NewJob,
     Outcome,
-    RetryMove,
-    Started,
-    SucceedMove,
 )
-from ..checks import ATTEMPTS_KEPT
-from ..driver import EXPIRE_BATCH, UndecodableRow
+from ..checks import Edits
 from ..graph import Graph, unknown_parents
-from .connection import Database
-from .leadership import check_fence
-from .rows import claimed_or_undecodable, from_ts, order_key, tags_in, to_ts, tolerant_text
+from .connection import Database, SQLiteCore
+from .notify import ANY_QUEUE, broadcast_cancel, broadcast_jobs
+from .rows import tags_in, to_ts, ts_now
 
 __all__ = [
     "Counters",
     "Moved",
+    "SQLiteJobs",
     "cancel",
-    "claim_ids",
     "dependency_fail",
     "edit_params",
+    "edits_params",
     "enqueue",
     "enqueue_within",
-    "fetch",
-    "finalize",
-    "heartbeat",
+    "ensure_queues",
+    "hot_advance",
     "hot_edit",
-    "progress",
-    "release",
-    "rescue",
-    "start_many",
+    "move_by_status",
 ]
 
 
@@ -127,10 +115,6 @@ class Counters:
                     for (queue, outcome, reason), b in self.buckets.items()
                 ],
             )
-
-
-def _lease(lease: Lease) -> dict[str, str]:
-    return {"id": lease.job_id, "worker_id": lease.worker_id, "token": lease.token}
 
 
 def ensure_queues(db: Database, queues: Sequence[str], now: float) -> None:
@@ -310,165 +294,7 @@ def _enqueue(
     return results
 
 
-# -- claim ------------------------------------------------------------------------------------
-
-
-def fetch(
-    db: Database,
-    worker_id: str,
-    limit: int,
-    queues: Sequence[str] | None,
-    exclude_types: Sequence[str],
-    start: bool,
-    now: float | None,
-) -> list[ClaimedJob | UndecodableRow]:
-    """Claim up to ``limit`` jobs; ``now`` None: the clock, read once the write lock is held
-    (so the claim's start is never before it could see its slot free)."""
-    return db.write(_fetch, db, worker_id, limit, queues, exclude_types, start, now)
-
-
-def _fetch(
-    db: Database,
-    worker_id: str,
-    limit: int,
-    queues: Sequence[str] | None,
-    exclude_types: Sequence[str],
-    start: bool,
-    given: float | None,
-) -> list[ClaimedJob | UndecodableRow]:
-    """Pick candidates, then claim them with one UPDATE ... FROM ... RETURNING.
-
-    Queues with a ``max_workers`` bulkhead are picked one by one, each capped at its free slots;
-    every other eligible queue is picked by one ordered scan of the partial fetch index. The
-    write lock is held from the first read, so no other fetcher can interleave.
-    """
-    now = time.time() if given is None else given
-    conn, q = db.conn, db.q
-    exclude = json.dumps(list(exclude_types))
-    base = {"now": now, "exclude": exclude, "limit": limit}
-    wanted = None if queues is None else set(queues)
-    if queues is None:
-        picked = conn.execute(q["jobs_fetch_candidates"], base).fetchall()
-    else:
-        picked = conn.execute(
-            q["jobs_fetch_candidates_in"], {**base, "queues": json.dumps(list(queues))}
-        ).fetchall()
-    for name, free in conn.execute(q["jobs_fetch_bulkheads"]).fetchall():
-        if free <= 0 or (wanted is not None and name not in wanted):
-            continue
-        picked += conn.execute(
-            q["jobs_fetch_candidates_queue"], {**base, "queue": name, "limit": min(free, limit)}
-        ).fetchall()
-    if not picked:
-        return []
-    picked.sort(key=order_key)
-    return claim_ids(db, worker_id, [row["id"] for row in picked[:limit]], start, now)
-
-
-def claim_ids(
-    db: Database, worker_id: str, order: list[str], start: bool, now: float
-) -> list[ClaimedJob | UndecodableRow]:
-    """Claim the Pending rows ``order`` (in the write transaction), each with a new lease;
-    returned in that order."""
-    conn, q = db.conn, db.q
-    claims = json.dumps([[job_id, new_lease_token()] for job_id in order])
-    status = JobStatus.PROCESSING if start else JobStatus.FETCHED
-    params = {
-        "status": int(status),
-        "worker_id": worker_id,
-        "now": now,
-        "started": 1 if start else 0,
-        "claims": claims,
-    }
-    position = {job_id: i for i, job_id in enumerate(order)}
-    try:
-        rows = conn.execute(q["jobs_fetch"], params).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "decode" not in str(exc):
-            raise
-        # A claimed row holds text that is not UTF-8. The claim itself has applied (SQLite
-        # makes every change before the first RETURNING row is read): read the rows again with
-        # such bytes let through, so that row alone is found out.
-        rows = _read_tolerant(db, q["jobs_fetch_claimed"], params)
-        rows.sort(key=lambda r: position[r["id"]])
-        return [claimed_or_undecodable(row, check_text=True) for row in rows]
-    rows.sort(key=lambda r: position[r["id"]])
-    return [claimed_or_undecodable(row) for row in rows]
-
-
-def _read_tolerant(db: Database, query: str, params: dict[str, object]) -> list[sqlite3.Row]:
-    """Rows of ``query`` where text that is not UTF-8 comes back with its bytes escaped
-    (lone surrogates) instead of raising; the connection's own text reading is restored."""
-    conn = db.conn
-    conn.text_factory = tolerant_text
-    try:
-        return conn.execute(query, params).fetchall()
-    finally:
-        conn.text_factory = str
-
-
-# -- lease-guarded transitions ----------------------------------------------------------------
-
-
-def start_many(db: Database, leases: Sequence[Lease], given: float | None) -> dict[str, Started]:
-    def run() -> dict[str, Started]:
-        now = time.time() if given is None else given  # under the write lock, as fetch
-        started: dict[str, Started] = {}
-        for lease in leases:
-            row = db.conn.execute(db.q["jobs_start"], {**_lease(lease), "now": now}).fetchone()
-            if row is not None:
-                started[lease.job_id] = Started(row[0], from_ts(row[1]))  # type: ignore[arg-type]
-        return started
-
-    return db.write(run)
-
-
-def heartbeat(db: Database, beats: Sequence[Heartbeat], now: float) -> list[HeartbeatAck]:
-    def run() -> list[HeartbeatAck]:
-        acks = []
-        for beat in beats:
-            row = db.conn.execute(
-                db.q["jobs_heartbeat"],
-                {**_lease(beat.lease), "now": now, "progress": beat.progress},
-            ).fetchone()
-            if row is None:
-                acks.append(HeartbeatAck(job_id=beat.lease.job_id, owned=False))
-            else:
-                acks.append(
-                    HeartbeatAck(
-                        job_id=beat.lease.job_id,
-                        owned=True,
-                        cancel_requested=row[0] is not None,
-                        cancel_requested_by=row[1] if row[0] is not None else None,
-                    )
-                )
-        return acks
-
-    return db.write(run)
-
-
-def progress(db: Database, lease: Lease, value: int, now: float) -> bool:
-    def run() -> bool:
-        cur = db.conn.execute(
-            db.q["jobs_progress"], {**_lease(lease), "progress": value, "now": now}
-        )
-        return cur.rowcount > 0
-
-    return db.write(run)
-
-
-def release(db: Database, leases: Sequence[Lease], now: float) -> list[str]:
-    def run() -> list[str]:
-        released = []
-        for lease in leases:
-            if db.conn.execute(db.q["jobs_release"], {**_lease(lease), "now": now}).fetchone():
-                released.append(lease.job_id)
-        return released
-
-    return db.write(run)
-
-
-# -- finalize ---------------------------------------------------------------------------------
+# -- moves out of hot -------------------------------------------------------------------------
 
 
 @dataclass
@@ -504,227 +330,6 @@ class Moved:
             ).fetchone()
             if row is not None and row[1] == JobStatus.PENDING:
                 self.woken.add(str(row[0]))
-
-
-def finalize(db: Database, moves: Sequence[Move], now: float) -> tuple[list[bool], Moved]:
-    def run() -> tuple[list[bool], Moved]:
-        counters = Counters(now)
-        moved = Moved()
-        done = _succeed_batch(db, moves, now, counters, moved)
-        applied = [
-            done[i] if i in done else _apply_move(db, move, now, counters, moved)
-            for i, move in enumerate(moves)
-        ]
-        moved.release(db, now)
-        counters.write(db)
-        return applied, moved
-
-    return db.write(run)
-
-
-def _succeed_batch(
-    db: Database, moves: Sequence[Move], now: float, counters: Counters, moved: Moved
-) -> dict[int, bool]:
-    """The common case first: every succeed move of the batch in two statements.
-
-    If that fails as a whole (one id already archived, say), its savepoint is rolled back and
-    the moves are retried one by one, each in its own savepoint, so one bad move cannot block
-    the others. Returns the outcome of each succeed move it settled, by index.
-    """
-    index: dict[str, int] = {}
-    payload = []
-    for i, move in enumerate(moves):
-        if isinstance(move, SucceedMove) and move.lease.job_id not in index:
-            index[move.lease.job_id] = i
-            lease = move.lease
-            row: list[object] = [
-                lease.job_id,
-                lease.worker_id,
-                lease.token,
-                move.duration_seconds,
-                move.elapsed_seconds,
-            ]
-            if move.result is not None or move.result_error is not None:
-                row += [move.result, move.result_error]
-            payload.append(row)
-    if len(payload) < 2:
-        return {}
-    conn, q = db.conn, db.q
-    params = {"moves": json.dumps(payload), "now": now}
-    conn.execute(q["savepoint_batch"])
-    try:
-        conn.execute(q["jobs_finalize_archive_many"], params)
-        deleted = conn.execute(q["jobs_finalize_delete_many"], params).fetchall()
-    except sqlite3.IntegrityError:
-        conn.execute(q["savepoint_batch_rollback"])
-        conn.execute(q["savepoint_batch_release"])
-        return {}
-    conn.execute(q["savepoint_batch_release"])
-    done = dict.fromkeys(index.values(), False)
-    for job_id, queue, waited, children in deleted:
-        i = index[job_id]
-        done[i] = True
-        moved.left_hot(job_id, waited, True, children)
-        move = moves[i]
-        assert isinstance(move, SucceedMove)
-        counters.outcome(queue, None, move.duration_seconds)
-    return done
-
-
-def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved: Moved) -> bool:
-    """One move inside its own savepoint: a move that fails (say, its id is already in the
-    archive) rolls back alone and reports False; the others still apply. Its counters are only
-    recorded once it has applied, and written with the batch."""
-    conn, q = db.conn, db.q
-    params: dict[str, object] = {
-        **_lease(move.lease),
-        "now": now,
-        "elapsed": move.elapsed_seconds,
-    }
-    conn.execute(q["savepoint"])
-    try:
-        _record_attempt(db, move, params)
-        if isinstance(move, RetryMove):
-            if move.run_at is not None:
-                scheduled = to_ts(move.run_at)
-            else:
-                scheduled = now + max(move.delay_seconds, 0.0)
-            row = conn.execute(
-                q["jobs_finalize_retry"],
-                {
-                    **params,
-                    "scheduled_at": scheduled,
-                    "error": move.error,
-                    "refund": 1 if move.refund_attempt else 0,
-                },
-            ).fetchone()
-            queue = None if row is None else row[0]
-        elif isinstance(move, SucceedMove):
-            params["duration"] = move.duration_seconds
-            params["result"] = move.result
-            params["result_error"] = move.result_error
-            queue = _move_out(db, "jobs_finalize_archive", params, moved, True)
-        else:
-            assert isinstance(move, FailMove)
-            params.update(
-                reason=int(move.reason),
-                error=move.error,
-                actor=move.actor,
-                duration=move.duration_seconds,
-            )
-            queue = _move_out(db, "jobs_finalize_dlq", params, moved, False)
-    except sqlite3.IntegrityError:
-        conn.execute(q["savepoint_rollback"])
-        conn.execute(q["savepoint_release"])
-        return False
-    conn.execute(q["savepoint_release"])
-    if queue is None:
-        return False
-    if isinstance(move, RetryMove):
-        if move.count_retry:
-            counters.retried(queue)
-    elif isinstance(move, SucceedMove):
-        counters.outcome(queue, None, move.duration_seconds)
-    else:
-        counters.outcome(queue, move.reason, move.duration_seconds)
-    return True
-
-
-def _record_attempt(db: Database, move: Move, params: dict[str, object]) -> None:
-    """Keep a failed attempt in the job's history (the newest ``ATTEMPTS_KEPT``): a fail move,
-    or a retry that used its attempt (a refunded one never ran). Only a running job has one."""
-    if isinstance(move, SucceedMove) or (isinstance(move, RetryMove) and move.refund_attempt):
-        return
-    reason = int(move.reason) if isinstance(move, FailMove) else None
-    record = {**params, "duration": move.duration_seconds, "reason": reason, "error": move.error}
-    if db.conn.execute(db.q["attempts_record"], record).rowcount:
-        db.conn.execute(db.q["attempts_trim"], {"id": move.lease.job_id, "keep": ATTEMPTS_KEPT})
-
-
-def _move_out(
-    db: Database, insert: str, params: dict[str, object], moved: Moved, succeeded: bool
-) -> str | None:
-    """Copy the leased hot row into a cold pillar, then delete it; the queue, or None."""
-    if db.conn.execute(db.q[insert], params).rowcount == 0:
-        return None
-    row = db.conn.execute(db.q["jobs_finalize_delete"], params).fetchone()
-    if row is None:
-        return None
-    moved.left_hot(str(params["id"]), row[1], succeeded, row[2])
-    return str(row[0])
-
-
-# -- rescue -----------------------------------------------------------------------------------
-
-
-def rescue(
-    db: Database,
-    fetched_timeout: float,
-    processing_timeout: float,
-    now: float,
-    reachable_since: float | None,
-    fence: LeaderTerm | None,
-) -> tuple[list[str], list[str], list[str], Moved]:
-    def run() -> tuple[list[str], list[str], list[str], Moved]:
-        conn, q = db.conn, db.q
-        moved = Moved()
-        check_fence(db, fence)
-        requeued = [
-            row[0]
-            for row in conn.execute(
-                q["jobs_rescue_fetched"], {"now": now, "cutoff": now - fetched_timeout}
-            ).fetchall()
-        ]
-        counters = Counters(now)
-        candidates = conn.execute(
-            q["jobs_rescue_zombie_candidates"],
-            {"now": now, "timeout": processing_timeout, "since": reachable_since},
-        ).fetchall()
-
-        def bury(job_id: str, status: JobStatus, reason: FailureReason, error: str) -> bool:
-            params = {
-                "id": job_id,
-                "status": int(status),
-                "reason": int(reason),
-                "error": error,
-                "actor": None,
-                "now": now,
-            }
-            queue = move_by_status(db, params, moved)
-            if queue is not None:
-                counters.outcome(queue, reason)
-                if status is JobStatus.PROCESSING:  # the attempt its dead worker ran failed
-                    conn.execute(q["attempts_record_zombie"], {"id": job_id})
-                    conn.execute(q["attempts_trim"], {"id": job_id, "keep": ATTEMPTS_KEPT})
-            return queue is not None
-
-        zombies = [
-            job_id
-            for job_id, timeout in candidates
-            if bury(
-                job_id,
-                JobStatus.PROCESSING,
-                FailureReason.ZOMBIE,
-                f"Zombie: heartbeat expired (no heartbeat for more than {timeout:g} s)",
-            )
-        ]
-        expiring = conn.execute(
-            q["jobs_rescue_expired_candidates"], {"now": now, "limit": EXPIRE_BATCH}
-        ).fetchall()
-        expired = [
-            job_id
-            for job_id, expires_at in expiring
-            if bury(
-                job_id,
-                JobStatus.PENDING,
-                FailureReason.EXPIRED,
-                f"Expired: not started by {from_ts(expires_at):%Y-%m-%d %H:%M:%S} UTC",
-            )
-        ]
-        counters.write(db)
-        return requeued, zombies, expired, moved
-
-    return db.write(run)
 
 
 def move_by_status(
@@ -847,3 +452,51 @@ def hot_advance(db: Database, seconds: float, queues: list[str] | None, now: flo
         "now": now,
     }
     return db.write(lambda: db.conn.execute(db.q["jobs_advance"], params).rowcount)
+
+
+def edits_params(id: str, actor: str, edits: Edits, now: datetime | None) -> dict[str, object]:
+    """The parameters of an edit or a resurrection, from the seam's ``Edits``."""
+    return edit_params(
+        id=id,
+        actor=actor,
+        payload=edits.payload,
+        tags=tags_in(edits.tags),
+        set_tags=edits.tags is not None,
+        priority=edits.priority,
+        now=ts_now(now),
+    )
+
+
+class SQLiteJobs(SQLiteCore):
+    """Hot jobs: enqueue, cancel, edit and advance."""
+
+    async def jobs_enqueue(
+        self,
+        jobs_: list[NewJob],
+        now: datetime | None,
+        connection: Any,
+        graph: Graph | None = None,
+    ) -> list[EnqueueResult]:
+        results = await self._db.call(enqueue, jobs_, ts_now(now), graph)
+        broadcast_jobs(self._db.key, [job.queue for job in jobs_])
+        return results
+
+    async def jobs_cancel(
+        self, ids: tuple[str, ...], actor: str, now: datetime | None
+    ) -> CancelResult:
+        cancelled, requested, missing, moved = await self._db.call(cancel, ids, actor, ts_now(now))
+        self._told(moved)
+        if requested:
+            broadcast_cancel(self._db.key, requested)
+        return CancelResult(tuple(cancelled), tuple(requested), tuple(missing))
+
+    async def jobs_edit(self, id: str, actor: str, edits: Edits, now: datetime | None) -> bool:
+        return await self._db.call(hot_edit, edits_params(id, actor, edits, now))
+
+    async def jobs_advance(
+        self, seconds: float, queues: list[str] | None, now: datetime | None
+    ) -> int:
+        moved = await self._db.call(hot_advance, seconds, queues, ts_now(now))
+        if moved:
+            broadcast_jobs(self._db.key, [ANY_QUEUE])
+        return moved

@@ -3,7 +3,7 @@
 Every worker process on the host shares the file, so the lease is what elects one of them,
 exactly as on PostgreSQL: taken and renewed by compare-and-set on SQLite's own clock, inside a
 write transaction (``BEGIN IMMEDIATE``, so claims are serialized). Owns these operations and
-the fence (``check_fence``) that rescue and retention call first inside their own write
+the fence (``check_fence``) that maintenance calls first inside their own write
 transactions. Runs on the connection's thread; arguments arrive checked; no SQL text here.
 """
 
@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from ...errors import LeadershipLostError
 from ...models import LeaderTerm
-from .connection import Database
+from .connection import Database, SQLiteCore
 from .rows import from_ts
 
-__all__ = ["check_fence", "claim", "get", "release"]
+__all__ = [
+    "SQLiteLeadership",
+    "check_fence",
+    "claim",
+    "get",
+    "release",
+]
 
 
 def _term(row: tuple[object, ...] | None) -> LeaderTerm | None:
@@ -50,3 +56,18 @@ def check_fence(db: Database, fence: LeaderTerm | None) -> None:
     params = {"name": fence.name, "holder": fence.holder, "epoch": fence.epoch}
     if db.conn.execute(db.q["leadership_fence"], params).fetchone() is None:
         raise LeadershipLostError(fence)
+
+
+class SQLiteLeadership(SQLiteCore):
+    """Leadership leases on the file's clock."""
+
+    async def leadership_claim(
+        self, name: str, holder: str, lease_seconds: float, epoch: int | None
+    ) -> LeaderTerm | None:
+        return await self._db.call(claim, name, holder, lease_seconds, epoch)
+
+    async def leadership_release(self, term: LeaderTerm) -> bool:
+        return await self._db.call(release, term)
+
+    async def leadership_get(self, name: str) -> LeaderTerm | None:
+        return await self._db.call(get, name)

@@ -7,13 +7,17 @@ Owns these tables' statements only; arguments arrive checked by the storage seam
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from ...models import QueueInfo, WorkerControl, WorkerInfo
-from .connection import Database
+from ..checks import UNSET, QueueLimits
+from .connection import Database, SQLiteCore
 from .jobs import ensure_queues
-from .rows import queue_info, worker_info
+from .notify import ANY_QUEUE, broadcast_jobs
+from .rows import queue_info, ts_now, worker_info
 
 __all__ = [
+    "SQLiteQueues",
     "queue_configure",
     "queue_ensure",
     "queue_get",
@@ -111,3 +115,56 @@ def worker_request(
 ) -> int:
     params = {"id": worker_id, "concurrency": concurrency, "circuit": circuit}
     return db.write(lambda: db.conn.execute(db.q["worker_request"], params).rowcount)
+
+
+class SQLiteQueues(SQLiteCore):
+    """Queues and workers: the control plane, and waking workers."""
+
+    async def jobs_wake(self, queues: list[str] | None) -> None:
+        broadcast_jobs(self._db.key, [ANY_QUEUE] if queues is None else queues)
+
+    async def queue_list(self) -> list[QueueInfo]:
+        return await self._db.call(queue_list)
+
+    async def queue_get(self, name: str) -> QueueInfo | None:
+        return await self._db.call(queue_get, name)
+
+    async def queue_ensure(self, name: str) -> QueueInfo:
+        return await self._db.call(queue_ensure, name, ts_now(None))
+
+    async def queue_pause(self, name: str, paused: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(queue_set, "queue_pause", name, paused, actor, ts_now(None))
+
+    async def queue_hide(self, name: str, hidden: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(queue_set, "queue_hide", name, hidden, actor, ts_now(None))
+
+    async def queue_activate(self, name: str, active: bool, actor: str | None) -> QueueInfo:
+        return await self._db.call(queue_set, "queue_activate", name, active, actor, ts_now(None))
+
+    async def queue_configure(self, name: str, limits: QueueLimits, actor: str | None) -> QueueInfo:
+        values = {
+            "max_workers": limits.max_workers,
+            "zombie": limits.zombie_timeout_seconds,
+            "execution": limits.execution_timeout_seconds,
+        }
+        params: dict[str, object] = {"name": name, "actor": actor, "now": ts_now(None)}
+        for key, value in values.items():
+            params[f"set_{key}"] = int(value is not UNSET)
+            params[key] = None if value is UNSET else value
+        return await self._db.call(queue_configure, params)
+
+    async def worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerControl:
+        return await self._db.call(worker_beat, info, ts_now(now))
+
+    async def worker_remove(self, worker_id: str) -> None:
+        await self._db.call(worker_remove, worker_id)
+
+    async def workers_list(
+        self, alive_within_seconds: float, now: datetime | None
+    ) -> list[WorkerInfo]:
+        return await self._db.call(workers_list, ts_now(now) - alive_within_seconds)
+
+    async def worker_request(
+        self, worker_id: str | None, concurrency: int | None, close_circuit: str | None
+    ) -> int:
+        return await self._db.call(worker_request, worker_id, concurrency, close_circuit)

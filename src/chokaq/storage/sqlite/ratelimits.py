@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from ...errors import NotFoundError
@@ -20,12 +21,13 @@ from .. import throttle
 from ..checks import UNSET
 from ..driver import UndecodableRow
 from ..throttle import Candidate, Settled, describe, pick, plan, put_params, settle, spend
-from .connection import Database
-from .jobs import claim_ids
+from .claims import claim_ids
+from .connection import Database, SQLiteCore
 from .leadership import check_fence
-from .rows import from_ts
+from .rows import from_ts, given_ts, ts_now
 
 __all__ = [
+    "SQLiteLimits",
     "active",
     "declare",
     "fetch_limited",
@@ -253,3 +255,43 @@ def tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
         return db.conn.execute(db.q["limit_state_tidy"], {"before": before}).rowcount
 
     return db.write(run)
+
+
+class SQLiteLimits(SQLiteCore):
+    """Rate and concurrency limits: the limited claim, declarations, operators' settings."""
+
+    async def jobs_fetch_limited(
+        self,
+        worker_id: str,
+        limit: int,
+        queues_: list[str] | None,
+        exclude_types: list[str],
+        start: bool,
+        now: datetime | None,
+    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
+        rows, retry_at = await self._db.call(
+            fetch_limited, worker_id, limit, queues_, exclude_types, start, given_ts(now)
+        )
+        return rows, from_ts(retry_at)
+
+    async def limits_active(self) -> tuple[list[str], list[str], list[str]]:
+        return await self._db.call(active)
+
+    async def limits_declare(self, limits: list[TypeLimit]) -> None:
+        await self._db.call(declare, limits, ts_now(None))
+
+    async def limit_set(
+        self,
+        scope: str,
+        name: str,
+        rate: str | object | None,
+        concurrency: int | object | None,
+        actor: str | None,
+    ) -> LimitInfo:
+        return await self._db.call(set_limit, scope, name, rate, concurrency, actor, ts_now(None))
+
+    async def limit_reset(self, scope: str, name: str, actor: str | None) -> LimitInfo:
+        return await self._db.call(reset, scope, name, actor, ts_now(None))
+
+    async def limits_list(self, now: datetime | None) -> list[LimitInfo]:
+        return await self._db.call(listed, ts_now(now))

@@ -32,10 +32,11 @@ from ...models import (
 )
 from ..checks import NULLABLE_SORTS
 from ..paging import TIME_SORTS
-from .connection import Database, quote_identifier
-from .rows import from_ts, job_view, queue_info
+from .connection import Database, SQLiteCore, quote_identifier
+from .rows import from_ts, job_view, queue_info, ts_now
 
 __all__ = [
+    "SQLiteReads",
     "filter_params",
     "job_attempts",
     "job_get",
@@ -358,3 +359,65 @@ def _displayable(db: Database, run: Callable[[], T]) -> T:
 
 def _replaced(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+class SQLiteReads(SQLiteCore):
+    """What the faces list, count and chart."""
+
+    async def stats_summary(self) -> Summary:
+        return await self._db.call(stats_summary)
+
+    async def jobs_pending_groups(
+        self, queues: list[str] | None, marker: str, now: datetime | None
+    ) -> list[PendingGroup]:
+        return await self._db.call(jobs_pending_groups, queues, marker, ts_now(now))
+
+    async def jobs_lag(self, limit: int, now: datetime | None) -> list[LagGroup]:
+        return await self._db.call(jobs_lag, limit, ts_now(now))
+
+    async def queues_unserved(
+        self, alive_within_seconds: float, cap: int, now: datetime | None
+    ) -> list[UnservedQueue]:
+        at = ts_now(now)
+        return await self._db.call(queues_unserved, at - alive_within_seconds, cap, at)
+
+    async def stats_queues(self, now: datetime | None) -> list[QueueStats]:
+        return await self._db.call(stats_queues, ts_now(now))
+
+    async def stats_throughput(self, now: datetime | None) -> Throughput:
+        return await self._db.call(stats_throughput, ts_now(now))
+
+    async def stats_series(
+        self, since: datetime, until: datetime | None, width_seconds: int, queue: str | None
+    ) -> list[SeriesPoint]:
+        end = None if until is None else until.timestamp()
+        return await self._db.call(stats_series, since.timestamp(), end, width_seconds, queue)
+
+    async def dlq_top_errors(self, limit: int, scan: int) -> list[ErrorGroup]:
+        return await self._db.call(top_errors, limit, scan)
+
+    async def jobs_list(
+        self,
+        pillar: Pillar,
+        filter: JobFilter,
+        column: str,
+        descending: bool,
+        offset: int,
+        limit: int,
+        key: PageKey | None,
+        backward: bool,
+    ) -> list[JobView]:
+        return await self._db.call(
+            jobs_list, pillar, filter, column, descending, offset, limit, key, backward
+        )
+
+    async def jobs_count(
+        self, pillar: Pillar, filter: JobFilter, exact_up_to: int
+    ) -> tuple[int, bool]:
+        return await self._db.call(jobs_count, pillar, filter, exact_up_to)
+
+    async def job_get(self, id: str) -> JobView | None:
+        return await self._db.call(job_get, id)
+
+    async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
+        return await self._db.call(job_attempts, id, limit)

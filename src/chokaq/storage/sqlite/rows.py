@@ -33,6 +33,7 @@ __all__ = [
     "claimed_job",
     "claimed_or_undecodable",
     "from_ts",
+    "given_ts",
     "job_view",
     "order_key",
     "queue_info",
@@ -301,3 +302,10 @@ def worker_info(row: sqlite3.Row) -> WorkerInfo:
         heartbeat_at=_dt(row["heartbeat_at"]),
         circuits=row["circuits"],
     )
+
+
+def given_ts(now: datetime | None) -> float | None:
+    """An injected clock as Unix seconds; None when the statement is to read the clock itself
+    (under the write lock: a claim's start is then never earlier than the moment it could see
+    the slot it took free, though it waited for the lock)."""
+    return None if now is None else now.timestamp()

@@ -22,11 +22,21 @@ from ...models import (
     SlotRecord,
     run_outcome,
 )
-from .connection import Database
+from .connection import Database, SQLiteCore
 from .jobs import enqueue_within
+from .notify import broadcast_jobs
 from .rows import from_ts, to_ts
 
-__all__ = ["declare", "delete", "fire", "history", "listed", "seen", "update"]
+__all__ = [
+    "SQLiteSchedules",
+    "declare",
+    "delete",
+    "fire",
+    "history",
+    "listed",
+    "seen",
+    "update",
+]
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -210,3 +220,67 @@ def delete(db: Database, name: str) -> bool:
         return db.conn.execute(db.q["schedule_delete"], {"name": name}).rowcount > 0
 
     return db.write(run)
+
+
+class SQLiteSchedules(SQLiteCore):
+    """Periodic schedules: declare, list, fire, change."""
+
+    async def schedules_declare(
+        self,
+        declarations: list[ScheduleDeclaration],
+        next_slots: list[datetime],
+        now: datetime,
+    ) -> None:
+        await self._db.call(declare, declarations, next_slots, now)
+
+    async def schedules_seen(self, names: list[str], now: datetime) -> None:
+        await self._db.call(seen, names, now)
+
+    async def schedules_list(
+        self,
+        names: list[str] | None,
+        due_at: datetime | None,
+        seen_since: datetime | None,
+    ) -> list[Schedule]:
+        return await self._db.call(listed, names, due_at, seen_since)
+
+    async def schedule_history(self, name: str, limit: int) -> list[SlotRecord]:
+        return await self._db.call(history, name, limit)
+
+    async def schedule_fire(
+        self,
+        name: str,
+        revision: int | None,
+        last_slot: datetime | None,
+        new_last_slot: datetime | None,
+        next_slot: datetime | None,
+        jobs_: list[NewJob],
+        runs: list[SlotRecord],
+        records: list[SlotRecord],
+        overlap: bool,
+        now: datetime,
+    ) -> list[SlotRecord] | None:
+        written = await self._db.call(
+            fire,
+            name,
+            revision,
+            last_slot,
+            new_last_slot,
+            next_slot,
+            jobs_,
+            runs,
+            records,
+            overlap,
+            now,
+        )
+        if written is not None and any(r.job_id is not None for r in written):
+            broadcast_jobs(self._db.key, [job.queue for job in jobs_])
+        return written
+
+    async def schedule_update(
+        self, name: str, revision: int, change: ScheduleChange, actor: str, now: datetime
+    ) -> bool:
+        return await self._db.call(update, name, revision, change, actor, now)
+
+    async def schedule_delete(self, name: str) -> bool:
+        return await self._db.call(delete, name)

@@ -8,11 +8,21 @@ statements' use only.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ...models import JobLink, JobOutcome, JobStatus, Pillar, WorkflowMember
 from ..links import members_of, outcome_of, relatives_of
-from .connection import Database
+from . import jobs
+from .connection import Database, SQLiteCore
+from .rows import ts_now
 
-__all__ = ["job_outcome", "job_parent_results", "job_relatives", "workflow_members"]
+__all__ = [
+    "SQLiteWorkflows",
+    "job_outcome",
+    "job_parent_results",
+    "job_relatives",
+    "workflow_members",
+]
 
 
 def job_outcome(db: Database, id: str, watch: bool) -> JobOutcome | None:
@@ -46,3 +56,38 @@ def job_relatives(
 def workflow_members(db: Database, id: str, limit: int) -> list[WorkflowMember]:
     params = {"id": id, "limit": limit}
     return members_of(db.read(lambda: db.conn.execute(db.q["workflow_members"], params).fetchall()))
+
+
+class SQLiteWorkflows(SQLiteCore):
+    """Outcomes, relatives, workflow members and dependency failure."""
+
+    async def job_outcome(self, id: str, watch: bool) -> JobOutcome | None:
+        return await self._db.call(job_outcome, id, watch)
+
+    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
+        return await self._db.call(job_parent_results, id)
+
+    async def job_relatives(
+        self, id: str, limit: int
+    ) -> tuple[str | None, list[JobLink], list[JobLink]]:
+        return await self._db.call(job_relatives, id, limit)
+
+    async def workflow_members(self, id: str, limit: int) -> list[WorkflowMember]:
+        return await self._db.call(workflow_members, id, limit)
+
+    async def jobs_dependency_fail(
+        self, pairs: list[tuple[str, str]], actor: str, why: str, now: datetime | None
+    ) -> list[str]:
+        def run(db: Database) -> tuple[list[str], jobs.Moved]:
+            return db.write(
+                jobs.dependency_fail,
+                db,
+                pairs,
+                lambda parent: f"Dependency failed: parent {parent} is in the DLQ; {why}",
+                actor,
+                ts_now(now),
+            )
+
+        failed, moved = await self._db.call(run)
+        self._told(moved)
+        return failed

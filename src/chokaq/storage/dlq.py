@@ -1,6 +1,6 @@
-"""The storage seam's operator actions, checked once and observed once: cancel and edit of hot
-jobs, the DLQ's edit, resurrection (by id or by filter, with a preview) and purge, and the test
-clock's move of due times (``jobs_advance``).
+"""The storage seam's dead-letter queue area, checked once and observed once: the DLQ's edit,
+resurrection (by id or by filter, with a preview) and purge (retention's purge by age is the
+``maintenance`` area).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows). Every action names its actor. This module must not import a
@@ -14,7 +14,6 @@ from datetime import datetime
 
 from ..limits import check_job_id
 from ..models import (
-    CancelResult,
     JobFilter,
     Preview,
 )
@@ -22,59 +21,11 @@ from . import checks
 from .group import OperationGroup
 from .observed import operation
 
-__all__ = ["OperatorOperations"]
-
-_EMPTY_CANCEL = CancelResult(cancelled=(), requested=(), not_found=())
+__all__ = ["DlqOperations"]
 
 
-class OperatorOperations(OperationGroup):
-    """The storage seam's operator actions."""
-
-    # -- operators ----------------------------------------------------------------------------
-
-    @operation
-    async def jobs_cancel(
-        self, *, ids: Sequence[str], actor: str, now: datetime | None = None
-    ) -> CancelResult:
-        """Pending, Fetched or Waiting -> DLQ CANCELLED at once (cancelled_by = actor, counters and
-        buckets as a fail move); Processing -> a durable cancel request (cancel_requested_at,
-        cancelled_by) that the owning worker hears through its heartbeat or a notification."""
-        unique = checks.job_ids("ids", ids, self._max_batch)
-        who = checks.actor(actor)
-        clock = checks.now(now)
-        if not unique:
-            return _EMPTY_CANCEL
-        return await self.driver.jobs_cancel(unique, who, clock)
-
-    @operation
-    async def jobs_edit(
-        self,
-        *,
-        id: str,
-        actor: str,
-        payload: str | None = None,
-        tags: Sequence[str] | None = None,
-        priority: int | None = None,
-        now: datetime | None = None,
-    ) -> bool:
-        """Edit a Pending hot job (``None`` leaves a field alone). False unless it is Pending."""
-        check_job_id("id", id)
-        who = checks.actor(actor)
-        repairs = checks.edits(self._limits, payload, tags, priority)
-        return await self.driver.jobs_edit(id, who, repairs, checks.now(now))
-
-    @operation
-    async def jobs_advance(
-        self, *, seconds: float, queues: Sequence[str] | None = None, now: datetime | None = None
-    ) -> int:
-        """Bring forward by ``seconds`` (> 0, at most ten years) the due time of every Pending
-        hot job of ``queues`` (None: every queue) not yet due at ``now``: delayed jobs and
-        retries alike, so that their order is kept, as if the clock had moved on. A test clock
-        (``chokaq.testing.run_until_idle``), never an operator action; it wakes the workers.
-        Returns how many jobs moved."""
-        shift = checks.seconds("seconds", seconds, low=0.0, high=315_360_000.0, exclusive=True)
-        names = checks.names("queues", queues)
-        return await self.driver.jobs_advance(shift, names, checks.now(now))
+class DlqOperations(OperationGroup):
+    """The storage seam's dead-letter queue: edit, resurrect, purge."""
 
     @operation
     async def dlq_edit(

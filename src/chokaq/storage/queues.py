@@ -1,5 +1,6 @@
-"""The storage seam's control plane, checked once and observed once: queues (list, get, ensure,
-pause, activate, configure) and worker processes (beat, remove, list, requests from operators).
+"""The storage seam's queues area (the control plane), checked once and observed once: queues
+(list, get, ensure, pause, activate, configure) and worker processes (beat, remove, list,
+requests from operators).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows). This module must not import a database driver or hold SQL.
@@ -21,10 +22,10 @@ from .checks import UNSET
 from .group import OperationGroup
 from .observed import operation
 
-__all__ = ["ControlOperations"]
+__all__ = ["QueueOperations"]
 
 
-class ControlOperations(OperationGroup):
+class QueueOperations(OperationGroup):
     """The storage seam's control plane."""
 
     # -- queues -----------------------------------------------------------------------------
@@ -146,13 +147,7 @@ class ControlOperations(OperationGroup):
         self, *, alive_within_seconds: float = 60.0, now: datetime | None = None
     ) -> list[WorkerInfo]:
         """Workers whose heartbeat is within the window (0 < t <= 366 days), newest first."""
-        window = checks.seconds(
-            "alive_within_seconds",
-            alive_within_seconds,
-            low=0,
-            high=checks.MAX_RESCUE_TIMEOUT_SECONDS,
-            exclusive=True,
-        )
+        window = checks.alive_within(alive_within_seconds)
         return await self.driver.workers_list(window, checks.now(now))
 
     @operation

@@ -1,6 +1,8 @@
-"""The storage seam's upkeep operations, checked once and observed once: rescue of abandoned and
-zombie jobs, the hot table's tidy, retention of archive and DLQ rows, the roll-up and pruning of
-metric buckets, and the leadership leases that elect the worker running them.
+"""The storage seam's maintenance area, checked once and observed once: rescue of abandoned and
+zombie jobs, the hot table's tidy, retention of archive and DLQ rows, the roll-up and pruning
+of metric buckets and the tidying of limit and uniqueness rows (the elected worker runs them;
+the leases that elect it are the ``leadership`` area, and the releases a finalize left, which
+its rescue pass also finishes, the ``claims`` area).
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
 rules every operation follows); a write given ``fence=`` applies only under that leadership
@@ -11,8 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..errors import ValidationError
-from ..limits import check_name, check_time
+from ..limits import check_time
 from ..models import (
     LeaderTerm,
     RescueResult,
@@ -21,13 +22,11 @@ from . import checks
 from .group import OperationGroup
 from .observed import operation
 
-__all__ = ["UpkeepOperations"]
+__all__ = ["MaintenanceOperations"]
 
 
-class UpkeepOperations(OperationGroup):
-    """The storage seam's upkeep operations."""
-
-    # -- maintenance --------------------------------------------------------------------------
+class MaintenanceOperations(OperationGroup):
+    """The storage seam's maintenance operations."""
 
     @operation
     async def jobs_rescue(
@@ -68,17 +67,6 @@ class UpkeepOperations(OperationGroup):
             # no time to wait for, only its poll.
             await self.driver.jobs_wake(None)
         return rescued
-
-    @operation
-    async def jobs_release_missed(self, *, fence: LeaderTerm | None = None) -> int:
-        """Finish the releases a parent's move left for later (a child enqueued while its
-        parent was finishing, which the move's snapshot could not see; the move recorded the
-        parent in its own transaction): each such child counts the parent as succeeded, and
-        goes to Pending when no parent is left. Returns how many parents were settled; 0 where
-        a move always sees every child (SQLite's single writer). The worker that made such a
-        move calls it at once; the elected worker's rescue pass calls it too (after a crash
-        in between). Any process may run it: a release is applied once however many do."""
-        return await self.driver.jobs_release_missed(_fence(fence))
 
     @operation
     async def jobs_hot_tidy(self, *, fence: LeaderTerm | None = None) -> bool:
@@ -169,42 +157,6 @@ class UpkeepOperations(OperationGroup):
         of 1-second buckets folded."""
         cutoff = check_time("older_than", older_than)
         return await self.driver.metrics_rollup(cutoff, _fence(fence))
-
-    # -- leadership ---------------------------------------------------------------------------
-
-    @operation
-    async def leadership_claim(
-        self, *, name: str, holder: str, lease_seconds: float, term: LeaderTerm | None = None
-    ) -> LeaderTerm | None:
-        """Take the role ``name`` for ``holder``, or renew ``term``, for ``lease_seconds``
-        (0 < t <= 1 hour) from now on the database's clock; never the caller's clock.
-
-        Granted (the new term returned) when nobody holds the role, when the current term has
-        expired, or when ``term`` is the current, unexpired term of this holder (a renewal: same
-        epoch, later ``expires_at``). Taking the role, or re-taking it after one's own term
-        lapsed, starts a new term with the epoch one higher. None while another holder's term
-        (or this holder's, when ``term`` does not name it) is unexpired."""
-        check_name("name", name)
-        check_name("holder", holder)
-        lease = checks.lease_seconds(lease_seconds)
-        epoch = None
-        if term is not None:
-            checked = checks.term("term", term)
-            if (checked.name, checked.holder) != (name, holder):
-                raise ValidationError("term", "must be a term of this name and holder")
-            epoch = checked.epoch
-        return await self.driver.leadership_claim(name, holder, lease, epoch)
-
-    @operation
-    async def leadership_release(self, *, term: LeaderTerm) -> bool:
-        """End ``term`` now (clean shutdown), so another holder may take the role at once;
-        False when it was no longer current. The epoch is kept, so it never repeats."""
-        return await self.driver.leadership_release(checks.term("term", term))
-
-    @operation
-    async def leadership_get(self, *, name: str) -> LeaderTerm | None:
-        """The current, unexpired term of the role ``name``, or None."""
-        return await self.driver.leadership_get(check_name("name", name))
 
 
 def _fence(fence: object) -> LeaderTerm | None:

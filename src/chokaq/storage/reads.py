@@ -1,4 +1,4 @@
-"""The storage seam's reads, checked once and observed once: counters, per-queue figures,
+"""The storage seam's reads area, checked once and observed once: counters, per-queue figures,
 throughput and series, the DLQ's top errors, pages of a pillar and one job wherever it lives.
 
 ``Backend`` is assembled from this group and the others (see ``chokaq.storage.backend`` for the
@@ -84,13 +84,7 @@ class ReadOperations(OperationGroup):
         A worker started without a queue list serves every queue. Due jobs are counted up to
         ``cap`` (1..1,000,000) per queue (``more`` past it), so the read stays cheap however
         many wait."""
-        window = checks.seconds(
-            "alive_within_seconds",
-            alive_within_seconds,
-            low=0,
-            high=checks.MAX_RESCUE_TIMEOUT_SECONDS,
-            exclusive=True,
-        )
+        window = checks.alive_within(alive_within_seconds)
         most = checks.positive_int("cap", cap, checks.MAX_UNSERVED_CAP)
         return await self.driver.queues_unserved(window, most, checks.now(now))
 
@@ -118,7 +112,7 @@ class ReadOperations(OperationGroup):
         (1..86,400 s) aligned to the Unix epoch, oldest first; empty buckets are absent.
 
         Every stored width is read (live 1-second buckets and the 60-second roll-ups), so a
-        window reaches ``until`` (None: no end) whatever upkeep has rolled up; a stored bucket
+        window reaches ``until`` (None: no end) whatever maintenance has rolled up; a stored bucket
         counts whole in the chart bucket that holds its start (a minute roll-up read at a width
         under 60 s lands in one chart bucket). ``since`` and ``until`` bound the stored
         buckets' starts, both inclusive; ``queue`` keeps one queue's outcomes."""
