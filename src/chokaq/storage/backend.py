@@ -14,7 +14,8 @@ lifecycle, enqueue and the worker path (fetch, start, heartbeat, progress, relea
 ``upkeep`` rescue, retention, metric roll-ups and leadership; ``operators`` cancel, edit and the
 DLQ's actions; ``bulk`` the actions by filter over hot and archive, and run-now; ``views`` the
 reads; ``control`` queues and workers; ``schedules`` periodic schedules; ``workflows`` results,
-relatives and workflows. Every group follows the rules below.
+relatives and workflows; ``durable`` the steps, sleeps, waits and events of durable
+jobs. Every group follows the rules below.
 
 Semantics shared by all backends (the conformance suite in ``tests/storage`` checks each):
 
@@ -59,6 +60,7 @@ from . import checks
 from .bulk import BulkOperations
 from .control import ControlOperations
 from .driver import Driver, Notifier, StorageSettings, UndecodableRow
+from .durable import DurableOperations
 from .graph import plan
 from .group import OperationGroup
 from .leadership import DEFAULT_LEASE_SECONDS, Leadership
@@ -108,6 +110,7 @@ class Backend(
     ScheduleOperations,
     WorkflowOperations,
     LimitOperations,
+    DurableOperations,
     OperationGroup,
 ):
     """Every storage operation, for the database its ``driver`` adapts.

@@ -53,10 +53,12 @@ from ..models import (
     SeriesPoint,
     SlotRecord,
     Started,
+    StepRecord,
     Summary,
     Throughput,
     TypeLimit,
     UnservedQueue,
+    WaitOutcome,
     WorkerControl,
     WorkerInfo,
     WorkflowMember,
@@ -620,3 +622,56 @@ class Driver(abc.ABC):
     async def worker_request(
         self, worker_id: str | None, concurrency: int | None, close_circuit: str | None
     ) -> int: ...
+
+    # -- durable jobs (chokaq.storage.durable) ------------------------------------------------
+
+    @abc.abstractmethod
+    async def steps_list(self, job_id: str) -> list[StepRecord]: ...
+
+    @abc.abstractmethod
+    async def steps_record(
+        self,
+        lease: Lease,
+        name: str,
+        value: str | None,
+        error: str | None,
+        elapsed_seconds: float,
+        now: datetime | None,
+    ) -> StepRecord | None: ...
+
+    @abc.abstractmethod
+    async def durable_sleep(
+        self, lease: Lease, name: str, seconds: float, now: datetime | None
+    ) -> WaitOutcome: ...
+
+    @abc.abstractmethod
+    async def durable_wait(
+        self,
+        lease: Lease,
+        name: str,
+        key: str,
+        timeout_seconds: float | None,
+        now: datetime | None,
+    ) -> WaitOutcome: ...
+
+    @abc.abstractmethod
+    async def events_send(
+        self, key: str, data: str, retention_seconds: float, now: datetime | None
+    ) -> str | None: ...
+
+    @abc.abstractmethod
+    async def durable_wake(self, now: datetime | None, limit: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def durable_resume(
+        self,
+        types: list[str],
+        attempts: list[int],
+        zombie_timeout_seconds: float,
+        now: datetime | None,
+        reachable_since: datetime | None,
+        fence: LeaderTerm | None,
+    ) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def durable_tidy(self, now: datetime | None, limit: int) -> int: ...

@@ -1,7 +1,7 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
 Owns assembling the operation modules (``jobs``, ``bulk``, ``dlq``, ``retention``, ``queues``,
-``reads``, ``leadership``, ``schedules``, ``workflows``, all on the pool and queries of
+``reads``, ``leadership``, ``schedules``, ``workflows``, ``durable``, all on the pool and queries of
 ``connection``) into one ``Driver``, declaring what PostgreSQL can do (``Capabilities``) and
 handing out its notifier (LISTEN/NOTIFY). It must not check arguments or hold SQL text.
 """
@@ -12,6 +12,7 @@ from ...models import Capabilities
 from ..driver import Notifier
 from .bulk import PostgresBulk
 from .dlq import PostgresDlq
+from .durable import PostgresDurable
 from .jobs import PostgresJobs
 from .leadership import PostgresLeadership
 from .notify import PgNotifier
@@ -36,6 +37,7 @@ class PostgresDriver(
     PostgresLeadership,
     PostgresWorkflows,
     PostgresLimits,
+    PostgresDurable,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

@@ -62,13 +62,14 @@ from ..graph import Graph
 from . import dlq, jobs, leadership, queues, ratelimits, reads, retention, schedules, workflows
 from .bulk import SQLiteBulk
 from .connection import Database, database_path
+from .durable import SQLiteDurable
 from .notify import ANY_QUEUE, FileNotifier, broadcast_cancel, broadcast_done, broadcast_jobs
 from .rows import from_ts, tags_in, ts_now
 
 __all__ = ["SQLiteDriver"]
 
 
-class SQLiteDriver(SQLiteBulk):
+class SQLiteDriver(SQLiteDurable, SQLiteBulk):
     """Every storage operation on one SQLite file (WAL mode), safe for several processes."""
 
     capabilities = Capabilities(
