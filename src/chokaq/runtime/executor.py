@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..context import JobContext, _bind, _request_stop, _unbind
+from ..context import Durable, JobContext, JobSuspended, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError, ValidationError
 from ..limits import DEFAULT_LIMITS, storable
 from ..logs import Event, log_event
@@ -45,6 +45,7 @@ from .host import JobHandler, Middleware, PipeHandler
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from ..models import Lease
     from ..settings import WorkerSettings
 
 __all__ = [
@@ -81,6 +82,7 @@ class Result(enum.Enum):
     TIMED_OUT = "timed_out"
     STOPPED = "stopped"
     REJECTED = "rejected"  # could not be dispatched at all
+    SUSPENDED = "suspended"  # a durable job suspended itself (sleep, wait): the store has it
 
 
 @dataclass(eq=False, slots=True)
@@ -142,6 +144,8 @@ class _NotStarted(BaseException):
 
 Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
 Parents = Callable[[str], Awaitable[dict[str, Any]]]
+# ``durable(lease)``: the durable side of one run of a durable job (``runtime.durable``).
+DurableFactory = Callable[["Lease"], Durable]
 
 
 class SyncRunner(Protocol):
@@ -338,6 +342,7 @@ class Executor:
     pool for sync handlers."""
 
     __slots__ = (
+        "durable",
         "handlers",
         "max_result_bytes",
         "middlewares",
@@ -361,6 +366,7 @@ class Executor:
         prove: Prove,
         parents: Parents | None = None,
         max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes,
+        durable: DurableFactory | None = None,
     ) -> None:
         self.settings = settings
         self.handlers = handlers
@@ -374,6 +380,7 @@ class Executor:
         # ``parents(job_id)``: the return values of a job's parents (jobs enqueued with after=).
         self.parents = parents
         self.max_result_bytes = max_result_bytes
+        self.durable = durable
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -411,6 +418,8 @@ class Executor:
             previous_error=job.last_error,
             requeues=job.requeues,
         )
+        if self.durable is not None and getattr(handle, "durable", False):
+            context._durable = self.durable(job.lease)
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None
         ) or settings.zombie_timeout_seconds
@@ -474,6 +483,17 @@ class Executor:
         except _NotStarted:
             ex.in_handler = False
             return self._stopped(ex, 0.0)
+        except JobSuspended as suspended:
+            # A durable job left for the store (suspended), or one no longer ours: nothing to
+            # finalize either way.
+            ex.in_handler = False
+            ex.ended = time.monotonic()
+            if suspended.lost:
+                ex.stop(StopReason.LEASE_LOST)
+                ex.result = Result.STOPPED
+            else:
+                ex.result = Result.SUSPENDED
+            return None
         except asyncio.CancelledError as exc:
             ex.in_handler = False
             ex.ended = time.monotonic()

@@ -245,9 +245,10 @@ class SQLiteDurable(Driver):
         self, key: str, data: str, retention_seconds: float, now: datetime | None
     ) -> str | None:
         clock = ts_now(now)
-        job_id, queue = await self._db.call(
+        sent: tuple[str | None, str | None] = await self._db.call(
             lambda db: db.write(_send, db, key, data, retention_seconds, clock)
         )
+        job_id, queue = sent
         if queue is not None:
             broadcast_jobs(self._db.key, [queue])
         return job_id
