@@ -11,8 +11,9 @@ import os
 import time
 from pathlib import Path
 
-from chokaq import JobContext
 from tests.apps.sample import MARKERS, app
+
+from chokaq import JobContext
 
 __all__ = ["app"]
 
