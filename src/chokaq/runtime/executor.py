@@ -417,9 +417,12 @@ class Executor:
             trace_context=job.trace_context,
             previous_error=job.last_error,
             requeues=job.requeues,
+            _durable=(
+                self.durable(job.lease)
+                if self.durable is not None and getattr(handle, "durable", False)
+                else None
+            ),
         )
-        if self.durable is not None and getattr(handle, "durable", False):
-            context._durable = self.durable(job.lease)
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None
         ) or settings.zombie_timeout_seconds
