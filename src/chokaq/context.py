@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -41,6 +41,10 @@ class Durable(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
     async def wait_for_event(self, key: str, timeout_seconds: float | None) -> Any: ...
+
+    async def spawn(self, jobs: Sequence[Any]) -> list[str]: ...
+
+    async def gather(self, ids: Sequence[str], return_exceptions: bool) -> list[Any]: ...
 
 
 @dataclass(eq=False)
@@ -158,12 +162,29 @@ class JobContext:
         days; None: wait for ever). The job holds no slot and uses no attempt meanwhile."""
         return self._durable_call(lambda durable: durable.wait_for_event(key, timeout_seconds))
 
+    def spawn(self, jobs: Sequence[Any]) -> Any:
+        """Enqueue ``jobs`` (prepared: ``handle.prepare(...)``, ``app.raw(...)``; without
+        ``after``) as children of this durable job and return their ids, in order. A step:
+        the children and the record go in one transaction, and a replay returns the same ids
+        without enqueueing again. The children join this job's workflow, and cancelling this
+        job cancels those that have not finished."""
+        return self._durable_call(lambda durable: durable.spawn(jobs))
+
+    def gather(self, ids: Sequence[str], *, return_exceptions: bool = False) -> Any:
+        """Suspend this durable job until every job of ``ids`` has finished (holding no slot,
+        using no attempt), then return their results in order. A job that ended in the DLQ
+        raises ``JobFailedError`` (``ResultUnavailableError`` for a result not kept,
+        ``NotFoundError`` for a job in no pillar), unless ``return_exceptions``: then the
+        exception takes its place in the list. The wake-up comes from the elected worker's
+        wake pass, within about a second of the last job's end."""
+        return self._durable_call(lambda durable: durable.gather(ids, return_exceptions))
+
     def _durable_call(self, call: Callable[[Durable], Coroutine[Any, Any, Any]]) -> Any:
         durable = self._durable
         if durable is None:
             raise ConfigurationError(
-                f"job type {self.type!r} is not durable: ctx.step, ctx.sleep and "
-                "ctx.wait_for_event need @app.job(durable=True)"
+                f"job type {self.type!r} is not durable: ctx.step, ctx.sleep, "
+                "ctx.wait_for_event, ctx.spawn and ctx.gather need @app.job(durable=True)"
             )
         try:
             asyncio.get_running_loop()

@@ -965,6 +965,8 @@ class StepKind(enum.IntEnum):
     STEP = 0  # ctx.step(name, fn): the function's return value, or its error
     SLEEP = 1  # ctx.sleep(seconds): done when its wake time has passed
     WAIT = 2  # ctx.wait_for_event(key): the event's data, or a timeout
+    SPAWN = 3  # ctx.spawn(jobs): the ids of the children it enqueued
+    GATHER = 4  # ctx.gather(ids): where each ended (pending: the ids it waits for)
 
 
 class StepState(enum.IntEnum):
@@ -972,7 +974,7 @@ class StepState(enum.IntEnum):
 
     DONE = 0  # completed: replay returns its outcome without running it again
     FAILED = 1  # the step raised: replay runs it again
-    PENDING = 2  # a sleep or a wait the job is suspended on
+    PENDING = 2  # a sleep, a wait or a gather the job is suspended on
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,9 @@ job's tag and the step, so the test counts how often each step ran and where; st
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
-from pathlib import Path
 
 from tests.apps.sample import MARKERS, app
 
@@ -61,5 +61,21 @@ async def await_event(ctx: JobContext, key: str) -> object:
     return await ctx.wait_for_event(key, timeout_seconds=600)
 
 
-def pid_file(tag: str) -> Path:
-    return MARKERS / f"{tag}-step2"
+@app.job(durable=True, max_attempts=5)
+async def child(ctx: JobContext, tag: str, n: int) -> int:
+    """Children from ``hold`` on wait for the test's ``{tag}-go`` marker (so that a worker can
+    be killed while running some); each completion is recorded."""
+    _ran(tag, f"started-{n}")
+    while n >= HOLD and not (MARKERS / f"{tag}-go").exists():
+        await asyncio.sleep(0.05)
+    _ran(tag, f"child-{n}")
+    return n
+
+
+HOLD = 50
+
+
+@app.job(durable=True, max_attempts=5)
+async def parent(ctx: JobContext, tag: str, count: int) -> int:
+    ids = await ctx.spawn([child.prepare(tag=tag, n=n) for n in range(count)])
+    return sum(await ctx.gather(ids))

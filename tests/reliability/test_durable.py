@@ -5,6 +5,7 @@ no attempt; an event sent from this process wakes a job waiting in a worker proc
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -32,9 +33,7 @@ async def test_a_durable_job_resumes_on_another_worker_after_a_crash(
     client: App, spawn: Callable[..., Proc], tmp_path: Path, emitted_events: Any, request: Any
 ) -> None:
     workers = [spawn(app=DURABLE_APP), spawn(app=DURABLE_APP)]
-    job_id = await client.enqueue_many(
-        [NewJob(type="three_steps", payload='{"tag": "crash"}')]
-    )
+    job_id = await client.enqueue_many([NewJob(type="three_steps", payload='{"tag": "crash"}')])
 
     async def in_step_two() -> bool:
         return len(_runs(tmp_path, "crash", "step2")) == 1
@@ -108,3 +107,50 @@ async def test_an_event_from_another_process_wakes_the_waiting_job(
     assert await client.send_event("approved-7", {"by": "ops"}) == job_id
     assert await client.result(job_id, timeout_seconds=30) == {"by": "ops"}
     assert time.monotonic() - sent < 10
+
+
+async def test_a_parent_gathers_100_children_across_a_worker_crash(
+    client: App, spawn: Callable[..., Proc], tmp_path: Path
+) -> None:
+    workers = [spawn(app=DURABLE_APP), spawn(app=DURABLE_APP)]
+    [parent_id] = await client.enqueue_many(
+        [NewJob(type="parent", payload='{"tag": "fan", "count": 100}')]
+    )
+
+    def completed() -> dict[int, list[int]]:
+        return {n: _runs(tmp_path, "fan", f"child-{n}") for n in range(100)}
+
+    async def half_done_and_rest_running() -> bool:
+        # Children 0-49 finish at once; 50-99 wait for the go marker: 20 of them fill the
+        # ten slots of each worker, so the killed one is running some.
+        started = [n for n in range(50, 100) if _runs(tmp_path, "fan", f"started-{n}")]
+        return sum(1 for runs in completed().values() if runs) >= 50 and len(started) >= 20
+
+    await until(half_done_and_rest_running, timeout=90)
+    victim = workers[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.popen.wait(timeout=10)
+    (tmp_path / "fan-go").write_text("go")
+
+    async def finished() -> bool:
+        view = await client.backend.job_get(parent_id)
+        return view is not None and view.pillar is not Pillar.HOT
+
+    await until(finished, timeout=120)
+    assert await client.result(parent_id, timeout_seconds=5) == sum(range(100))
+    children = (await client.backend.job_get_related(id=parent_id)).children
+    assert len(children) == 100  # spawned once: a replay enqueued none again
+    assert {link.state for link in children} == {"succeeded"}
+    runs = completed()
+    numbers = []
+    for link in children:
+        view = await client.backend.job_get(link.id)
+        n = json.loads(view.payload)["n"]
+        numbers.append(n)
+        # Ran to completion once per attempt at most: a run killed after completing but
+        # before its move was written ran again; none ran more often than it was attempted.
+        assert 1 <= len(runs[n]) <= view.attempt_count, (n, runs[n], view.attempt_count)
+    assert sorted(numbers) == list(range(100))
+    assert any(len(_runs(tmp_path, "fan", f"started-{n}")) > 1 for n in range(50, 100)), (
+        "no child was running on the killed worker"
+    )

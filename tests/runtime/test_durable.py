@@ -261,3 +261,49 @@ async def test_a_non_durable_job_cannot_sleep(make_app: Any) -> None:
     async with running(app):
         await until(lambda: _finished(app, job_id))
     assert "need @app.job(durable=True)" in ((await app.backend.job_get(job_id)).error or "")
+
+
+async def test_a_parent_spawns_children_and_gathers_their_results(make_app: Any) -> None:
+    app = make_app()
+    runs: Counter[str] = Counter()
+
+    @app.job(max_attempts=1)
+    async def square(n: int) -> int:
+        if n == 3:
+            raise ValueError("three is unlucky")
+        return n * n
+
+    @app.job(durable=True)
+    async def fan_out(ctx: JobContext) -> list[Any]:
+        runs["top"] += 1
+        ids = await ctx.spawn([square.prepare(n=n) for n in range(5)])
+        results = await ctx.gather(ids, return_exceptions=True)
+        return [r if not isinstance(r, Exception) else type(r).__name__ for r in results]
+
+    job_id = await fan_out.enqueue()
+    async with running(app):
+        await until(lambda: _finished(app, job_id), timeout=30)
+    assert await app.result(job_id, timeout_seconds=5) == [0, 1, 4, "JobFailedError", 16]
+    assert runs["top"] == 2  # the first run suspended in the gather; the replay finished
+    assert (await app.backend.stats_summary()).succeeded_total == 5  # 4 children, the parent
+    view = await app.backend.job_get_related(id=job_id)
+    assert len(view.children) == 5 and view.attempt_count == 1
+
+
+async def test_a_failed_child_raises_in_the_parent(make_app: Any) -> None:
+    app = make_app()
+
+    @app.job(max_attempts=1)
+    async def boom() -> None:
+        raise RuntimeError("no")
+
+    @app.job(durable=True, max_attempts=1)
+    def parent(ctx: JobContext) -> None:
+        ids = ctx.spawn([boom.prepare()])
+        ctx.gather(ids)
+
+    job_id = await parent.enqueue()
+    async with running(app):
+        await until(lambda: _finished(app, job_id), timeout=30)
+    view = await app.backend.job_get(job_id)
+    assert view.pillar is Pillar.DLQ and "JobFailedError" in (view.error or "")

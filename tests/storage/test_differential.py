@@ -1522,6 +1522,48 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("history", lambda b, s: b.job_attempts(id=C)),
         ("stats", lambda b, s: b.stats_summary()),
     ],
+    "durable_spawn": [
+        ("no jobs", lambda b, s: b.durable_spawn(lease=s.running, name="s", jobs=[])),
+        ("bad child", lambda b, s: b.durable_spawn(lease=s.running, name="s", jobs=[NewJob("")])),
+        (
+            "after",
+            lambda b, s: b.durable_spawn(lease=s.running, name="s", jobs=[_job(W1, A)]),
+        ),
+        (
+            "stale",
+            lambda b, s: b.durable_spawn(
+                lease=s.stale(s.running), name="s", jobs=[NewJob("k", id=W2)]
+            ),
+        ),
+        (
+            "ok",
+            lambda b, s: b.durable_spawn(
+                lease=s.running, name="s", jobs=[NewJob("k", queue="kids", id=W2)], now=at(10)
+            ),
+        ),
+        (
+            "again",
+            lambda b, s: b.durable_spawn(
+                lease=s.running, name="s", jobs=[NewJob("k", queue="kids", id=W3)], now=at(11)
+            ),
+        ),
+        ("not again", lambda b, s: b.job_get(W3)),
+        ("child", lambda b, s: b.job_get_related(id=W2)),
+    ],
+    "durable_gather": [
+        ("empty", lambda b, s: b.durable_gather(lease=s.running, name="g", ids=[])),
+        ("not ids", lambda b, s: b.durable_gather(lease=s.running, name="g", ids=["x"])),
+        ("stale", lambda b, s: b.durable_gather(lease=s.stale(s.running), name="g", ids=[D])),
+        (
+            "done",
+            lambda b, s: b.durable_gather(lease=s.running, name="g1", ids=[D, E, UNKNOWN]),
+        ),
+        ("waits", lambda b, s: b.durable_gather(lease=s.running, name="g2", ids=[A], now=at(10))),
+        ("row", lambda b, s: b.job_get(C)),
+        ("cancel a", lambda b, s: b.jobs_cancel(ids=[A], actor="ops", now=at(11))),
+        ("woken", lambda b, s: b.durable_wake(now=at(12))),
+        ("steps", lambda b, s: b.steps_list(job_id=C)),
+    ],
     "durable_tidy": [
         ("limit 0", lambda b, s: b.durable_tidy(limit=0)),
         ("kept", lambda b, s: b.events_send(key="k", data="1", now=at(10))),

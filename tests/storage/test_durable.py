@@ -4,15 +4,27 @@ events kept for a later wait, the resumption of durable zombies, and cancel of a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conformance import at, claim, enqueue, succeed
 
 from chokaq.errors import ValidationError
-from chokaq.models import FailureReason, JobStatus, Lease, Pillar, StepKind, StepState
+from chokaq.models import (
+    FailMove,
+    FailureReason,
+    JobStatus,
+    Lease,
+    NewJob,
+    Pillar,
+    StepKind,
+    StepState,
+    SucceedMove,
+)
 
 
-async def _running(backend, now=0.0, worker="w1"):
-    [c] = await claim(backend, now=at(now), worker=worker)
+async def _running(backend, now=0.0, worker="w1", **options):
+    [c] = await claim(backend, now=at(now), worker=worker, **options)
     return c
 
 
@@ -211,3 +223,75 @@ async def test_a_bad_event_is_refused_naming_the_field(backend, call, field):
     with pytest.raises(ValidationError) as caught:
         await backend.events_send(**{"key": "k", "data": "1", **call})
     assert caught.value.field == field
+
+
+async def test_a_spawn_enqueues_its_children_once(backend):
+    [jid] = await enqueue(backend)
+    c = await _running(backend)
+    children = [NewJob(type="child", queue="kids") for _ in range(3)]
+    first = await backend.durable_spawn(lease=c.lease, name="spawn#1", jobs=children, now=at(1))
+    ids = json.loads(first.value)
+    assert first.kind is StepKind.SPAWN and len(ids) == 3
+    again = await backend.durable_spawn(lease=c.lease, name="spawn#1", jobs=children, now=at(2))
+    assert again == first  # recorded: nothing enqueued again
+    assert (await backend.stats_summary()).pending == 3
+    # The children join the parent's workflow.
+    view = await backend.job_get_related(id=jid)
+    assert sorted(link.id for link in view.children) == sorted(ids)
+    assert view.workflow_id == jid
+
+
+async def test_a_gather_suspends_until_every_child_finished(backend):
+    [jid] = await enqueue(backend, queue="parents")
+    c = await _running(backend, queues=["parents"])
+    spawned = await backend.durable_spawn(
+        lease=c.lease, name="spawn#1", jobs=[NewJob(type="child", queue="kids")] * 2, now=at(1)
+    )
+    ids = json.loads(spawned.value)
+    waiting = await backend.durable_gather(lease=c.lease, name="gather#1", ids=ids, now=at(2))
+    assert waiting.suspended
+    assert (await backend.job_get(jid)).status is JobStatus.SUSPENDED
+    kids = await claim(backend, now=at(3), queues=["kids"])
+    assert await backend.jobs_finalize(
+        moves=[
+            SucceedMove(kids[0].lease, 0.1, result="7"),
+            FailMove(kids[1].lease, FailureReason.TRANSIENT, "boom"),
+        ],
+        now=at(4),
+    ) == [True, True]
+    assert await backend.durable_wake(now=at(5)) == [jid]
+    again = await _running(backend, 6, queues=["parents"])
+    done = await backend.durable_gather(lease=again.lease, name="gather#1", ids=ids, now=at(6))
+    outcomes = {row[0]: row for row in json.loads(done.step.value)}
+    assert outcomes[kids[0].id][1:4] == ["archive", "7", None]
+    assert outcomes[kids[1].id][1] == "dlq" and outcomes[kids[1].id][4] == 8
+
+
+async def test_cancelling_a_parent_cancels_its_unfinished_children(backend):
+    [jid] = await enqueue(backend, queue="parents")
+    c = await _running(backend, queues=["parents"])
+    spawned = await backend.durable_spawn(
+        lease=c.lease, name="spawn#1", jobs=[NewJob(type="child", queue="kids")] * 2, now=at(1)
+    )
+    ids = json.loads(spawned.value)
+    await backend.durable_gather(lease=c.lease, name="gather#1", ids=ids, now=at(2))
+    result = await backend.jobs_cancel(ids=[jid], actor="ops", now=at(3))
+    assert result.cancelled == (jid,)
+    for child in ids:
+        view = await backend.job_get(child)
+        assert (view.pillar, view.failure_reason) == (Pillar.DLQ, FailureReason.CANCELLED)
+
+
+async def test_a_spawn_refuses_bad_children_before_writing(backend):
+    [jid] = await enqueue(backend)
+    c = await _running(backend)
+    with pytest.raises(ValidationError) as caught:
+        await backend.durable_spawn(lease=c.lease, name="s", jobs=[NewJob(type="")])
+    assert caught.value.field == "jobs[0].type"
+    with pytest.raises(ValidationError) as caught:
+        await backend.durable_spawn(lease=c.lease, name="s", jobs=[NewJob(type="t", after=[jid])])
+    assert caught.value.field == "jobs[0].after"
+    with pytest.raises(ValidationError) as caught:
+        await backend.durable_gather(lease=c.lease, name="g", ids=["x"])
+    assert caught.value.field == "ids[0]"
+    assert await backend.steps_list(job_id=jid) == []

@@ -16,13 +16,18 @@ import inspect
 import json
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..context import JobSuspended
-from ..errors import ValidationError
+from ..errors import (
+    JobFailedError,
+    NotFoundError,
+    ResultUnavailableError,
+    ValidationError,
+)
 from ..limits import check_event_key, check_seconds, check_step_name, storable
-from ..models import Lease, StepKind, StepRecord, StepState
+from ..models import FailureReason, Lease, NewJob, StepKind, StepRecord, StepState
 from ..serializer import Unserializable, encode
 from ..storage import Backend
 
@@ -50,6 +55,8 @@ class DurableRun:
         self._used: set[str] = set()
         self._sleeps = 0
         self._waits = 0
+        self._spawns = 0
+        self._gathers = 0
 
     async def _recorded(self, name: str) -> StepRecord | None:
         if self._steps is None:
@@ -147,3 +154,52 @@ class DurableRun:
         if step.error == "timeout":
             raise TimeoutError(f"no event {key!r} came within {timeout_seconds} s")
         return _decoded(step.value)
+
+    async def spawn(self, jobs: Sequence[NewJob]) -> list[str]:
+        self._spawns += 1
+        name = f"spawn#{self._spawns}"
+        recorded = await self._recorded(name)
+        if recorded is None or recorded.state is not StepState.DONE:
+            done = await self.backend.durable_spawn(lease=self.lease, name=name, jobs=list(jobs))
+            if done is None:
+                raise JobSuspended(f"{name} not recorded: the job is no longer ours", lost=True)
+            self._keep(done)
+            recorded = done
+        return [str(job_id) for job_id in _decoded(recorded.value)]
+
+    async def gather(self, ids: Sequence[str], return_exceptions: bool) -> list[Any]:
+        self._gathers += 1
+        name = f"gather#{self._gathers}"
+        step = await self._recorded(name)
+        if step is None or step.state is not StepState.DONE:
+            outcome = await self.backend.durable_gather(lease=self.lease, name=name, ids=ids)
+            if outcome.suspended:
+                raise JobSuspended(f"{name}: waiting for {len(ids)} jobs")
+            if outcome.step is None:
+                raise JobSuspended(f"{name} not recorded: the job is no longer ours", lost=True)
+            step = outcome.step
+            self._keep(step)
+        results = [_outcome(*row) for row in _decoded(step.value)]
+        if not return_exceptions:
+            for result in results:
+                if isinstance(result, Exception):
+                    raise result
+        return results
+
+
+def _outcome(
+    job_id: str,
+    where: str,
+    result: str | None,
+    result_error: str | None,
+    reason: int | None,
+    error: str | None,
+) -> Any:
+    """A gathered job's return value, or the exception that says why there is none."""
+    if where == "archive":
+        if result_error is not None:
+            return ResultUnavailableError(job_id, result_error)
+        return _decoded(result)
+    if where == "dlq" and reason is not None:
+        return JobFailedError(job_id, FailureReason(reason), error)
+    return NotFoundError(f"job {job_id} is in no pillar (purged, or never enqueued)")

@@ -675,3 +675,16 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def durable_tidy(self, now: datetime | None, limit: int) -> int: ...
+
+    @abc.abstractmethod
+    async def durable_spawn(
+        self, lease: Lease, name: str, jobs: list[NewJob], now: datetime | None
+    ) -> StepRecord | None: ...
+
+    @abc.abstractmethod
+    async def durable_gather(
+        self, lease: Lease, name: str, ids: list[str], now: datetime | None
+    ) -> WaitOutcome: ...
+
+    @abc.abstractmethod
+    async def steps_children(self, ids: list[str]) -> list[str]: ...

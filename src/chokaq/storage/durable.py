@@ -10,7 +10,7 @@ This module must not import a database driver or hold SQL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from ..errors import ValidationError
@@ -24,8 +24,9 @@ from ..limits import (
     check_seconds,
     check_step_name,
     storable,
+    validate_new_jobs,
 )
-from ..models import LeaderTerm, Lease, StepRecord, WaitOutcome
+from ..models import LeaderTerm, Lease, NewJob, StepRecord, WaitOutcome
 from . import checks
 from .group import OperationGroup
 from .observed import operation
@@ -34,8 +35,10 @@ __all__ = ["EVENT_RETENTION_SECONDS", "DurableOperations"]
 
 # How long an event sent while no job waits on its key is kept for the first job that waits.
 EVENT_RETENTION_SECONDS = 7 * 86_400.0
-# Rows a wake or tidy pass moves or removes at most.
+# Rows a wake or tidy pass moves or removes at most; children a spawn enqueues or a gather
+# waits for at most.
 MAX_PASS = 10_000
+MAX_CHILDREN = 10_000
 
 
 class DurableOperations(OperationGroup):
@@ -167,3 +170,58 @@ class DurableOperations(OperationGroup):
         count = check_count("limit", limit, maximum=MAX_PASS)
         assert count is not None
         return await self.driver.durable_tidy(checks.now(now), count)
+
+    @operation
+    async def durable_spawn(
+        self,
+        *,
+        lease: Lease,
+        name: str,
+        jobs: Sequence[NewJob],
+        now: datetime | None = None,
+    ) -> StepRecord | None:
+        """Spawn ``name`` of the leased Processing job: enqueue ``jobs`` (1..10,000, checked as
+        an enqueue checks them; ``after`` is refused: a child waits on nothing) and record the
+        step done with their ids (JSON, input order), in one transaction; the children join
+        the job's workflow. Already recorded: the record, and nothing is enqueued again.
+        None when the lease is stale."""
+        [checked] = checks.leases("lease", [lease], 1)
+        step = check_step_name("name", name)
+        if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence) or not jobs:
+            raise ValidationError("jobs", "must be a non-empty list of prepared jobs")
+        if len(jobs) > MAX_CHILDREN:
+            raise ValidationError("jobs", f"must hold at most {MAX_CHILDREN} jobs")
+        clock = checks.now(now)
+        try:
+            children = validate_new_jobs(jobs, self._limits, clock)
+        except ValidationError as exc:
+            if len(jobs) == 1:  # one job's error names its field alone: say which job
+                raise exc.at("jobs[0]") from None
+            raise
+        for i, child in enumerate(children):
+            if child.after:
+                raise ValidationError(f"jobs[{i}].after", "must be empty: a child waits on nothing")
+        return await self.driver.durable_spawn(checked, step, list(children), clock)
+
+    @operation
+    async def durable_gather(
+        self,
+        *,
+        lease: Lease,
+        name: str,
+        ids: Sequence[str],
+        now: datetime | None = None,
+    ) -> WaitOutcome:
+        """Gather ``name`` of the leased Processing job: while any of ``ids`` (1..10,000 job
+        ids, kept in order, repeats included) is in hot, the job is suspended (``suspended``)
+        until the wake pass finds none left; then the step is recorded done with where each
+        ended, in order (JSON ``[id, "archive" | "dlq" | "gone", result, result_error,
+        reason, error]``) and returned as ``step``. Neither when the lease is stale."""
+        [checked] = checks.leases("lease", [lease], 1)
+        step = check_step_name("name", name)
+        if isinstance(ids, str | bytes) or not isinstance(ids, Sequence) or not ids:
+            raise ValidationError("ids", "must be a non-empty list of job ids")
+        if len(ids) > MAX_CHILDREN:
+            raise ValidationError("ids", f"must hold at most {MAX_CHILDREN} job ids")
+        wanted = [check_job_id(f"ids[{i}]", job_id) for i, job_id in enumerate(ids)]
+        return await self.driver.durable_gather(checked, step, wanted, checks.now(now))

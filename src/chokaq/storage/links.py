@@ -19,7 +19,7 @@ from ..models import (
     located_state,
 )
 
-__all__ = ["members_of", "outcome_of", "relatives_of"]
+__all__ = ["gathered", "members_of", "outcome_of", "relatives_of"]
 
 Row = Sequence[Any]
 
@@ -74,3 +74,12 @@ def members_of(rows: Sequence[Row]) -> list[WorkflowMember]:
         )
         for row in rows
     ]
+
+
+def gathered(row: Row) -> list[Any]:
+    """One row of a driver's ``gather_outcomes`` (id, in hot, archived, result, result_error,
+    DLQ reason, DLQ error) as a gather records it: ``[id, where, result, result_error,
+    reason, error]``, ``where`` one of "archive", "dlq" or "gone"."""
+    job_id, _, archived, result, result_error, reason, error = row
+    where = "archive" if archived else "dlq" if reason is not None else "gone"
+    return [str(job_id), where, result, result_error, reason, error]

@@ -10,12 +10,14 @@ it holds no SQL text.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 
-from ...models import LeaderTerm, Lease, StepKind, StepRecord, StepState, WaitOutcome
+from ...models import LeaderTerm, Lease, NewJob, StepKind, StepRecord, StepState, WaitOutcome
+from ..links import gathered
 from .connection import PostgresCore
 
 __all__ = ["PostgresDurable"]
@@ -103,6 +105,7 @@ class PostgresDurable(PostgresCore):
         key: str | None,
         wake_at: datetime | None,
         clock: datetime,
+        value: str | None = None,
     ) -> StepRecord:
         params = {
             "id": lease.job_id,
@@ -111,6 +114,7 @@ class PostgresDurable(PostgresCore):
             "key": key,
             "wake_at": wake_at,
             "now": clock,
+            "value": value,
         }
         await self._run(conn, "steps_pending", params)
         step = await self._durable_get(conn, lease.job_id, name)
@@ -124,8 +128,15 @@ class PostgresDurable(PostgresCore):
         wake_at: datetime | None,
         key: str | None,
         clock: datetime,
+        gathering: str | None = None,
     ) -> WaitOutcome:
-        params = {**_lease(lease), "wake_at": wake_at, "key": key, "now": clock}
+        params = {
+            **_lease(lease),
+            "wake_at": wake_at,
+            "key": key,
+            "now": clock,
+            "gathering": gathering,
+        }
         return WaitOutcome(suspended=bool(await self._run(conn, "durable_suspend", params)))
 
     async def durable_sleep(
@@ -199,7 +210,53 @@ class PostgresDurable(PostgresCore):
 
     async def durable_wake(self, now: datetime | None, limit: int) -> list[str]:
         params = {"now": now, "limit": limit, "channel": self.channel}
-        return [row[0] for row in await self._rows("durable_wake", params) if row[0]]
+        woken = [row[0] for row in await self._rows("durable_wake", params) if row[0]]
+        gathered = await self._rows("durable_wake_gathers", params)
+        return woken + [row[0] for row in gathered if row[0]]
+
+    async def durable_spawn(
+        self, lease: Lease, name: str, jobs: list[NewJob], now: datetime | None
+    ) -> StepRecord | None:
+        async with self.pool.connection() as conn, conn.transaction():
+            clock = await self._durable_owned(conn, lease, now)
+            if clock is None:
+                return None
+            step = await self._durable_get(conn, lease.job_id, name)
+            if step is not None:
+                return step if step.state is StepState.DONE else None
+            # The children go in this transaction (the caller-connection path of enqueue), so
+            # the spawn is recorded exactly when they are: never twice, never half.
+            results = await self.jobs_enqueue(jobs, clock, conn, None)
+            ids = [result.id for result in results]
+            params = {"id": lease.job_id, "name": name, "value": json.dumps(ids), "now": clock}
+            [row] = await self._run(conn, "steps_spawned", params)
+            await self._run(conn, "steps_spawn_edges", {**params, "children": ids})
+        return _step(row)
+
+    async def durable_gather(
+        self, lease: Lease, name: str, ids: list[str], now: datetime | None
+    ) -> WaitOutcome:
+        async with self.pool.connection() as conn, conn.transaction():
+            clock = await self._durable_owned(conn, lease, now)
+            if clock is None:
+                return WaitOutcome()
+            step = await self._durable_get(conn, lease.job_id, name)
+            if step is not None and step.state is StepState.DONE:
+                return WaitOutcome(step=step)
+            rows = await self._run(conn, "gather_outcomes", {"ids": ids})
+            if any(row[1] for row in rows):
+                if step is None:
+                    kind, text = StepKind.GATHER, json.dumps(ids)
+                    await self._durable_pending(conn, lease, name, kind, None, None, clock, text)
+                return await self._durable_suspend(conn, lease, None, None, clock, name)
+            if step is None:
+                await self._durable_pending(conn, lease, name, StepKind.GATHER, None, None, clock)
+            value = json.dumps([gathered(row) for row in rows])
+            job = lease.job_id
+            return WaitOutcome(step=await self._durable_settle(conn, job, name, clock, value))
+
+    async def steps_children(self, ids: list[str]) -> list[str]:
+        return [str(row[0]) for row in await self._rows("steps_children", {"ids": ids})]
 
     async def durable_resume(
         self,

@@ -14,9 +14,11 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from ...models import LeaderTerm, Lease, StepKind, StepRecord, StepState, WaitOutcome
+from ...models import LeaderTerm, Lease, NewJob, StepKind, StepRecord, StepState, WaitOutcome
 from ..driver import Driver
+from ..links import gathered
 from .connection import Database
+from .jobs import enqueue_within
 from .leadership import check_fence
 from .notify import broadcast_jobs
 from .rows import from_ts, ts_now
@@ -73,6 +75,7 @@ def _pending(
     key: str | None,
     wake_at: float | None,
     now: float,
+    value: str | None = None,
 ) -> StepRecord:
     params = {
         "id": lease.job_id,
@@ -81,6 +84,7 @@ def _pending(
         "key": key,
         "wake_at": wake_at,
         "now": now,
+        "value": value,
     }
     db.conn.execute(db.q["steps_pending"], params)
     step = _get(db, lease.job_id, name)
@@ -89,13 +93,19 @@ def _pending(
 
 
 def _suspend(
-    db: Database, lease: Lease, wake_at: datetime | None, key: str | None, now: float
+    db: Database,
+    lease: Lease,
+    wake_at: datetime | None,
+    key: str | None,
+    now: float,
+    gathering: str | None = None,
 ) -> WaitOutcome:
     params = {
         **_lease(lease),
         "wake_at": None if wake_at is None else wake_at.timestamp(),
         "key": key,
         "now": now,
+        "gathering": gathering,
     }
     return WaitOutcome(
         suspended=db.conn.execute(db.q["durable_suspend"], params).fetchone() is not None
@@ -137,6 +147,39 @@ def _wait(
     if _due(step, now):
         return WaitOutcome(step=_settle(db, lease.job_id, name, now, error="timeout"))
     return _suspend(db, lease, step.wake_at, key, now)
+
+
+def _spawn(
+    db: Database, lease: Lease, name: str, jobs: list[NewJob], now: float
+) -> StepRecord | None:
+    if not _owned(db, lease):
+        return None
+    step = _get(db, lease.job_id, name)
+    if step is not None:
+        return step if step.state is StepState.DONE else None
+    # In this write transaction: the spawn is recorded exactly when its children are enqueued.
+    ids = [result.id for result in enqueue_within(db, jobs, now)]
+    params = {"id": lease.job_id, "name": name, "value": json.dumps(ids), "now": now}
+    row = db.conn.execute(db.q["steps_spawned"], params).fetchone()
+    db.conn.execute(db.q["steps_spawn_edges"], {**params, "children": json.dumps(ids)})
+    return _step(row)
+
+
+def _gather(db: Database, lease: Lease, name: str, ids: list[str], now: float) -> WaitOutcome:
+    if not _owned(db, lease):
+        return WaitOutcome()
+    step = _get(db, lease.job_id, name)
+    if step is not None and step.state is StepState.DONE:
+        return WaitOutcome(step=step)
+    rows = db.conn.execute(db.q["gather_outcomes"], {"ids": json.dumps(ids)}).fetchall()
+    if any(row[1] for row in rows):
+        if step is None:
+            _pending(db, lease, name, StepKind.GATHER, None, None, now, json.dumps(ids))
+        return _suspend(db, lease, None, None, now, name)
+    if step is None:
+        _pending(db, lease, name, StepKind.GATHER, None, None, now)
+    value = json.dumps([gathered(tuple(row)) for row in rows])
+    return WaitOutcome(step=_settle(db, lease.job_id, name, now, value=value))
 
 
 def _send(
@@ -253,11 +296,36 @@ class SQLiteDurable(Driver):
             broadcast_jobs(self._db.key, [queue])
         return job_id
 
+    async def durable_spawn(
+        self, lease: Lease, name: str, jobs: list[NewJob], now: datetime | None
+    ) -> StepRecord | None:
+        clock = ts_now(now)
+        step: StepRecord | None = await self._db.call(
+            lambda db: db.write(_spawn, db, lease, name, jobs, clock)
+        )
+        if step is not None:
+            broadcast_jobs(self._db.key, sorted({job.queue for job in jobs}))
+        return step
+
+    async def durable_gather(
+        self, lease: Lease, name: str, ids: list[str], now: datetime | None
+    ) -> WaitOutcome:
+        clock = ts_now(now)
+        return await self._db.call(lambda db: db.write(_gather, db, lease, name, ids, clock))
+
+    async def steps_children(self, ids: list[str]) -> list[str]:
+        def read(db: Database) -> list[str]:
+            rows = db.conn.execute(db.q["steps_children"], {"ids": json.dumps(ids)}).fetchall()
+            return [str(row[0]) for row in rows]
+
+        return await self._db.call(read)
+
     async def durable_wake(self, now: datetime | None, limit: int) -> list[str]:
         params = {"now": ts_now(now), "limit": limit}
 
         def wake(db: Database) -> list[tuple[str, str]]:
             rows = db.conn.execute(db.q["durable_wake"], params).fetchall()
+            rows += db.conn.execute(db.q["durable_wake_gathers"], params).fetchall()
             return [(str(row[0]), str(row[1])) for row in rows]
 
         woken = await self._db.call(lambda db: db.write(wake, db))

@@ -56,14 +56,15 @@ FROM {schema}.job_steps
 WHERE job_id = %(id)s::uuid AND name = %(name)s
 
 -- name: steps_pending
--- A sleep or a wait the job is about to suspend on: recorded pending, with its wake time.
+-- A sleep, a wait or a gather the job is about to suspend on: recorded pending, with its wake
+-- time, its key, or (a gather) the ids it waits for as ``value``.
 INSERT INTO {schema}.job_steps (
-    job_id, name, seq, kind, state, event_key, wake_at, started_at
+    job_id, name, seq, kind, state, value, event_key, wake_at, started_at
 )
 SELECT %(id)s::uuid, %(name)s,
        coalesce((SELECT max(x.seq) FROM {schema}.job_steps x WHERE x.job_id = %(id)s::uuid), 0)
            + 1,
-       %(kind)s, 2, %(key)s, %(wake_at)s::timestamptz, %(now)s::timestamptz
+       %(kind)s, 2, %(value)s, %(key)s, %(wake_at)s::timestamptz, %(now)s::timestamptz
 ON CONFLICT (job_id, name) DO NOTHING
 
 -- name: steps_settle
@@ -80,7 +81,7 @@ RETURNING s.job_id::text, s.name, s.seq, s.kind, s.state, s.value, s.error, s.ev
 -- event_key (an event), whichever comes first.
 UPDATE {schema}.jobs_hot h
 SET status = 4, wake_at = %(wake_at)s::timestamptz, event_key = %(key)s,
-    worker_id = NULL, lease_token = NULL, heartbeat_at = NULL, progress = NULL,
+    gathering = %(gathering)s, worker_id = NULL, lease_token = NULL, heartbeat_at = NULL, progress = NULL,
     attempt_count = greatest(h.attempt_count - 1, 0), updated_at = %(now)s::timestamptz
 WHERE h.id = %(id)s::uuid AND h.worker_id = %(worker)s AND h.lease_token = %(token)s::uuid
   AND h.status + 0 = 2  -- by primary key: see fragment_lease_input
@@ -125,7 +126,8 @@ settled AS (
 ),
 woke AS (
     UPDATE {schema}.jobs_hot h
-    SET status = 0, scheduled_at = k.now, wake_at = NULL, event_key = NULL, updated_at = k.now
+    SET status = 0, scheduled_at = k.now, wake_at = NULL, event_key = NULL, gathering = NULL,
+        updated_at = k.now
     FROM waiting w, clock k
     WHERE h.id = w.id AND h.status = 4
     RETURNING h.id, h.queue
@@ -163,7 +165,7 @@ due AS (
 ),
 woke AS (
     UPDATE {schema}.jobs_hot h
-    SET status = 0, scheduled_at = h.wake_at, wake_at = NULL, event_key = NULL,
+    SET status = 0, scheduled_at = h.wake_at, wake_at = NULL, event_key = NULL, gathering = NULL,
         updated_at = k.now
     FROM due d, clock k
     WHERE h.id = d.id AND h.status = 4
@@ -258,3 +260,80 @@ told AS MATERIALIZED (
 SELECT id::text FROM resumed
 UNION ALL
 SELECT NULL FROM told
+
+-- name: steps_spawned
+-- A spawn, done in the transaction that enqueued its children: their ids as ``value``.
+INSERT INTO {schema}.job_steps (
+    job_id, name, seq, kind, state, value, started_at, finished_at
+)
+SELECT %(id)s::uuid, %(name)s,
+       coalesce((SELECT max(x.seq) FROM {schema}.job_steps x WHERE x.job_id = %(id)s::uuid), 0)
+           + 1,
+       3, 0, %(value)s, %(now)s::timestamptz, %(now)s::timestamptz
+ON CONFLICT (job_id, name) DO NOTHING
+RETURNING job_id::text, name, seq, kind, state, value, error, event_key, wake_at, started_at,
+          finished_at
+
+-- name: steps_spawn_edges
+-- Spawned children join the parent's workflow (the oldest it belongs to, else one rooted at
+-- the parent): satisfied edges, which no move releases or counts (the parent's ``children``
+-- stays as it was), so the workflow's reads show them.
+INSERT INTO {schema}.job_edges (child_id, parent_id, workflow_id, satisfied, created_at)
+SELECT c.id, %(id)s::uuid,
+       coalesce(
+           (SELECT e.workflow_id FROM {schema}.job_edges e
+            WHERE e.child_id = %(id)s::uuid ORDER BY e.created_at LIMIT 1),
+           %(id)s::uuid),
+       true, %(now)s::timestamptz
+FROM unnest(%(children)s::uuid[]) AS c(id)
+ON CONFLICT (child_id, parent_id) DO NOTHING
+
+-- name: gather_outcomes
+-- Where each gathered job is, in the order given: still in hot, its result (archive), or its
+-- reason and error (DLQ); in no pillar, none of these.
+SELECT c.id::text, h.id IS NOT NULL, a.id IS NOT NULL, a.result, a.result_error,
+       d.failure_reason, d.error
+FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS c(id, n)
+LEFT JOIN {schema}.jobs_hot h ON h.id = c.id
+LEFT JOIN {schema}.jobs_archive a ON a.id = c.id
+LEFT JOIN {schema}.jobs_dlq d ON d.id = c.id
+ORDER BY c.n
+
+-- name: durable_wake_gathers
+-- Suspended rows gathering children none of which is in hot any more go back to Pending, at
+-- most %(limit)s a pass; their workers are told. (A gather's pending step holds its ids.)
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+due AS (
+    SELECT h.id FROM {schema}.jobs_hot h
+    JOIN {schema}.job_steps s ON s.job_id = h.id AND s.name = h.gathering
+    WHERE h.status = 4 AND h.gathering IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM json_array_elements_text(s.value::json) AS c(id)
+          JOIN {schema}.jobs_hot x ON x.id = c.id::uuid
+      )
+    ORDER BY h.updated_at
+    LIMIT %(limit)s
+    FOR UPDATE OF h SKIP LOCKED
+),
+woke AS (
+    UPDATE {schema}.jobs_hot h
+    SET status = 0, scheduled_at = k.now, wake_at = NULL, event_key = NULL, gathering = NULL,
+        updated_at = k.now
+    FROM due d, clock k
+    WHERE h.id = d.id AND h.status = 4
+    RETURNING h.id, h.queue
+),
+told AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'j:' || q.queue) FROM (SELECT DISTINCT queue FROM woke) q
+)
+SELECT id::text FROM woke
+UNION ALL
+SELECT NULL FROM told
+
+-- name: steps_children
+-- The ids the spawns of these jobs made (to cancel the unfinished ones with their parent).
+SELECT DISTINCT c.id
+FROM {schema}.job_steps s, json_array_elements_text(s.value::json) AS c(id)
+WHERE s.job_id = ANY(%(ids)s::uuid[]) AND s.kind = 3 AND s.state = 0

@@ -36,7 +36,8 @@ CREATE TABLE {p}jobs_hot_next (
     expires_at          REAL,
     requeues            INTEGER NOT NULL DEFAULT 0,
     wake_at             REAL,
-    event_key           TEXT
+    event_key           TEXT,
+    gathering           TEXT
 );
 INSERT INTO {p}jobs_hot_next (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
@@ -70,6 +71,9 @@ CREATE INDEX {p}jobs_hot_waiting ON {p}jobs_hot (queue) WHERE status = 3;
 CREATE INDEX {p}jobs_hot_suspended ON {p}jobs_hot (wake_at) WHERE status = 4;
 CREATE INDEX {p}jobs_hot_event ON {p}jobs_hot (event_key)
     WHERE status = 4 AND event_key IS NOT NULL;
+
+CREATE INDEX {p}jobs_hot_gathering ON {p}jobs_hot (updated_at)
+    WHERE status = 4 AND gathering IS NOT NULL;
 
 CREATE TABLE {p}job_steps (
     job_id      TEXT NOT NULL,

@@ -38,10 +38,12 @@ FROM {p}job_steps
 WHERE job_id = :id AND name = :name
 
 -- name: steps_pending
-INSERT INTO {p}job_steps (job_id, name, seq, kind, state, event_key, wake_at, started_at)
+INSERT INTO {p}job_steps (
+    job_id, name, seq, kind, state, value, event_key, wake_at, started_at
+)
 SELECT :id, :name,
        coalesce((SELECT max(x.seq) FROM {p}job_steps x WHERE x.job_id = :id), 0) + 1,
-       :kind, 2, :key, :wake_at, :now
+       :kind, 2, :value, :key, :wake_at, :now
 WHERE true
 ON CONFLICT (job_id, name) DO NOTHING
 
@@ -55,7 +57,7 @@ RETURNING job_id, name, seq, kind, state, value, error, event_key, wake_at, star
 -- name: durable_suspend
 -- Processing -> Suspended under the lease; the attempt of this run is given back.
 UPDATE {p}jobs_hot
-SET status = 4, wake_at = :wake_at, event_key = :key,
+SET status = 4, wake_at = :wake_at, event_key = :key, gathering = :gathering,
     worker_id = NULL, lease_token = NULL, heartbeat_at = NULL, progress = NULL,
     attempt_count = max(attempt_count - 1, 0), updated_at = :now
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 2
@@ -84,7 +86,8 @@ WHERE job_id = :id AND kind = 2 AND state = 2
 
 -- name: events_woke
 UPDATE {p}jobs_hot
-SET status = 0, scheduled_at = :now, wake_at = NULL, event_key = NULL, updated_at = :now
+SET status = 0, scheduled_at = :now, wake_at = NULL, event_key = NULL, gathering = NULL,
+    updated_at = :now
 WHERE id = :id AND status = 4
 
 -- name: events_keep
@@ -93,7 +96,8 @@ VALUES (:key, :data, :now, :now + :retention)
 
 -- name: durable_wake
 UPDATE {p}jobs_hot
-SET status = 0, scheduled_at = wake_at, wake_at = NULL, event_key = NULL, updated_at = :now
+SET status = 0, scheduled_at = wake_at, wake_at = NULL, event_key = NULL, gathering = NULL,
+    updated_at = :now
 WHERE id IN (
     SELECT id FROM {p}jobs_hot
     WHERE status = 4 AND wake_at <= :now
@@ -147,3 +151,55 @@ UPDATE {p}jobs_hot
 SET status = 0, scheduled_at = :now, worker_id = NULL, lease_token = NULL,
     heartbeat_at = NULL, progress = NULL, last_error = :error, updated_at = :now
 WHERE id = :id AND status = 2
+
+-- name: steps_spawned
+INSERT INTO {p}job_steps (job_id, name, seq, kind, state, value, started_at, finished_at)
+SELECT :id, :name,
+       coalesce((SELECT max(x.seq) FROM {p}job_steps x WHERE x.job_id = :id), 0) + 1,
+       3, 0, :value, :now, :now
+WHERE true
+ON CONFLICT (job_id, name) DO NOTHING
+RETURNING job_id, name, seq, kind, state, value, error, event_key, wake_at, started_at,
+          finished_at
+
+-- name: steps_spawn_edges
+INSERT INTO {p}job_edges (child_id, parent_id, workflow_id, satisfied, created_at)
+SELECT c.value, :id,
+       coalesce(
+           (SELECT e.workflow_id FROM {p}job_edges e
+            WHERE e.child_id = :id ORDER BY e.created_at LIMIT 1),
+           :id),
+       1, :now
+FROM json_each(:children) AS c
+WHERE true
+ON CONFLICT (child_id, parent_id) DO NOTHING
+
+-- name: gather_outcomes
+SELECT c.value, h.id IS NOT NULL, a.id IS NOT NULL, a.result, a.result_error,
+       d.failure_reason, d.error
+FROM json_each(:ids) AS c
+LEFT JOIN {p}jobs_hot h ON h.id = c.value
+LEFT JOIN {p}jobs_archive a ON a.id = c.value
+LEFT JOIN {p}jobs_dlq d ON d.id = c.value
+ORDER BY c.key
+
+-- name: durable_wake_gathers
+UPDATE {p}jobs_hot
+SET status = 0, scheduled_at = :now, wake_at = NULL, event_key = NULL, gathering = NULL,
+    updated_at = :now
+WHERE id IN (
+    SELECT h.id FROM {p}jobs_hot h
+    JOIN {p}job_steps s ON s.job_id = h.id AND s.name = h.gathering
+    WHERE h.status = 4 AND h.gathering IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM json_each(s.value) AS c JOIN {p}jobs_hot x ON x.id = c.value
+      )
+    ORDER BY h.updated_at
+    LIMIT :limit
+)
+RETURNING id, queue
+
+-- name: steps_children
+SELECT DISTINCT c.value
+FROM {p}job_steps s, json_each(s.value) AS c
+WHERE s.job_id IN (SELECT value FROM json_each(:ids)) AND s.kind = 3 AND s.state = 0
