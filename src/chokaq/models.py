@@ -18,6 +18,7 @@ __all__ = [
     "Capabilities",
     "Claim",
     "ClaimedJob",
+    "DurableCounts",
     "EnqueueResult",
     "ErrorGroup",
     "FailMove",
@@ -1011,3 +1012,12 @@ class WaitOutcome:
     @property
     def lost(self) -> bool:
         return not self.suspended and self.step is None
+
+
+@dataclass(frozen=True, slots=True)
+class DurableCounts:
+    """What durable jobs hold in the store now: suspended jobs by (queue, what they wait for:
+    "sleep", "event" or "children"), and the events kept for a job that has not waited yet."""
+
+    suspended: tuple[tuple[str, str, int], ...] = ()
+    events_kept: int = 0

@@ -1564,6 +1564,14 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("woken", lambda b, s: b.durable_wake(now=at(12))),
         ("steps", lambda b, s: b.steps_list(job_id=C)),
     ],
+    "durable_counts": [
+        ("naive", lambda b, s: b.durable_counts(now=NAIVE)),
+        ("none", lambda b, s: b.durable_counts(now=at(10))),
+        ("kept", lambda b, s: b.events_send(key="k", data="1", now=at(10))),
+        ("sleep", lambda b, s: b.durable_sleep(lease=s.running, name="s", seconds=9, now=at(10))),
+        ("some", lambda b, s: b.durable_counts(now=at(11))),
+        ("expired", lambda b, s: b.durable_counts(now=at(10 + 7 * 86_400))),
+    ],
     "durable_tidy": [
         ("limit 0", lambda b, s: b.durable_tidy(limit=0)),
         ("kept", lambda b, s: b.events_send(key="k", data="1", now=at(10))),

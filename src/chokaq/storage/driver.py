@@ -24,6 +24,7 @@ from ..models import (
     CancelResult,
     Capabilities,
     ClaimedJob,
+    DurableCounts,
     EnqueueResult,
     ErrorGroup,
     Heartbeat,
@@ -688,3 +689,6 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def steps_children(self, ids: list[str]) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def durable_counts(self, now: datetime | None) -> DurableCounts: ...

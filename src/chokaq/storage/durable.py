@@ -26,7 +26,7 @@ from ..limits import (
     storable,
     validate_new_jobs,
 )
-from ..models import LeaderTerm, Lease, NewJob, StepRecord, WaitOutcome
+from ..models import DurableCounts, LeaderTerm, Lease, NewJob, StepRecord, WaitOutcome
 from . import checks
 from .group import OperationGroup
 from .observed import operation
@@ -225,3 +225,9 @@ class DurableOperations(OperationGroup):
             raise ValidationError("ids", f"must hold at most {MAX_CHILDREN} job ids")
         wanted = [check_job_id(f"ids[{i}]", job_id) for i, job_id in enumerate(ids)]
         return await self.driver.durable_gather(checked, step, wanted, checks.now(now))
+
+    @operation
+    async def durable_counts(self, *, now: datetime | None = None) -> DurableCounts:
+        """Suspended jobs by queue and what they wait for ("sleep", "event", "children"), and
+        the events kept (unexpired as of ``now``) for a job that has not waited yet."""
+        return await self.driver.durable_counts(checks.now(now))

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models import (
+    DurableCounts,
     FailureReason,
     JobLink,
     JobOutcome,
@@ -19,7 +20,7 @@ from ..models import (
     located_state,
 )
 
-__all__ = ["gathered", "members_of", "outcome_of", "relatives_of"]
+__all__ = ["counts_of", "gathered", "members_of", "outcome_of", "relatives_of"]
 
 Row = Sequence[Any]
 
@@ -83,3 +84,10 @@ def gathered(row: Row) -> list[Any]:
     job_id, _, archived, result, result_error, reason, error = row
     where = "archive" if archived else "dlq" if reason is not None else "gone"
     return [str(job_id), where, result, result_error, reason, error]
+
+
+def counts_of(rows: Sequence[Row]) -> DurableCounts:
+    """A driver's ``durable_counts`` rows (``("s", queue, kind, n)`` and ``("e", _, _, n)``)."""
+    suspended = tuple((str(r[1]), str(r[2]), int(r[3])) for r in rows if r[0] == "s")
+    kept = sum(int(r[3]) for r in rows if r[0] == "e")
+    return DurableCounts(suspended=suspended, events_kept=kept)

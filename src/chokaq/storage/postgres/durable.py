@@ -16,8 +16,17 @@ from typing import Any
 
 import psycopg
 
-from ...models import LeaderTerm, Lease, NewJob, StepKind, StepRecord, StepState, WaitOutcome
-from ..links import gathered
+from ...models import (
+    DurableCounts,
+    LeaderTerm,
+    Lease,
+    NewJob,
+    StepKind,
+    StepRecord,
+    StepState,
+    WaitOutcome,
+)
+from ..links import counts_of, gathered
 from .connection import PostgresCore
 
 __all__ = ["PostgresDurable"]
@@ -282,3 +291,6 @@ class PostgresDurable(PostgresCore):
     async def durable_tidy(self, now: datetime | None, limit: int) -> int:
         params = {"now": now, "limit": limit}
         return await self._count("events_prune", params) + await self._count("steps_tidy", params)
+
+    async def durable_counts(self, now: datetime | None) -> DurableCounts:
+        return counts_of(await self._rows("durable_counts", {"now": now}))

@@ -14,9 +14,18 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from ...models import LeaderTerm, Lease, NewJob, StepKind, StepRecord, StepState, WaitOutcome
+from ...models import (
+    DurableCounts,
+    LeaderTerm,
+    Lease,
+    NewJob,
+    StepKind,
+    StepRecord,
+    StepState,
+    WaitOutcome,
+)
 from ..driver import Driver
-from ..links import gathered
+from ..links import counts_of, gathered
 from .connection import Database
 from .jobs import enqueue_within
 from .leadership import check_fence
@@ -360,3 +369,11 @@ class SQLiteDurable(Driver):
             return pruned + db.conn.execute(db.q["steps_tidy"], {"limit": limit}).rowcount
 
         return await self._db.call(lambda db: db.write(tidy, db))
+
+    async def durable_counts(self, now: datetime | None) -> DurableCounts:
+        params = {"now": ts_now(now)}
+
+        def read(db: Database) -> list[tuple[Any, ...]]:
+            return [tuple(row) for row in db.conn.execute(db.q["durable_counts"], params)]
+
+        return counts_of(await self._db.call(read))

@@ -337,3 +337,20 @@ SELECT NULL FROM told
 SELECT DISTINCT c.id
 FROM {schema}.job_steps s, json_array_elements_text(s.value::json) AS c(id)
 WHERE s.job_id = ANY(%(ids)s::uuid[]) AND s.kind = 3 AND s.state = 0
+
+-- name: durable_counts
+-- Suspended jobs by queue and what they wait for (the partial index of suspended rows), and
+-- the events kept unexpired, as one row each: ('s', queue, kind, n) and ('e', NULL, NULL, n).
+SELECT 's', h.queue,
+       CASE WHEN h.gathering IS NOT NULL THEN 'children'
+            WHEN h.event_key IS NOT NULL THEN 'event'
+            ELSE 'sleep' END,
+       count(*)
+FROM {schema}.jobs_hot h
+WHERE h.status = 4
+GROUP BY 2, 3
+UNION ALL
+SELECT 'e', NULL, NULL, count(*)
+FROM {schema}.job_events e
+WHERE e.expires_at > coalesce(%(now)s::timestamptz, now())
+ORDER BY 1, 2, 3

@@ -203,3 +203,18 @@ RETURNING id, queue
 SELECT DISTINCT c.value
 FROM {p}job_steps s, json_each(s.value) AS c
 WHERE s.job_id IN (SELECT value FROM json_each(:ids)) AND s.kind = 3 AND s.state = 0
+
+-- name: durable_counts
+SELECT 's', h.queue,
+       CASE WHEN h.gathering IS NOT NULL THEN 'children'
+            WHEN h.event_key IS NOT NULL THEN 'event'
+            ELSE 'sleep' END,
+       count(*)
+FROM {p}jobs_hot h
+WHERE h.status = 4
+GROUP BY 2, 3
+UNION ALL
+SELECT 'e', NULL, NULL, count(*)
+FROM {p}job_events e
+WHERE e.expires_at > :now
+ORDER BY 1, 2, 3
