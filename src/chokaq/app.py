@@ -60,6 +60,7 @@ from .policies import (
 from .portal import Portal, abandon
 from .rates import check_rate
 from .results import ResultWaiter, value_of
+from .serializer import Unserializable, encode
 from .settings import WorkerSettings
 from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
@@ -173,6 +174,7 @@ class App:
         retry_on: Sequence[type[BaseException]] | None = None,
         fatal_on: Sequence[type[BaseException]] = (),
         check_arguments: bool = True,
+        durable: bool = False,
     ) -> JobDecorator: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
@@ -192,6 +194,7 @@ class App:
         retry_on: Sequence[type[BaseException]] | None = None,
         fatal_on: Sequence[type[BaseException]] = (),
         check_arguments: bool = True,
+        durable: bool = False,
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
@@ -220,6 +223,12 @@ class App:
         Arguments: every enqueue checks the values given against the handler's annotations
         (``ValidationError`` for ``arguments.<name>``: "must be a str, not int"; what is and is
         not checked: docs/payloads.md); ``check_arguments=False`` checks their names only.
+
+        ``durable=True`` makes a durable job (docs/durable.md): its ``JobContext`` offers
+        ``step``, ``sleep`` and ``wait_for_event``, its handler replays from the top after a
+        suspension or a crash with every recorded step returned at once, and when its worker
+        dies it is resumed by another worker after the zombie timeout (while attempts remain)
+        instead of going to the DLQ as ZOMBIE.
         """
         # The options an enqueue also takes go through its checks, with its messages, here at
         # decoration: a handler default the enqueue would refuse (priority=10**9) failed every
@@ -274,6 +283,7 @@ class App:
                 retry_on=retry_types,
                 fatal_on=fatal_types,
                 check_arguments=bool(check_arguments),
+                durable=bool(durable),
             )
             self.handlers[key] = handle
             return handle
@@ -534,6 +544,25 @@ class App:
         parent started is left alone and a fresh one is made. Raises ``ConfigurationError`` for
         an in-memory SQLite app in a forked child (its database is the parent's memory)."""
         return self._sync_client().call(lambda app: app.enqueue_many(jobs, connection=connection))
+
+    async def send_event(self, key: str, data: Any = None) -> str | None:
+        """Send an event under ``key`` (1..200 characters) carrying ``data`` (any value JSON
+        holds, through the serializer; None by default), from any process. The durable job
+        that waits on ``key`` the longest (``ctx.wait_for_event``) gets it and goes back to
+        Pending: its id is returned. With none waiting, the event is kept 7 days for the
+        first job that waits on the key, and None is returned. ``ValidationError`` naming
+        ``key`` or ``data`` before anything is written."""
+        try:
+            text = encode(data, "data")
+        except (Unserializable, RecursionError) as exc:
+            raise ValidationError("data", f"must be JSON-serializable: {exc}") from None
+        await self.open()
+        return await self.backend.events_send(key=key, data=text)
+
+    def send_event_sync(self, key: str, data: Any = None) -> str | None:
+        """``send_event`` for code that cannot await (on the sync client, as
+        ``enqueue_many_sync``)."""
+        return self._sync_client().call(lambda app: app.send_event(key, data))
 
     def _sync_client(self) -> Portal[App]:
         portal = self._portal

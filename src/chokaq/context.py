@@ -10,14 +10,41 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["JobContext", "Middleware", "current_job"]
+from .errors import ConfigurationError
+
+__all__ = ["Durable", "JobContext", "JobSuspended", "Middleware", "current_job"]
 
 _current: contextvars.ContextVar[JobContext] = contextvars.ContextVar("chokaq_job")
+
+
+class JobSuspended(BaseException):
+    """Raised out of ``ctx.sleep`` / ``ctx.wait_for_event`` once the job is suspended (or
+    out of any durable call once the worker no longer owns the job: ``lost``). It unwinds the
+    handler: never catch it (it is a ``BaseException``, so ``except Exception`` lets it
+    through). The job runs again from the top when its time or its event comes."""
+
+    def __init__(self, why: str, *, lost: bool = False) -> None:
+        super().__init__(why)
+        self.lost = lost
+
+
+class Durable(Protocol):
+    """What a durable job's context hands its calls to (``chokaq.runtime.durable``)."""
+
+    async def step(self, name: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    async def wait_for_event(self, key: str, timeout_seconds: float | None) -> Any: ...
+
+    async def spawn(self, jobs: Sequence[Any]) -> list[str]: ...
+
+    async def gather(self, ids: Sequence[str], return_exceptions: bool) -> list[Any]: ...
 
 
 @dataclass(eq=False)
@@ -58,6 +85,7 @@ class JobContext:
     _progress: int | None = None
     _beat: Callable[[], None] | None = None
     _loop: asyncio.AbstractEventLoop | None = None
+    _durable: Durable | None = field(default=None, repr=False)
 
     @property
     def requeued(self) -> bool:
@@ -105,6 +133,68 @@ class JobContext:
             self._beat()
         else:
             self._loop.call_soon_threadsafe(self._beat)
+
+    # -- durable jobs (docs/durable.md) -----------------------------------------------------
+
+    def step(self, name: str, fn: Callable[..., Any], /, *args: Any) -> Any:
+        """Run ``fn(*args)`` once, ever, as the step ``name`` of this durable job, and return
+        its value (as JSON gives it back: the recorded value is what every run returns).
+
+        ``fn`` is a coroutine function or a plain one (run in a thread). Its value is stored
+        in the same short, lease-fenced write that marks the step done; a later run of the
+        job (a retry, a resume after a crash, a wake after a sleep) returns it without calling
+        ``fn``. A step that raises records the error and raises it here; it runs again on the
+        job's next attempt. The same name twice in one run raises ``ValidationError``.
+        ``await`` it in an ``async def`` handler; a plain ``def`` handler calls it as is."""
+        return self._durable_call(lambda durable: durable.step(name, fn, args))
+
+    def sleep(self, seconds: float) -> Any:
+        """Suspend this durable job for ``seconds`` (0 to 366 days; never capped): it leaves
+        its worker slot and the fetch index, uses no attempt, and runs again from the top on
+        any worker when the time has come, where this call returns at once.
+        ``ValidationError`` (naming ``seconds``) for a negative, NaN or too long sleep."""
+        return self._durable_call(lambda durable: durable.sleep(seconds))
+
+    def wait_for_event(self, key: str, *, timeout_seconds: float | None = None) -> Any:
+        """Suspend this durable job until an event is sent under ``key`` (``App.send_event``,
+        ``chokaq event send``) and return its data; an event sent before the wait is kept
+        for it (7 days). ``TimeoutError`` when none came within ``timeout_seconds`` (0 to 366
+        days; None: wait for ever). The job holds no slot and uses no attempt meanwhile."""
+        return self._durable_call(lambda durable: durable.wait_for_event(key, timeout_seconds))
+
+    def spawn(self, jobs: Sequence[Any]) -> Any:
+        """Enqueue ``jobs`` (prepared: ``handle.prepare(...)``, ``app.raw(...)``; without
+        ``after``) as children of this durable job and return their ids, in order. A step:
+        the children and the record go in one transaction, and a replay returns the same ids
+        without enqueueing again. The children join this job's workflow, and cancelling this
+        job cancels those that have not finished."""
+        return self._durable_call(lambda durable: durable.spawn(jobs))
+
+    def gather(self, ids: Sequence[str], *, return_exceptions: bool = False) -> Any:
+        """Suspend this durable job until every job of ``ids`` has finished (holding no slot,
+        using no attempt), then return their results in order. A job that ended in the DLQ
+        raises ``JobFailedError`` (``ResultUnavailableError`` for a result not kept,
+        ``NotFoundError`` for a job in no pillar), unless ``return_exceptions``: then the
+        exception takes its place in the list. The wake-up comes from the elected worker's
+        wake pass, within about a second of the last job's end."""
+        return self._durable_call(lambda durable: durable.gather(ids, return_exceptions))
+
+    def _durable_call(self, call: Callable[[Durable], Coroutine[Any, Any, Any]]) -> Any:
+        durable = self._durable
+        if durable is None:
+            raise ConfigurationError(
+                f"job type {self.type!r} is not durable: ctx.step, ctx.sleep, "
+                "ctx.wait_for_event, ctx.spawn and ctx.gather need @app.job(durable=True)"
+            )
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            # A plain ``def`` handler's thread: the call runs on the worker's loop while this
+            # thread waits for it (what it raises, JobSuspended included, is raised here).
+            if self._loop is None:
+                raise ConfigurationError("this job's context is not running on a worker") from None
+            return asyncio.run_coroutine_threadsafe(call(durable), self._loop).result()
+        return call(durable)
 
 
 def current_job() -> JobContext:

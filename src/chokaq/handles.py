@@ -252,6 +252,9 @@ class JobHandle(Generic[P, R]):
     retry: RetryPolicy | None = None
     retry_on: ExceptionTypes | None = None
     fatal_on: ExceptionTypes = ()
+    # A durable job (docs/durable.md): its context's step, sleep and wait_for_event work, and
+    # a worker that dies running it is resumed by another instead of dead-lettered.
+    durable: bool = False
     _names: frozenset[str] | None = field(default=None, repr=False)  # None: takes **kwargs
     _required: frozenset[str] = field(default=frozenset(), repr=False)
     # The option names the keyword form takes as options: every one the handler has no

@@ -33,6 +33,7 @@ __all__ = [
     "check_actor",
     "check_count",
     "check_delay",
+    "check_event_key",
     "check_job_id",
     "check_key",
     "check_max_attempts",
@@ -42,6 +43,7 @@ __all__ = [
     "check_payload",
     "check_priority",
     "check_seconds",
+    "check_step_name",
     "check_tags",
     "check_text",
     "check_time",
@@ -53,6 +55,9 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH = 255
+# A durable job's step name and an event's key (docs/durable.md).
+MAX_STEP_NAME_LENGTH = 200
+MAX_EVENT_KEY_LENGTH = 200
 MAX_TAG_LENGTH = 100
 MAX_TAGS = 50
 MAX_TAGS_TOTAL_LENGTH = 1000
@@ -519,6 +524,28 @@ def check_key(field: str, value: object) -> str | None:
     if key != key.strip():
         raise ValidationError(field, "must not start or end with whitespace")
     return key
+
+
+def _check_label(field: str, value: object, max_length: int) -> str:
+    text = check_text(field, value, max_length=max_length, allow_none=False)
+    assert text is not None
+    if not text.strip():
+        raise ValidationError(field, "must be a non-empty string")
+    if _CONTROL.search(text) is not None:
+        raise ValidationError(field, "must not contain control characters")
+    return text
+
+
+def check_step_name(field: str, value: object) -> str:
+    """A durable job's step name: a non-empty string of at most ``MAX_STEP_NAME_LENGTH`` (200)
+    characters, no control characters. Kept exactly as given: it is the step's key."""
+    return _check_label(field, value, MAX_STEP_NAME_LENGTH)
+
+
+def check_event_key(field: str, value: object) -> str:
+    """An event's key (``send_event``, ``wait_for_event``): a non-empty string of at most
+    ``MAX_EVENT_KEY_LENGTH`` (200) characters, no control characters, kept exactly as given."""
+    return _check_label(field, value, MAX_EVENT_KEY_LENGTH)
 
 
 def validate_new_job(

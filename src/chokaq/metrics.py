@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from .errors import ConfigurationError
-from .models import EnqueueResult, LimitInfo, NewJob, Schedule
+from .models import DurableCounts, EnqueueResult, LimitInfo, NewJob, Schedule
 from .rates import RATE_WINDOW_SECONDS, check_rate
 
 if TYPE_CHECKING:
@@ -225,6 +225,11 @@ class WorkerMetrics:
         self.zombies = Counter(
             "chokaq_zombies_rescued", "Zombie jobs this process's rescue dead-lettered.", registry=r
         )
+        self.steps = Counter(
+            "chokaq_steps_recorded",
+            "Durable step outcomes this process wrote (ctx.step), done or failed.",
+            registry=r,
+        )
         self.storage_seconds = Histogram(
             "chokaq_storage_operation_seconds",
             "Storage operation latency.",
@@ -279,6 +284,8 @@ class WorkerMetrics:
 
     def on_storage(self, operation: str, seconds: float, error: BaseException | None) -> None:
         self.storage_seconds.labels(operation).observe(seconds)
+        if operation == "steps_record" and error is None:
+            self.steps.inc()
         if error is not None:
             self.storage_errors.labels(operation, self.label("error", type(error).__name__)).inc()
 
@@ -440,6 +447,7 @@ class StoreMetrics:
         schedules = await backend.schedules_list(now=now)
         limits = await backend.limits_list(now=now)
         unserved = {u.queue: u.due for u in await backend.queues_unserved(now=now)}
+        durable = await backend.durable_counts(now=now)
         families = {
             "pending": GaugeMetricFamily(
                 "chokaq_queue_pending", "Pending jobs (due or not).", labels=["queue"]
@@ -504,7 +512,24 @@ class StoreMetrics:
             rate,
             *self._schedules(schedules, now),
             *self._limits(limits),
+            *self._durable(durable),
         ]
+
+    def _durable(self, counts: DurableCounts) -> list[Metric]:
+        """Suspended durable jobs by queue and what they wait for, and events kept."""
+        suspended = GaugeMetricFamily(
+            "chokaq_queue_suspended",
+            "Suspended durable jobs, by what they wait for (sleep, event, children).",
+            labels=["queue", "kind"],
+        )
+        for queue, kind, count in counts.suspended:
+            suspended.add_metric([self.label("queue", queue), kind], count)
+        kept = GaugeMetricFamily(
+            "chokaq_events_waiting",
+            "Events kept for a durable job that has not waited on their key yet.",
+        )
+        kept.add_metric([], counts.events_kept)
+        return [suspended, kept]
 
     def _limits(self, limits: Sequence[LimitInfo]) -> list[Metric]:
         """Each limited queue and job type (labels ``scope`` and ``name``; partitions are

@@ -18,6 +18,7 @@ __all__ = [
     "Capabilities",
     "Claim",
     "ClaimedJob",
+    "DurableCounts",
     "EnqueueResult",
     "ErrorGroup",
     "FailMove",
@@ -55,11 +56,15 @@ __all__ = [
     "SlotOutcome",
     "SlotRecord",
     "Started",
+    "StepKind",
+    "StepRecord",
+    "StepState",
     "SucceedMove",
     "Summary",
     "Throughput",
     "TypeLimit",
     "UnservedQueue",
+    "WaitOutcome",
     "WorkerControl",
     "WorkerInfo",
     "Workflow",
@@ -76,6 +81,9 @@ class JobStatus(enum.IntEnum):
     FETCHED = 1  # claimed into one worker's prefetch; user code not started
     PROCESSING = 2  # user code running; heartbeat ticking
     WAITING = 3  # waiting on parents (``after=``): outside the fetch index until released
+    # A durable job that suspended itself (``ctx.sleep``, ``ctx.wait_for_event``): outside the
+    # fetch index, holding no slot, until its time or its event comes (docs/durable.md).
+    SUSPENDED = 4
 
 
 class Pillar(enum.StrEnum):
@@ -954,3 +962,66 @@ class Claim:
     jobs: list[ClaimedJob]
     retry_at: datetime | None = None
     expired: tuple[ClaimedJob, ...] = ()
+
+
+class StepKind(enum.IntEnum):
+    """What a durable job recorded under a step name (``job_steps.kind``)."""
+
+    STEP = 0  # ctx.step(name, fn): the function's return value, or its error
+    SLEEP = 1  # ctx.sleep(seconds): done when its wake time has passed
+    WAIT = 2  # ctx.wait_for_event(key): the event's data, or a timeout
+    SPAWN = 3  # ctx.spawn(jobs): the ids of the children it enqueued
+    GATHER = 4  # ctx.gather(ids): where each ended (pending: the ids it waits for)
+
+
+class StepState(enum.IntEnum):
+    """Where a recorded step stands (``job_steps.state``)."""
+
+    DONE = 0  # completed: replay returns its outcome without running it again
+    FAILED = 1  # the step raised: replay runs it again
+    PENDING = 2  # a sleep, a wait or a gather the job is suspended on
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One recorded step of a durable job (a row of ``job_steps``).
+
+    ``value`` is JSON text: a step's return value, a wait's event data. ``error`` is a failed
+    step's error text, or ``"timeout"`` for a wait that timed out. ``wake_at`` is a sleep's
+    end or a wait's deadline (None: a wait without timeout)."""
+
+    job_id: str
+    name: str
+    seq: int
+    kind: StepKind
+    state: StepState
+    value: str | None = None
+    error: str | None = None
+    event_key: str | None = None
+    wake_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitOutcome:
+    """What a durable sleep or wait found (``Backend.durable_sleep`` / ``durable_wait``):
+    ``suspended`` (the job left Processing; the worker must stop running it), else the
+    completed step (``step``: a sleep that is over, an event received, a timeout), or neither
+    when the lease was lost (``lost``)."""
+
+    suspended: bool = False
+    step: StepRecord | None = None
+
+    @property
+    def lost(self) -> bool:
+        return not self.suspended and self.step is None
+
+
+@dataclass(frozen=True, slots=True)
+class DurableCounts:
+    """What durable jobs hold in the store now: suspended jobs by (queue, what they wait for:
+    "sleep", "event" or "children"), and the events kept for a job that has not waited yet."""
+
+    suspended: tuple[tuple[str, str, int], ...] = ()
+    events_kept: int = 0

@@ -28,6 +28,7 @@ from .models import (
     QueueStats,
     Schedule,
     SlotRecord,
+    StepRecord,
     Throughput,
     Workflow,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "queue_json",
     "schedule_json",
     "slot_json",
+    "step_json",
     "throughput_json",
     "workflow_json",
 ]
@@ -77,6 +79,20 @@ def job_json(view: JobView) -> dict[str, Any]:
     is in the DLQ)."""
     data: dict[str, Any] = dump(view)
     data["state"] = view.state
+    return data
+
+
+def step_json(step: StepRecord) -> dict[str, Any]:
+    """A durable job's recorded step for the faces: name, kind, state (done, failed,
+    pending), start, end and duration in seconds, its value's size in UTF-8 bytes (the value
+    itself too), its error, and a sleep's or wait's wake time and event key."""
+    data: dict[str, Any] = dump(step)
+    data["value_bytes"] = None if step.value is None else len(step.value.encode("utf-8"))
+    data["duration_seconds"] = (
+        None
+        if step.started_at is None or step.finished_at is None
+        else round((step.finished_at - step.started_at).total_seconds(), 6)
+    )
     return data
 
 

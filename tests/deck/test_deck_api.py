@@ -583,3 +583,33 @@ async def test_expired_jobs_are_listed_by_their_reason_and_hot_ones_show_their_e
     shown = (await c.get(f"/api/jobs/{late}")).json()
     assert shown["error"] == "Expired: not started by 2001-01-01 00:00:00 UTC"
     assert (await c.get(f"/api/jobs/{soon}")).json()["expires_at"].endswith("Z")
+
+
+async def test_the_inspector_shows_steps_and_an_admin_sends_the_event(
+    app: App, client: Client
+) -> None:
+    backend = app.backend
+    job = await app.enqueue_raw("flow", {})
+    [claimed] = await backend.jobs_fetch(worker_id="w-test", limit=1, start=True)
+    await backend.steps_record(lease=claimed.lease, name="charge", value='{"id": 7}')
+    assert (await backend.durable_wait(lease=claimed.lease, name="wait#1", key="ok-7")).suspended
+    bob = await client("bob")
+    shown = (await bob.get(f"/api/jobs/{job}")).json()
+    assert shown["state"] == "suspended"
+    assert [(s["name"], s["kind"], s["state"]) for s in shown["steps"]] == [
+        ("charge", "step", "done"),
+        ("wait#1", "wait", "pending"),
+    ]
+    listed = (await bob.get("/api/jobs", params={"source": "active", "status": "suspended"})).json()
+    assert [row["id"] for row in listed["items"]] == [job]
+    refused = await bob.post(
+        "/api/events/send", json={"key": "ok-7"}, headers={"x-csrf-token": csrf(bob)}
+    )
+    assert refused.status_code == 403
+    alice = await client("alice")
+    h = {"x-csrf-token": csrf(alice)}
+    bad = await alice.post("/api/events/send", json={"key": "", "data": 1}, headers=h)
+    assert bad.status_code == 422 and "key" in bad.json()["error"]
+    sent = await alice.post("/api/events/send", json={"key": "ok-7", "data": {"a": 1}}, headers=h)
+    assert sent.json() == {"woken": job}
+    assert (await backend.job_get(job)).status.name == "PENDING"

@@ -158,6 +158,30 @@ async def test_store_metrics_show_schedule_lag_and_states(store: Any) -> None:
     assert _sample(text, 'chokaq_schedules{state="orphaned"}') == 1.0
 
 
+async def test_durable_metrics_count_suspended_jobs_events_and_steps(store: Any) -> None:
+    app = build(store.url, store.schema)
+    metrics = WorkerMetrics()
+    metrics.attach_app(app)
+    await app.open()
+    try:
+        backend = app.backend
+        await app.enqueue_raw("flow", {}, queue="d")
+        await app.enqueue_raw("flow", {}, queue="d")
+        one, two = await backend.jobs_fetch(worker_id="w", limit=2, start=True)
+        await backend.steps_record(lease=one.lease, name="a", value="1")
+        await backend.steps_record(lease=one.lease, name="b", error="boom")
+        await backend.durable_sleep(lease=one.lease, name="sleep#1", seconds=600)
+        await backend.durable_wait(lease=two.lease, name="wait#1", key="k")
+        await app.send_event("other", {"x": 1})
+        text = (await StoreMetrics(app).render()).decode()
+    finally:
+        await app.close()
+    assert _sample(text, 'chokaq_queue_suspended{kind="sleep",queue="d"}') == 1.0
+    assert _sample(text, 'chokaq_queue_suspended{kind="event",queue="d"}') == 1.0
+    assert _sample(text, "chokaq_events_waiting") == 1.0
+    assert _sample(metrics.render().decode(), "chokaq_steps_recorded_total") == 2.0
+
+
 async def test_enqueues_are_counted_by_queue_and_type_and_duplicates_apart(store: Any) -> None:
     app = build(store.url, store.schema)
     metrics = WorkerMetrics()

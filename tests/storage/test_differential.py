@@ -1419,6 +1419,165 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("heard", lambda b, s: b.worker_beat(_worker("w1"), now=at(10))),
         ("once", lambda b, s: b.worker_beat(_worker("w1"), now=at(11))),
     ],
+    # Durable jobs (issue 34): steps under the lease, sleeps and waits that suspend the job,
+    # events kept or delivered, the wake pass, durable zombies resumed, and their bad inputs.
+    "steps_record": [
+        ("ok", lambda b, s: b.steps_record(lease=s.running, name="a", value='{"x":1}', now=at(10))),
+        (
+            "done stays",
+            lambda b, s: b.steps_record(lease=s.running, name="a", value="2", now=at(11)),
+        ),
+        (
+            "failed",
+            lambda b, s: b.steps_record(lease=s.running, name="b", error="boom", now=at(12)),
+        ),
+        (
+            "again",
+            lambda b, s: b.steps_record(
+                lease=s.running, name="b", value="null", elapsed_seconds=0.5, now=at(13)
+            ),
+        ),
+        ("stale", lambda b, s: b.steps_record(lease=s.stale(s.running), name="c", value="1")),
+        ("fetched", lambda b, s: b.steps_record(lease=s.fetched, name="c", value="1")),
+        ("blank name", lambda b, s: b.steps_record(lease=s.running, name="", value="1")),
+        ("long name", lambda b, s: b.steps_record(lease=s.running, name="n" * 201, value="1")),
+        ("control name", lambda b, s: b.steps_record(lease=s.running, name="a\x00", value="1")),
+        ("bad json", lambda b, s: b.steps_record(lease=s.running, name="c", value="{x")),
+        ("both", lambda b, s: b.steps_record(lease=s.running, name="c", value="1", error="e")),
+        (
+            "nan elapsed",
+            lambda b, s: b.steps_record(lease=s.running, name="c", elapsed_seconds=math.nan),
+        ),
+        ("list", lambda b, s: b.steps_list(job_id=C)),
+    ],
+    "steps_list": [
+        ("none", lambda b, s: b.steps_list(job_id=A)),
+        ("not an id", lambda b, s: b.steps_list(job_id="x")),
+    ],
+    "durable_sleep": [
+        ("negative", lambda b, s: b.durable_sleep(lease=s.running, name="s", seconds=-1)),
+        ("nan", lambda b, s: b.durable_sleep(lease=s.running, name="s", seconds=math.nan)),
+        ("too long", lambda b, s: b.durable_sleep(lease=s.running, name="s", seconds=3.2e7)),
+        ("stale", lambda b, s: b.durable_sleep(lease=s.stale(s.running), name="s", seconds=1)),
+        ("zero", lambda b, s: b.durable_sleep(lease=s.running, name="z", seconds=0, now=at(10))),
+        ("again", lambda b, s: b.durable_sleep(lease=s.running, name="z", seconds=9, now=at(11))),
+        (
+            "suspend",
+            lambda b, s: b.durable_sleep(lease=s.running, name="s", seconds=30, now=at(12)),
+        ),
+        ("row", lambda b, s: b.job_get(C)),
+        ("not yet", lambda b, s: b.durable_wake(now=at(41))),
+        ("woken", lambda b, s: b.durable_wake(now=at(42))),
+        ("steps", lambda b, s: b.steps_list(job_id=C)),
+    ],
+    "durable_wait": [
+        ("blank key", lambda b, s: b.durable_wait(lease=s.running, name="w", key="")),
+        ("long key", lambda b, s: b.durable_wait(lease=s.running, name="w", key="k" * 201)),
+        (
+            "negative timeout",
+            lambda b, s: b.durable_wait(lease=s.running, name="w", key="k", timeout_seconds=-1),
+        ),
+        ("kept", lambda b, s: b.events_send(key="k", data='{"n":1}', now=at(10))),
+        ("taken", lambda b, s: b.durable_wait(lease=s.running, name="w1", key="k", now=at(11))),
+        (
+            "suspend",
+            lambda b, s: b.durable_wait(
+                lease=s.running, name="w2", key="k", timeout_seconds=60, now=at(12)
+            ),
+        ),
+        ("delivered", lambda b, s: b.events_send(key="k", data='"two"', now=at(13))),
+        ("row", lambda b, s: b.job_get(C)),
+        ("steps", lambda b, s: b.steps_list(job_id=C)),
+    ],
+    "events_send": [
+        ("blank key", lambda b, s: b.events_send(key="", data="1")),
+        ("long key", lambda b, s: b.events_send(key="k" * 201, data="1")),
+        ("not json", lambda b, s: b.events_send(key="k", data="{x")),
+        ("nan", lambda b, s: b.events_send(key="k", data="NaN")),
+        ("not text", lambda b, s: b.events_send(key="k", data=1)),  # type: ignore[arg-type]
+        ("kept", lambda b, s: b.events_send(key="k", data="[1]", now=at(10))),
+    ],
+    "durable_wake": [
+        ("limit 0", lambda b, s: b.durable_wake(limit=0)),
+        ("limit huge", lambda b, s: b.durable_wake(limit=10**6)),
+        ("none", lambda b, s: b.durable_wake(now=at(10))),
+    ],
+    "durable_resume": [
+        ("not a mapping", lambda b, s: b.durable_resume(types=["t"], zombie_timeout_seconds=5)),  # type: ignore[arg-type]
+        ("zero attempts", lambda b, s: b.durable_resume(types={"t": 0}, zombie_timeout_seconds=5)),
+        ("zero timeout", lambda b, s: b.durable_resume(types={"t": 3}, zombie_timeout_seconds=0)),
+        (
+            "fresh",
+            lambda b, s: b.durable_resume(types={"t": 3}, zombie_timeout_seconds=30, now=at(10)),
+        ),
+        (
+            "other type",
+            lambda b, s: b.durable_resume(types={"u": 3}, zombie_timeout_seconds=5, now=at(60)),
+        ),
+        (
+            "resumed",
+            lambda b, s: b.durable_resume(types={"t": 3}, zombie_timeout_seconds=5, now=at(60)),
+        ),
+        ("row", lambda b, s: b.job_get(C)),
+        ("history", lambda b, s: b.job_attempts(id=C)),
+        ("stats", lambda b, s: b.stats_summary()),
+    ],
+    "durable_spawn": [
+        ("no jobs", lambda b, s: b.durable_spawn(lease=s.running, name="s", jobs=[])),
+        ("bad child", lambda b, s: b.durable_spawn(lease=s.running, name="s", jobs=[NewJob("")])),
+        (
+            "after",
+            lambda b, s: b.durable_spawn(lease=s.running, name="s", jobs=[_job(W1, A)]),
+        ),
+        (
+            "stale",
+            lambda b, s: b.durable_spawn(
+                lease=s.stale(s.running), name="s", jobs=[NewJob("k", id=W2)]
+            ),
+        ),
+        (
+            "ok",
+            lambda b, s: b.durable_spawn(
+                lease=s.running, name="s", jobs=[NewJob("k", queue="kids", id=W2)], now=at(10)
+            ),
+        ),
+        (
+            "again",
+            lambda b, s: b.durable_spawn(
+                lease=s.running, name="s", jobs=[NewJob("k", queue="kids", id=W3)], now=at(11)
+            ),
+        ),
+        ("not again", lambda b, s: b.job_get(W3)),
+        ("child", lambda b, s: b.job_get_related(id=W2)),
+    ],
+    "durable_gather": [
+        ("empty", lambda b, s: b.durable_gather(lease=s.running, name="g", ids=[])),
+        ("not ids", lambda b, s: b.durable_gather(lease=s.running, name="g", ids=["x"])),
+        ("stale", lambda b, s: b.durable_gather(lease=s.stale(s.running), name="g", ids=[D])),
+        (
+            "done",
+            lambda b, s: b.durable_gather(lease=s.running, name="g1", ids=[D, E, UNKNOWN]),
+        ),
+        ("waits", lambda b, s: b.durable_gather(lease=s.running, name="g2", ids=[A], now=at(10))),
+        ("row", lambda b, s: b.job_get(C)),
+        ("cancel a", lambda b, s: b.jobs_cancel(ids=[A], actor="ops", now=at(11))),
+        ("woken", lambda b, s: b.durable_wake(now=at(12))),
+        ("steps", lambda b, s: b.steps_list(job_id=C)),
+    ],
+    "durable_counts": [
+        ("naive", lambda b, s: b.durable_counts(now=NAIVE)),
+        ("none", lambda b, s: b.durable_counts(now=at(10))),
+        ("kept", lambda b, s: b.events_send(key="k", data="1", now=at(10))),
+        ("sleep", lambda b, s: b.durable_sleep(lease=s.running, name="s", seconds=9, now=at(10))),
+        ("some", lambda b, s: b.durable_counts(now=at(11))),
+        ("expired", lambda b, s: b.durable_counts(now=at(10 + 7 * 86_400))),
+    ],
+    "durable_tidy": [
+        ("limit 0", lambda b, s: b.durable_tidy(limit=0)),
+        ("kept", lambda b, s: b.events_send(key="k", data="1", now=at(10))),
+        ("not yet", lambda b, s: b.durable_tidy(now=at(10))),
+        ("expired", lambda b, s: b.durable_tidy(now=at(10 + 7 * 86_400))),
+    ],
 }
 
 # Operations whose answer depends on what the database can do, by design: each is checked by a

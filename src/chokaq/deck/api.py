@@ -45,6 +45,7 @@ from ..views import (
     parse_int,
     schedule_json,
     slot_json,
+    step_json,
     workflow_json,
 )
 from . import audit, paging
@@ -253,7 +254,8 @@ async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
     job = await state.app.backend.job_get_related(id=job_id)
     if job is None:
         raise ApiError(404, f"job {job_id} not found in hot, archive or DLQ")
-    return {**job_json(job), "relatives_limit": MAX_RELATIVES}
+    steps = [step_json(step) for step in await state.app.backend.steps_list(job_id=job_id)]
+    return {**job_json(job), "relatives_limit": MAX_RELATIVES, "steps": steps}
 
 
 async def get_top_errors(request: Request, state: DeckState, who: Principal) -> Any:
@@ -262,6 +264,16 @@ async def get_top_errors(request: Request, state: DeckState, who: Principal) -> 
 
 
 # -- job actions ------------------------------------------------------------------------------
+
+
+async def post_event(request: Request, state: DeckState, who: Principal) -> Any:
+    """Send an event (``App.send_event``): ``key``, and ``data`` (any JSON; null by default)."""
+    data = await json_body(request)
+    key = data.get("key")
+    if not isinstance(key, str):
+        raise ValidationError("key", "must be a string")
+    woken = await state.app.send_event(key, data.get("data"))  # ValidationError: 422
+    return Done({"woken": woken}, target=str(key), rows=1 if woken else 0)
 
 
 async def post_cancel(request: Request, state: DeckState, who: Principal) -> Any:
@@ -632,6 +644,15 @@ ROUTES: tuple[ApiRoute, ...] = (
         "Edit a pending or DLQ job; requeue=true saves and resurrects a DLQ job atomically",
         admin=True,
         body={"payload": "string", "tags": "array", "priority": "integer", "requeue": "boolean"},
+    ),
+    ApiRoute(
+        "POST",
+        "/api/events/send",
+        post_event,
+        "Send an event under a key: the durable job waiting on it the longest runs again "
+        "(woken: its id), else the event is kept 7 days for the first job that waits on it",
+        admin=True,
+        body={"key": "string", "data": "object"},
     ),
     ApiRoute(
         "POST",

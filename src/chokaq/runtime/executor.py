@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..context import JobContext, _bind, _request_stop, _unbind
+from ..context import Durable, JobContext, JobSuspended, _bind, _request_stop, _unbind
 from ..errors import FatalError, ThrottledError, ValidationError
 from ..limits import DEFAULT_LIMITS, storable
 from ..logs import Event, log_event
@@ -45,6 +45,7 @@ from .host import JobHandler, Middleware, PipeHandler
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from ..models import Lease
     from ..settings import WorkerSettings
 
 __all__ = [
@@ -81,6 +82,7 @@ class Result(enum.Enum):
     TIMED_OUT = "timed_out"
     STOPPED = "stopped"
     REJECTED = "rejected"  # could not be dispatched at all
+    SUSPENDED = "suspended"  # a durable job suspended itself (sleep, wait): the store has it
 
 
 @dataclass(eq=False, slots=True)
@@ -142,6 +144,8 @@ class _NotStarted(BaseException):
 
 Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
 Parents = Callable[[str], Awaitable[dict[str, Any]]]
+# ``durable(lease)``: the durable side of one run of a durable job (``runtime.durable``).
+DurableFactory = Callable[["Lease"], Durable]
 
 
 class SyncRunner(Protocol):
@@ -351,6 +355,8 @@ class Executor:
     # ``parents(job_id)``: the return values of a job's parents (jobs enqueued with after=).
     parents: Parents | None = None
     max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
+    # ``durable(ex)``: the recorded run a durable job's context replays (durable=True types).
+    durable: DurableFactory | None = None
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -387,6 +393,11 @@ class Executor:
             trace_context=job.trace_context,
             previous_error=job.last_error,
             requeues=job.requeues,
+            _durable=(
+                self.durable(job.lease)
+                if self.durable is not None and getattr(handle, "durable", False)
+                else None
+            ),
         )
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None
@@ -451,6 +462,17 @@ class Executor:
         except _NotStarted:
             ex.in_handler = False
             return self._stopped(ex, 0.0)
+        except JobSuspended as suspended:
+            # A durable job left for the store (suspended), or one no longer ours: nothing to
+            # finalize either way.
+            ex.in_handler = False
+            ex.ended = time.monotonic()
+            if suspended.lost:
+                ex.stop(StopReason.LEASE_LOST)
+                ex.result = Result.STOPPED
+            else:
+                ex.result = Result.SUSPENDED
+            return None
         except asyncio.CancelledError as exc:
             ex.in_handler = False
             ex.ended = time.monotonic()

@@ -49,6 +49,7 @@ class JobHandler(PipeHandler, Protocol):
     retry: RetryPolicy | None
     retry_on: ExceptionTypes | None
     fatal_on: ExceptionTypes
+    durable: bool
 
     def misfit(self, arguments: Mapping[str, Any]) -> str | None: ...
 

@@ -32,6 +32,9 @@ from .reach import Reach
 
 # How long a stopping maintenance task waits for its renewal to end.
 STOP_SECONDS = 5.0
+# How often the leader wakes suspended durable jobs whose time came, and how many per statement.
+TIMER_SECONDS = 1.0
+WAKE_BATCH = 1000
 # A limited key's rate state is dropped this long after its next start came due.
 LIMIT_STATE_IDLE_SECONDS = 60.0
 
@@ -49,6 +52,8 @@ class Maintenance:
     events: Events
     _: KW_ONLY
     worker_id: str
+    # Durable job types and their attempts: rescue resumes their zombies (docs/durable.md).
+    durable_types: dict[str, int] = field(default_factory=dict)
     leading: bool = field(default=False, init=False)
     reach: Reach = field(init=False)
     _announced: LeaderTerm | None = field(default=None, init=False, repr=False)
@@ -62,6 +67,7 @@ class Maintenance:
         """Renew leadership every ``leadership_renew_seconds`` and run a pass every
         ``rescue_interval_seconds`` (at once when leadership is newly won)."""
         holding = asyncio.create_task(self._hold(), name="chokaq-leadership")
+        timers = asyncio.create_task(self._timers(), name="chokaq-timers")
         try:
             while True:
                 if holding.done():
@@ -74,8 +80,31 @@ class Maintenance:
                 self._acquired.clear()
         finally:
             holding.cancel()
+            timers.cancel()
             # Bounded: a renewal stuck in a statement must not hold the worker's exit.
-            await asyncio.wait([holding], timeout=STOP_SECONDS)
+            await asyncio.wait([holding, timers], timeout=STOP_SECONDS)
+
+    async def _timers(self) -> None:
+        """While leading: every ``TIMER_SECONDS`` (or the rescue interval, when shorter) wake
+        the suspended durable jobs whose time came, and now and then tidy kept events and the
+        steps of jobs that are gone. A wake is safe unfenced: it moves only rows whose time
+        has come, and two leaders for a moment would move each row once."""
+        interval = min(TIMER_SECONDS, self.settings.rescue_interval_seconds)
+        last_tidy = 0.0
+        while True:
+            await asyncio.sleep(interval)
+            if self.leadership.term is None:
+                continue
+            try:
+                while len(await self.backend.durable_wake(limit=WAKE_BATCH)) == WAKE_BATCH:
+                    pass
+                if time.monotonic() - last_tidy >= self.settings.retention_interval_seconds:
+                    last_tidy = time.monotonic()
+                    await self.backend.durable_tidy()
+            except StorageError as exc:
+                log_event(
+                    Event.MAINTENANCE_FAILED, "durable wake pass failed", level=30, error=str(exc)
+                )
 
     async def _hold(self) -> None:
         while True:
@@ -155,6 +184,22 @@ class Maintenance:
             return  # never granted, so never fenced either: no pass to make
         # Every pass (seconds apart) would be noise at INFO; its results are logged below.
         log_event(Event.RESCUE_STARTED, "rescue pass", level=10, worker_id=self.worker_id)
+        if self.durable_types:
+            # Before the rescue, which would dead-letter them as ZOMBIE.
+            resumed = await self.backend.durable_resume(
+                types=self.durable_types,
+                zombie_timeout_seconds=settings.zombie_timeout_seconds,
+                now=now,
+                reachable_since=self._reachable_since(now),
+                fence=term,
+            )
+            if resumed:
+                log_event(
+                    Event.ZOMBIES_RESUMED,
+                    "durable jobs whose worker died resumed",
+                    count=len(resumed),
+                    ids=",".join(resumed[:20]),
+                )
         result = await self.backend.jobs_rescue(
             fetched_timeout_seconds=settings.fetched_timeout_seconds,
             processing_timeout_seconds=settings.zombie_timeout_seconds,

@@ -19,7 +19,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -39,11 +39,12 @@ from ..settings import WorkerSettings
 from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
+from .durable import DurableRun
 from .events import Events, Listener
 from .executor import Execution, Executor, Result, StopReason
 from .finalizer import Finalizer
 from .heartbeat import Heartbeats
-from .host import Host
+from .host import Host, JobHandler
 from .maintenance import Maintenance
 from .outage import Outage
 from .recycle import Recycle
@@ -239,6 +240,9 @@ class Worker(Generic[H]):
             prove=self.heartbeats.prove,
             parents=partial(parent_results, backend),
             max_result_bytes=backend.settings.limits.max_result_bytes,
+            durable=partial(
+                DurableRun, backend, max_value_bytes=backend.settings.limits.max_result_bytes
+            ),
         )
         self.registry = Registry(
             backend,
@@ -280,7 +284,14 @@ class Worker(Generic[H]):
         leadership = backend.leadership(
             "maintenance", holder=self.id, lease_seconds=settings.leadership_lease_seconds
         )
-        maintenance = Maintenance(backend, settings, leadership, self.events, worker_id=self.id)
+        maintenance = Maintenance(
+            backend,
+            settings,
+            leadership,
+            self.events,
+            worker_id=self.id,
+            durable_types=durable_types(self.app.handlers, settings),
+        )
         # The same term elects the worker that fires periodic schedules (of every service
         # sharing the store, not only this app's: a schedule's row says what to enqueue).
         self.scheduler = Scheduler(
@@ -496,7 +507,7 @@ class Worker(Generic[H]):
                 move = None
             # A Retry the handler returned is a deferral it chose, and a stop (shutdown) is the
             # worker's: neither says anything about the dependency the circuit guards.
-            judged = ex.result is not Result.RETURNED_RETRY and ex.result is not Result.STOPPED
+            judged = ex.result not in _NOT_JUDGED
             self.circuits.report(job.type, move, permit, judged=judged)
             if permit and type(move) is SucceedMove:
                 self.burst.progressed()
@@ -629,6 +640,21 @@ class Worker(Generic[H]):
             worker_id=self.id,
             reason=self._stop_reason,
         )
+
+
+# Outcomes that say nothing about the dependency a circuit guards: a Retry the handler chose, a
+# stop (shutdown, lost lease) and a durable job's suspension.
+_NOT_JUDGED = frozenset({Result.RETURNED_RETRY, Result.STOPPED, Result.SUSPENDED})
+
+
+def durable_types(handlers: Mapping[str, JobHandler], settings: WorkerSettings) -> dict[str, int]:
+    """The durable job types of ``handlers`` and the attempts each may use (its handler's
+    ``max_attempts``, else its retry policy's, else the worker's): what rescue resumes."""
+    return {
+        name: handle.max_attempts or (handle.retry or settings.retry).max_attempts
+        for name, handle in handlers.items()
+        if getattr(handle, "durable", False)
+    }
 
 
 async def parent_results(backend: Backend, job_id: str) -> dict[str, Any]:

@@ -15,7 +15,8 @@ that area's name (the same names as each driver's modules and SQL files; see
 path: fetch, start, heartbeat, progress, release, finalize), ``dlq``, ``bulk`` (actions by
 filter, run-now), ``queues`` (queues and workers), ``schedules``, ``ratelimits``, ``workflows``
 (outcomes, relatives, members), ``reads`` (what the faces list, count and chart),
-``maintenance`` (rescue, retention, metric roll-ups, tidying) and ``leadership``. This module
+``maintenance`` (rescue, retention, metric roll-ups, tidying), ``leadership`` and ``durable``
+(the steps, sleeps, waits and events of durable jobs). This module
 holds the lifecycle and the assembly. Every group follows the rules below.
 
 Semantics shared by all backends (the conformance suite in ``tests/storage`` checks each):
@@ -46,6 +47,7 @@ from .bulk import BulkOperations
 from .claims import ClaimOperations
 from .dlq import DlqOperations
 from .driver import Driver, Notifier, StorageSettings
+from .durable import DurableOperations
 from .group import OperationGroup
 from .jobs import JobOperations
 from .leadership import DEFAULT_LEASE_SECONDS, Leadership, LeadershipOperations
@@ -74,6 +76,7 @@ class Backend(
     ReadOperations,
     MaintenanceOperations,
     LeadershipOperations,
+    DurableOperations,
     OperationGroup,
 ):
     """Every storage operation, for the database its ``driver`` adapts.

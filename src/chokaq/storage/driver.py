@@ -26,6 +26,7 @@ from ..models import (
     CancelResult,
     Capabilities,
     ClaimedJob,
+    DurableCounts,
     EnqueueResult,
     ErrorGroup,
     Heartbeat,
@@ -55,10 +56,12 @@ from ..models import (
     SeriesPoint,
     SlotRecord,
     Started,
+    StepRecord,
     Summary,
     Throughput,
     TypeLimit,
     UnservedQueue,
+    WaitOutcome,
     WorkerControl,
     WorkerInfo,
     WorkflowMember,
@@ -618,3 +621,72 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def leadership_get(self, name: str) -> LeaderTerm | None: ...
+
+    # -- durable: steps, sleeps, waits, events, spawn, gather (durable.py) --------------------
+
+    @abc.abstractmethod
+    async def steps_list(self, job_id: str) -> list[StepRecord]: ...
+
+    @abc.abstractmethod
+    async def steps_record(
+        self,
+        lease: Lease,
+        name: str,
+        value: str | None,
+        error: str | None,
+        elapsed_seconds: float,
+        now: datetime | None,
+    ) -> StepRecord | None: ...
+
+    @abc.abstractmethod
+    async def durable_sleep(
+        self, lease: Lease, name: str, seconds: float, now: datetime | None
+    ) -> WaitOutcome: ...
+
+    @abc.abstractmethod
+    async def durable_wait(
+        self,
+        lease: Lease,
+        name: str,
+        key: str,
+        timeout_seconds: float | None,
+        now: datetime | None,
+    ) -> WaitOutcome: ...
+
+    @abc.abstractmethod
+    async def events_send(
+        self, key: str, data: str, retention_seconds: float, now: datetime | None
+    ) -> str | None: ...
+
+    @abc.abstractmethod
+    async def durable_wake(self, now: datetime | None, limit: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def durable_resume(
+        self,
+        types: list[str],
+        attempts: list[int],
+        zombie_timeout_seconds: float,
+        now: datetime | None,
+        reachable_since: datetime | None,
+        fence: LeaderTerm | None,
+    ) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def durable_tidy(self, now: datetime | None, limit: int) -> int: ...
+
+    @abc.abstractmethod
+    async def durable_spawn(
+        self, lease: Lease, name: str, jobs: list[NewJob], now: datetime | None
+    ) -> StepRecord | None: ...
+
+    @abc.abstractmethod
+    async def durable_gather(
+        self, lease: Lease, name: str, ids: list[str], now: datetime | None
+    ) -> WaitOutcome: ...
+
+    @abc.abstractmethod
+    async def steps_children(self, ids: list[str]) -> list[str]: ...
+
+    @abc.abstractmethod
+    async def durable_counts(self, now: datetime | None) -> DurableCounts: ...

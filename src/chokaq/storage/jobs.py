@@ -26,6 +26,8 @@ from .observed import operation
 
 __all__ = ["JobOperations"]
 
+# How many generations of spawned children a cancel follows.
+MAX_SPAWN_DEPTH = 16
 _EMPTY_CANCEL = CancelResult(cancelled=(), requested=(), not_found=())
 
 
@@ -70,13 +72,30 @@ class JobOperations(OperationGroup):
     ) -> CancelResult:
         """Pending, Fetched or Waiting -> DLQ CANCELLED at once (cancelled_by = actor, counters and
         buckets as a fail move); Processing -> a durable cancel request (cancel_requested_at,
-        cancelled_by) that the owning worker hears through its heartbeat or a notification."""
+        cancelled_by) that the owning worker hears through its heartbeat or a notification.
+        Suspended durable jobs go to the DLQ as pending ones do; the unfinished children a
+        durable job spawned (``ctx.spawn``) are cancelled with it, right after (the result
+        reports the ids given only)."""
         unique = checks.job_ids("ids", ids, self._max_batch)
         who = checks.actor(actor)
         clock = checks.now(now)
         if not unique:
             return _EMPTY_CANCEL
-        return await self.driver.jobs_cancel(unique, who, clock)
+        result = await self.driver.jobs_cancel(unique, who, clock)
+        # A durable job's spawned children that have not finished go with it (docs/durable.md),
+        # right after, generation by generation (the statements of one cancel each).
+        ended = list(result.cancelled + result.requested)
+        seen = set(unique)
+        for _ in range(MAX_SPAWN_DEPTH):
+            if not ended:
+                break
+            children = [c for c in await self.driver.steps_children(ended) if c not in seen]
+            if not children:
+                break
+            seen.update(children)
+            spawned = await self.driver.jobs_cancel(tuple(children), who, clock)
+            ended = list(spawned.cancelled + spawned.requested)
+        return result
 
     @operation
     async def jobs_edit(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..models import (
+    DurableCounts,
     FailureReason,
     JobLink,
     JobOutcome,
@@ -19,7 +20,7 @@ from ..models import (
     located_state,
 )
 
-__all__ = ["members_of", "outcome_of", "relatives_of"]
+__all__ = ["counts_of", "gathered", "members_of", "outcome_of", "relatives_of"]
 
 Row = Sequence[Any]
 
@@ -74,3 +75,19 @@ def members_of(rows: Sequence[Row]) -> list[WorkflowMember]:
         )
         for row in rows
     ]
+
+
+def gathered(row: Row) -> list[Any]:
+    """One row of a driver's ``gather_outcomes`` (id, in hot, archived, result, result_error,
+    DLQ reason, DLQ error) as a gather records it: ``[id, where, result, result_error,
+    reason, error]``, ``where`` one of "archive", "dlq" or "gone"."""
+    job_id, _, archived, result, result_error, reason, error = row
+    where = "archive" if archived else "dlq" if reason is not None else "gone"
+    return [str(job_id), where, result, result_error, reason, error]
+
+
+def counts_of(rows: Sequence[Row]) -> DurableCounts:
+    """A driver's ``durable_counts`` rows (``("s", queue, kind, n)`` and ``("e", _, _, n)``)."""
+    suspended = tuple((str(r[1]), str(r[2]), int(r[3])) for r in rows if r[0] == "s")
+    kept = sum(int(r[3]) for r in rows if r[0] == "e")
+    return DurableCounts(suspended=suspended, events_kept=kept)

@@ -1,10 +1,10 @@
 """The PostgreSQL driver: the adapter class the storage seam calls, for PostgreSQL 14+.
 
 Owns assembling the per-area mixins (``jobs``, ``claims``, ``dlq``, ``bulk``, ``queues``,
-``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``, all
-on the pool and queries of ``connection``) into one ``Driver``, declaring what PostgreSQL can
-do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must not check
-arguments or hold SQL text.
+``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``,
+``durable``, all on the pool and queries of ``connection``) into one ``Driver``, declaring what
+PostgreSQL can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must not
+check arguments or hold SQL text.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ..driver import Notifier
 from .bulk import PostgresBulk
 from .claims import PostgresClaims
 from .dlq import PostgresDlq
+from .durable import PostgresDurable
 from .jobs import PostgresJobs
 from .leadership import PostgresLeadership
 from .maintenance import PostgresMaintenance
@@ -39,6 +40,7 @@ class PostgresDriver(
     PostgresReads,
     PostgresMaintenance,
     PostgresLeadership,
+    PostgresDurable,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

@@ -1,12 +1,12 @@
 """The SQLite driver: the adapter class the storage seam calls, for one file on one host.
 
 Owns assembling the per-area mixins (``jobs``, ``claims``, ``dlq``, ``bulk``, ``queues``,
-``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``, all on
-the file, thread and statements of ``connection``) into one ``Driver``, declaring what SQLite
-can do (``Capabilities``) and handing out its notifier (a watched file). Each mixin hops onto
-the connection's thread (``Database.call``), converts times to the stored Unix seconds and
-sends the in-process wake-ups after a commit (``notify``). It must not check arguments (the
-seam did) or hold SQL. It is imported only when the URL is ``sqlite:``.
+``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``,
+``durable``, all on the file, thread and statements of ``connection``) into one ``Driver``,
+declaring what SQLite can do (``Capabilities``) and handing out its notifier (a watched file).
+Each mixin hops onto the connection's thread (``Database.call``), converts times to the stored
+Unix seconds and sends the in-process wake-ups after a commit (``notify``). It must not check
+arguments (the seam did) or hold SQL. It is imported only when the URL is ``sqlite:``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..driver import Notifier
 from .bulk import SQLiteBulk
 from .claims import SQLiteClaims
 from .dlq import SQLiteDlq
+from .durable import SQLiteDurable
 from .jobs import SQLiteJobs
 from .leadership import SQLiteLeadership
 from .maintenance import SQLiteMaintenance
@@ -41,6 +42,7 @@ class SQLiteDriver(
     SQLiteReads,
     SQLiteMaintenance,
     SQLiteLeadership,
+    SQLiteDurable,
 ):
     """Every storage operation on one SQLite file (WAL mode), safe for several processes."""
 

@@ -1,6 +1,8 @@
 // The inspector: every field of the open job wherever it lives, its result, its parents,
-// children and workflow, its error and failed attempts, its payload; admins requeue, cancel or
-// purge it here (the editor is editor.js, the workflow tab workflow.js). It refreshes live.
+// children and workflow, a durable job's steps and what it is suspended on, its error and
+// failed attempts, its payload; admins requeue, cancel or purge it here, and send the event a
+// suspended job waits for (the editor is editor.js, the workflow tab workflow.js). It
+// refreshes live.
 
 import { cancelJobs, purge, resurrect } from "./actions.js";
 import { api } from "./api.js";
@@ -16,6 +18,7 @@ export function init() {
     $("insp-retry").addEventListener("click", function () { resurrect([state.job]); });
     $("insp-cancel").addEventListener("click", function () { cancelJobs([state.job]); });
     $("insp-purge").addEventListener("click", function () { purge([state.job]); });
+    $("insp-event").addEventListener("submit", sendEvent);
   }
   subscribe("snapshot", function () {
     if (state.job && $("inspector") && !$("inspector").hidden) { refreshInspector(); }
@@ -87,6 +90,7 @@ function renderInspector(j) {
     dl.appendChild(el("dd", { dataset: { field: k }, title: shown.title }, userText(shown.text)));
   });
   setText($("insp-error"), j.error || j.last_error || "(none)");
+  renderSteps(j.steps || []);
   renderAttempts(j.attempts || []);
   setText($("insp-payload"), j.payload === null ? "(not stored)" : pretty(j.payload));
   if (isAdmin) {
@@ -170,4 +174,57 @@ function renderAttempts(attempts) {
       el("pre", { className: "code" }, userText(text, true)));
     list.appendChild(el("li", { dataset: { seq: String(a.seq) } }, head, details));
   });
+}
+
+// A durable job's recorded steps, in order: name, kind and state, when it started, how long it
+// ran, the size of its stored value or its error; and, for a suspended job, what it waits for.
+var eventKey = null;
+
+function renderSteps(steps) {
+  var list = $("insp-steps");
+  clear(list);
+  $("insp-steps-box").hidden = steps.length === 0;
+  $("insp-steps-note").textContent = "(" + steps.length + ", in order)";
+  var pending = null;
+  steps.forEach(function (s) {
+    if (s.state === "pending") { pending = s; }
+    var outcome = s.error ? s.error.split("\n")[0] :
+      (s.value_bytes === null ? "no value" : s.value_bytes + " B stored");
+    var head = el("div", { className: "attempt-head" },
+      el("b", null, "#" + s.seq + " "), userText(s.name), " ",
+      el("span", { className: "chip" + (s.state === "failed" ? " final" : "") }, s.kind + ": " + s.state), " ",
+      el("span", { title: s.started_at || "" }, s.started_at ? when(s.started_at) : "–"), " · ran ",
+      fmtSecs(s.duration_seconds), " · ", userText(outcome));
+    list.appendChild(el("li", { dataset: { seq: String(s.seq) } }, head));
+  });
+  var line = "";
+  eventKey = null;
+  if (pending && pending.kind === "sleep") {
+    line = "Suspended: sleeping until " + pending.wake_at;
+  } else if (pending && pending.kind === "wait") {
+    eventKey = pending.event_key;
+    line = "Suspended: waiting for event " + pending.event_key +
+      (pending.wake_at ? " (until " + pending.wake_at + ")" : "");
+  } else if (pending && pending.kind === "gather") {
+    var ids = [];
+    try { ids = JSON.parse(pending.value || "[]"); } catch (e) { ids = []; }
+    line = "Suspended: waiting for " + ids.length + " children";
+  }
+  setText($("insp-suspension"), line);
+  if (isAdmin) { $("insp-event").hidden = eventKey === null; }
+}
+
+function sendEvent(ev) {
+  ev.preventDefault();
+  if (eventKey === null) { return; }
+  var text = ev.target.elements.data.value.trim();
+  var data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) {
+    setText($("insp-suspension"), "The event data is not JSON: " + e.message);
+    return;
+  }
+  api("/api/events/send", { key: eventKey, data: data }).then(function () {
+    ev.target.reset();
+    refreshInspector();
+  }).catch(function (e) { setText($("insp-suspension"), e.message); });
 }

@@ -180,14 +180,15 @@ ORDER BY h.id
 FOR UPDATE
 
 -- name: jobs_cancel
--- Pending and Fetched rows go to the DLQ as CANCELLED at once (with counters and buckets);
+-- Pending, Fetched, Waiting and Suspended rows go to the DLQ as CANCELLED at once (with
+-- counters and buckets);
 -- Processing rows get a durable cancel request that the owning worker hears.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ),
 done AS (
     DELETE FROM {schema}.jobs_hot h
-    WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status IN (0, 1, 3)
+    WHERE h.id = ANY(%(ids)b::uuid[]) AND h.status IN (0, 1, 3, 4)  -- 4: suspended (durable)
     RETURNING h.*, 1 AS failure_reason
 ),
 buried AS (
