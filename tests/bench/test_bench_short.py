@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from tests.conftest import IN_CI, PG_URL, require_postgres
 
-pytestmark = pytest.mark.postgres
+# Redis databases 10-12 and the broker queues are fixed names that every broker run flushes:
+# the bench short forms run one at a time, in one xdist worker.
+pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("brokers")]
 
 
 def _bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
