@@ -76,16 +76,20 @@ class EmittedEvents:
             if isinstance(event_id, int):
                 self._recorder.emitted.setdefault(event_id, where)
 
-    def whole_run(self, session: pytest.Session, *, timeout: float = 1800.0) -> dict[int, str]:
+    def whole_run(self, session: pytest.Session, *, stalled: float = 600.0) -> dict[int, str]:
         """``ids`` of the whole run: under xdist, once every other test of the session has
-        finished in whichever worker ran it, the union of what each worker recorded."""
+        finished in whichever worker ran it, the union of what each worker recorded. Fails when
+        no other test has finished for ``stalled`` seconds (a worker died, or ``-x`` stopped
+        the run), longer than any one test takes."""
         if _shared_dir(session.config) is None:
             return self.ids
         others = len(session.items) - 1
-        deadline = time.monotonic() + timeout
+        last, deadline = -1, 0.0
         while (finished := _finished_elsewhere()) < others:
-            if time.monotonic() > deadline:
-                pytest.fail(f"{finished} of the other {others} tests finished within {timeout} s")
+            if finished != last:
+                last, deadline = finished, time.monotonic() + stalled
+            elif time.monotonic() > deadline:
+                pytest.fail(f"{finished} of the other {others} tests done; none for {stalled} s")
             time.sleep(0.2)
         emitted: dict[int, str] = {}
         for record in _worker_records():
