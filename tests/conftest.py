@@ -147,6 +147,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # -- sharing between xdist workers ----------------------------------------------------------
 
+# Modules whose tests one xdist worker runs, one after another, with the other modules of their
+# group; every other test is scheduled on its own. pytest-xdist's ``xdist_group`` marker cannot
+# do this under pytest 9.2 (it renames node ids through an attribute pytest no longer reads).
+XDIST_GROUPS = {
+    # Fixed Redis databases and broker queues, flushed by each run.
+    "tests/bench/test_bench_brokers.py": "brokers",
+    "tests/bench/test_bench_short.py": "brokers",
+    # The mypy runs share one cache in the worker's temporary directory.
+    "tests/typing/test_typing.py": "typing",
+}
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return XDIST_GROUPS.get(nodeid.split("::", 1)[0], nodeid)
+
+    return Grouped(config, log)
+
+
 _shared: dict[str, Path | None] = {}
 _finished = [0]
 

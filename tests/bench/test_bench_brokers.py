@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from tests.conftest import IN_CI, PG_URL, require_postgres
 
-# Redis databases 10-12 and the broker queues are fixed names that every broker run flushes:
-# the bench short forms run one at a time, in one xdist worker.
-pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("brokers")]
+# One xdist worker runs this module and its neighbour one test at a time (tests/conftest.py:
+# XDIST_GROUPS): Redis databases 10-12 and the broker queues are fixed names they flush.
+pytestmark = pytest.mark.postgres
 
 JOBS = 20
 BROKER_KEYS = [

@@ -25,7 +25,8 @@ ERROR = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)
 def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One mypy cache for the session's runs (tests must not write outside tmp dirs): the
     second run reads chokaq and the standard library's stubs from it instead of checking them
-    again. The mypy tests share an xdist group, so that they run in one worker, on one cache."""
+    again. Under xdist one worker runs this module (tests/conftest.py: XDIST_GROUPS), so that
+    both runs find the one cache."""
     return tmp_path_factory.mktemp("mypy-cache")
 
 
@@ -63,14 +64,12 @@ def errors(result: subprocess.CompletedProcess[str]) -> dict[int, set[str]]:
     return found
 
 
-@pytest.mark.xdist_group("mypy")
 @pytest.mark.parametrize("path", sorted((HERE / "pass").glob("*.py")), ids=lambda p: p.name)
 def test_the_pass_files_type_check(path: Path, mypy_cache: Path) -> None:
     result = mypy(path, mypy_cache)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.xdist_group("mypy")
 @pytest.mark.parametrize("path", sorted((HERE / "fail").glob("*.py")), ids=lambda p: p.name)
 def test_each_fail_file_reports_the_marked_errors_and_no_other(
     path: Path, mypy_cache: Path
