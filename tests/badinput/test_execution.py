@@ -24,7 +24,13 @@ class Custom(BaseException):
 
 
 @pytest.fixture
-async def app(store: Store) -> AsyncIterator[App]:
+def released() -> asyncio.Event:
+    """Set by a test to let ``swallows_cancel`` return (it ignores every cancellation)."""
+    return asyncio.Event()
+
+
+@pytest.fixture
+async def app(store: Store, released: asyncio.Event) -> AsyncIterator[App]:
     # Unknown types are rejected at once here (no grace): this suite is about the rejection.
     settings = {
         **FAST,
@@ -61,10 +67,12 @@ async def app(store: Store) -> AsyncIterator[App]:
 
     @chokaq_app.job(timeout=0.2)
     async def swallows_cancel() -> None:
+        # Until the test has seen it abandoned (at most 30 s): its task outlives the worker's
+        # stop too, and the test's event loop would wait for it at the end.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(asyncio.CancelledError):  # swallowed on purpose
-                await asyncio.sleep(30)
+        while not released.is_set() and time.monotonic() < deadline:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):  # on purpose
+                await asyncio.wait_for(released.wait(), deadline - time.monotonic())
 
     @chokaq_app.job(timeout=5.0)
     async def blocks_loop(seconds: float) -> None:
@@ -140,15 +148,18 @@ async def test_handlers_that_never_return_time_out(app: App, handler: str) -> No
 # (on the embedded store) is enough.
 @pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 async def test_a_handler_that_swallows_cancellation_is_abandoned_by_the_watchdog(
-    app: App,
+    app: App, released: asyncio.Event
 ) -> None:
     job_id = await app.handlers["swallows_cancel"].enqueue()
     # The zombie timeout must outlast the watchdog's 10 s of patience, as the defaults do
     # (60 s): a stopped job no longer heartbeats, so a shorter one would make it a Zombie.
     async with running(app, shutdown_grace_seconds=0.1, zombie_timeout_seconds=15.0) as worker:
-        view = await settled(app, job_id, timeout=20)
-        await still_works(app)
-        assert job_id not in worker.running
+        try:
+            view = await settled(app, job_id, timeout=20)
+            await still_works(app)
+            assert job_id not in worker.running
+        finally:
+            released.set()
     assert view.pillar is Pillar.DLQ and view.failure_reason is FailureReason.TIMEOUT
     assert "did not stop when cancelled" in (view.error or "")
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import IN_CI, PG_URL, require_postgres
 
+# One xdist worker runs this module and its neighbour one test at a time (tests/conftest.py:
+# XDIST_GROUPS): Redis databases 10-12 and the broker queues are fixed names they flush.
 pytestmark = pytest.mark.postgres
 
 JOBS = 20

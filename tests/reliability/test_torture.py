@@ -36,6 +36,7 @@ def _can_restart_postgres() -> bool:
 
 
 @pytest.mark.postgres
+@pytest.mark.restarts_postgres
 async def test_postgres_torture_loses_nothing_and_finalizes_each_job_once(tmp_path: Path) -> None:
     require_postgres()
     config = Config(

@@ -11,6 +11,7 @@ import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
 from tests.conftest import PG_URL, require_postgres
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -69,6 +70,7 @@ def run_pytest(
     )
 
 
+@pytest.mark.postgres
 def test_fixtures_run_each_test_on_sqlite_and_on_postgres_in_its_own_schema(tmp_path: Path) -> None:
     require_postgres()
     (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TESTS), encoding="utf-8")

@@ -39,6 +39,7 @@ async def test_each_example_runs_as_written(
         await app.close()
 
 
+@pytest.mark.postgres
 def test_the_example_test_file_passes_on_both_backends(tmp_path: Path) -> None:
     require_postgres()
     [block] = TEST_FILES

@@ -21,8 +21,17 @@ MARK = re.compile(r"#\s*E:\s*([\w-]+)\s*$")
 ERROR = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)\]$")
 
 
-def mypy(path: Path) -> subprocess.CompletedProcess[str]:
-    # A file at a time, strict, without the cache (tests must not write outside tmp dirs).
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for the session's runs (tests must not write outside tmp dirs): the
+    second run reads chokaq and the standard library's stubs from it instead of checking them
+    again. Under xdist one worker runs this module (tests/conftest.py: XDIST_GROUPS), so that
+    both runs find the one cache."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def mypy(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    # A file at a time, strict.
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     return subprocess.run(
         [
@@ -30,9 +39,8 @@ def mypy(path: Path) -> subprocess.CompletedProcess[str]:
             "-m",
             "mypy",
             "--strict",
-            "--no-incremental",
             "--cache-dir",
-            os.devnull,
+            str(cache),
             "--no-error-summary",
             "--show-error-codes",
             "--hide-error-context",
@@ -57,20 +65,22 @@ def errors(result: subprocess.CompletedProcess[str]) -> dict[int, set[str]]:
 
 
 @pytest.mark.parametrize("path", sorted((HERE / "pass").glob("*.py")), ids=lambda p: p.name)
-def test_the_pass_files_type_check(path: Path) -> None:
-    result = mypy(path)
+def test_the_pass_files_type_check(path: Path, mypy_cache: Path) -> None:
+    result = mypy(path, mypy_cache)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("path", sorted((HERE / "fail").glob("*.py")), ids=lambda p: p.name)
-def test_each_fail_file_reports_the_marked_errors_and_no_other(path: Path) -> None:
+def test_each_fail_file_reports_the_marked_errors_and_no_other(
+    path: Path, mypy_cache: Path
+) -> None:
     expected = {
         number: MARK.search(text)[1]  # type: ignore[index]
         for number, text in enumerate(path.read_text("utf-8").splitlines(), start=1)
         if MARK.search(text)
     }
     assert expected, f"{path.name} marks no expected error"
-    result = mypy(path)
+    result = mypy(path, mypy_cache)
     found = errors(result)
     assert result.returncode == 1, result.stdout + result.stderr
     missing = {n: code for n, code in expected.items() if code not in found.get(n, set())}
