@@ -337,7 +337,6 @@ def test_fuzzing_the_api_from_its_openapi_document_finds_no_5xx(served: str) -> 
     schema = schemathesis.openapi.from_url(f"{served}/api/openapi.json")
     failures: list[str] = []
     seen = 0
-    started = time.monotonic()
     with requests.Session() as session:
         session.headers["authorization"] = f"Bearer {TOKEN}"
         for result in schema.get_all_operations():
@@ -354,7 +353,8 @@ def test_fuzzing_the_api_from_its_openapi_document_finds_no_5xx(served: str) -> 
             def fuzz(case: Any) -> None:
                 nonlocal seen
                 seen += 1
-                response = case.call(base_url=served, session=session, timeout=10)
+                # A timeout guards against a hang, not a speed: a starved machine may take seconds.
+                response = case.call(base_url=served, session=session, timeout=60)
                 if response.status_code >= 500:
                     failures.append(
                         f"{case.method} {case.formatted_path} {case.query} {case.body!r}: "
@@ -370,7 +370,6 @@ def test_fuzzing_the_api_from_its_openapi_document_finds_no_5xx(served: str) -> 
     with bob:
         assert bob.status_code == 200
         assert bob.headers["content-type"].startswith("text/event-stream")
-    assert time.monotonic() - started < 60
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,10 @@ from .conftest import USERS
 
 REPO = Path(__file__).resolve().parents[2]
 
+# A client's timeout guards against a hang, not a speed: a bcrypt check on a starved machine
+# may take seconds.
+HANG = 60.0
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -69,7 +73,7 @@ def start(tmp_path: Path) -> Iterator[Callable[..., str]]:
 def test_an_unguarded_deck_answers_loopback_names_only(start: Callable[..., str]) -> None:
     url = start()
     port = url.rsplit(":", 1)[1]
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         assert c.get("/", headers={"host": f"127.0.0.1:{port}"}).status_code == 200
         assert c.get("/", headers={"host": f"localhost:{port}"}).status_code == 200
         rebound = c.get("/", headers={"host": f"attacker.example:{port}"})
@@ -88,7 +92,7 @@ def test_an_authenticated_deck_answers_its_own_names_only(
     url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin")
     port = url.rsplit(":", 1)[1]
     form = {"username": "alice", "password": "alice-pw"}
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         for name in ("127.0.0.1", "localhost", "[::1]", "LocalHost."):
             assert c.get("/login", headers={"host": f"{name}:{port}"}).status_code == 200, name
         # A page of attacker.example whose name now points at 127.0.0.1 reaches nothing: not
@@ -144,7 +148,7 @@ def test_an_allowed_host_that_could_never_match_is_refused_at_start(tmp_path: Pa
 def test_a_mutation_from_another_origin_is_refused(start: Callable[..., str]) -> None:
     url = start()
     port = url.rsplit(":", 1)[1]
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         assert c.get("/").status_code == 200
         token = {"x-csrf-token": str(c.cookies.get("chokaq_deck_csrf"))}
         body = {"queue": "emails", "create": True, "paused": True}
@@ -179,7 +183,7 @@ def test_login_and_logout_refuse_another_origin_and_allowed_hosts_widen(
     users = ",".join(f"{name}:{pw}:{role.value}" for name, (pw, role) in USERS.items())
     url = start("--allowed-host", "deck.internal", CHOKAQ_DECK_USERS=users)
     port = url.rsplit(":", 1)[1]
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         form = {"username": "alice", "password": "alice-pw"}
         forced = c.post("/login", data=form, headers={"origin": "http://attacker.example"})
         assert forced.status_code == 403 and "chokaq_deck_session" not in forced.headers.get(
@@ -216,7 +220,7 @@ def test_a_hashed_password_logs_in_and_plain_text_warns(
     hashed = _hash("correct horse")
     assert hashed.startswith("$2b$12$") and "correct" not in hashed
     url = start(CHOKAQ_DECK_USERS=f"alice:{hashed}:admin,bob:bob-pw:readonly")
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         assert c.get("/api/me", headers=_basic("alice", "correct horse")).json()["role"] == "admin"
         assert c.get("/api/me", headers=_basic("alice", hashed)).status_code == 401
         form = {"username": "alice", "password": "correct horse"}
@@ -241,7 +245,7 @@ def test_failed_logins_lock_out_the_client_that_made_them_not_the_user(
     # behind a proxy on this machine.
     url = start("--proxy-headers", CHOKAQ_DECK_USERS="alice:alice-pw:admin,bob:bob-pw:readonly")
     attacker = {"x-forwarded-for": "203.0.113.9"}
-    with httpx.Client(base_url=url, headers=attacker) as c:
+    with httpx.Client(timeout=HANG, base_url=url, headers=attacker) as c:
         codes = [
             c.get("/api/me", headers=_basic("alice", f"guess-{i}")).status_code for i in range(8)
         ]
@@ -252,7 +256,9 @@ def test_failed_logins_lock_out_the_client_that_made_them_not_the_user(
         assert form.status_code == 429 and "Too many failed logins" in form.text
         # Locked for alice, not for every name: its own account still opens.
         assert c.get("/api/me", headers=_basic("bob", "bob-pw")).status_code == 200
-    with httpx.Client(base_url=url, headers={"x-forwarded-for": "198.51.100.7"}) as alice:
+    with httpx.Client(
+        timeout=HANG, base_url=url, headers={"x-forwarded-for": "198.51.100.7"}
+    ) as alice:
         # The user is not locked out: from a client that has not been failing she gets in,
         # by Basic auth and by the form.
         assert alice.get("/api/me", headers=_basic("alice", "alice-pw")).status_code == 200
@@ -268,7 +274,7 @@ def test_forwarded_headers_are_trusted_from_the_trusted_proxies_only(
 ) -> None:
     args = ["--proxy-headers", *(a for t in trusted for a in ("--trusted-proxy", t))]
     url = start(*args, CHOKAQ_DECK_USERS="alice:alice-pw:admin")
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         login = c.post(
             "/login",
             data={"username": "alice", "password": "alice-pw"},
@@ -280,14 +286,14 @@ def test_forwarded_headers_are_trusted_from_the_trusted_proxies_only(
 
 
 def _session_of(url: str, name: str, password: str) -> str:
-    with httpx.Client(base_url=url) as c:
+    with httpx.Client(timeout=HANG, base_url=url) as c:
         login = c.post("/login", data={"username": name, "password": password})
         assert login.status_code == 303, login.text
         return str(login.cookies["chokaq_deck_session"])
 
 
 def _me(url: str, session: str) -> int:
-    with httpx.Client(base_url=url, cookies={"chokaq_deck_session": session}) as c:
+    with httpx.Client(timeout=HANG, base_url=url, cookies={"chokaq_deck_session": session}) as c:
         return c.get("/api/me").status_code
 
 
@@ -297,7 +303,7 @@ def test_a_logout_ends_the_session_wherever_its_cookie_was_copied(
     url = start(CHOKAQ_DECK_USERS="alice:alice-pw:admin")
     session = _session_of(url, "alice", "alice-pw")
     assert _me(url, session) == 200
-    with httpx.Client(base_url=url, cookies={"chokaq_deck_session": session}) as c:
+    with httpx.Client(timeout=HANG, base_url=url, cookies={"chokaq_deck_session": session}) as c:
         assert c.post("/logout").status_code == 303
     assert _me(url, session) == 401  # a copy kept elsewhere is refused too
 
