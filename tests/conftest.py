@@ -135,12 +135,17 @@ def _on_postgres(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests on the PostgreSQL server are marked ``postgres`` however they reach it (the quick
-    tier, ``-m "not postgres ..."``, runs without a server). The catalogue check needs every
-    other test to have run: it goes last."""
+    """Tests on the PostgreSQL server are marked ``postgres`` however they reach it, and tests
+    that drive Chromium (the ``browser`` fixture) ``browser``, marked in their module or not (the
+    quick tier, ``-m "not postgres and not browser ..."``, runs without a server or a browser).
+    The catalogue check needs every other test to have run: it goes last."""
     for item in items:
         if item.get_closest_marker("postgres") is None and _on_postgres(item):
             item.add_marker(pytest.mark.postgres)
+        if item.get_closest_marker("browser") is None and "browser" in getattr(
+            item, "fixturenames", ()
+        ):
+            item.add_marker(pytest.mark.browser)
     last = [item for item in items if item.nodeid == LAST_CHECK]
     items[:] = [item for item in items if item.nodeid != LAST_CHECK] + last
 
