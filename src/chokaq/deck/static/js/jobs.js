@@ -58,7 +58,7 @@ export function init() {
   }
   subscribe("snapshot", liveReload);
   // A reconnect reconciles the table with storage at once; the first connection does not (the
-  // page's link has just loaded it, and its first snapshot sets the counts to compare with).
+  // page's link has just loaded it, and the first snapshot, which follows, reloads it).
   subscribe("connected", function () { refreshJobs(connections++ > 0); });
   subscribe("jobs-changed", function () { loadJobs(); });
 }
@@ -70,8 +70,8 @@ export function init() {
 function liveReload(snap) {
   var prev = lastSummary, s = snap.summary;
   lastSummary = s;
-  if (!prev) { refreshJobs(false); return; }  // the first: the table was read with the page
-  var changed = prev.succeeded_total !== s.succeeded_total ||
+  // The first snapshot reloads the table: it may be newer than the page's own read of it.
+  var changed = !prev || prev.succeeded_total !== s.succeeded_total ||
     prev.failed_total !== s.failed_total || prev.pending !== s.pending ||
     prev.fetched !== s.fetched || prev.processing !== s.processing;
   ticks++;
