@@ -21,6 +21,7 @@ from chokaq.models import (
     StepState,
     SucceedMove,
 )
+from chokaq.storage.sqlite import durable as sqlite_durable
 
 
 async def _running(backend, now=0.0, worker="w1", **options):
@@ -85,6 +86,22 @@ async def test_a_zero_sleep_does_not_suspend(backend):
     c = await _running(backend)
     outcome = await backend.durable_sleep(lease=c.lease, name="s", seconds=0, now=at(1))
     assert not outcome.suspended and outcome.step.state is StepState.DONE
+
+
+async def test_a_zero_sleep_or_timeout_on_the_store_clock_ends_at_once(backend, monkeypatch):
+    # SQLite's clock is a float of Unix seconds; this one rounds up to the next microsecond as
+    # a datetime, which made the end of a zero sleep or timeout look ahead of the clock.
+    rounds_up = 1_767_225_600.0000007
+    monkeypatch.setattr(
+        sqlite_durable, "ts_now", lambda now: rounds_up if now is None else now.timestamp()
+    )
+    [jid] = await enqueue(backend)
+    c = await _running(backend)
+    slept = await backend.durable_sleep(lease=c.lease, name="sleep#1", seconds=0)
+    assert not slept.suspended and slept.step.state is StepState.DONE
+    waited = await backend.durable_wait(lease=c.lease, name="wait#1", key="k", timeout_seconds=0)
+    assert not waited.suspended and waited.step.error == "timeout"
+    assert (await backend.job_get(jid)).status is JobStatus.PROCESSING
 
 
 async def test_an_event_wakes_the_waiting_job_with_its_data(backend):

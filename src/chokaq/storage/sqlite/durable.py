@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ...models import (
@@ -121,7 +121,11 @@ def _suspend(
 
 
 def _due(step: StepRecord, now: float) -> bool:
-    return step.wake_at is not None and step.wake_at.timestamp() <= now
+    # Compared to the microsecond, as the record holds its time (and as PostgreSQL's timestamptz
+    # does): about a third of the process clock's readings round up to the next microsecond, so
+    # ``wake_at.timestamp()`` put the end of a zero sleep or a zero timeout after ``now`` and
+    # suspended the job that PostgreSQL answers at once.
+    return step.wake_at is not None and step.wake_at <= datetime.fromtimestamp(now, UTC)
 
 
 def _sleep(db: Database, lease: Lease, name: str, seconds: float, now: float) -> WaitOutcome:
