@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -28,7 +28,6 @@ from ..logs import log_admin
 from ..models import (
     CancelResult,
     JobAttempt,
-    JobFilter,
     JobLink,
     JobOutcome,
     JobStatus,
@@ -37,6 +36,7 @@ from ..models import (
 )
 from ..storage.workflows import MAX_RELATIVES
 from .options import (
+    Matching,
     Store,
     actor_name,
     actor_option,
@@ -46,8 +46,6 @@ from .options import (
     job_ids,
     logged,
     matching_options,
-    parse_reason,
-    parse_when,
     run_with_app,
     store_options,
 )
@@ -467,7 +465,7 @@ def print_cancelled(result: CancelResult, why: dict[str, str]) -> None:
 
 
 _PLACES = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
-_STATUSES = {s.name.lower(): s for s in JobStatus}
+_STATUSES = sorted(s.name.lower() for s in JobStatus)
 _DATES = {Pillar.HOT: "created_at", Pillar.ARCHIVE: "finished_at", Pillar.DLQ: "failed_at"}
 
 
@@ -480,29 +478,23 @@ _DATES = {Pillar.HOT: "created_at", Pillar.ARCHIVE: "finished_at", Pillar.DLQ: "
     show_default=True,
     help="Which pillar: active (hot), archive (succeeded) or dlq (failed).",
 )
-@click.option("--queue", help="Only this queue.")
-@click.option("--type", "job_type", help="Only this job type.")
-@click.option(
-    "--status", type=click.Choice(sorted(_STATUSES)), help="Only this status (active only)."
+@matching_options(
+    click.option("--queue", help="Only this queue."),
+    click.option("--type", "job_type", help="Only this job type."),
+    click.option("--status", type=click.Choice(_STATUSES), help="Only this status (active only)."),
+    click.option("--reason", help="Only this failure reason (dlq only; e.g. timeout, expired)."),
+    click.option("--partition", help="Only this partition."),
+    click.option("--since", help="At or after (created, finished or failed): ISO time or an age."),
+    click.option("--until", help="At or before: ISO time or an age (7d: 7 days ago)."),
+    click.option("--search", help="Substring of id, type, tags or error text."),
 )
-@click.option("--reason", help="Only this failure reason (dlq only; e.g. timeout, expired).")
-@click.option("--partition", help="Only this partition.")
-@click.option("--since", help="At or after (created, finished or failed): ISO time or an age.")
-@click.option("--until", help="At or before: ISO time or an age (7d: 7 days ago).")
-@click.option("--search", help="Substring of id, type, tags or error text.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of the jobs.")
 @store_options
 def job_list(
     place: str,
-    queue: str | None,
-    job_type: str | None,
-    status: str | None,
-    reason: str | None,
+    matching: Matching,
     partition: str | None,
-    since: str | None,
-    until: str | None,
-    search: str | None,
     limit: int,
     as_json: bool,
     store: Store,
@@ -516,20 +508,11 @@ def job_list(
       chokaq job list --in dlq --reason expired --since 1h --json | jq -r '.[].id'
     """
     pillar = _PLACES[place]
-    if status is not None and pillar is not Pillar.HOT:
+    if matching.status is not None and pillar is not Pillar.HOT:
         raise click.UsageError("--status applies to active jobs only (--in active)")
-    if reason is not None and pillar is not Pillar.DLQ:
+    if matching.reason is not None and pillar is not Pillar.DLQ:
         raise click.UsageError("--reason applies to failed jobs only (--in dlq)")
-    flt = JobFilter(
-        queue=queue,
-        type=job_type,
-        status=None if status is None else _STATUSES[status],
-        failure_reason=parse_reason(reason),
-        partition=partition,
-        since=parse_when(since, param="--since"),
-        until=parse_when(until, param="--until"),
-        search=search,
-    )
+    flt = replace(matching.job_filter(), partition=partition)
     app = store.app(existing=True)
     page = run_with_app(
         app, lambda a: a.backend.jobs_page(pillar=pillar, filter=flt, page_size=limit)
