@@ -138,19 +138,9 @@ class PostgresMaintenance(PostgresCore):
             if zombies is None:
                 # One zombie could not be buried (say its id is already in the DLQ): bury each
                 # alone, so that one cannot block the others.
-                cur = await conn.execute(self._q["jobs_rescue_zombie_candidates"], params)
-                found: list[str] = []
-                for (job_id,) in await cur.fetchall():
-                    try:
-                        async with conn.transaction():
-                            await self._fence(conn, fence)
-                            cur = await conn.execute(
-                                self._q["jobs_rescue_zombies"], {**params, "ids": [job_id]}
-                            )
-                            found.extend(row[0] for row in await cur.fetchall() if row[0])
-                    except psycopg.IntegrityError:
-                        continue
-                zombies = tuple(found)
+                zombies = await self._bury_each(
+                    conn, "jobs_rescue_zombies", "jobs_rescue_zombie_candidates", params, fence
+                )
             expired = await self._bury(
                 conn, "jobs_rescue_expired", {**params, "limit": EXPIRE_BATCH}, fence
             )
@@ -173,7 +163,19 @@ class PostgresMaintenance(PostgresCore):
                 return tuple(row[0] for row in await cur.fetchall() if row[0])
         except psycopg.IntegrityError:
             pass
-        cur = await conn.execute(self._q[name + "_candidates"], params)
+        return await self._bury_each(conn, name, name + "_candidates", params, fence)
+
+    async def _bury_each(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        name: LiteralString,
+        candidates: LiteralString,
+        params: Params,
+        fence: LeaderTerm | None,
+    ) -> tuple[str, ...]:
+        """Run the move ``name`` on each row of ``candidates`` alone, under ``fence``, skipping
+        the rows that cannot land. The ids moved."""
+        cur = await conn.execute(self._q[candidates], params)
         found: list[str] = []
         for (job_id,) in await cur.fetchall():
             try:
