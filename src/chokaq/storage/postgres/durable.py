@@ -79,12 +79,16 @@ class PostgresDurable(PostgresCore):
         rows = await self._rows("steps_record", params)
         return _step(rows[0]) if rows else None
 
-    async def _durable_owned(
-        self, conn: psycopg.AsyncConnection[Any], lease: Lease, now: datetime | None
-    ) -> datetime | None:
-        """The clock of the transaction, once the leased row is held; None: not ours."""
-        rows = await self._run(conn, "durable_owner", {**_lease(lease), "now": now})
-        return rows[0][0] if rows else None
+    async def _durable_open(
+        self, conn: psycopg.AsyncConnection[Any], lease: Lease, name: str, now: datetime | None
+    ) -> tuple[datetime, StepRecord | None] | None:
+        """Once the leased row is held: the transaction's clock and step ``name`` as recorded
+        (None: not yet), read in the statement that holds the row; None: the job is not ours."""
+        params = {**_lease(lease), "name": name, "now": now}
+        rows = await self._run(conn, "durable_owner", params)
+        if not rows:
+            return None
+        return rows[0][0], None if rows[0][1] is None else _step(rows[0][1:])
 
     async def _durable_get(
         self, conn: psycopg.AsyncConnection[Any], job_id: str, name: str
@@ -152,10 +156,10 @@ class PostgresDurable(PostgresCore):
         self, lease: Lease, name: str, seconds: float, now: datetime | None
     ) -> WaitOutcome:
         async with self.pool.connection() as conn, conn.transaction():
-            clock = await self._durable_owned(conn, lease, now)
-            if clock is None:
+            opened = await self._durable_open(conn, lease, name, now)
+            if opened is None:
                 return WaitOutcome()
-            step = await self._durable_get(conn, lease.job_id, name)
+            clock, step = opened
             if step is not None and step.state is StepState.DONE:
                 return WaitOutcome(step=step)
             if step is None:
@@ -176,10 +180,10 @@ class PostgresDurable(PostgresCore):
         now: datetime | None,
     ) -> WaitOutcome:
         async with self.pool.connection() as conn, conn.transaction():
-            clock = await self._durable_owned(conn, lease, now)
-            if clock is None:
+            opened = await self._durable_open(conn, lease, name, now)
+            if opened is None:
                 return WaitOutcome()
-            step = await self._durable_get(conn, lease.job_id, name)
+            clock, step = opened
             if step is not None and step.state is StepState.DONE:
                 return WaitOutcome(step=step)
             # The key the wait first recorded holds on replay (the handler's code is the same).
@@ -227,10 +231,10 @@ class PostgresDurable(PostgresCore):
         self, lease: Lease, name: str, jobs: list[NewJob], now: datetime | None
     ) -> StepRecord | None:
         async with self.pool.connection() as conn, conn.transaction():
-            clock = await self._durable_owned(conn, lease, now)
-            if clock is None:
+            opened = await self._durable_open(conn, lease, name, now)
+            if opened is None:
                 return None
-            step = await self._durable_get(conn, lease.job_id, name)
+            clock, step = opened
             if step is not None:
                 return step if step.state is StepState.DONE else None
             # The children go in this transaction (the caller-connection path of enqueue), so
@@ -246,10 +250,10 @@ class PostgresDurable(PostgresCore):
         self, lease: Lease, name: str, ids: list[str], now: datetime | None
     ) -> WaitOutcome:
         async with self.pool.connection() as conn, conn.transaction():
-            clock = await self._durable_owned(conn, lease, now)
-            if clock is None:
+            opened = await self._durable_open(conn, lease, name, now)
+            if opened is None:
                 return WaitOutcome()
-            step = await self._durable_get(conn, lease.job_id, name)
+            clock, step = opened
             if step is not None and step.state is StepState.DONE:
                 return WaitOutcome(step=step)
             rows = await self._run(conn, "gather_outcomes", {"ids": ids})

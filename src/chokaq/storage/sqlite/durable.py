@@ -54,8 +54,12 @@ def _lease(lease: Lease) -> dict[str, Any]:
     return {"id": lease.job_id, "worker_id": lease.worker_id, "token": lease.token}
 
 
-def _owned(db: Database, lease: Lease) -> bool:
-    return db.conn.execute(db.q["durable_owner"], _lease(lease)).fetchone() is not None
+def _open(db: Database, lease: Lease, name: str) -> tuple[bool, StepRecord | None]:
+    """Whether the leased row is ours, and step ``name`` as recorded (None: not yet)."""
+    row = db.conn.execute(db.q["durable_owner"], {**_lease(lease), "name": name}).fetchone()
+    if row is None:
+        return False, None
+    return True, None if row[1] is None else _step(tuple(row)[1:])
 
 
 def _get(db: Database, job_id: str, name: str) -> StepRecord | None:
@@ -129,9 +133,9 @@ def _due(step: StepRecord, now: float) -> bool:
 
 
 def _sleep(db: Database, lease: Lease, name: str, seconds: float, now: float) -> WaitOutcome:
-    if not _owned(db, lease):
+    ours, step = _open(db, lease, name)
+    if not ours:
         return WaitOutcome()
-    step = _get(db, lease.job_id, name)
     if step is not None and step.state is StepState.DONE:
         return WaitOutcome(step=step)
     if step is None:
@@ -144,9 +148,9 @@ def _sleep(db: Database, lease: Lease, name: str, seconds: float, now: float) ->
 def _wait(
     db: Database, lease: Lease, name: str, key: str, timeout: float | None, now: float
 ) -> WaitOutcome:
-    if not _owned(db, lease):
+    ours, step = _open(db, lease, name)
+    if not ours:
         return WaitOutcome()
-    step = _get(db, lease.job_id, name)
     if step is not None and step.state is StepState.DONE:
         return WaitOutcome(step=step)
     if step is None:
@@ -164,9 +168,9 @@ def _wait(
 def _spawn(
     db: Database, lease: Lease, name: str, jobs: list[NewJob], now: float
 ) -> StepRecord | None:
-    if not _owned(db, lease):
+    ours, step = _open(db, lease, name)
+    if not ours:
         return None
-    step = _get(db, lease.job_id, name)
     if step is not None:
         return step if step.state is StepState.DONE else None
     # In this write transaction: the spawn is recorded exactly when its children are enqueued.
@@ -178,9 +182,9 @@ def _spawn(
 
 
 def _gather(db: Database, lease: Lease, name: str, ids: list[str], now: float) -> WaitOutcome:
-    if not _owned(db, lease):
+    ours, step = _open(db, lease, name)
+    if not ours:
         return WaitOutcome()
-    step = _get(db, lease.job_id, name)
     if step is not None and step.state is StepState.DONE:
         return WaitOutcome(step=step)
     rows = db.conn.execute(db.q["gather_outcomes"], {"ids": json.dumps(ids)}).fetchall()
@@ -268,7 +272,7 @@ class SQLiteDurable(SQLiteCore):
         }
 
         def record() -> StepRecord | None:
-            if not _owned(self._db, lease):
+            if not _open(self._db, lease, name)[0]:
                 return None
             row = self._db.conn.execute(self._db.q["steps_record"], params).fetchone()
             return None if row is None else _step(row)

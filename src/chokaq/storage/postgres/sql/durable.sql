@@ -44,10 +44,14 @@ RETURNING s.job_id::text, s.name, s.seq, s.kind, s.state, s.value, s.error, s.ev
           s.wake_at, s.started_at, s.finished_at
 
 -- name: durable_owner
--- Opens a sleep or a wait (in its transaction): the leased row, held, and the clock.
+-- Opens a sleep, a wait, a spawn or a gather (in its transaction): the leased row, held, the
+-- clock, and the step ``name`` as recorded (NULLs when it is not yet).
 WITH
 -- include: fragment_durable_owner
-SELECT o.now FROM owner o
+SELECT o.now, s.job_id::text, s.name, s.seq, s.kind, s.state, s.value, s.error, s.event_key,
+       s.wake_at, s.started_at, s.finished_at
+FROM owner o
+LEFT JOIN {schema}.job_steps s ON s.job_id = o.id AND s.name = %(name)s
 
 -- name: steps_get
 SELECT job_id::text, name, seq, kind, state, value, error, event_key, wake_at, started_at,

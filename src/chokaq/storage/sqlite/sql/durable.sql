@@ -11,8 +11,12 @@ WHERE job_id = :id
 ORDER BY seq
 
 -- name: durable_owner
-SELECT id FROM {p}jobs_hot
-WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 2
+-- The leased Processing row, and the step :name as recorded (NULLs when it is not yet).
+SELECT h.id, s.job_id, s.name, s.seq, s.kind, s.state, s.value, s.error, s.event_key, s.wake_at,
+       s.started_at, s.finished_at
+FROM {p}jobs_hot h
+LEFT JOIN {p}job_steps s ON s.job_id = h.id AND s.name = :name
+WHERE h.id = :id AND h.worker_id = :worker_id AND h.lease_token = :token AND h.status = 2
 
 -- name: steps_record
 -- A step's outcome under the lease (run in the transaction of durable_owner's check): done
