@@ -38,10 +38,7 @@ import contextlib
 from ..errors import ChokaqError
 from ..limits import check_name
 from ..logs import Event, log_event
-from ..models import (
-    Capabilities,
-    JobFilter,
-)
+from ..models import Capabilities
 from . import checks
 from .bulk import BulkOperations
 from .claims import ClaimOperations
@@ -60,8 +57,6 @@ from .schedules import ScheduleOperations
 from .workflows import WorkflowOperations
 
 __all__ = ["Backend", "Observer"]
-
-_NO_FILTER = JobFilter()
 
 
 class Backend(

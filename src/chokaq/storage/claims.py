@@ -23,7 +23,6 @@ from ..models import (
     FailureReason,
     Heartbeat,
     HeartbeatAck,
-    JobFilter,
     JobStatus,
     LeaderTerm,
     Lease,
@@ -37,7 +36,6 @@ from .ratelimits import LimitOperations
 
 __all__ = ["ClaimOperations"]
 
-_NO_FILTER = JobFilter()
 # How many times a claim that found only expired jobs claims again before it returns.
 EXPIRED_REFILLS = 8
 
