@@ -154,22 +154,12 @@ SELECT NULL FROM kept
 UNION ALL
 SELECT NULL FROM settled
 
--- name: durable_wake
--- Suspended rows whose time came (a sleep's end, a wait's deadline) go back to Pending, due at
--- that time, oldest first, at most %(limit)s a pass; their workers are told.
-WITH clock AS MATERIALIZED (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-),
-due AS (
-    SELECT h.id FROM {schema}.jobs_hot h CROSS JOIN clock k
-    WHERE h.status = 4 AND h.wake_at <= k.now
-    ORDER BY h.wake_at
-    LIMIT %(limit)s
-    FOR UPDATE OF h SKIP LOCKED
-),
+-- name: fragment_durable_woke
+-- The suspended rows ``due`` names go back to Pending, due at their ``due_at``; the workers of
+-- their queues are told. Answers their ids (and a NULL for each notice sent).
 woke AS (
     UPDATE {schema}.jobs_hot h
-    SET status = 0, scheduled_at = h.wake_at, wake_at = NULL, event_key = NULL, gathering = NULL,
+    SET status = 0, scheduled_at = d.due_at, wake_at = NULL, event_key = NULL, gathering = NULL,
         updated_at = k.now
     FROM due d, clock k
     WHERE h.id = d.id AND h.status = 4
@@ -181,6 +171,21 @@ told AS MATERIALIZED (
 SELECT id::text FROM woke
 UNION ALL
 SELECT NULL FROM told
+
+-- name: durable_wake
+-- Suspended rows whose time came (a sleep's end, a wait's deadline) go back to Pending, due at
+-- that time, oldest first, at most %(limit)s a pass; their workers are told.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+),
+due AS (
+    SELECT h.id, h.wake_at AS due_at FROM {schema}.jobs_hot h CROSS JOIN clock k
+    WHERE h.status = 4 AND h.wake_at <= k.now
+    ORDER BY h.wake_at
+    LIMIT %(limit)s
+    FOR UPDATE OF h SKIP LOCKED
+),
+-- include: fragment_durable_woke
 
 -- name: events_prune
 DELETE FROM {schema}.job_events e
@@ -310,8 +315,9 @@ WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ),
 due AS (
-    SELECT h.id FROM {schema}.jobs_hot h
+    SELECT h.id, k.now AS due_at FROM {schema}.jobs_hot h
     JOIN {schema}.job_steps s ON s.job_id = h.id AND s.name = h.gathering
+    CROSS JOIN clock k
     WHERE h.status = 4 AND h.gathering IS NOT NULL
       AND NOT EXISTS (
           SELECT 1 FROM json_array_elements_text(s.value::json) AS c(id)
@@ -321,20 +327,7 @@ due AS (
     LIMIT %(limit)s
     FOR UPDATE OF h SKIP LOCKED
 ),
-woke AS (
-    UPDATE {schema}.jobs_hot h
-    SET status = 0, scheduled_at = k.now, wake_at = NULL, event_key = NULL, gathering = NULL,
-        updated_at = k.now
-    FROM due d, clock k
-    WHERE h.id = d.id AND h.status = 4
-    RETURNING h.id, h.queue
-),
-told AS MATERIALIZED (
-    SELECT pg_notify(%(channel)s, 'j:' || q.queue) FROM (SELECT DISTINCT queue FROM woke) q
-)
-SELECT id::text FROM woke
-UNION ALL
-SELECT NULL FROM told
+-- include: fragment_durable_woke
 
 -- name: steps_children
 -- The ids the spawns of these jobs made (to cancel the unfinished ones with their parent).
