@@ -8,7 +8,6 @@ whose module does not run it (so that a query's place is known before it is writ
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from chokaq.storage.backend import Backend
 from chokaq.storage.driver import Driver
 from chokaq.storage.group import OperationGroup
 from chokaq.storage.postgres.driver import PostgresDriver
+from chokaq.storage.sqlfile import includes, load_blocks
 from chokaq.storage.sqlite.driver import SQLiteDriver
 
 STORAGE = Path(chokaq.storage.__file__).resolve().parent
@@ -36,8 +36,6 @@ RUN_ELSEWHERE = {
 # Names built from a pillar (``f"{pillar.value}_list"``) start with one of these.
 PILLARS = ("hot", "archive", "dlq")
 MAX_SQL_LINES = 600
-_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
-_INCLUDE = re.compile(r"^--\s*include:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
 
 def _stem(cls: type) -> str:
@@ -54,12 +52,7 @@ def _mixins(driver: type) -> dict[str, type]:
 
 def _blocks(driver: str) -> dict[str, tuple[str, str]]:
     """Every named block of the driver's SQL files: name -> (file stem, body)."""
-    found: dict[str, tuple[str, str]] = {}
-    for path in sorted((STORAGE / driver / "sql").glob("*.sql")):
-        parts = _NAME.split(path.read_text(encoding="utf-8"))
-        for name, body in zip(parts[1::2], parts[2::2], strict=True):
-            found[name] = (path.stem, body)
-    return found
+    return load_blocks(f"chokaq.storage.{driver}")
 
 
 def _literals(path: Path) -> set[str]:
@@ -151,7 +144,7 @@ def test_every_block_is_run_by_the_module_its_file_is_named_after(driver: str) -
 @pytest.mark.parametrize("driver", sorted(DRIVERS))
 def test_every_fragment_is_included(driver: str) -> None:
     blocks = _blocks(driver)
-    included = {name for _, body in blocks.values() for name in _INCLUDE.findall(body)}
+    included = {name for _, body in blocks.values() for name in includes(body)}
     unused = {name for name in blocks if name.startswith("fragment_")} - included
     assert not unused
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["Migration", "load_migrations", "load_queries"]
+__all__ = ["Migration", "includes", "load_blocks", "load_migrations", "load_queries"]
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^--\s*include:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
@@ -35,7 +35,19 @@ def load_queries(package: str, folder: str = "sql") -> dict[str, str]:
 
     A line ``-- include: fragment_x`` is replaced by the block ``fragment_x``; blocks named
     ``fragment_*`` exist only to be included and are not returned."""
-    raw: dict[str, str] = {}
+    raw = {name: body for name, (_, body) in load_blocks(package, folder).items()}
+    return {
+        name: _compact(_expand(name, raw, ())).rstrip(";").strip()
+        for name in raw
+        if not name.startswith("fragment_")
+    }
+
+
+def load_blocks(package: str, folder: str = "sql") -> dict[str, tuple[str, str]]:
+    """Every named block of the ``*.sql`` files of ``package/folder`` as written (includes not
+    expanded, fragments kept): name -> (the file's stem, the block's text). A name defined
+    twice, in one file or two, is an error."""
+    found: dict[str, tuple[str, str]] = {}
     files = sorted(
         (entry for entry in resources.files(package).joinpath(folder).iterdir()),
         key=lambda entry: entry.name,
@@ -45,14 +57,15 @@ def load_queries(package: str, folder: str = "sql") -> dict[str, str]:
             continue
         parts = _NAME.split(entry.read_text(encoding="utf-8"))
         for name, body in zip(parts[1::2], parts[2::2], strict=True):
-            if name in raw:
+            if name in found:
                 raise ValueError(f"{package}/{folder}: query {name!r} is defined twice")
-            raw[name] = body
-    return {
-        name: _compact(_expand(name, raw, ())).rstrip(";").strip()
-        for name in raw
-        if not name.startswith("fragment_")
-    }
+            found[name] = (entry.name.removesuffix(".sql"), body)
+    return found
+
+
+def includes(body: str) -> list[str]:
+    """The names of the blocks ``body`` includes (its ``-- include:`` lines), in order."""
+    return _INCLUDE.findall(body)
 
 
 def _expand(name: str, raw: dict[str, str], seen: tuple[str, ...]) -> str:
