@@ -6,7 +6,8 @@ are in the same order on every database). It must not run queries.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from ..models import (
@@ -16,11 +17,14 @@ from ..models import (
     JobOutcome,
     JobStatus,
     Pillar,
+    StepKind,
+    StepRecord,
+    StepState,
     WorkflowMember,
     located_state,
 )
 
-__all__ = ["counts_of", "gathered", "members_of", "outcome_of", "relatives_of"]
+__all__ = ["counts_of", "gathered", "members_of", "outcome_of", "relatives_of", "step_of"]
 
 Row = Sequence[Any]
 
@@ -75,6 +79,29 @@ def members_of(rows: Sequence[Row]) -> list[WorkflowMember]:
         )
         for row in rows
     ]
+
+
+def _same(value: Any) -> datetime | None:
+    return value  # type: ignore[no-any-return]  # the driver's column is a timestamptz
+
+
+def step_of(row: Row, when: Callable[[Any], datetime | None] = _same) -> StepRecord:
+    """One row of a driver's step statements (``steps_list``, ``steps_get``, ...: job id,
+    name, seq, kind, state, value, error, event key, wake, start, end), its times read by
+    ``when`` (SQLite's Unix seconds; PostgreSQL's are datetimes already)."""
+    return StepRecord(
+        job_id=row[0],
+        name=row[1],
+        seq=row[2],
+        kind=StepKind(row[3]),
+        state=StepState(row[4]),
+        value=row[5],
+        error=row[6],
+        event_key=row[7],
+        wake_at=when(row[8]),
+        started_at=when(row[9]),
+        finished_at=when(row[10]),
+    )
 
 
 def gathered(row: Row) -> list[Any]:

@@ -26,26 +26,10 @@ from ...models import (
     StepState,
     WaitOutcome,
 )
-from ..links import counts_of, gathered
+from ..links import counts_of, gathered, step_of
 from .connection import PostgresCore
 
 __all__ = ["PostgresDurable"]
-
-
-def _step(row: tuple[Any, ...]) -> StepRecord:
-    return StepRecord(
-        job_id=row[0],
-        name=row[1],
-        seq=row[2],
-        kind=StepKind(row[3]),
-        state=StepState(row[4]),
-        value=row[5],
-        error=row[6],
-        event_key=row[7],
-        wake_at=row[8],
-        started_at=row[9],
-        finished_at=row[10],
-    )
 
 
 def _lease(lease: Lease) -> dict[str, Any]:
@@ -56,7 +40,7 @@ class PostgresDurable(PostgresCore):
     """The durable-job operations."""
 
     async def steps_list(self, job_id: str) -> list[StepRecord]:
-        return [_step(row) for row in await self._rows("steps_list", {"id": job_id})]
+        return [step_of(row) for row in await self._rows("steps_list", {"id": job_id})]
 
     async def steps_record(
         self,
@@ -77,7 +61,7 @@ class PostgresDurable(PostgresCore):
             "now": now,
         }
         rows = await self._rows("steps_record", params)
-        return _step(rows[0]) if rows else None
+        return step_of(rows[0]) if rows else None
 
     async def _durable_open(
         self, conn: psycopg.AsyncConnection[Any], lease: Lease, name: str, now: datetime | None
@@ -88,13 +72,13 @@ class PostgresDurable(PostgresCore):
         rows = await self._run(conn, "durable_owner", params)
         if not rows:
             return None
-        return rows[0][0], None if rows[0][1] is None else _step(rows[0][1:])
+        return rows[0][0], None if rows[0][1] is None else step_of(rows[0][1:])
 
     async def _durable_get(
         self, conn: psycopg.AsyncConnection[Any], job_id: str, name: str
     ) -> StepRecord | None:
         rows = await self._run(conn, "steps_get", {"id": job_id, "name": name})
-        return _step(rows[0]) if rows else None
+        return step_of(rows[0]) if rows else None
 
     async def _durable_settle(
         self,
@@ -107,7 +91,7 @@ class PostgresDurable(PostgresCore):
     ) -> StepRecord:
         params = {"id": job_id, "name": name, "now": clock, "value": value, "error": error}
         [row] = await self._run(conn, "steps_settle", params)
-        return _step(row)
+        return step_of(row)
 
     async def _durable_pending(
         self,
@@ -244,7 +228,7 @@ class PostgresDurable(PostgresCore):
             params = {"id": lease.job_id, "name": name, "value": json.dumps(ids), "now": clock}
             [row] = await self._run(conn, "steps_spawned", params)
             await self._run(conn, "steps_spawn_edges", {**params, "children": ids})
-        return _step(row)
+        return step_of(row)
 
     async def durable_gather(
         self, lease: Lease, name: str, ids: list[str], now: datetime | None

@@ -24,7 +24,7 @@ from ...models import (
     StepState,
     WaitOutcome,
 )
-from ..links import counts_of, gathered
+from ..links import counts_of, gathered, step_of
 from .connection import Database, SQLiteCore
 from .jobs import enqueue_within
 from .leadership import check_fence
@@ -35,19 +35,7 @@ __all__ = ["SQLiteDurable"]
 
 
 def _step(row: sqlite3.Row | tuple[Any, ...]) -> StepRecord:
-    return StepRecord(
-        job_id=row[0],
-        name=row[1],
-        seq=row[2],
-        kind=StepKind(row[3]),
-        state=StepState(row[4]),
-        value=row[5],
-        error=row[6],
-        event_key=row[7],
-        wake_at=from_ts(row[8]),
-        started_at=from_ts(row[9]),
-        finished_at=from_ts(row[10]),
-    )
+    return step_of(row, from_ts)
 
 
 def _lease(lease: Lease) -> dict[str, Any]:
