@@ -121,14 +121,14 @@ def database_option(help: str) -> Callable[[F], F]:
     )
 
 
-def _bundled(name: str, make: Callable[..., Any], fields: tuple[str, ...]) -> Callable[[F], F]:
-    """Hand a command the values of the options ``fields`` (those it has) as one argument,
+def _bundled(name: str, make: Callable[..., Any], params: tuple[str, ...]) -> Callable[[F], F]:
+    """Hand a command the values of the options ``params`` (those it has) as one argument,
     ``name=make(**values)``; the options are added above this decorator."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def command(*args: Any, **kwargs: Any) -> Any:
-            given = {field: kwargs.pop(field) for field in fields if field in kwargs}
+            given = {param: kwargs.pop(param) for param in params if param in kwargs}
             return fn(*args, **{name: make(**given)}, **kwargs)
 
         return cast(F, command)
