@@ -11,6 +11,7 @@ term. This module must not import a database driver or hold SQL.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from ..limits import check_time
@@ -95,12 +96,7 @@ class MaintenanceOperations(OperationGroup):
         (1..1,000,000; default the cleanup batch size), each its own short transaction, oldest
         first, at most ``limit`` (0..10**9; None: no limit) in all; lifetime counters
         untouched. Returns the number deleted."""
-        cutoff = check_time("older_than", older_than)
-        size, most = checks.purge_limit(self._batch(batch_size), limit)
-        checked = _fence(fence)
-        if most == 0:
-            return 0
-        return await self.driver.archive_purge(cutoff, size, most, checked)
+        return await self._purge(self.driver.archive_purge, older_than, batch_size, limit, fence)
 
     @operation
     async def dlq_purge_older(
@@ -112,15 +108,25 @@ class MaintenanceOperations(OperationGroup):
         fence: LeaderTerm | None = None,
     ) -> int:
         """Delete DLQ rows failed before ``older_than``, like ``archive_purge``."""
+        return await self._purge(self.driver.dlq_purge_older, older_than, batch_size, limit, fence)
+
+    async def _purge(
+        self,
+        purge: Callable[[datetime, int, int | None, LeaderTerm | None], Awaitable[int]],
+        older_than: datetime,
+        batch_size: int | None,
+        limit: int | None,
+        fence: LeaderTerm | None,
+    ) -> int:
+        """The arguments of a purge checked (the batch size defaulting to the cleanup batch
+        size), then the driver's ``purge``, unless the limit is 0."""
         cutoff = check_time("older_than", older_than)
-        size, most = checks.purge_limit(self._batch(batch_size), limit)
+        batch = self.settings.cleanup_batch_size if batch_size is None else batch_size
+        size, most = checks.purge_limit(batch, limit)
         checked = _fence(fence)
         if most == 0:
             return 0
-        return await self.driver.dlq_purge_older(cutoff, size, most, checked)
-
-    def _batch(self, batch_size: int | None) -> object:
-        return self.settings.cleanup_batch_size if batch_size is None else batch_size
+        return await purge(cutoff, size, most, checked)
 
     @operation
     async def metrics_prune(
