@@ -191,6 +191,40 @@ async def test_an_attempt_ends_at_its_start_plus_the_workers_elapsed_time(backen
     assert (await backend.job_get(late.id)).finished_at == at(60)
 
 
+async def test_every_move_stores_its_times_alike_whatever_numbers_they_came_as(backend):
+    # A duration or elapsed time given as an int, NaN, infinity or below zero is normalised
+    # once, in the seam, for every kind of move: each backend stores the same (an unknown
+    # time is None, an int its float), and nothing else of the move is lost.
+    ids = await enqueue(backend, 3, queue="q")
+    claimed = {c.id: c for c in await claim(backend, 3, queues=["q"], now=at(1))}
+    ok, dead, retried = (claimed[i] for i in ids)
+    moves = [
+        SucceedMove(ok.lease, 2, result='"kept"', elapsed_seconds=3),
+        FailMove(
+            dead.lease,
+            FailureReason.TIMEOUT,
+            "Timeout",
+            duration_seconds=float("nan"),
+            elapsed_seconds=float("inf"),
+        ),
+        RetryMove(
+            retried.lease,
+            "flaky",
+            delay_seconds=5,
+            duration_seconds=float("inf"),
+            elapsed_seconds=-1.0,
+        ),
+    ]
+    assert await backend.jobs_finalize(moves=moves, now=at(60)) == [True] * 3
+    archived = await backend.job_get(ok.id)
+    assert (archived.duration_seconds, archived.finished_at) == (2.0, at(4))
+    assert archived.result == '"kept"'
+    failed = await backend.job_get(dead.id)
+    assert (failed.duration_seconds, failed.failed_at) == (None, at(60))
+    [attempt] = await backend.job_attempts(id=retried.id)
+    assert (attempt.duration_seconds, attempt.failed_at) == (None, at(60))
+
+
 async def test_fail_records_the_cancelling_actor(backend):
     [jid] = await enqueue(backend)
     [c] = await claim(backend)

@@ -292,6 +292,28 @@ def _duration(field: str, value: object) -> float | None:
     return float(value) if math.isfinite(value) and value >= 0 else None
 
 
+def _plain_seconds(value: object) -> bool:
+    """Whether ``value`` is already what ``_duration`` makes of it (None or a finite float at
+    least 0): the finalizer's common case, which allocates nothing."""
+    return value is None or (type(value) is float and 0 <= value < math.inf)
+
+
+_TimedMove = TypeVar("_TimedMove", SucceedMove, FailMove, RetryMove)
+
+
+def _times(field: str, move: _TimedMove) -> _TimedMove:
+    """``move`` with its ``duration_seconds`` and ``elapsed_seconds`` normalised by ``_duration``
+    (the same move when both already are), so that every backend stores the same of them."""
+    duration, elapsed = move.duration_seconds, move.elapsed_seconds
+    if _plain_seconds(duration) and _plain_seconds(elapsed):
+        return move
+    return replace(
+        move,
+        duration_seconds=_duration(f"{field}.duration_seconds", duration),
+        elapsed_seconds=_duration(f"{field}.elapsed_seconds", elapsed),
+    )
+
+
 def _move(i: int, move: object) -> Move:
     """A move checked and normalised; the same object when nothing needed normalising (the
     finalizer's common case allocates nothing here)."""
@@ -299,10 +321,7 @@ def _move(i: int, move: object) -> Move:
     if type(move) is SucceedMove:
         if not _sound(move.lease):
             _lease(f"{field}.lease", move.lease)
-        duration = move.duration_seconds
-        if duration is None or (type(duration) is float and 0 <= duration < math.inf):
-            return move
-        return SucceedMove(move.lease, _duration(f"{field}.duration_seconds", duration))
+        return _times(field, move)
     if type(move) is FailMove:
         if not _sound(move.lease):
             _lease(f"{field}.lease", move.lease)
@@ -310,13 +329,13 @@ def _move(i: int, move: object) -> Move:
             raise ValidationError(f"{field}.reason", "must be a FailureReason")
         error = storable(str(move.error)) or ""
         actor = storable(move.actor)
-        duration = _duration(f"{field}.duration_seconds", move.duration_seconds)
-        if error is move.error and actor is move.actor and duration is move.duration_seconds:
-            return move
-        return replace(move, error=error, actor=actor, duration_seconds=duration)
+        if error is not move.error or actor is not move.actor:
+            move = replace(move, error=error, actor=actor)
+        return _times(field, move)
     if type(move) is RetryMove:
         if not _sound(move.lease):
             _lease(f"{field}.lease", move.lease)
+        move = _times(field, move)
         delay = move.delay_seconds
         if isinstance(delay, bool) or not isinstance(delay, int | float):
             raise ValidationError(f"{field}.delay_seconds", "must be a number of seconds")
