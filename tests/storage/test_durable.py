@@ -159,6 +159,33 @@ async def test_a_wait_times_out(backend):
     assert await backend.events_send(key="never", data="1", now=at(13)) is None
 
 
+@pytest.mark.parametrize("woken_first", [False, True])
+async def test_an_event_sent_after_the_deadline_is_kept_and_the_wait_times_out(
+    backend, woken_first
+):
+    # Past the deadline the wait has timed out, whether or not the wake pass has moved the
+    # job yet: an event sent then is kept for the next wait, never taken by this one.
+    [jid] = await enqueue(backend)
+    c = await _running(backend)
+    waited = await backend.durable_wait(
+        lease=c.lease, name="w", key="late", timeout_seconds=10, now=at(1)
+    )
+    assert waited.suspended
+    if woken_first:
+        assert await backend.durable_wake(now=at(11.5)) == [jid]
+    assert await backend.events_send(key="late", data='"late"', now=at(12)) is None
+    if not woken_first:
+        assert await backend.durable_wake(now=at(12.5)) == [jid]
+    again = await _running(backend, 13)
+    out = await backend.durable_wait(
+        lease=again.lease, name="w", key="late", timeout_seconds=10, now=at(13)
+    )
+    assert out.step.state is StepState.DONE and out.step.error == "timeout"
+    # The next wait on the key takes it.
+    taken = await backend.durable_wait(lease=again.lease, name="w2", key="late", now=at(14))
+    assert not taken.suspended and taken.step.value == '"late"'
+
+
 async def test_cancelling_a_suspended_job_dead_letters_it(backend):
     [jid] = await enqueue(backend)
     c = await _running(backend)

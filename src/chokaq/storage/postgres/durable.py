@@ -180,7 +180,8 @@ class PostgresDurable(PostgresCore):
                 kind = StepKind.WAIT
                 step = await self._durable_pending(conn, lease, name, kind, key, wake, clock)
             job = lease.job_id
-            taken = await self._run(conn, "events_take", {"key": key, "now": clock})
+            params = {"key": key, "now": clock, "until": step.wake_at}
+            taken = await self._run(conn, "events_take", params)
             if taken:
                 settled = await self._durable_settle(conn, job, name, clock, value=taken[0][0])
                 return WaitOutcome(step=settled)

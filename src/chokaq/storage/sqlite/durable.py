@@ -145,7 +145,10 @@ def _wait(
         wake = None if timeout is None else now + timeout
         step = _pending(db, lease, name, StepKind.WAIT, key, wake, now)
     key = step.event_key or key
-    taken = db.conn.execute(db.q["events_take"], {"key": key, "now": now}).fetchone()
+    until = None if step.wake_at is None else step.wake_at.timestamp()
+    taken = db.conn.execute(
+        db.q["events_take"], {"key": key, "now": now, "until": until}
+    ).fetchone()
     if taken is not None:
         return WaitOutcome(step=_settle(db, lease.job_id, name, now, value=taken[0]))
     if _due(step, now):
@@ -190,7 +193,7 @@ def _send(
     db: Database, key: str, data: str, retention: float, now: float
 ) -> tuple[str | None, str | None]:
     conn, q = db.conn, db.q
-    waiting = conn.execute(q["events_waiting"], {"key": key}).fetchone()
+    waiting = conn.execute(q["events_waiting"], {"key": key, "now": now}).fetchone()
     if waiting is None:
         conn.execute(
             q["events_keep"], {"key": key, "data": data, "now": now, "retention": retention}

@@ -97,26 +97,29 @@ RETURNING h.id::text
 SELECT pg_advisory_xact_lock(hashtextextended(%(schema_key)s, 0))
 
 -- name: events_take
--- The oldest event kept for a key, consumed.
+-- The oldest event kept for a key, consumed; with a deadline (``until``), only one sent by
+-- then: an event sent after a wait timed out is kept for the next wait.
 DELETE FROM {schema}.job_events e
 WHERE e.id = (
     SELECT x.id FROM {schema}.job_events x
     WHERE x.key = %(key)s AND x.expires_at > %(now)s::timestamptz
+      AND (%(until)s::timestamptz IS NULL OR x.created_at <= %(until)s::timestamptz)
     ORDER BY x.id
     LIMIT 1
 )
 RETURNING e.data
 
 -- name: events_send
--- An event for a key: the oldest job suspended on it gets the data as its wait's outcome and
--- goes back to Pending (its workers are told); with no such job the event is kept until
--- expires_at for the first job that waits on the key. Run after events_lock.
+-- An event for a key: the oldest job suspended on it, before its wait's deadline, gets the
+-- data as its wait's outcome and goes back to Pending (its workers are told); with no such job
+-- the event is kept until expires_at for the first job that waits on the key (a wait whose
+-- deadline passed times out, and the event stays for the next). Run after events_lock.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ),
 waiting AS (
-    SELECT h.id FROM {schema}.jobs_hot h
-    WHERE h.status = 4 AND h.event_key = %(key)s
+    SELECT h.id FROM {schema}.jobs_hot h, clock k
+    WHERE h.status = 4 AND h.event_key = %(key)s AND (h.wake_at IS NULL OR h.wake_at > k.now)
     ORDER BY h.updated_at, h.id
     LIMIT 1
     FOR UPDATE OF h SKIP LOCKED

@@ -68,18 +68,21 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status = 
 RETURNING id
 
 -- name: events_take
+-- As on PostgreSQL: the oldest kept event of a key, sent by the wait's deadline (``until``).
 DELETE FROM {p}job_events
 WHERE id = (
     SELECT x.id FROM {p}job_events x
     WHERE x.key = :key AND x.expires_at > :now
+      AND (:until IS NULL OR x.created_at <= :until)
     ORDER BY x.id
     LIMIT 1
 )
 RETURNING data
 
 -- name: events_waiting
+-- The oldest job suspended on a key before its wait's deadline (as PostgreSQL's events_send).
 SELECT id, queue FROM {p}jobs_hot
-WHERE status = 4 AND event_key = :key
+WHERE status = 4 AND event_key = :key AND (wake_at IS NULL OR wake_at > :now)
 ORDER BY updated_at, id
 LIMIT 1
 
