@@ -54,7 +54,8 @@ __all__ = [
 ]
 
 
-def _lease(lease: Lease) -> dict[str, str]:
+def lease_params(lease: Lease) -> dict[str, str]:
+    """The parameters a lease-guarded statement matches a row by."""
     return {"id": lease.job_id, "worker_id": lease.worker_id, "token": lease.token}
 
 
@@ -154,7 +155,8 @@ def start_many(db: Database, leases: Sequence[Lease], given: float | None) -> di
         now = time.time() if given is None else given  # under the write lock, as fetch
         started: dict[str, Started] = {}
         for lease in leases:
-            row = db.conn.execute(db.q["jobs_start"], {**_lease(lease), "now": now}).fetchone()
+            params = {**lease_params(lease), "now": now}
+            row = db.conn.execute(db.q["jobs_start"], params).fetchone()
             if row is not None:
                 started[lease.job_id] = Started(row[0], from_ts(row[1]))  # type: ignore[arg-type]
         return started
@@ -168,7 +170,7 @@ def heartbeat(db: Database, beats: Sequence[Heartbeat], now: float) -> list[Hear
         for beat in beats:
             row = db.conn.execute(
                 db.q["jobs_heartbeat"],
-                {**_lease(beat.lease), "now": now, "progress": beat.progress},
+                {**lease_params(beat.lease), "now": now, "progress": beat.progress},
             ).fetchone()
             if row is None:
                 acks.append(HeartbeatAck(job_id=beat.lease.job_id, owned=False))
@@ -189,7 +191,7 @@ def heartbeat(db: Database, beats: Sequence[Heartbeat], now: float) -> list[Hear
 def record_progress(db: Database, lease: Lease, value: int, now: float) -> bool:
     def run() -> bool:
         cur = db.conn.execute(
-            db.q["jobs_progress"], {**_lease(lease), "progress": value, "now": now}
+            db.q["jobs_progress"], {**lease_params(lease), "progress": value, "now": now}
         )
         return cur.rowcount > 0
 
@@ -200,7 +202,8 @@ def release(db: Database, leases: Sequence[Lease], now: float) -> list[str]:
     def run() -> list[str]:
         released = []
         for lease in leases:
-            if db.conn.execute(db.q["jobs_release"], {**_lease(lease), "now": now}).fetchone():
+            params = {**lease_params(lease), "now": now}
+            if db.conn.execute(db.q["jobs_release"], params).fetchone():
                 released.append(lease.job_id)
         return released
 
@@ -278,7 +281,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
     recorded once it has applied, and written with the batch."""
     conn, q = db.conn, db.q
     params: dict[str, object] = {
-        **_lease(move.lease),
+        **lease_params(move.lease),
         "now": now,
         "elapsed": move.elapsed_seconds,
     }

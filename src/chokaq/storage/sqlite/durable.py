@@ -25,6 +25,7 @@ from ...models import (
     WaitOutcome,
 )
 from ..links import counts_of, gathered, step_of
+from .claims import lease_params
 from .connection import Database, SQLiteCore
 from .jobs import enqueue_within
 from .leadership import check_fence
@@ -38,13 +39,9 @@ def _step(row: sqlite3.Row | tuple[Any, ...]) -> StepRecord:
     return step_of(row, from_ts)
 
 
-def _lease(lease: Lease) -> dict[str, Any]:
-    return {"id": lease.job_id, "worker_id": lease.worker_id, "token": lease.token}
-
-
 def _open(db: Database, lease: Lease, name: str) -> tuple[bool, StepRecord | None]:
     """Whether the leased row is ours, and step ``name`` as recorded (None: not yet)."""
-    row = db.conn.execute(db.q["durable_owner"], {**_lease(lease), "name": name}).fetchone()
+    row = db.conn.execute(db.q["durable_owner"], {**lease_params(lease), "name": name}).fetchone()
     if row is None:
         return False, None
     return True, None if row[1] is None else _step(tuple(row)[1:])
@@ -101,7 +98,7 @@ def _suspend(
     gathering: str | None = None,
 ) -> WaitOutcome:
     params = {
-        **_lease(lease),
+        **lease_params(lease),
         "wake_at": None if wake_at is None else wake_at.timestamp(),
         "key": key,
         "now": now,
@@ -253,7 +250,7 @@ class SQLiteDurable(SQLiteCore):
         now: datetime | None,
     ) -> StepRecord | None:
         params = {
-            **_lease(lease),
+            **lease_params(lease),
             "name": name,
             "state": int(StepState.DONE if error is None else StepState.FAILED),
             "value": value,
