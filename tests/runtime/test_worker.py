@@ -561,12 +561,27 @@ async def test_concurrency_changes_at_runtime_without_interrupting_work(
 
     await app.open()
     await hold.enqueue_many([{"i": i} for i in range(6)])
+
+    async def holding(n: int) -> bool:
+        # A claimed job is Processing in the store (and in ``worker.running``) a scheduling
+        # step before its handler's first line runs: wait for both, not the row alone.
+        return await _count(app, JobStatus.PROCESSING, n) and in_flight == n
+
     async with running(app, concurrency=2) as worker:
-        await until(lambda: _count(app, JobStatus.PROCESSING, 2))
+        await until(lambda: holding(2))
         worker.set_concurrency(4)
-        await until(lambda: _count(app, JobStatus.PROCESSING, 4))
+        await until(lambda: holding(4))
         worker.set_concurrency(1)  # running jobs keep running
+
+        async def scaled_down() -> bool:
+            # The worker's row, beaten after the change: the scale-down has landed.
+            rows = {w.id: w for w in await app.backend.workers_list()}
+            row = rows.get(worker.id)
+            return row is not None and row.concurrency == 1
+
+        await until(scaled_down)
         assert in_flight == 4
+        assert await _count(app, JobStatus.PROCESSING, 4)
         gate.set()
         await until(lambda: _archived(app, 6))
     assert peak == 4
