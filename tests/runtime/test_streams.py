@@ -160,3 +160,23 @@ async def test_bad_reads_are_refused_at_once(make_app: Any) -> None:
     assert caught.value.field == "from_index"
     with pytest.raises(NotFoundError):
         await _all(app, "00000000-0000-4000-8000-000000000001")
+
+
+async def test_the_leaders_tidy_pass_removes_a_purged_jobs_items(make_app: Any) -> None:
+    app = make_app(retention_interval_seconds=0.1)
+
+    @app.job(max_attempts=1)
+    async def doomed(ctx: JobContext) -> None:
+        await ctx.emit("last words")
+        raise ValueError("boom")
+
+    job_id = await doomed.enqueue()
+    async with running(app):
+        await until(lambda: _finished(app, job_id))
+        assert await _all(app, job_id) == ["last words"]  # kept with the job in the DLQ
+        assert await app.backend.dlq_purge(ids=[job_id], actor="ops") == [job_id]
+
+        async def tidied() -> bool:
+            return await app.backend.streams_length(job_id=job_id) == 0
+
+        await until(tidied, timeout=30)
