@@ -1,0 +1,102 @@
+"""Run inside the example shop (``manage.py shell -c``) by test_django_tasks: the backend's
+refusals, deferral, async calls and the worker's choice of tasks, printed as one JSON line.
+
+Not a test module of its own (no ``test_`` prefix): it needs Django set up by the shop."""
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from shop.jobs import app
+from shop.models import Order
+from shop.tasks import price_order, refund_order, send_receipt_task
+
+from chokaq.contrib.django.runner import serve
+from chokaq.contrib.django.tasks import ChokaqBackend
+from chokaq.errors import ValidationError
+
+try:
+    from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+except ImportError:
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
+    from django_tasks.exceptions import TaskResultDoesNotExist
+
+
+def refusal(call):
+    try:
+        call()
+    except Exception as exc:
+        return [
+            getattr(exc, "field", None),
+            isinstance(exc, InvalidTask),
+            isinstance(exc, ValidationError),
+        ]
+    return "accepted"
+
+
+def backend_error(options):
+    try:
+        ChokaqBackend("x", options)
+    except Exception as exc:
+        return str(exc)
+    return "accepted"
+
+
+order = Order.objects.create(item="pen")
+later = datetime.now(UTC) + timedelta(hours=1)
+refused = {
+    "queue": refusal(lambda: send_receipt_task.using(queue_name="nope").enqueue(order_id=1)),
+    "priority": refusal(lambda: send_receipt_task.using(priority=101).enqueue(order_id=1)),
+    "run_after": refusal(
+        lambda: send_receipt_task.using(run_after=datetime.now()).enqueue(order_id=1)
+    ),
+    "kwargs": refusal(lambda: refund_order.enqueue(order_id=object())),
+}
+backend = {
+    "unknown": backend_error({"OPTIONS": {"retries": 3}}),
+    "max_attempts": backend_error({"OPTIONS": {"max_attempts": None}}),
+    "queues": backend_error({"QUEUES": [" padded "]}),
+}
+
+
+def result_error(result_id):
+    try:
+        send_receipt_task.get_result(result_id)
+    except TaskResultDoesNotExist as exc:
+        return [True, isinstance(exc, ValidationError)]
+    return "found"
+
+
+deferred = send_receipt_task.using(run_after=later).enqueue(order_id=order.pk)
+
+
+async def use_async():
+    result = await price_order.aenqueue(order_id=order.pk)
+    read = await price_order.aget_result(result.id)
+    return [str(result.status), str(read.status), read.id == result.id]
+
+
+# A task declared outside every installed app: the worker must not serve it.
+outside = os.environ["CHECKS_OUTSIDE"]
+with open(os.path.join(outside, "outside.py"), "w") as module:
+    module.write(
+        "try:\n    from django.tasks import task\n"
+        "except ImportError:\n    from django_tasks import task\n"
+        "@task()\ndef odd_job() -> None: ...\n"
+    )
+sys.path.insert(0, outside)
+__import__("outside")
+outcome = {
+    "refused": refused,
+    "backend": backend,
+    "get_result": {"malformed": result_error("nope"), "missing": result_error(str(uuid.uuid4()))},
+    "deferred": str(send_receipt_task.get_result(deferred.id).status),
+    "async": asyncio.run(use_async()),
+    "served": sorted(serve(app)),
+}
+# A job naming a module of no installed app, as anyone with the store could write.
+app.enqueue_many_sync([app.raw("sneaky.boom", {})])
+print(json.dumps(outcome))
