@@ -10,6 +10,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from django.db import connection, transaction
 from shop.jobs import app
 from shop.models import Order
 from shop.tasks import price_order, refund_order, send_receipt_task
@@ -19,8 +20,10 @@ from chokaq.contrib.django.tasks import ChokaqBackend
 from chokaq.errors import ValidationError
 
 try:
+    from django.tasks import task_backends
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 except ImportError:
+    from django_tasks import task_backends
     from django_tasks.exceptions import InvalidTaskError as InvalidTask
     from django_tasks.exceptions import TaskResultDoesNotExist
 
@@ -79,6 +82,26 @@ async def use_async():
     return [str(result.status), str(read.status), read.id == result.id]
 
 
+def inside_a_rolled_back_transaction():
+    """Whether the task's job was written in the caller's transaction (seen by a read on
+    that transaction), and whether its result exists once the transaction rolled back."""
+    seen = None
+    try:
+        with transaction.atomic():
+            enqueued = refund_order.enqueue(order_id=order.pk)
+            if task_backends["default"].shared_connection() is not None:
+                with connection.cursor() as cursor:
+                    schema = os.environ["CHOKAQ_SCHEMA"]
+                    cursor.execute(
+                        f'SELECT count(*) FROM "{schema}".jobs_hot WHERE id = %s', [enqueued.id]
+                    )
+                    seen = cursor.fetchone()[0]
+            raise RuntimeError("roll back")
+    except RuntimeError:
+        pass
+    return [seen, result_error(enqueued.id)]
+
+
 # A task declared outside every installed app: the worker must not serve it.
 outside = os.environ["CHECKS_OUTSIDE"]
 with open(os.path.join(outside, "outside.py"), "w") as module:
@@ -95,6 +118,7 @@ outcome = {
     "get_result": {"malformed": result_error("nope"), "missing": result_error(str(uuid.uuid4()))},
     "deferred": str(send_receipt_task.get_result(deferred.id).status),
     "async": asyncio.run(use_async()),
+    "rolled_back": inside_a_rolled_back_transaction(),
     "served": sorted(serve(app)),
 }
 # A job naming a module of no installed app, as anyone with the store could write.
