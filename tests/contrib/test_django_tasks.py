@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.contrib.djangosite import (
+    SHOP,
     chokaq_rows,
     django_rows,
     manage,
@@ -104,6 +105,17 @@ def test_tasks_enqueued_in_a_view_run_on_the_worker_and_read_back_as_django_says
             (RECEIPT, "receipts", 30),
         ]
         assert chokaq_rows(env, "jobs_dlq", "type, queue, priority") == [(REFUND, "default", -40)]
+        # The CLI names the failed task by its dotted path, with its exception's class.
+        dlq = subprocess.run(
+            [python, "-m", "chokaq", "dlq", "list", "--app", "shop.jobs:app", "--json"],
+            cwd=SHOP,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        [listed] = json.loads(dlq.stdout)
+        assert listed["type"] == REFUND and "shop.tasks.OutOfStock" in listed["error"], listed
         events = django_rows(env, "SELECT signal, status FROM shop_taskevent")
         assert sorted(events) == sorted(
             [("enqueued", "READY")] * 3
