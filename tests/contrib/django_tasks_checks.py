@@ -51,6 +51,9 @@ def backend_error(options):
 order = Order.objects.create(item="pen")
 later = datetime.now(UTC) + timedelta(hours=1)
 refused = {
+    "queue_name": refusal(
+        lambda: send_receipt_task.using(queue_name=" receipts").enqueue(order_id=1)
+    ),
     "queue": refusal(lambda: send_receipt_task.using(queue_name="nope").enqueue(order_id=1)),
     "priority": refusal(lambda: send_receipt_task.using(priority=101).enqueue(order_id=1)),
     "run_after": refusal(

@@ -154,6 +154,7 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
             )
         archived = chokaq_rows(env, "jobs_archive", "type")
     assert checks["refused"] == {
+        "queue_name": ["queue_name", True, True],
         "queue": ["queue_name", True, True],
         "priority": ["priority", True, True],
         "run_after": ["run_after", True, True],
@@ -182,3 +183,36 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
     assert errors.keys() == {RECEIPT, "sneaky.boom"}
     assert errors[RECEIPT] is None  # deferred: still waiting for its time
     assert errors["sneaky.boom"].startswith("NoHandler since "), errors
+
+
+ENQUEUE_REFUND = """
+from shop.models import Order
+from shop.tasks import refund_order
+print(refund_order.enqueue(order_id=Order.objects.create(item="mug").pk).id)
+"""
+READ_REFUND = """
+import json
+from shop.tasks import refund_order
+result = refund_order.get_result({result_id!r})
+print(json.dumps([str(result.status), result.attempts, len(set(result.worker_ids)),
+                  [e.exception_class_path for e in result.errors]]))
+"""
+
+
+def test_a_task_that_raises_runs_again_only_when_the_options_ask(
+    store: str, python: str, tmp_path: Path
+) -> None:
+    with site_env(store, tmp_path) as env:
+        env["TASK_ATTEMPTS"] = "2"
+        manage(env, "migrate", "--noinput", python=python)
+        manage(env, "chokaq_migrate", python=python)
+        shell = ("shell", "-v", "0", "-c")
+        result_id = manage(env, *shell, ENQUEUE_REFUND, python=python).stdout.split()[-1]
+        manage(env, "chokaq_worker", "--burst", python=python)  # waits for the retry's time
+        read = READ_REFUND.format(result_id=result_id)
+        status = json.loads(manage(env, *shell, read, python=python).stdout.splitlines()[-1])
+        events = django_rows(env, "SELECT signal, status FROM shop_taskevent")
+    assert status == ["FAILED", 2, 1, ["shop.tasks.OutOfStock"] * 2]
+    assert sorted(events) == sorted(
+        [("enqueued", "READY")] + [("started", "RUNNING"), ("finished", "FAILED")] * 2
+    )

@@ -39,6 +39,7 @@ TASKS = {
     "default": {
         "BACKEND": "chokaq.contrib.django.tasks.ChokaqBackend",
         "QUEUES": ["default", "receipts"],
-        "OPTIONS": {"app": CHOKAQ_APP},
+        # max_attempts: runs of a task that raises (1, the default: it has failed at once).
+        "OPTIONS": {"app": CHOKAQ_APP, "max_attempts": int(os.environ.get("TASK_ATTEMPTS", "1"))},
     }
 }

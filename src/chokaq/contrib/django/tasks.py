@@ -120,9 +120,11 @@ class ChokaqBackend(BaseTaskBackend):
         a valid task is declared to this process's worker side."""
         if isinstance(task.priority, bool) or not isinstance(task.priority, int):
             raise InvalidTaskInput("priority", "must be a whole number between -100 and 100")
-        check_name("queue_name", task.queue_name)
         try:
+            check_name("queue_name", task.queue_name)
             super().validate_task(task)
+        except ValidationError as exc:
+            raise InvalidTaskInput(exc.field, exc.limit) from None
         except InvalidTask as exc:
             raise InvalidTaskInput(_field_of(str(exc)), str(exc)) from None
         _declared.setdefault((self.alias, task.module_path), task)
