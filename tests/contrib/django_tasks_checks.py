@@ -59,6 +59,7 @@ refused = {
     "run_after": refusal(
         lambda: send_receipt_task.using(run_after=datetime.now()).enqueue(order_id=1)
     ),
+    "payload": refusal(lambda: refund_order.enqueue(order_id="x" * 2_000_000)),
     "kwargs": refusal(lambda: refund_order.enqueue(order_id=object())),
 }
 backend = {

@@ -158,6 +158,7 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         "queue": ["queue_name", True, True],
         "priority": ["priority", True, True],
         "run_after": ["run_after", True, True],
+        "payload": ["payload", True, True],
         "kwargs": ["kwargs", True, True],
     }
     assert checks["backend"] == {

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from ...app import App
 from ...errors import ValidationError
-from ...limits import check_job_id, check_max_attempts, check_name
+from ...limits import check_job_id, check_max_attempts, check_name, check_payload
 from ...models import JobAttempt, JobView, NewJob, Pillar
 from .framework import (
     BaseTaskBackend,
@@ -181,13 +181,12 @@ class ChokaqBackend(BaseTaskBackend):
         if task.run_after is not None:
             options["run_at"] = task.run_after
         try:
-            return self.app.raw(
-                task.module_path,
-                payload,
-                queue=task.queue_name,
-                created_by=CREATED_BY,
-                **options,
+            job = self.app.raw(
+                task.module_path, payload, queue=task.queue_name, created_by=CREATED_BY, **options
             )
+            # Its size now, not when an on_commit write would refuse it after the commit.
+            check_payload("payload", job.payload, self.app.limits)
+            return job
         except ValidationError as exc:
             raise InvalidTaskInput(exc.field, exc.limit) from None
 
