@@ -65,6 +65,8 @@ refused = {
 backend = {
     "unknown": backend_error({"OPTIONS": {"retries": 3}}),
     "max_attempts": backend_error({"OPTIONS": {"max_attempts": None}}),
+    "app": backend_error({"OPTIONS": {"app": "shop.jobs"}}),
+    "database": backend_error({"OPTIONS": {"database": "replica"}}),
     "queues": backend_error({"QUEUES": [" padded "]}),
 }
 

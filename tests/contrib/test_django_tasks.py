@@ -166,6 +166,10 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         "(known: app, database, max_attempts)",
         "max_attempts": "TASKS['x'][OPTIONS['max_attempts']]: "
         "must be an integer between 1 and 1000",
+        "app": "TASKS['x']['OPTIONS']['app']: must name your App as \"module:attribute\" "
+        "(for example \"myproject.jobs:app\"), not 'shop.jobs'",
+        "database": "TASKS['x']['OPTIONS']['database']: must be an alias of "
+        "settings.DATABASES ('default'), not 'replica'",
         "queues": "TASKS['x'][QUEUES]: must not start or end with whitespace",
     }
     assert checks["get_result"] == {"malformed": [True, True], "missing": [True, False]}

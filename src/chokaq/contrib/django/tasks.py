@@ -91,8 +91,15 @@ class ChokaqBackend(BaseTaskBackend):
             )
         for queue in sorted(self.queues):
             _configured(alias, "QUEUES", lambda q=queue: check_name("queue", q))
-        self.database: str = self.options.get("database", "default")
+        self.database = _database(alias, self.options.get("database", "default"))
         self.max_attempts = _max_attempts(alias, self.options.get("max_attempts", 1))
+        spec = self.options.get("app")
+        if spec is not None and (not isinstance(spec, str) or ":" not in spec):
+            raise InvalidTaskBackend(
+                f"TASKS[{alias!r}]['OPTIONS']['app']: must name your App as "
+                f'"module:attribute" (for example "myproject.jobs:app"), not {spec!r}'
+            )
+        self._spec: str | None = spec
         self._app: App | None = None
 
     @property
@@ -100,8 +107,7 @@ class ChokaqBackend(BaseTaskBackend):
         """``OPTIONS["app"]``, else ``settings.CHOKAQ_APP`` (``"module:attribute"``)."""
         from . import app_spec
 
-        spec = self.options.get("app")
-        return spec if isinstance(spec, str) and ":" in spec else app_spec()
+        return self._spec or app_spec()
 
     @property
     def app(self) -> App:
@@ -122,6 +128,7 @@ class ChokaqBackend(BaseTaskBackend):
             raise InvalidTaskInput("priority", "must be a whole number between -100 and 100")
         try:
             check_name("queue_name", task.queue_name)
+            check_name("func", task.module_path)  # the job's type
             super().validate_task(task)
         except ValidationError as exc:
             raise InvalidTaskInput(exc.field, exc.limit) from None
@@ -311,6 +318,18 @@ def _field_of(message: str) -> str:
                 field, field
             )
     return "func"
+
+
+def _database(alias: str, value: Any) -> str:
+    """``OPTIONS["database"]``: an alias of ``settings.DATABASES``."""
+    from django.conf import settings
+
+    if not isinstance(value, str) or value not in settings.DATABASES:
+        raise InvalidTaskBackend(
+            f"TASKS[{alias!r}]['OPTIONS']['database']: must be an alias of settings.DATABASES "
+            f"({', '.join(map(repr, settings.DATABASES))}), not {value!r}"
+        )
+    return value
 
 
 def _max_attempts(alias: str, value: Any) -> int:
