@@ -56,6 +56,7 @@ refused = {
     ),
     "queue": refusal(lambda: send_receipt_task.using(queue_name="nope").enqueue(order_id=1)),
     "priority": refusal(lambda: send_receipt_task.using(priority=101).enqueue(order_id=1)),
+    "delay": refusal(lambda: refund_order.using(run_after=timedelta(days=400)).enqueue(order_id=1)),
     "run_after": refusal(
         lambda: send_receipt_task.using(run_after=datetime.now()).enqueue(order_id=1)
     ),
@@ -80,6 +81,7 @@ def result_error(result_id):
 
 
 deferred = send_receipt_task.using(run_after=later).enqueue(order_id=order.pk)
+delayed = send_receipt_task.using(run_after=timedelta(hours=1)).enqueue(order_id=order.pk)
 
 
 async def use_async():
@@ -122,7 +124,7 @@ outcome = {
     "refused": refused,
     "backend": backend,
     "get_result": {"malformed": result_error("nope"), "missing": result_error(str(uuid.uuid4()))},
-    "deferred": str(send_receipt_task.get_result(deferred.id).status),
+    "deferred": [str(send_receipt_task.get_result(r.id).status) for r in (deferred, delayed)],
     "async": asyncio.run(use_async()),
     "rolled_back": inside_a_rolled_back_transaction(),
     "served": sorted(serve(app)),

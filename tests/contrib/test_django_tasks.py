@@ -157,6 +157,7 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         "queue_name": ["queue_name", True, True],
         "queue": ["queue_name", True, True],
         "priority": ["priority", True, True],
+        "delay": ["run_after", True, True],
         "run_after": ["run_after", True, True],
         "payload": ["payload", True, True],
         "kwargs": ["kwargs", True, True],
@@ -173,7 +174,7 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         "queues": "TASKS['x'][QUEUES]: must not start or end with whitespace",
     }
     assert checks["get_result"] == {"malformed": [True, True], "missing": [True, False]}
-    assert checks["deferred"] == "READY"
+    assert checks["deferred"] == ["READY", "READY"]  # run_after a datetime, and a timedelta
     assert checks["async"] == ["READY", "READY", True]
     # On PostgreSQL the job is written in the caller's transaction (seen inside it); on SQLite
     # it waits for the commit. Either way a rollback leaves no task.
@@ -181,7 +182,12 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
     assert checks["rolled_back"] == [seen, [True, False]]
     assert checks["served"] == [PRICE, REFUND, RECEIPT]  # not outside.odd_job
     # Nothing refused was written: the deferred task, the async one and the raw job only.
-    assert [row[:2] for row in before] == [(PRICE, 10), (RECEIPT, 30), ("sneaky.boom", 10)]
+    assert [row[:2] for row in before] == [
+        (PRICE, 10),
+        (RECEIPT, 30),
+        (RECEIPT, 30),
+        ("sneaky.boom", 10),
+    ]
     assert not marker.exists()
     assert archived == [(PRICE,)]
     errors = hot

@@ -25,12 +25,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from ...app import App
 from ...errors import ValidationError
-from ...limits import check_job_id, check_max_attempts, check_name, check_payload
+from ...limits import (
+    check_delay,
+    check_job_id,
+    check_max_attempts,
+    check_name,
+    check_payload,
+)
 from ...models import JobAttempt, JobView, NewJob, Pillar
 from .framework import (
     BaseTaskBackend,
@@ -129,6 +137,9 @@ class ChokaqBackend(BaseTaskBackend):
         try:
             check_name("queue_name", task.queue_name)
             check_name("func", task.module_path)  # the job's type
+            if isinstance(task.run_after, timedelta):
+                check_delay("run_after", task.run_after.total_seconds())
+                task = replace(task, run_after=None)  # the framework's rules know datetimes only
             super().validate_task(task)
         except ValidationError as exc:
             raise InvalidTaskInput(exc.field, exc.limit) from None
@@ -185,7 +196,9 @@ class ChokaqBackend(BaseTaskBackend):
         JSON (the framework's rule: refused here, naming ``args`` or ``kwargs``)."""
         payload = {"args": _json("args", list(args)), "kwargs": _json("kwargs", dict(kwargs))}
         options: dict[str, Any] = {"priority": task.priority + PRIORITY_OFFSET}
-        if task.run_after is not None:
+        if isinstance(task.run_after, timedelta):
+            options["delay_seconds"] = task.run_after.total_seconds()
+        elif task.run_after is not None:
             options["run_at"] = task.run_after
         try:
             job = self.app.raw(
