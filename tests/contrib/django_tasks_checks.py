@@ -120,7 +120,12 @@ with open(os.path.join(outside, "outside.py"), "w") as module:
     )
 sys.path.insert(0, outside)
 __import__("outside")
+system_check = [
+    (message.id, message.msg.startswith("TASKS['x']: the chokaq App cannot be loaded"))
+    for message in ChokaqBackend("x", {"OPTIONS": {"app": "nowhere:app"}}).check()
+]
 outcome = {
+    "check": [system_check, list(task_backends["default"].check())],
     "refused": refused,
     "backend": backend,
     "get_result": {"malformed": result_error("nope"), "missing": result_error(str(uuid.uuid4()))},

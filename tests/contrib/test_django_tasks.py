@@ -173,6 +173,7 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         "settings.DATABASES ('default'), not 'replica'",
         "queues": "TASKS['x'][QUEUES]: must not start or end with whitespace",
     }
+    assert checks["check"] == [[["chokaq.E001", True]], []]  # manage.py check's
     assert checks["get_result"] == {"malformed": [True, True], "missing": [True, False]}
     assert checks["deferred"] == ["READY", "READY"]  # run_after a datetime, and a timedelta
     assert checks["async"] == ["READY", "READY", True]

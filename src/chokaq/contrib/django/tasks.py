@@ -129,6 +129,23 @@ class ChokaqBackend(BaseTaskBackend):
 
     # -- the framework's calls -----------------------------------------------------------
 
+    def check(self, **kwargs: Any) -> list[Any]:
+        """``manage.py check``: the App must load (a wrong ``OPTIONS["app"]`` or
+        ``CHOKAQ_APP`` is found there, not at the first enqueue)."""
+        from django.core import checks
+
+        try:
+            self.app  # noqa: B018  # loaded for its errors
+        except Exception as exc:
+            return [
+                checks.Error(
+                    f"TASKS[{self.alias!r}]: the chokaq App cannot be loaded: {exc}",
+                    hint='OPTIONS["app"] (or settings.CHOKAQ_APP) names it as "module:attribute"',
+                    id="chokaq.E001",
+                )
+            ]
+        return []
+
     def validate_task(self, task: Task) -> None:
         """The framework's rules, each error naming its field, plus chokaq's for a queue name;
         a valid task is declared to this process's worker side."""
