@@ -22,6 +22,7 @@ that Django transaction commits (``on_commit``; at once outside one).
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...app import App
-from ...errors import ValidationError
+from ...errors import JobFailedError, ValidationError
 from ...limits import (
     check_delay,
     check_job_id,
@@ -51,6 +52,7 @@ from .framework import (
     TaskResultDoesNotExist,
     TaskResultStatus,
     UnknownResultId,
+    class_path,
     normalize_json,
     task_enqueued,
 )
@@ -288,15 +290,22 @@ def result_of(view: JobView, task: Task, alias: str) -> TaskResult:
 
 def error_class_path(error: str, error_type: str | None = None) -> str:
     """The exception class path of a stored error: ``error_type`` when the store kept it, else
-    the worker's note, else the error's first line (``builtins.`` for a bare name)."""
+    the worker's note, else the class the error's first line names (a dotted path, or a
+    builtin exception), else ``chokaq.errors.JobFailedError`` (a timeout, a zombie, an
+    expiry: chokaq's reasons, not an exception of the task)."""
     if error_type:
         return error_type
     noted = _NOTED.findall(error)
     if noted:
         return str(noted[-1])
     first = _FIRST_LINE.match(error)
-    name = first.group(1) if first else "chokaq.errors.JobFailedError"
-    return name if "." in name else f"builtins.{name}"
+    name = first.group(1) if first else ""
+    builtin = getattr(builtins, name, None)
+    if "." in name:
+        return name
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return f"builtins.{name}"
+    return class_path(JobFailedError)
 
 
 def _errors(view: JobView, failed: list[JobAttempt]) -> list[str]:
