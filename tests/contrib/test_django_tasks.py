@@ -148,6 +148,7 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         done = manage(env, "shell", "-v", "0", "-c", CHECKS.read_text(), python=python)
         checks = json.loads(done.stdout.strip().splitlines()[-1])
         before = chokaq_rows(env, "jobs_hot", "type, priority, scheduled_at")
+        processes = manage(env, "chokaq_worker", "--processes", "2", python=python, check=False)
         with worker(env, tmp_path / "worker.log", python=python):
             hot = wait_for(
                 lambda: _settled(env), "the worker ran price_order and released sneaky.boom"
@@ -190,6 +191,9 @@ def test_bad_input_is_refused_by_field_and_the_worker_runs_only_installed_apps_t
         ("sneaky.boom", 10),
     ]
     assert not marker.exists()
+    # --processes would start workers without Django: refused, rather than tasks left unrun.
+    assert processes.returncode != 0
+    assert "would not run this project's 3 Django tasks" in processes.stderr
     assert archived == [(PRICE,)]
     errors = hot
     assert errors.keys() == {RECEIPT, "sneaky.boom"}

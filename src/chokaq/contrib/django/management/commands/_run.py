@@ -11,10 +11,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from chokaq.errors import ConfigurationError
 
+Prepare = Callable[[str, Sequence[str]], None]
 
-def run(command: str, args: Sequence[str], prepare: Callable[[str], None] | None = None) -> None:
-    """``chokaq <command> --app <settings.CHOKAQ_APP> <args...>``, after ``prepare(spec)``
-    when given; its exit status ends the management command (non-zero raises
+
+def run(command: str, args: Sequence[str], prepare: Prepare | None = None) -> None:
+    """``chokaq <command> --app <settings.CHOKAQ_APP> <args...>``, after ``prepare(spec,
+    args)`` when given; its exit status ends the management command (non-zero raises
     ``CommandError``)."""
     from chokaq.cli import main
     from chokaq.contrib.django import app_spec
@@ -24,7 +26,7 @@ def run(command: str, args: Sequence[str], prepare: Callable[[str], None] | None
     except ConfigurationError as exc:
         raise CommandError(str(exc)) from None
     if prepare is not None:
-        prepare(spec)
+        prepare(spec, args)
     try:
         main.main([command, "--app", spec, *args], prog_name=f"manage.py chokaq_{command}")
     except SystemExit as exc:
@@ -37,7 +39,7 @@ class ChokaqCommand(BaseCommand):
     as given (a subclass sets ``chokaq_command`` and ``help``)."""
 
     chokaq_command: str
-    prepare: Callable[[str], None] | None = None  # called with the App's spec before the run
+    prepare: Prepare | None = None  # called with the App's spec and the options before the run
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("options", nargs=argparse.REMAINDER)
