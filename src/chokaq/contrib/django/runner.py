@@ -12,12 +12,14 @@ hygiene, as a request would have.
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ...app import App
-from ...context import JobContext
+from ...context import JobContext, Middleware
 from .framework import (
     Task,
     TaskContext,
@@ -35,6 +37,13 @@ from .tasks import CLASS_NOTE, ChokaqBackend, declared_tasks, result_of
 __all__ = ["serve"]
 
 
+# The TaskResult of the run under way, read by the middleware on the worker's loop and handed
+# to the handler's thread (chokaq copies the context into it).
+_running: ContextVar[TaskResult] = ContextVar("chokaq_django_task")
+# Per App, the tasks it runs by dotted path, with their backends.
+_served: WeakKeyDictionary[App, dict[str, tuple[ChokaqBackend, Task]]] = WeakKeyDictionary()
+
+
 def serve(app: App) -> list[str]:
     """Register on ``app`` a handler for each task it should run (see the module's note) and
     widen the queues it serves by its backends' ``QUEUES``; returns the tasks' dotted paths."""
@@ -42,7 +51,6 @@ def serve(app: App) -> list[str]:
     from django.utils.module_loading import autodiscover_modules
 
     autodiscover_modules("tasks")
-    served: list[str] = []
     queues: set[str] = set()
     for alias in getattr(settings, "TASKS", {}):
         backend = task_backends[alias]
@@ -52,11 +60,10 @@ def serve(app: App) -> list[str]:
         for task in declared_tasks(alias):
             if _of_installed_app(task):
                 _register(app, backend, task)
-                served.append(task.module_path)
     if queues and app.worker_settings.queues is None:
         declared = {handle.queue for handle in app.handlers.values()} | set(app.pipes)
         app.worker_settings = replace(app.worker_settings, queues=tuple(sorted(declared | queues)))
-    return served
+    return list(_served.get(app, {}))
 
 
 def _of_installed_app(task: Task) -> bool:
@@ -66,24 +73,45 @@ def _of_installed_app(task: Task) -> bool:
 
 
 def _register(app: App, backend: ChokaqBackend, task: Task) -> None:
-    """One chokaq handler for ``task``: async, so that it reads the job on the worker's loop,
-    then runs the task on a thread (an async task on that thread's own loop)."""
-    if task.module_path in app.handlers:
+    """One chokaq handler for ``task``: sync, so that it runs in the worker's own thread pool
+    (sized to its concurrency, timeouts and overruns accounted), an async task on that
+    thread's own loop; its TaskResult comes from the ``_reader`` middleware around it."""
+    path = task.module_path
+    if path in app.handlers:
         return
+    if app not in _served:
+        _served[app] = {}
+        app.middleware(_reader(app))
+    _served[app][path] = (backend, task)
 
-    async def run(ctx: JobContext, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def run(ctx: JobContext, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return execute(type(backend), task, _running.get(), args, kwargs)
+
+    app.job(
+        name=path, queue=task.queue_name, max_attempts=backend.max_attempts, check_arguments=False
+    )(run)
+
+
+def _reader(app: App) -> Middleware:
+    """The middleware through which ``app``'s Django task runs read their job first, on the
+    worker's loop, as the TaskResult their context and signals carry (workers, times and
+    errors so far); other jobs pass through."""
+
+    async def read_result(ctx: JobContext, call_next: Callable[[], Awaitable[Any]]) -> Any:
+        served = _served[app].get(ctx.type)
+        if served is None:
+            return await call_next()
+        backend, task = served
         view = await app.get_job(ctx.job_id)
         if view is None:  # cancelled and purged since the claim: nothing to run
             return None
-        result = result_of(view, task, backend.alias)
-        return await asyncio.to_thread(execute, type(backend), task, result, args, kwargs)
+        token = _running.set(result_of(view, task, backend.alias))
+        try:
+            return await call_next()
+        finally:
+            _running.reset(token)
 
-    app.job(
-        name=task.module_path,
-        queue=task.queue_name,
-        max_attempts=backend.max_attempts,
-        check_arguments=False,
-    )(run)
+    return read_result
 
 
 def execute(
