@@ -15,7 +15,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Concatenate, overload
+from typing import TYPE_CHECKING, Any, Concatenate, TypeVar, overload
 
 from .context import JobContext, Middleware
 from .errors import ConfigurationError, ValidationError
@@ -35,6 +35,7 @@ from .ids import new_job_id
 from .limits import (
     DEFAULT_LIMITS,
     Limits,
+    check_expiry_seconds,
     check_job_id,
     check_max_attempts,
     check_name,
@@ -62,7 +63,7 @@ from .portal import Portal, abandon
 from .rates import check_rate
 from .results import ResultWaiter, value_of
 from .serializer import Unserializable, encode
-from .settings import WorkerSettings
+from .settings import JobDefaults, WorkerSettings
 from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
@@ -84,6 +85,8 @@ __all__ = [
     "Middleware",
     "PipeHandle",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_URL = "sqlite:///chokaq.db"
 URL_VARIABLE = "CHOKAQ_DATABASE_URL"
@@ -118,6 +121,10 @@ class App:
     (it is not the default: that wrote to a ``./chokaq.db`` no worker reads). ``auto_migrate``
     applies pending migrations on open (default: yes on SQLite, no on PostgreSQL, where
     ``chokaq migrate`` runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
+    ``job_defaults`` (a ``JobDefaults`` or a mapping of its fields: ``queue``, ``priority``,
+    ``max_attempts``, ``retry``, ``timeout_seconds``) are every job type's defaults below its
+    own ``@app.job`` options and each enqueue's (docs/configuration.md); a bad value raises
+    ``ValidationError`` naming ``job_defaults.<field>``.
     """
 
     def __init__(
@@ -128,8 +135,10 @@ class App:
         limits: Limits = DEFAULT_LIMITS,
         auto_migrate: bool | None = None,
         worker: WorkerSettings | None = None,
+        job_defaults: JobDefaults | Mapping[str, Any] | None = None,
         **storage_options: Any,
     ) -> None:
+        self.job_defaults = JobDefaults.of(job_defaults)
         self.url = resolve_url(url)
         self.schema = schema
         self.limits = limits
@@ -165,11 +174,12 @@ class App:
         self,
         *,
         name: str | None = None,
-        queue: str = "default",
-        priority: int = 10,
+        queue: str | None = None,
+        priority: int | None = None,
         max_attempts: int | None = None,
         timeout_seconds: float | None = None,
         timeout: float | None = None,
+        expires_after_seconds: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
@@ -185,11 +195,12 @@ class App:
         /,
         *,
         name: str | None = None,
-        queue: str = "default",
-        priority: int = 10,
+        queue: str | None = None,
+        priority: int | None = None,
         max_attempts: int | None = None,
         timeout_seconds: float | None = None,
         timeout: float | None = None,
+        expires_after_seconds: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
@@ -201,11 +212,15 @@ class App:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
         ``name`` is the persisted type key (default: the function's name); ``queue`` and
-        ``priority`` are its jobs' defaults; ``timeout_seconds`` (alias ``timeout``) is the
-        execution timeout (default: the worker's); ``max_attempts`` counts executions. Each of
-        these is checked here by the rule an enqueue applies to it (priority within
-        +-1,000,000, a timeout above 0 and at most 7 days, attempts 1 to 1000, a queue name),
-        raising the same ``ValidationError`` naming it, when the module is imported.
+        ``priority`` are its jobs' defaults (default: the app's ``job_defaults``, else
+        ``"default"`` and 10); ``timeout_seconds`` (alias ``timeout``) is the execution timeout
+        (default: ``job_defaults.timeout_seconds``, else the worker's); ``max_attempts`` counts
+        executions; ``expires_after_seconds`` makes every job of the type expire that long
+        after its enqueue (not started by then: the DLQ as EXPIRED) unless the enqueue gives
+        ``expires_at`` or ``expires_after_seconds`` itself. Each of these is checked here by
+        the rule an enqueue applies to it (priority within +-1,000,000, a timeout above 0 and
+        at most 7 days, attempts 1 to 1000, an expiry above 0 and at most 366 days, a queue
+        name), raising the same ``ValidationError`` naming it, when the module is imported.
         ``rate_limit`` ("10/s", "5/m", "100/h") and ``partition_concurrency`` (running jobs at
         most) hold across every worker process and host, per partition value for a job
         enqueued with ``partition=``; the workers that serve the type record them in the store,
@@ -235,18 +250,24 @@ class App:
         # The options an enqueue also takes go through its checks, with its messages, here at
         # decoration: a handler default the enqueue would refuse (priority=10**9) failed every
         # enqueue, and a timeout it would refuse (nan) every job, instead of the import.
-        check_name("queue", queue)
-        check_priority("priority", priority)
+        if queue is not None:
+            check_name("queue", queue)
+        if priority is not None:
+            check_priority("priority", priority)
         check_max_attempts("max_attempts", max_attempts)
         timeout_seconds = check_timeout(
             "timeout_seconds", _timeout_seconds(timeout_seconds, timeout)
         )
+        expiry = check_expiry_seconds("expires_after_seconds", expires_after_seconds)
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
         fatal_types = check_exception_types("fatal_on", fatal_on) or ()
         if rate_limit is not None:
             rate_limit = str(check_rate("rate_limit", rate_limit))
         check_concurrency("partition_concurrency", partition_concurrency)
+        # The app's defaults fill what the type leaves out, once, here: the handle then holds
+        # the type's effective options, which the enqueue and the worker read as before.
+        defaults = self.job_defaults
 
         def register(fn: Callable[..., Any]) -> JobHandle[Any, Any]:
             key = name or fn.__name__
@@ -272,16 +293,17 @@ class App:
                 app=self,
                 fn=fn,
                 name=key,
-                queue=queue,
-                priority=priority,
-                max_attempts=max_attempts,
-                timeout=timeout_seconds,
+                queue=_or(queue, _or(defaults.queue, "default")),
+                priority=_or(priority, _or(defaults.priority, 10)),
+                max_attempts=_or(max_attempts, defaults.max_attempts),
+                timeout=_or(timeout_seconds, defaults.timeout_seconds),
+                expires_after_seconds=expiry,
                 signature=signature,
                 context_param=context_param,
                 is_async=inspect.iscoroutinefunction(fn),
                 rate_limit=rate_limit,
                 partition_concurrency=partition_concurrency,
-                retry=policy,
+                retry=_or(policy, defaults.retry),
                 retry_on=retry_types,
                 fatal_on=fatal_types,
                 check_arguments=bool(check_arguments),
@@ -590,6 +612,7 @@ class App:
             limits=self.limits,
             auto_migrate=self.auto_migrate,
             worker=self.worker_settings,
+            job_defaults=self.job_defaults,
             **self.storage_options,
         )
         copy.handlers = self.handlers
@@ -604,10 +627,12 @@ class App:
         type: str,
         payload: str | Mapping[str, Any] | list[Any],
         *,
-        queue: str = "default",
+        queue: str | None = None,
         **options: Any,
     ) -> NewJob:
-        """A job for a pipe handler or another service: type key plus raw payload.
+        """A job for a pipe handler or another service: type key plus raw payload; ``queue``
+        and the ``priority`` option default to the app's ``job_defaults``, else ``"default"``
+        and 10.
 
         ``payload`` is JSON text (``str``; checked as strict JSON) or a mapping or list that is
         serialized here; anything else (``bytes`` included: decode it first) raises
@@ -628,7 +653,15 @@ class App:
         if "connection" in options:
             raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
         opts, _ = _options(options)
-        return job_from_options(type, text, queue, 10, opts, new_job_id())
+        defaults = self.job_defaults
+        return job_from_options(
+            type,
+            text,
+            _or(queue, _or(defaults.queue, "default")),
+            _or(defaults.priority, 10),
+            opts,
+            new_job_id(),
+        )
 
     async def enqueue_raw(
         self, type: str, payload: str | Mapping[str, Any] | list[Any], **options: Any
@@ -817,3 +850,8 @@ def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> fl
     if timeout_seconds is not None:
         raise ValidationError("timeout", "is another name for timeout_seconds; give one")
     return timeout
+
+
+def _or(value: T | None, default: T) -> T:
+    """``value`` unless it is None (not given), then ``default``: an option over a default."""
+    return default if value is None else value

@@ -244,6 +244,9 @@ class JobHandle(Generic[P, R]):
     max_attempts: int | None
     timeout: float | None
     signature: inspect.Signature = field(repr=False)
+    # Every job of the type expires this long after its enqueue unless the enqueue says
+    # otherwise (``expires_at`` or its own ``expires_after_seconds``).
+    expires_after_seconds: float | None = None
     context_param: str | None = None
     is_async: bool = True
     rate_limit: str | None = None  # per partition value for a job that has one
@@ -452,6 +455,12 @@ class JobHandle(Generic[P, R]):
         job_id: str | None = None,
     ) -> NewJob:
         payload = self.encode(args, kwargs)
+        if (
+            self.expires_after_seconds is not None
+            and options.expires_at is None
+            and options.expires_after_seconds is None
+        ):
+            options = replace(options, expires_after_seconds=self.expires_after_seconds)
         if options is _NO_OPTIONS:
             # The common shape of a bulk enqueue: four fields, the rest left to their defaults.
             job = NewJob(self.name, payload, self.queue, self.priority)

@@ -519,6 +519,12 @@ def check_timeout(field: str, value: object) -> float | None:
     return _check_seconds(field, value, maximum=MAX_TIMEOUT_SECONDS, positive=True)
 
 
+def check_expiry_seconds(field: str, value: object) -> float | None:
+    """An expiry after the enqueue (None: none): a finite number of seconds above 0 and at most
+    ``MAX_DELAY_SECONDS`` (366 days), per job at enqueue as per type at ``@app.job``."""
+    return _check_seconds(field, value, maximum=MAX_DELAY_SECONDS, positive=True)
+
+
 def check_key(field: str, value: object) -> str | None:
     """An idempotency key, kept exactly as given, or None (no key): 1 to 255 characters, not
     blank, no whitespace at either end, no NUL. An empty key is not "no key" (leave it out for
@@ -634,7 +640,7 @@ def _check_expiry(job: NewJob, run_at: datetime | None, now: datetime) -> dateti
         raise ValidationError(
             "expires_after_seconds", "give either expires_after_seconds or expires_at, not both"
         )
-    _check_seconds("expires_after_seconds", after, maximum=MAX_DELAY_SECONDS, positive=True)
+    check_expiry_seconds("expires_after_seconds", after)
     if after is not None and job.delay_seconds is not None and after <= job.delay_seconds:
         raise ValidationError(
             "expires_after_seconds",
