@@ -73,6 +73,8 @@ MAX_TAGS_TOTAL_LENGTH = 1000
 MAX_KEY_LENGTH = 255
 MAX_PARTITION_LENGTH = 255
 MAX_ACTOR_LENGTH = 100
+# A dead job's exception class name (``module.Class``), kept beside its error text.
+MAX_ERROR_TYPE_LENGTH = 500
 MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
 # The furthest ahead anything is scheduled: an enqueue's delay or run_at, a retry's delay (the

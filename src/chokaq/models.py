@@ -281,7 +281,8 @@ class FailMove:
 
     ``actor`` names who cancelled, for reason CANCELLED; it is stored in ``cancelled_by``.
     ``duration_seconds`` is how long the last execution ran, when it ran; ``elapsed_seconds``:
-    as ``SucceedMove``'s.
+    as ``SucceedMove``'s. ``error_type`` is the qualified class name (``module.Class``) of the
+    exception that sent the job to the DLQ, when one did (None: a timeout, ``Fail``, a cancel).
     """
 
     lease: Lease
@@ -290,6 +291,7 @@ class FailMove:
     actor: str | None = None
     duration_seconds: float | None = None
     elapsed_seconds: float | None = None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,6 +581,9 @@ class JobView:
     duration_seconds: float | None = None
     failure_reason: FailureReason | None = None
     error: str | None = None
+    # dlq: the qualified class name of the exception that dead-lettered it (``module.Class``);
+    # None when no exception did (timeout, Fail, cancel) or it failed before chokaq kept it.
+    error_type: str | None = None
     last_error: str | None = None
     progress: int | None = None
     cancel_requested_at: datetime | None = None
@@ -642,14 +647,16 @@ def located_state(status: int | None, archived: bool, reason: int | None) -> str
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
     """Where a job is, as ``App.result`` needs it: its pillar and hot status, its DLQ reason
-    and error, its result (JSON text) and why a result was not kept. A Waiting job that cannot
-    run until an operator acts is ``blocked_by`` a job in the DLQ (a parent, or an ancestor
-    through parents that wait themselves), dead-lettered for ``blocked_reason``."""
+    and error (and the class of the exception behind it, ``error_type``), its result (JSON
+    text) and why a result was not kept. A Waiting job that cannot run until an operator acts
+    is ``blocked_by`` a job in the DLQ (a parent, or an ancestor through parents that wait
+    themselves), dead-lettered for ``blocked_reason``."""
 
     pillar: Pillar
     status: JobStatus | None = None
     failure_reason: FailureReason | None = None
     error: str | None = None
+    error_type: str | None = None
     result: str | None = None
     result_error: str | None = None
     blocked_by: str | None = None

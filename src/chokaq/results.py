@@ -49,7 +49,7 @@ def value_of(job_id: str, outcome: JobOutcome) -> Any:
     if outcome.blocked_by is not None:
         raise JobBlockedError(job_id, outcome.blocked_by, outcome.blocked_reason)
     if outcome.pillar is Pillar.DLQ:
-        raise JobFailedError(job_id, outcome.failure_reason, outcome.error)
+        raise JobFailedError(job_id, outcome.failure_reason, outcome.error, outcome.error_type)
     if outcome.result_error is not None:
         raise ResultUnavailableError(job_id, outcome.result_error)
     return None if outcome.result is None else json.loads(outcome.result)

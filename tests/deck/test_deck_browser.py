@@ -127,9 +127,15 @@ def test_operator_fixes_a_dlq_payload_and_requeues_it(
     )
     page = login("alice")
     page.click("#source button[data-source=dlq]")
+    # The exception's class by its name in the row, in full in its title and the inspector.
+    chip = f"#job-rows tr[data-id='{bad}'] .chip.exc"
+    assert page.text_content(chip) == "FatalError"
+    assert page.get_attribute(chip, "title") == "chokaq.errors.FatalError"
     page.click(f"#job-rows tr[data-id='{bad}']")
     page.wait_for_selector("#insp-banner.dlq")
     assert "amount must not be negative" in page.text_content("#insp-error")
+    kind = page.text_content("#insp-fields dd[data-field=error_type]")
+    assert kind == "chokaq.errors.FatalError"
     page.click("#insp-edit")
     page.fill("#ed-payload", '{"amount": 5')
     assert page.is_disabled("#ed-requeue")  # checked in the browser first

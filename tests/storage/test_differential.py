@@ -434,6 +434,18 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "jobs_finalize": [
         ("empty", lambda b, s: b.jobs_finalize(moves=[])),
         ("not a move", lambda b, s: b.jobs_finalize(moves=["x"])),  # type: ignore[list-item]
+        (
+            "error type not text",
+            lambda b, s: b.jobs_finalize(
+                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "e", error_type=5)]  # type: ignore[arg-type]
+            ),
+        ),
+        (
+            "error type too long",
+            lambda b, s: b.jobs_finalize(
+                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "e", error_type="x" * 501)]
+            ),
+        ),
         ("bad id", lambda b, s: b.jobs_finalize(moves=[SucceedMove(Lease("x", "w", "t"), 1.0)])),
         (
             "naive run_at",
@@ -449,10 +461,15 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         (
             "error with NUL",
             lambda b, s: b.jobs_finalize(
-                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "a\x00b", actor="x")],
+                moves=[
+                    FailMove(
+                        s.fetched, FailureReason.TRANSIENT, "a\x00b", actor="x", error_type="m.Boom"
+                    )
+                ],
                 now=at(11),
             ),
         ),
+        ("read failed", lambda b, s: b.job_get(s.fetched.job_id)),
         ("read archive", lambda b, s: b.job_get(C)),
         ("read dlq", lambda b, s: b.job_get(G)),
         ("summary", lambda b, s: b.stats_summary()),

@@ -31,7 +31,7 @@ export function init() {
   });
 }
 
-var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "partition", "priority", "tags",
+var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "error_type", "queue", "type", "partition", "priority", "tags",
   "parents_left", "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
   "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "expires_at", "started_at",
   "heartbeat_at", "updated_at", "finished_at", "failed_at", "duration_seconds", "cancel_requested_at"];

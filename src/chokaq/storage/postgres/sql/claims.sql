@@ -199,13 +199,17 @@ RETURNING h.id::text
 id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
 worker_id, created_by, created_at, started_at, partition_key, requeues
 
--- name: fragment_dlq_insert
+-- name: fragment_dlq_columns
 -- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
 -- dependency failures): the kept ones, then those its SELECT gives in this order.
-INSERT INTO {schema}.jobs_dlq (
 -- include: fragment_kept_columns
     , failure_reason, error, last_modified_by, cancelled_by, failed_at, duration_seconds,
     children
+
+-- name: fragment_dlq_insert
+-- The DLQ insert of every move but a finalize's (which adds the exception's class name).
+INSERT INTO {schema}.jobs_dlq (
+-- include: fragment_dlq_columns
 )
 
 -- name: fragment_failed_counts
@@ -385,9 +389,11 @@ SELECT NULL FROM woke
 -- Fail moves of a batch in one statement, as jobs_finalize: the rows leave hot for the DLQ with
 -- their reason, error and actor; the counters and buckets move with them, and waiters are
 -- told. failed_at is the attempt's start plus the worker's elapsed time, as finished_at there.
+-- error_type (et) is the class name of the exception that failed the job, when one did.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, a text)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, a text,
+             et text)
 ),
 -- include: fragment_finalize_clock
 ,
@@ -396,13 +402,18 @@ done AS (
     USING v
     WHERE v.k = 1 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
       AND h.status + 0 IN (1, 2)  -- by primary key: see fragment_lease_input
-    RETURNING h.*, v.du, v.r, v.e, v.a, h.started_at + v.el * interval '1 second' AS ended
+    RETURNING h.*, v.du, v.r, v.e, v.a, v.et,
+              h.started_at + v.el * interval '1 second' AS ended
 ),
 buried AS (
--- include: fragment_dlq_insert
+    INSERT INTO {schema}.jobs_dlq (
+-- include: fragment_dlq_columns
+        , error_type
+    )
     SELECT
 -- include: fragment_kept_columns
-           , d.r, d.e, d.last_modified_by, d.a, coalesce(d.ended, k.now), d.du, d.children
+           , d.r, d.e, d.last_modified_by, d.a, coalesce(d.ended, k.now), d.du, d.children,
+           d.et
     FROM done d, clock k
 ),
 -- include: fragment_notify_waited
