@@ -324,6 +324,9 @@ class App:
         kwargs: Mapping[str, Any] | None = None,
         misfire: str = "latest",
         overlap: bool = True,
+        queue: str | None = None,
+        priority: int | None = None,
+        expires_after_seconds: float | None = None,
     ) -> Callable[[JobHandle[P, R]], JobHandle[P, R]]:
         """Run a registered job on a schedule; put it above ``@app.job``::
 
@@ -340,12 +343,24 @@ class App:
         run for the most recent) or ``"all"`` (each, up to 100). ``overlap=False`` skips a slot
         (and records it) while the previous run has not finished.
 
+        ``queue`` and ``priority`` are this schedule's runs' (default: the job type's, as
+        ``@app.job`` resolved them), so one job type can run on several schedules with
+        different ones. ``expires_after_seconds`` makes every run expire that long after it is
+        enqueued (normally at its slot): a run not started by then goes to the DLQ as EXPIRED
+        instead of running late (default: the type's ``expires_after_seconds``, else never).
+
         The schedule is upserted when a worker of this app starts; every slot is enqueued once,
-        by whichever worker leads, as an ordinary job of the handler's queue and priority.
-        Raises ``ValidationError`` naming the argument, ``ConfigurationError`` for a name used
-        twice or a function that is not a registered job."""
+        by whichever worker leads, as an ordinary job of these queue, priority and expiry.
+        Raises ``ValidationError`` naming the argument (the limits an enqueue applies to each),
+        ``ConfigurationError`` for a name used twice or a function that is not a registered
+        job."""
         timing = Timing.checked(cron, every_seconds, timezone)
         rule = check_misfire("misfire", misfire)
+        if queue is not None:
+            check_name("queue", queue)
+        if priority is not None:
+            check_priority("priority", priority)
+        expiry = check_expiry_seconds("expires_after_seconds", expires_after_seconds)
 
         def register(handle: JobHandle[P, R]) -> JobHandle[P, R]:
             if not isinstance(handle, JobHandle) or handle.app is not self:
@@ -363,14 +378,15 @@ class App:
             self.periodics[key] = ScheduleDeclaration(
                 name=key,
                 type=handle.name,
-                queue=handle.queue,
-                priority=handle.priority,
+                queue=_or(queue, handle.queue),
+                priority=_or(priority, handle.priority),
                 cron=timing.cron,
                 every_seconds=timing.every_seconds,
                 timezone=timing.timezone,
                 kwargs=self.encode_arguments(handle, (), arguments),
                 misfire=str(rule),
                 overlap=bool(overlap),
+                expires_after_seconds=_or(expiry, handle.expires_after_seconds),
             )
             return handle
 

@@ -346,7 +346,8 @@ class LeaderTerm:
 class ScheduleDeclaration:
     """A periodic schedule as the code declares it (``@app.periodic``), upserted when a worker
     starts. ``kwargs`` is the JSON object text every run's job gets as its payload; ``misfire``
-    is ``skip``, ``latest`` or ``all``; exactly one of ``cron`` and ``every_seconds`` is set."""
+    is ``skip``, ``latest`` or ``all``; exactly one of ``cron`` and ``every_seconds`` is set.
+    ``expires_after_seconds``: every run expires that long after its enqueue (None: never)."""
 
     name: str
     type: str
@@ -358,6 +359,7 @@ class ScheduleDeclaration:
     kwargs: str
     misfire: str
     overlap: bool
+    expires_after_seconds: float | None = None
 
 
 class SlotOutcome(enum.StrEnum):
@@ -425,6 +427,9 @@ class Schedule:
     updated_at: datetime
     last_modified_by: str | None
     orphaned: bool = False
+    # Every run expires this long after its enqueue (not started by then: the DLQ as EXPIRED);
+    # the code's, like queue and priority. None: never.
+    expires_after_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,6 +212,7 @@ def schedule_json(s: Schedule, now: datetime) -> dict[str, Any]:
         "type": s.type,
         "queue": s.queue,
         "priority": s.priority,
+        "expires_after_seconds": s.expires_after_seconds,
         "expression": expression(s.cron, s.every_seconds),
         "cron": s.cron,
         "every_seconds": s.every_seconds,

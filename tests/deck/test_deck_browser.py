@@ -550,7 +550,14 @@ def test_operator_steers_a_schedule_from_its_panel(login: Any, deck_server: Serv
     evil = "<img src=x onerror=window.__pwned=1>"
     declare(
         url,
-        declared(name, type="quick", queue="default", cron=None, every_seconds=3600),
+        declared(
+            name,
+            type="quick",
+            queue="default",
+            cron=None,
+            every_seconds=3600,
+            expires_after_seconds=600,
+        ),
         declared(evil, kwargs=json.dumps({"note": evil})),
     )
     page = login("alice")
@@ -568,6 +575,8 @@ def test_operator_steers_a_schedule_from_its_panel(login: Any, deck_server: Serv
     page.locator(rows, has_text=name).click()
     page.wait_for_selector("#sch-fields dd[data-field=timing] >> text=every 3600 s")
     assert page.text_content("#sch-name") == name
+    assert "on default, priority" in page.text_content("#sch-fields dd[data-field=job]")
+    assert page.text_content("#sch-fields dd[data-field=expires]").startswith("10 m after")
 
     page.click("#sch-pause")
     wait_for(lambda: schedule(url, name).paused, what="storage to show it paused")

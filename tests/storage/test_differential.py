@@ -711,6 +711,12 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("same again", lambda b, s: _declared(b, _decl(), when=30)),
         ("new queue", lambda b, s: _declared(b, _decl(queue="q2"), when=40)),
         ("new timing", lambda b, s: _declared(b, _decl(every_seconds=30), when=50)),
+        ("expiry 0", lambda b, s: _declared(b, _decl(expires_after_seconds=0), when=55)),
+        ("expiry nan", lambda b, s: _declared(b, _decl(expires_after_seconds=math.nan))),
+        ("expiry text", lambda b, s: _declared(b, _decl(expires_after_seconds="60"))),
+        ("expiry > 366 d", lambda b, s: _declared(b, _decl(expires_after_seconds=4e7))),
+        ("new expiry", lambda b, s: _declared(b, _decl(expires_after_seconds=90), when=60)),
+        ("read expiry", lambda b, s: b.schedule_get("s", now=at(60))),
     ],
     "schedules_seen": [
         ("text", lambda b, s: b.schedules_seen("s")),  # type: ignore[arg-type]
@@ -755,6 +761,10 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("overlap skipped", lambda b, s: _fired(b, when=125)),
         ("history", lambda b, s: b.schedule_history("o")),
         ("hot", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=JobFilter(queue="q1"))),
+        ("declared x", lambda b, s: _declared(b, _decl("x", expires_after_seconds=300))),
+        ("read x", lambda b, s: _read(b, "x")),
+        ("expiring run", lambda b, s: _fired(b)),
+        ("x hot", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=JobFilter(search="x"))),
     ],
     "schedule_history": [
         ("blank", lambda b, s: b.schedule_history("")),
