@@ -688,6 +688,15 @@ class App:
             await self.enqueue_many([self.raw(type, payload, **options)], connection=connection)
         )[0]
 
+    def enqueue_raw_sync(
+        self, type: str, payload: str | Mapping[str, Any] | list[Any], **options: Any
+    ) -> JobId:
+        """``enqueue_raw`` for code that cannot await (on the sync client, as
+        ``enqueue_many_sync``)."""
+        connection = options.pop("connection", None)
+        job = self.raw(type, payload, **options)
+        return self.enqueue_many_sync([job], connection=connection)[0]
+
     # -- results and workflows ----------------------------------------------------------
 
     async def result(
@@ -793,6 +802,17 @@ class App:
                 closing = items[0]
                 portal.call(lambda app: _close(closing))
 
+    def wait_sync(
+        self,
+        job_id: str,
+        *,
+        timeout_seconds: float | None = None,
+        timeout: float | None = None,
+    ) -> JobOutcome:
+        """``wait`` for code that cannot await (on the sync client, as ``enqueue_sync``)."""
+        seconds = _timeout_seconds(timeout_seconds, timeout)
+        return self._sync_client().call(lambda app: app.wait(job_id, timeout_seconds=seconds))
+
     async def get_job(self, job_id: str) -> JobView | None:
         """Where job ``job_id`` is and how it is doing (``JobView``: pillar, state, attempts,
         result or error), with its workflow, parents and children; None when no pillar holds
@@ -800,11 +820,19 @@ class App:
         await self.open()
         return await self.backend.job_get_related(id=job_id)
 
+    def get_job_sync(self, job_id: str) -> JobView | None:
+        """``get_job`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.get_job(job_id))
+
     async def workflow(self, workflow_id: str) -> Workflow | None:
         """Every job of a workflow (``JobView.workflow_id``: the id of its first job), parents
         first, each with its state; None when no job is linked to it."""
         await self.open()
         return await self.backend.workflow_get(id=workflow_id)
+
+    def workflow_sync(self, workflow_id: str) -> Workflow | None:
+        """``workflow`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.workflow(workflow_id))
 
     async def cancel(self, *job_ids: str, actor: str = "api") -> CancelResult:
         """Cancel jobs from any process: Pending, Fetched and Waiting ones go to the DLQ as
@@ -813,12 +841,20 @@ class App:
         await self.open()
         return await self.backend.jobs_cancel(ids=list(job_ids), actor=actor)
 
+    def cancel_sync(self, *job_ids: str, actor: str = "api") -> CancelResult:
+        """``cancel`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.cancel(*job_ids, actor=actor))
+
     async def cancel_workflow(self, workflow_id: str, *, actor: str = "api") -> CancelResult:
         """Cancel every job of a workflow that has not finished: blocked ones (waiting on a
         parent in the DLQ) go to the DLQ as DEPENDENCY_FAILED naming that parent, the others
         are cancelled as by ``cancel``."""
         await self.open()
         return await self.backend.workflow_cancel(id=workflow_id, actor=actor)
+
+    def cancel_workflow_sync(self, workflow_id: str, *, actor: str = "api") -> CancelResult:
+        """``cancel_workflow`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.cancel_workflow(workflow_id, actor=actor))
 
     # -- worker -------------------------------------------------------------------------
 
