@@ -295,7 +295,8 @@ class App:
                 name=key,
                 queue=_or(queue, _or(defaults.queue, "default")),
                 priority=_or(priority, _or(defaults.priority, 10)),
-                max_attempts=_or(max_attempts, defaults.max_attempts),
+                # A type's own retry policy carries its attempts, which the app's are below.
+                max_attempts=_or(max_attempts, None if policy else defaults.max_attempts),
                 timeout=_or(timeout_seconds, defaults.timeout_seconds),
                 expires_after_seconds=expiry,
                 signature=signature,

@@ -266,22 +266,24 @@ class JobDefaults:
     gets for an option its decorator leaves out.
 
     Precedence, highest first: the enqueue's option (``handle.options(...)``), the type's
-    (``@app.job(...)``), these, then the built-in default (queue ``"default"``, priority 10)
-    or, for attempts, retries and the timeout, the worker's ``WorkerSettings`` (``retry``,
-    ``default_timeout_seconds``) and the queue's timeout as before. They are applied when a
-    type is declared, so they must be given to ``App(...)``, before its ``@app.job`` declarations.
+    (``@app.job(...)``), these, then the built-in default: queue ``"default"``, priority 10,
+    and the worker's ``WorkerSettings.retry`` (attempts, backoff) and
+    ``default_timeout_seconds``. A queue's execution timeout set by an operator (``chokaq
+    queue limit --execution-timeout``, The Deck) still comes before the type's and these, as it does before the
+    type's own. They are applied when a type is declared, so they must be given to
+    ``App(...)``, before its ``@app.job`` declarations; raw jobs (``app.raw``) take the queue
+    and priority too. Each value is checked by the rule ``@app.job`` applies to the same
+    option, raising ``ValidationError`` naming ``job_defaults.<field>`` and the limit.
 
     Attributes:
         queue: the queue of a type that names none (None: ``"default"``).
         priority: the priority of a type that names none (None: 10), within +-1,000,000.
-        max_attempts: executions, the first included, of a type that sets no ``max_attempts``
-            (1 to 1000; None: the type's or the worker's retry policy's).
+        max_attempts: executions, the first included, of a type that sets neither
+            ``max_attempts`` nor a ``retry`` policy of its own, whose attempts come first
+            (1 to 1000; None: ``retry``'s here, else the worker's).
         retry: the ``RetryPolicy`` of a type that has none of its own (None: the worker's).
         timeout_seconds: the execution timeout of a type that sets none (above 0, at most
             7 days; None: the worker's ``default_timeout_seconds``).
-
-    Each value is checked by the rule ``@app.job`` applies to the same option, raising
-    ``ValidationError`` naming ``job_defaults.<field>`` and the limit.
     """
 
     queue: str | None = None
