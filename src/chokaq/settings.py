@@ -269,11 +269,11 @@ class JobDefaults:
     (``@app.job(...)``), these, then the built-in default: queue ``"default"``, priority 10,
     and the worker's ``WorkerSettings.retry`` (attempts, backoff) and
     ``default_timeout_seconds``. A queue's execution timeout set by an operator (``chokaq
-    queue limit --execution-timeout``, The Deck) still comes before the type's and these, as it does before the
-    type's own. They are applied when a type is declared, so they must be given to
-    ``App(...)``, before its ``@app.job`` declarations; raw jobs (``app.raw``) take the queue
-    and priority too. Each value is checked by the rule ``@app.job`` applies to the same
-    option, raising ``ValidationError`` naming ``job_defaults.<field>`` and the limit.
+    queue limit --execution-timeout``, The Deck) still comes before the type's and these.
+    They are applied when a type is declared, so they must be given to ``App(...)``, before
+    its ``@app.job`` declarations; raw jobs (``app.raw``) take the queue and priority too.
+    Each value is checked by the rule ``@app.job`` applies to the same option, raising
+    ``ValidationError`` naming ``job_defaults.<field>`` and the limit.
 
     Attributes:
         queue: the queue of a type that names none (None: ``"default"``).

@@ -2,8 +2,8 @@
 
 Renders every settings dataclass (``WorkerSettings``, ``RetryPolicy``, ``CircuitPolicy``,
 ``JobDefaults``, ``StorageSettings``, ``Limits``, ``HealthSettings``, ``MetricsSettings``) as
-Markdown: each field with its type, default and the description from the class docstring. ``docs/configuration.md``
-is this output, and a test keeps them equal, so the docs cannot drift.
+Markdown: each field with its type, default and the description from the class docstring.
+``docs/configuration.md`` is this output, and a test keeps them equal, so the docs cannot drift.
 """
 
 from __future__ import annotations
