@@ -201,8 +201,7 @@ class ChokaqBackend(BaseTaskBackend):
             job_id = check_job_id("result_id", result_id)
         except ValidationError as exc:
             raise UnknownResultId(exc.field, exc.limit) from None
-        # The one call the sync client lacks a public twin for (App.get_job_sync, issue 35).
-        view = self.app._sync_client().call(lambda app: app.get_job(job_id))
+        view = self.app.get_job_sync(job_id)
         task = None if view is None else _declared.get((self.alias, view.type))
         if view is None or task is None:
             raise TaskResultDoesNotExist(f"no task result {result_id!r} on backend {self.alias!r}")
@@ -280,7 +279,7 @@ def result_of(view: JobView, task: Task, alias: str) -> TaskResult:
         args=payload.get("args", []),
         kwargs=payload.get("kwargs", {}),
         backend=alias,
-        errors=[_error(error) for error in _errors(view, failed)],
+        errors=_task_errors(view, failed),
         worker_ids=[a.worker_id or "" for a in failed] + ([view.worker_id or ""] if final else []),
     )
     if view.pillar is Pillar.ARCHIVE and view.result is not None:
@@ -308,19 +307,22 @@ def error_class_path(error: str, error_type: str | None = None) -> str:
     return class_path(JobFailedError)
 
 
-def _errors(view: JobView, failed: list[JobAttempt]) -> list[str]:
+def _task_errors(view: JobView, failed: list[JobAttempt]) -> list[TaskError]:
     """The errors of the failed attempts, oldest first; a job dead-lettered without a run
-    (expired, cancelled while pending) has its DLQ error as its one error."""
-    errors = [attempt.error for attempt in failed if attempt.error is not None]
-    if not errors and view.pillar is Pillar.DLQ and view.error:
-        errors.append(view.error)
-    return errors
+    (expired, cancelled while pending) has its DLQ error as its one error. The DLQ row keeps
+    the exception's class (``error_type``); an earlier attempt's comes from its text."""
+    texts = [attempt.error for attempt in failed if attempt.error is not None]
+    if not texts and view.pillar is Pillar.DLQ and view.error:
+        texts.append(view.error)
+    last = len(texts) - 1
+    dead = view.error_type if view.pillar is Pillar.DLQ else None
+    return [_error(text, dead if i == last else None) for i, text in enumerate(texts)]
 
 
-def _error(text: str) -> TaskError:
+def _error(text: str, error_type: str | None = None) -> TaskError:
     at = text.find(f"\n\n{TRACEBACK_HEAD}")
     return TaskError(
-        exception_class_path=error_class_path(text),
+        exception_class_path=error_class_path(text, error_type),
         traceback=text[at + 2 :] if at >= 0 else text,
     )
 
