@@ -608,8 +608,9 @@ class JobView:
     @property
     def state(self) -> str:
         """Where it is, in one word: pending, fetched, processing, waiting, blocked (waiting
-        on a parent in the DLQ; known with ``relatives``), succeeded or failed."""
-        blocked = any(parent.state == "failed" for parent in self.parents)
+        on a parent in the DLQ that it needed to succeed; known with ``relatives``),
+        succeeded or failed."""
+        blocked = any(p.state == "failed" and not p.any_outcome for p in self.parents)
         return job_state(self.pillar, self.status, blocked=blocked)
 
 
