@@ -190,6 +190,8 @@ def _options(given: Mapping[str, Any], base: _Options = _NO_OPTIONS) -> tuple[_O
             if new in values:
                 raise ValidationError(old, f"is another name for {new}; give one of them")
             values[new] = values.pop(old)
+    if not isinstance(values.get("pass_results", False), bool):
+        raise ValidationError("pass_results", "must be True or False")
     after = values.get("after")
     if isinstance(after, Iterator):
         values["after"] = tuple(after)  # a generator would be used up by the first enqueue
