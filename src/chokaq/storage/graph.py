@@ -2,14 +2,15 @@
 every database.
 
 A job enqueued with ``after=`` waits (``JobStatus.WAITING``, outside the fetch index) until each
-of its parents has succeeded. Its parents are jobs of the same batch (prepared with their ids)
-or jobs already stored. ``plan`` checks the graph before anything is written (ids, cycles,
-keys) and says what a driver must write in the enqueue's own transaction: each waiting job's
-count of parents still to succeed, the ``dependents`` list each parent row carries (the ids the
-parent's move to the archive releases, read from the parent's own row so that a child added
-while the parent finishes is never missed), the edges (for reads, retention and purge) and the
-workflow each job belongs to (the id of its first parent's workflow; a job without parents is
-its own workflow's first job). It must not touch a database.
+of its parents has succeeded, or, with ``after_outcome="any"``, finished either way (a parent
+already in the DLQ then counts as finished at enqueue). Its parents are jobs of the same batch
+(prepared with their ids) or jobs already stored. ``plan`` checks the graph before anything is
+written (ids, cycles, keys) and says what a driver must write in the enqueue's own transaction:
+each waiting job's count of parents still to succeed, the ``dependents`` list each parent row
+carries (the ids the parent's move to the archive releases, read from the parent's own row so
+that a child added while the parent finishes is never missed), the edges (for reads, retention
+and purge) and the workflow each job belongs to (the id of its first parent's workflow; a job
+without parents is its own workflow's first job). It must not touch a database.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""The storage seam's results and workflows, checked once and observed once: where a job is
-for someone waiting on it, its parents' results, a job with its relatives, the jobs of a
-workflow, and cancelling a workflow.
+"""The storage seam's results and workflows, checked once and observed once: where a job is for
+someone waiting on it, its parents' results, a job with its relatives, the jobs of a workflow,
+and cancelling a workflow.
 
-A job enqueued with ``after=`` waits (``JobStatus.WAITING``) in the hot table, outside the
-fetch index, until its last parent succeeds; the parent's move to the archive releases it in
-the same statement (see ``chokaq.storage.graph`` and docs/concepts.md). ``Backend`` is
-assembled from this group and the others (see ``chokaq.storage.backend`` for the rules every
-operation follows). This module must not import a database driver or hold SQL.
+A job enqueued with ``after=`` waits (``JobStatus.WAITING``) in the hot table, outside the fetch
+index, until its last parent succeeds (or, with ``after_outcome="any"``, finishes in the archive
+or the DLQ); the parent's move releases it in the same statement (see ``chokaq.storage.graph``
+and docs/concepts.md). ``Backend`` is assembled from this group and the others (see
+``chokaq.storage.backend`` for the rules every operation follows). This module must not import a
+database driver or hold SQL.
 """
 
 from __future__ import annotations
