@@ -36,6 +36,13 @@ async def test_the_options_land_on_the_job_in_every_way_to_enqueue(
     assert (raw.after_outcome, raw.pass_results) == ("any", True)
     plain = sink.options(after=[parent]).prepare(value=3)  # type: ignore[attr-defined]
     assert (plain.after_outcome, plain.pass_results) == ("success", False)
+    # The spelling: options in prepare's keywords, where the handler has no such name.
+    keyword = sink.prepare(label="z", after=[parent], after_outcome="any", pass_results=True)  # type: ignore[attr-defined]
+    assert (keyword.after, keyword.after_outcome, keyword.pass_results) == (
+        (parent.id,),
+        "any",
+        True,
+    )
     await app.enqueue_many([parent, job, raw, plain])
     view = await app.get_job(job.id)
     assert view is not None and view.after_outcome == "any" and view.state == "waiting"
