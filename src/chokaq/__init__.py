@@ -24,7 +24,7 @@ from .errors import (
 )
 from .handles import ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
 from .limits import Limits
-from .models import FailureReason, JobStatus, JobView, NewJob, Pillar, Workflow
+from .models import FailureReason, JobOutcome, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry
 from .policies import CircuitPolicy, RetryPolicy
 from .settings import JobDefaults, WorkerSettings
@@ -46,6 +46,7 @@ __all__ = [
     "JobHandle",
     "JobId",
     "JobOptions",
+    "JobOutcome",
     "JobStatus",
     "JobView",
     "Limits",

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from .errors import ConfigurationError
+from .models import JobOutcome
 
 __all__ = ["Durable", "Emitter", "JobContext", "JobSuspended", "Middleware", "current_job"]
 
@@ -66,7 +67,10 @@ class JobContext:
     ``cancel_requested``. ``progress`` (0-100) is stored with the next heartbeat.
     ``parent_results`` holds, for a job enqueued with ``after=``, each parent's id and return
     value (None for a parent that returned None or whose result was not kept); it is empty
-    for a job without parents.
+    for a job without parents. ``parent_outcomes`` says how each parent ended, by id: a
+    ``JobOutcome`` whose ``pillar`` is the archive (succeeded; ``result`` is its JSON text) or
+    the DLQ (failed; ``failure_reason`` and ``error``), or hot for a parent requeued since it
+    released a job enqueued with ``after_outcome="any"``; a parent purged since is left out.
 
     ``attempt`` counts this run of the job since it was enqueued or last requeued from the DLQ
     (a requeue starts the attempts over, at 1). ``requeues`` says how many times an operator
@@ -87,6 +91,7 @@ class JobContext:
     worker_id: str
     trace_context: str | None = None  # the W3C traceparent stamped at enqueue, if any
     parent_results: dict[str, Any] = field(default_factory=dict)
+    parent_outcomes: dict[str, JobOutcome] = field(default_factory=dict)
     previous_error: str | None = None
     requeues: int = 0
     _cancelled: threading.Event | None = field(default=None, repr=False)

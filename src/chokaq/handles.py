@@ -65,6 +65,8 @@ OPTION_NAMES = frozenset(
         "timeout_seconds",
         "timeout",
         "after",
+        "after_outcome",
+        "pass_results",
         "partition",
         "expires_at",
         "expires_after_seconds",
@@ -89,6 +91,8 @@ class EnqueueOptions(TypedDict, total=False):
     max_attempts: int
     timeout_seconds: float
     after: Iterable[NewJob | str]
+    after_outcome: str
+    pass_results: bool
     partition: str
     expires_at: datetime
     expires_after_seconds: float
@@ -135,6 +139,8 @@ class _Options:
     max_attempts: int | None = None
     timeout_seconds: float | None = None
     after: Iterable[NewJob | str] | None = None
+    after_outcome: str | None = None
+    pass_results: bool | None = None
     partition: str | None = None
     expires_at: datetime | None = None
     expires_after_seconds: float | None = None
@@ -184,6 +190,8 @@ def _options(given: Mapping[str, Any], base: _Options = _NO_OPTIONS) -> tuple[_O
             if new in values:
                 raise ValidationError(old, f"is another name for {new}; give one of them")
             values[new] = values.pop(old)
+    if not isinstance(values.get("pass_results", False), bool):
+        raise ValidationError("pass_results", "must be True or False")
     after = values.get("after")
     if isinstance(after, Iterator):
         values["after"] = tuple(after)  # a generator would be used up by the first enqueue
@@ -219,6 +227,8 @@ def job_from_options(
         timeout_seconds=options.timeout_seconds,
         id=job_id,
         after=parent_ids(options.after),
+        after_outcome="success" if options.after_outcome is None else options.after_outcome,
+        pass_results=False if options.pass_results is None else options.pass_results,
         partition=options.partition,
         expires_at=options.expires_at,
         expires_after_seconds=options.expires_after_seconds,
@@ -363,7 +373,11 @@ class JobHandle(Generic[P, R]):
         (an aware datetime; default: now), ``idempotency_key``, ``tags`` (a list of strings),
         ``created_by``, ``max_attempts`` and ``timeout_seconds`` (default: the handler's, then
         the worker's, read at execution time), ``after`` (prepared jobs or ids of stored jobs:
-        it runs once every one of them has succeeded), ``partition`` (the key its type's
+        it runs once every one of them has succeeded), ``after_outcome`` (``"success"``, the
+        default, or ``"any"``: it runs once every parent has finished, in the archive or the
+        DLQ; ``ctx.parent_outcomes`` says how each ended), ``pass_results`` (with ``after``:
+        the parents' return values are its first positional arguments, in the order of
+        ``after``; the call gives the arguments after them), ``partition`` (the key its type's
         ``rate_limit`` and ``partition_concurrency`` apply per), ``expires_after_seconds`` or
         ``expires_at`` (not started by then, from the enqueue: it goes to the DLQ as
         ``EXPIRED`` instead of running), ``unique_for_seconds`` (with ``idempotency_key``:
@@ -399,11 +413,14 @@ class JobHandle(Generic[P, R]):
             raise ValidationError("connection", "is only accepted by enqueue, not prepare")
         return self._new_job(args, arguments, options, job_id=new_job_id())
 
-    def encode(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    def encode(self, args: tuple[Any, ...], kwargs: dict[str, Any], passed: int = 0) -> str:
         """Bind arguments to the handler's signature, check their values against its
         annotations (``chokaq.argument_checks``; ``ValidationError`` for ``arguments.<name>``) and
-        serialize them as a JSON object."""
-        if not args and self._keywords_bind and self.misfit(kwargs) is None:
+        serialize them as a JSON object. ``passed`` leading positional parameters are left
+        out: a job enqueued with ``pass_results`` gets its parents' results there."""
+        if passed:
+            arguments = self._bind(args, kwargs, self.passed_names(passed))
+        elif not args and self._keywords_bind and self.misfit(kwargs) is None:
             arguments = kwargs  # binding would return them unchanged
         else:
             arguments = self._bind(args, kwargs)
@@ -430,10 +447,32 @@ class JobHandle(Generic[P, R]):
         if inner is not None:
             inner(value, f"arguments.{name}")
 
-    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def passed_names(self, count: int) -> tuple[str, ...]:
+        """The handler's first ``count`` parameters after its context, which a job enqueued
+        with ``pass_results`` gets its parents' results in; ``ValidationError`` naming
+        ``pass_results`` when the handler has fewer that a keyword can fill."""
+        names: list[str] = []
+        for param in self.signature.parameters.values():
+            if param.name == self.context_param:
+                continue
+            if param.kind is not param.POSITIONAL_OR_KEYWORD or len(names) == count:
+                break
+            names.append(param.name)
+        if len(names) < count:
+            raise ValidationError(
+                "pass_results",
+                f"needs {count} leading positional parameter(s) of {self.name} for its "
+                f"{count} parent(s)' results; it has {len(names)}",
+            )
+        return tuple(names)
+
+    def _bind(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], passed: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         params = self.signature.parameters
-        if self.context_param is not None:
-            params = {k: v for k, v in params.items() if k != self.context_param}  # type: ignore[assignment]
+        if self.context_param is not None or passed:
+            skip = {self.context_param, *passed}
+            params = {k: v for k, v in params.items() if k not in skip}  # type: ignore[assignment]
         signature = self.signature.replace(parameters=list(params.values()))
         try:
             bound = signature.bind(*args, **kwargs)
@@ -454,7 +493,8 @@ class JobHandle(Generic[P, R]):
         options: _Options,
         job_id: str | None = None,
     ) -> NewJob:
-        payload = self.encode(args, kwargs)
+        passed = len(parent_ids(options.after)) if options.pass_results else 0
+        payload = self.encode(args, kwargs, passed)
         if (
             self.expires_after_seconds is not None
             and options.expires_at is None

@@ -40,6 +40,7 @@ __all__ = [
     "Outcome",
     "Page",
     "PageKey",
+    "ParentOutcome",
     "PartitionLoad",
     "PendingGroup",
     "Pillar",
@@ -178,6 +179,12 @@ class NewJob:
     # With an idempotency key: another enqueue with that key within this many seconds of this
     # one gets this job's id, even after it has finished (see ``Backend.jobs_enqueue``).
     unique_for_seconds: float | None = None
+    # With ``after``: "success" (wait until every parent has succeeded) or "any" (until every
+    # parent has finished, in the archive or the DLQ). See docs/workflows.md.
+    after_outcome: str = "success"
+    # With ``after``: the parents' return values come first among the handler's positional
+    # arguments, in the order of ``after``.
+    pass_results: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -598,6 +605,9 @@ class JobView:
     parents_left: int | None = None  # hot, WAITING: parents that have not succeeded yet
     workflow_id: str | None = None  # with ``relatives``: the workflow it belongs to
     parents: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs it waits on, and where
+    # With ``relatives``, for a job with parents: "success" (it runs once they all succeeded)
+    # or "any" (once they all finished, succeeded or not).
+    after_outcome: str | None = None
     children: tuple[JobLink, ...] = ()  # with ``relatives``: the jobs that wait on it
     partition: str | None = None
     expires_at: datetime | None = None  # hot: not started by then, it goes to the DLQ (EXPIRED)
@@ -608,8 +618,9 @@ class JobView:
     @property
     def state(self) -> str:
         """Where it is, in one word: pending, fetched, processing, waiting, blocked (waiting
-        on a parent in the DLQ; known with ``relatives``), succeeded or failed."""
-        blocked = any(parent.state == "failed" for parent in self.parents)
+        on a parent in the DLQ that it needed to succeed; known with ``relatives``),
+        succeeded or failed."""
+        blocked = any(p.state == "failed" and not p.any_outcome for p in self.parents)
         return job_state(self.pillar, self.status, blocked=blocked)
 
 
@@ -622,6 +633,9 @@ class JobLink:
     type: str | None
     state: str
     failure_reason: FailureReason | None = None
+    # The edge's: the child runs once this parent has finished, whether or not it succeeded
+    # (``after_outcome="any"``).
+    any_outcome: bool = False
 
 
 def job_state(pillar: Pillar | None, status: JobStatus | None, *, blocked: bool = False) -> str:
@@ -669,6 +683,18 @@ class JobOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class ParentOutcome:
+    """How one parent of a job ended, as its child reads it when it starts: the parent's id,
+    where it is (``outcome``: the archive with its result, the DLQ with its reason and error,
+    or hot again after a requeue) and, for a child enqueued with ``pass_results``, the place
+    of its result among the child's leading positional arguments (None otherwise)."""
+
+    id: str
+    outcome: JobOutcome | None  # None: purged since (in no pillar)
+    argument: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class WorkflowMember:
     """One job of a workflow: where it is, and the ids of its parents within the store."""
 
@@ -679,6 +705,7 @@ class WorkflowMember:
     parents: tuple[str, ...]
     failure_reason: FailureReason | None = None
     error: str | None = None
+    any_outcome: bool = False  # waits for its parents to finish, not to succeed
 
 
 @dataclass(frozen=True, slots=True)

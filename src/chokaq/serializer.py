@@ -21,7 +21,7 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -384,13 +384,20 @@ def parameter_converters(
     return tuple(found)
 
 
-def decode_arguments(handle: Any, text: str) -> dict[str, Any]:
+def decode_arguments(handle: Any, text: str, passed: Sequence[Any] = ()) -> dict[str, Any]:
     """A job's payload as the keyword arguments of ``handle`` (a ``JobHandle``), each in its
-    annotated type. Raises ``ValueError`` or ``TypeError`` for a payload that does not fit:
-    not an object, missing or unknown arguments, a value that is not of its type."""
+    annotated type, with ``passed`` (its parents' results, for a job enqueued with
+    ``pass_results``) in its leading positional parameters. Raises ``ValueError`` or
+    ``TypeError`` for a payload that does not fit: not an object, missing or unknown
+    arguments, a value that is not of its type."""
     arguments = load_json(text)
     if not isinstance(arguments, dict):
         raise ValueError("the payload is not a JSON object")
+    if passed:
+        for name, value in zip(handle.passed_names(len(passed)), passed, strict=True):
+            if name in arguments:
+                raise ValueError(f"argument {name} is in the payload and a parent's result too")
+            arguments[name] = value
     misfit = handle.misfit(arguments)
     if misfit is not None:
         raise ValueError(misfit)

@@ -719,6 +719,27 @@ def test_operator_follows_a_blocked_workflow_and_cancels_it(
     no_js_errors(page)
 
 
+def test_a_job_on_any_outcome_says_what_it_waits_for(login: Any, deck_server: Served) -> None:
+    """A callback enqueued with after_outcome="any" after a failed and a succeeded job: the
+    inspector says it runs on any outcome, and the workflow view marks it."""
+    url = deck_server.db_url
+    ids = run(diamond, url)  # b failed, c succeeded
+
+    async def callback(app: App) -> str:
+        after = [ids["b"], ids["c"]]
+        return str(await app.enqueue_raw("join", {}, queue="any", after=after, after_outcome="any"))
+
+    e = run(callback, url)
+    page = login("bob")
+    page.goto(f"{deck_server.url}/#tab=jobs&job={e}")
+    page.wait_for_selector("#drawer[data-state=pending] #insp-after-outcome:not([hidden])")
+    assert "any outcome" in page.text_content("#insp-after-outcome")
+    page.click("#insp-workflow-link")
+    page.wait_for_selector(f".wf-job[data-id='{e}'] .any-outcome >> text=any outcome")
+    assert page.locator(f".wf-job[data-id='{ids['d']}'] .any-outcome").count() == 0
+    no_js_errors(page)
+
+
 def test_readonly_sees_a_workflow_without_its_cancel_button(
     login: Any, deck_server: Served
 ) -> None:

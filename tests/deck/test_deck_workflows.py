@@ -47,9 +47,17 @@ async def test_the_inspector_shows_state_result_and_relatives(app: App, client: 
             "type": "step",
             "state": "failed",
             "failure_reason": "fatal_error",
+            "any_outcome": False,
         },
-        ids["c"]: {"id": ids["c"], "type": "step", "state": "succeeded", "failure_reason": None},
+        ids["c"]: {
+            "id": ids["c"],
+            "type": "step",
+            "state": "succeeded",
+            "failure_reason": None,
+            "any_outcome": False,
+        },
     }
+    assert d["after_outcome"] == "success"
     assert d["relatives_limit"] == 1000
 
     a = (await c.get(f"/api/jobs/{ids['a']}")).json()
@@ -183,6 +191,21 @@ async def test_the_workflow_view_lists_every_job_by_depth(app: App, client: Clie
         r = await c.get(path)
         assert r.status_code == status and r.json()["error"], (path, r.text)
         assert r.json().get("field") == field, (path, r.text)
+
+
+async def test_a_job_on_any_outcome_says_so_and_is_not_blocked(app: App, client: Client) -> None:
+    ids = await diamond(app)  # b failed, c succeeded
+    e = await app.enqueue_raw(
+        "join", {"n": "e"}, queue="wf-any", after=[ids["b"], ids["c"]], after_outcome="any"
+    )
+    c = await client("bob")
+    view = (await c.get(f"/api/jobs/{e}")).json()
+    assert (view["state"], view["after_outcome"]) == ("pending", "any")
+    assert {p["id"]: p["any_outcome"] for p in view["parents"]} == {ids["b"]: True, ids["c"]: True}
+    wf = (await c.get(f"/api/workflows/{ids['a']}")).json()
+    jobs = {j["id"]: j for j in wf["jobs"]}
+    assert (jobs[e]["state"], jobs[e]["any_outcome"]) == ("pending", True)
+    assert (jobs[ids["d"]]["state"], jobs[ids["d"]]["any_outcome"]) == ("blocked", False)
 
 
 async def test_an_admin_cancels_a_workflow_and_it_is_audited(app: App, client: Client) -> None:

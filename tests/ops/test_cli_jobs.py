@@ -224,8 +224,15 @@ def test_a_waiting_job_shows_its_parents_then_blocked_and_wait_exits_5(store: St
     ]
     parent = show(store, first)
     assert parent["workflow_id"] == first and parent["children"] == [
-        {"id": last, "type": "summary", "state": "waiting", "failure_reason": None}
+        {
+            "id": last,
+            "type": "summary",
+            "state": "waiting",
+            "failure_reason": None,
+            "any_outcome": False,
+        }
     ]
+    assert field(waiting, "runs after") == "every parent succeeded"
 
     burst(store)
     blocked = chokaq(store, "job", "show", last).stdout
@@ -250,6 +257,32 @@ def test_a_waiting_job_shows_its_parents_then_blocked_and_wait_exits_5(store: St
         poison,
         "fatal_error",
     )
+
+
+def test_a_job_on_any_outcome_says_so_and_runs_after_a_failed_parent(store: Store) -> None:
+    def chord(h: dict[str, Any]) -> list[NewJob]:
+        first = h["ok"].prepare(n=1)
+        poison = h["poison"].prepare(n=2)
+        last = h["summary"].options(after=[first, poison], after_outcome="any").prepare(n=2)
+        return [first, poison, last]
+
+    first, poison, last = enqueue(store, chord)
+    waiting = chokaq(store, "job", "show", last).stdout
+    assert field(waiting, "state") == (
+        "waiting: waiting on 2 of 2 parent(s) to finish, on any outcome (succeeded or failed)"
+    )
+    assert field(waiting, "runs after") == (
+        "every parent finished, on any outcome (succeeded or failed)"
+    )
+    assert show(store, last)["after_outcome"] == "any"
+    flow = chokaq(store, "workflow", "show", first).stdout
+    assert "#1, #2 (any outcome)" in flow or "#2, #1 (any outcome)" in flow
+    shape = json.loads(chokaq(store, "workflow", "show", first, "--json").stdout)
+    assert {j["id"]: j["after_outcome"] for j in shape["jobs"]}[last] == "any"
+
+    burst(store)  # poison fails, and the last job runs all the same
+    assert show(store, poison)["state"] == "failed"
+    assert show(store, last)["state"] == "succeeded"
 
 
 def test_wait_returns_the_result_when_a_worker_finishes_the_job(
@@ -437,6 +470,7 @@ def test_workflow_show_and_cancel(store: Store) -> None:
         "queue": "default",
         "state": "blocked",
         "parents": [poison],
+        "after_outcome": "success",
         "failure_reason": None,
         "error": None,
     }

@@ -139,3 +139,52 @@ async def test_a_killed_parent_is_rescued_and_its_child_runs_once_after_it(
     assert runs(tmp_path, child.id) == [str(survivor.pid)]
     archived = await client.backend.job_get(child.id)
     assert archived is not None and archived.pillar is Pillar.ARCHIVE
+
+
+async def test_a_chord_with_a_failing_member_runs_its_callback_with_both_outcomes(
+    spawn: Callable[..., Proc], client: App, tmp_path: Path
+) -> None:
+    """Celery's chord whose callback never runs when a member fails (celery#1881): with
+    ``after_outcome="any"`` the callback runs once both members have finished, and reads how
+    each ended; the same chord on success blocks, as before."""
+    from tests.apps.workflows import member, summary
+
+    good = member.prepare(n=1)
+    bad = member.prepare(n=2, fail=True)
+    callback = summary.options(after=[good, bad], after_outcome="any").prepare()
+    blocked = summary.options(after=[good, bad]).prepare()
+    await client.enqueue_many([good, bad, callback, blocked])
+    spawn(app=APP)
+    spawn(app=APP)
+    value = await client.result(callback.id, timeout=60)
+    assert value == {
+        good.id: {"pillar": "archive", "result": "1", "reason": None, "error": None},
+        bad.id: {
+            "pillar": "dlq",
+            "result": None,
+            "reason": "FATAL_ERROR",
+            "error": value[bad.id]["error"],
+        },
+    }
+    assert "member 2 failed" in value[bad.id]["error"]
+    assert len(runs(tmp_path, callback.id)) == 1
+    view = await client.get_job(blocked.id)
+    assert view is not None and view.state == "blocked" and view.after_outcome == "success"
+    assert runs(tmp_path, blocked.id) == []
+
+
+async def test_a_chain_of_three_passes_each_result_as_the_next_first_argument(
+    spawn: Callable[..., Proc], client: App, tmp_path: Path
+) -> None:
+    """``scan.si(url) | store.s(endpoint) | notify.s(channel)``: each link gets its parent's
+    return value as first argument; ``store`` is retried once and gets the same arguments."""
+    from tests.apps.workflows import notify, scan, store
+
+    first = scan.prepare(url="https://example.com")
+    second = store.options(after=[first], pass_results=True).prepare(endpoint="db")
+    third = notify.options(after=[second], pass_results=True).prepare(channel="ops")
+    await client.enqueue_many([first, second, third])
+    spawn(app=APP)
+    spawn(app=APP)
+    assert await client.result(third.id, timeout=60) == ["ops", "db:https://example.com:200"]
+    assert len(runs(tmp_path, second.id)) == 2  # the retry ran with the same arguments

@@ -146,6 +146,8 @@ async def test_a_handler_may_have_parameters_named_like_options(
         expires_after_seconds: str,
         unique_for_seconds: str,
         connection: str,
+        after_outcome: str,
+        pass_results: str,
         after: str = "-",
     ) -> None:
         got = dict(locals())

@@ -56,8 +56,9 @@ def _id(n: int) -> str:
 
 A, B, C, D, D2, E, F, G, H = (_id(n) for n in range(1, 10))
 W1, W2, W3, W4, W5, W6 = (_id(n) for n in range(20, 26))  # jobs of workflows
+X1, X2, X3 = (_id(n) for n in range(30, 33))  # jobs released on any outcome
 UNKNOWN = _id(99)
-FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, UNKNOWN}
+FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, X1, X2, X3, UNKNOWN}
 NAIVE = datetime(2025, 1, 1, 12, 0, 0)
 PLUS_14 = timezone(timedelta(hours=14))
 
@@ -364,6 +365,29 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("window of the hot job", lambda b, s: b.jobs_enqueue([_unique(W5, 100)], now=at(250))),
         ("one batch", lambda b, s: b.jobs_enqueue([_unique(W5, 9), _unique(W6, 9)], now=at(260))),
         ("not written", lambda b, s: b.job_get(W2)),
+        # after_outcome and pass_results: checked before anything is written.
+        ("outcome unknown", lambda b, s: b.jobs_enqueue([_job(X1, A, after_outcome="all")])),
+        ("outcome None", lambda b, s: b.jobs_enqueue([_job(X1, A, after_outcome=None)])),
+        ("pass without after", lambda b, s: b.jobs_enqueue([_job(X1, pass_results=True)])),
+        ("pass not a bool", lambda b, s: b.jobs_enqueue([_job(X1, A, pass_results=1)])),
+        ("in a batch", lambda b, s: b.jobs_enqueue([_job(X2), _job(X1, X2, after_outcome="")])),
+        ("none written", lambda b, s: b.job_get(X2)),
+        # A parent already in the DLQ (E) has finished for a child on any outcome, not for one
+        # waiting on success; cancelling a hot parent (A) releases the last.
+        ("any after the DLQ", lambda b, s: b.jobs_enqueue([_job(X1, E, D, after_outcome="any")])),
+        ("runs at once", lambda b, s: b.job_get_related(id=X1)),
+        ("success after the DLQ", lambda b, s: b.jobs_enqueue([_job(X2, E, D)], now=at(300))),
+        ("blocked", lambda b, s: b.job_get_related(id=X2)),
+        (
+            "any after hot",
+            lambda b, s: b.jobs_enqueue(
+                [_job(X3, A, E, after_outcome="any", pass_results=True)], now=at(300)
+            ),
+        ),
+        ("waits, not blocked", lambda b, s: b.job_outcome(id=X3)),
+        ("parent cancelled", lambda b, s: b.jobs_cancel(ids=[A], actor="ops", now=at(301))),
+        ("released", lambda b, s: b.job_get_related(id=X3)),
+        ("outcomes", lambda b, s: b.job_parent_outcomes(id=X3)),
     ],
     "jobs_fetch": [
         ("limit 0", lambda b, s: b.jobs_fetch(worker_id="w2", limit=0, now=at(10))),
@@ -871,6 +895,19 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("middle done", lambda b, s: _move(b, 12)),
         ("results", lambda b, s: b.job_parent_results(id=W4)),
         ("released", lambda b, s: b.jobs_fetch(worker_id="w3", limit=5, queues=["wf"], now=at(13))),
+    ],
+    "job_parent_outcomes": [
+        ("bad id", lambda b, s: b.job_parent_outcomes(id="x")),
+        ("no parents", lambda b, s: b.job_parent_outcomes(id=A)),
+        ("diamond", lambda b, s: _diamond(b)),
+        ("all hot", lambda b, s: b.job_parent_outcomes(id=W4)),
+        ("first", lambda b, s: _take(b, "wf", 11)),
+        ("first done", lambda b, s: _move(b, 11)),
+        ("middle", lambda b, s: _take(b, "wf", 12)),
+        ("middle fails", lambda b, s: _move(b, 12, fail=True)),
+        ("one of each", lambda b, s: b.job_parent_outcomes(id=W4)),
+        ("purged", lambda b, s: b.dlq_purge(ids=[W2, W3], actor="ops")),
+        ("gone", lambda b, s: b.job_parent_outcomes(id=W4)),
     ],
     "job_get_related": [
         ("bad id", lambda b, s: b.job_get_related(id="x")),

@@ -214,3 +214,32 @@ async def test_the_result_of_a_job_blocked_by_a_failed_parent_is_said_so(
     with pytest.raises(JobBlockedError) as blocked:
         await asyncio.wait_for(app.result(child.id), timeout=30)
     assert blocked.value.blocked_by == parent.id
+
+
+async def test_a_callback_on_any_outcome_and_passed_results_run_eagerly(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app()
+    seen: list[Any] = []
+
+    @app.job(max_attempts=1)
+    async def member(n: int) -> int:
+        if n < 0:
+            raise ValueError(f"bad {n}")
+        return n
+
+    @app.job()
+    async def callback(ctx: JobContext) -> None:
+        seen.append({p: (o.pillar, o.result) for p, o in ctx.parent_outcomes.items()})
+
+    @app.job()
+    async def double(value: int, label: str) -> str:
+        return f"{label}={value * 2}"
+
+    with eager(app):
+        good, bad = member.prepare(n=2), member.prepare(n=-1)
+        after = callback.options(after=[good, bad], after_outcome="any").prepare()
+        chained = double.options(after=[good], pass_results=True).prepare(label="x")
+        await app.enqueue_many([good, bad, after, chained])
+    assert seen == [{good.id: (Pillar.ARCHIVE, "2"), bad.id: (Pillar.DLQ, None)}]
+    assert await app.result(chained.id) == "x=4"

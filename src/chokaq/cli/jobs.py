@@ -120,7 +120,9 @@ def _state_line(view: JobView) -> Text:
     text = state_style(view.state)
     if view.parents_left is not None and view.parents:
         text.append(f": waiting on {view.parents_left} of {len(view.parents)} parent(s)")
-        failed = [p.id for p in view.parents if p.state == "failed"]
+        if view.after_outcome == "any":
+            text.append(" to finish, on any outcome (succeeded or failed)")
+        failed = [p.id for p in view.parents if p.state == "failed" and not p.any_outcome]
         if failed:
             text.append(f"; parent {failed[0]} is in the DLQ (requeue it, or cancel this job)")
     if view.pillar is Pillar.DLQ and view.failure_reason is not None:
@@ -165,7 +167,16 @@ def _rows(view: JobView) -> list[tuple[str, str | Text]]:
     if view.workflow_id is not None:
         first = " (its first job)" if view.workflow_id == view.id else ""
         rows.append(("workflow", view.workflow_id + first))
+    if view.after_outcome is not None:
+        rows.append(("runs after", _AFTER[view.after_outcome]))
     return rows
+
+
+# What a job with parents waits for (JobView.after_outcome), as ``job show`` says it.
+_AFTER = {
+    "success": "every parent succeeded",
+    "any": "every parent finished, on any outcome (succeeded or failed)",
+}
 
 
 def _links(title: str, links: tuple[JobLink, ...]) -> Table:

@@ -69,6 +69,7 @@ def _member_json(job: WorkflowMember, state: str) -> dict[str, Any]:
         "queue": job.queue,
         "state": state,
         "parents": list(job.parents),
+        "after_outcome": ("any" if job.any_outcome else "success") if job.parents else None,
         "failure_reason": json_value(job.failure_reason),
         "error": job.error,
     }
@@ -85,7 +86,8 @@ def _workflow_json(workflow: Workflow, states: dict[str, str]) -> dict[str, Any]
 
 def _print(workflow: Workflow, states: dict[str, str]) -> None:
     """One row per job, numbered; parents are named by their number (their id when outside
-    the list), so that a row stays readable with several parents. The first line of each
+    the list), so that a row stays readable with several parents, and marked "(any outcome)"
+    for a job that runs once they have all finished, succeeded or not. The first line of each
     failed job's error follows the table, unwrapped (a table cell would cut it)."""
     number = {job.id: str(i) for i, job in enumerate(workflow.jobs, 1)}
     progress = "finished" if workflow.finished else "in progress"
@@ -96,6 +98,8 @@ def _print(workflow: Workflow, states: dict[str, str]) -> None:
     errors: list[str] = []
     for job in workflow.jobs:
         parents = ", ".join(f"#{number[p]}" if p in number else p for p in job.parents)
+        if job.any_outcome:  # it runs once they all finished, succeeded or not
+            parents += " (any outcome)"
         state = state_style(states[job.id])
         if job.failure_reason is not None:
             state.append(f" ({job.failure_reason.name.lower()})")

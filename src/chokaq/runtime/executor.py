@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from ..context import (
     Durable,
@@ -39,6 +39,7 @@ from ..models import (
     ClaimedJob,
     FailMove,
     FailureReason,
+    JobOutcome,
     Move,
     QueueInfo,
     RetryMove,
@@ -151,7 +152,19 @@ class _NotStarted(BaseException):
 
 
 Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"]]
-Parents = Callable[[str], Awaitable[dict[str, Any]]]
+
+
+class ParentsRead(NamedTuple):
+    """What a job with parents reads as it starts: its parents' return values (those that
+    succeeded) and outcomes by id, for its context, and the results it gets as its leading
+    positional arguments (``pass_results``; empty otherwise)."""
+
+    results: dict[str, Any]
+    outcomes: dict[str, JobOutcome]
+    passed: tuple[Any, ...] = ()
+
+
+Parents = Callable[[str], Awaitable[ParentsRead]]
 # ``durable(lease)``: the durable side of one run of a durable job (``runtime.durable``).
 DurableFactory = Callable[["Lease"], Durable]
 
@@ -374,7 +387,7 @@ class Executor:
     # ``prove(ex)``: check with storage that ``ex``'s claim is still held (None) or say why it
     # is not to be started (the heartbeats' batched check).
     prove: Prove
-    # ``parents(job_id)``: the return values of a job's parents (jobs enqueued with after=).
+    # ``parents(job_id)``: how a job's parents ended (jobs enqueued with after=).
     parents: Parents | None = None
     max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
     # ``durable(ex)``: the recorded run a durable job's context replays (durable=True types).
@@ -457,11 +470,13 @@ class Executor:
             return self._finish(ex, Result.REJECTED, duration=None, message=message)
 
         context = ex.context
+        passed: tuple[Any, ...] = ()
         if job.has_parents and self.parents is not None:
             try:
-                context.parent_results = await self.parents(job.id)
+                read = await self.parents(job.id)
             except Exception as exc:  # storage failed us: an ordinary failure, retried
                 return self._finish(ex, Result.RAISED, duration=None, error=exc)
+            context.parent_results, context.parent_outcomes, passed = read
         if ex.is_pipe:
             pargs: dict[str, Any] = {}
             if handle.context_param is not None:
@@ -469,7 +484,7 @@ class Executor:
             call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, ex)
         else:
             try:
-                arguments = decode_arguments(handle, job.payload)
+                arguments = decode_arguments(handle, job.payload, passed)
                 if handle.context_param is not None:
                     arguments[handle.context_param] = context
             except (ValueError, TypeError) as exc:

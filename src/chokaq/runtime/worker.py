@@ -29,7 +29,9 @@ from ..errors import StorageError
 from ..logs import Event, log_event, logger
 from ..models import (
     ClaimedJob,
+    JobOutcome,
     Move,
+    Pillar,
     RetryMove,
     SucceedMove,
     TypeLimit,
@@ -41,7 +43,7 @@ from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
 from .durable import DurableRun
 from .events import Events, Listener
-from .executor import Execution, Executor, Result, StopReason
+from .executor import Execution, Executor, ParentsRead, Result, StopReason
 from .finalizer import Finalizer
 from .heartbeat import Heartbeats
 from .host import Host, JobHandler
@@ -239,7 +241,7 @@ class Worker(Generic[H]):
             self.threads,
             worker_id=self.id,
             prove=self.heartbeats.prove,
-            parents=partial(parent_results, backend),
+            parents=partial(read_parents, backend),
             max_result_bytes=backend.settings.limits.max_result_bytes,
             durable=partial(
                 DurableRun, backend, max_value_bytes=backend.settings.limits.max_result_bytes
@@ -659,12 +661,22 @@ def durable_types(handlers: Mapping[str, JobHandler], settings: WorkerSettings) 
     }
 
 
-async def parent_results(backend: Backend, job_id: str) -> dict[str, Any]:
-    """The return values of a job's parents that succeeded (JSON decoded; None for a parent
-    whose result was None or not kept), by parent id: what ``JobContext.parent_results``
-    holds."""
-    stored = await backend.job_parent_results(id=job_id)
-    return {
-        parent: None if result is None else json.loads(result)
-        for parent, (result, _) in stored.items()
-    }
+async def read_parents(backend: Backend, job_id: str) -> ParentsRead:
+    """How a job's parents ended, in one query: the return values of those that succeeded
+    (JSON decoded; None for a parent whose result was None or not kept) and every parent's
+    outcome, by parent id (``JobContext.parent_results`` and ``parent_outcomes``), and, for a
+    job enqueued with ``pass_results``, the results in the order of its ``after`` (None for a
+    parent that has not succeeded: it ran on any outcome, or was requeued or purged since)."""
+    results: dict[str, Any] = {}
+    outcomes: dict[str, JobOutcome] = {}
+    passed: list[Any] = []
+    for parent in await backend.job_parent_outcomes(id=job_id):
+        value = None
+        if parent.outcome is not None:
+            outcomes[parent.id] = parent.outcome
+            if parent.outcome.pillar is Pillar.ARCHIVE:
+                result = parent.outcome.result
+                value = results[parent.id] = None if result is None else json.loads(result)
+        if parent.argument is not None:
+            passed.append(value)
+    return ParentsRead(results, outcomes, tuple(passed))

@@ -43,6 +43,7 @@ from ..models import (
     Move,
     NewJob,
     PageKey,
+    ParentOutcome,
     PendingGroup,
     Pillar,
     Preview,
@@ -480,8 +481,9 @@ class Driver(abc.ABC):
         under its row lock, so that whichever statement moves it out of hot notifies."""
 
     @abc.abstractmethod
-    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
-        """(parent id, result, result_error) of each of the job's parents in the archive."""
+    async def job_parent_outcomes(self, id: str) -> list[ParentOutcome]:
+        """How each of the job's parents ended, in the order of its arguments
+        (``pass_results``), then of its edges."""
 
     @abc.abstractmethod
     async def job_relatives(

@@ -2,30 +2,34 @@
 every database.
 
 A job enqueued with ``after=`` waits (``JobStatus.WAITING``, outside the fetch index) until each
-of its parents has succeeded. Its parents are jobs of the same batch (prepared with their ids)
-or jobs already stored. ``plan`` checks the graph before anything is written (ids, cycles,
-keys) and says what a driver must write in the enqueue's own transaction: each waiting job's
-count of parents still to succeed, the ``dependents`` list each parent row carries (the ids the
-parent's move to the archive releases, read from the parent's own row so that a child added
-while the parent finishes is never missed), the edges (for reads, retention and purge) and the
-workflow each job belongs to (the id of its first parent's workflow; a job without parents is
-its own workflow's first job). It must not touch a database.
+of its parents has succeeded, or, with ``after_outcome="any"``, finished either way (a parent
+already in the DLQ then counts as finished at enqueue). Its parents are jobs of the same batch
+(prepared with their ids) or jobs already stored. ``plan`` checks the graph before anything is
+written (ids, cycles, keys) and says what a driver must write in the enqueue's own transaction:
+each waiting job's count of parents still to succeed, the ``dependents`` list each parent row
+carries (the ids the parent's move to the archive releases, read from the parent's own row so
+that a child added while the parent finishes is never missed), the edges (for reads, retention
+and purge) and the workflow each job belongs to (the id of its first parent's workflow; a job
+without parents is its own workflow's first job). It must not touch a database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ..errors import ValidationError
 from ..ids import new_job_ids
 from ..limits import check_job_id
 from ..models import NewJob
 
-__all__ = ["MAX_PARENTS", "Graph", "plan", "unknown_parents"]
+__all__ = ["AFTER_OUTCOMES", "MAX_PARENTS", "Edge", "Graph", "plan", "unknown_parents"]
 
 # Parents of one job: a fan-in of ten thousand jobs to one callback is one job's ``after``.
 MAX_PARENTS = 10_000
+# What a child waits for: every parent succeeded (the default), or every parent finished.
+AFTER_OUTCOMES = ("success", "any")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,10 @@ class Graph:
     stored: tuple[str, ...]
     order: tuple[str, ...]  # the jobs with parents, every parent before its children
     ids: tuple[str, ...] = ()  # the batch's ids in input order
+    # The jobs released once every parent has finished, in the archive or the DLQ
+    # (after_outcome="any"), and those that get their parents' results as arguments.
+    any_outcome: frozenset[str] = frozenset()
+    passing: frozenset[str] = frozenset()
 
     def child_counts(self) -> dict[str, int]:
         """Each parent's number of new children (counted on its row: see ``Driver``)."""
@@ -48,13 +56,26 @@ class Graph:
                 out[parent] = out.get(parent, 0) + 1
         return out
 
-    def waiting(self, succeeded: set[str]) -> dict[str, int]:
-        """Each job's count of parents still to succeed, given the stored parents that have
-        (``succeeded``: found in the archive)."""
+    def waiting(self, succeeded: set[str], failed: set[str] | None = None) -> dict[str, int]:
+        """Each job's count of parents still to finish as it waits for them, given the stored
+        parents that have succeeded (``succeeded``: found in the archive) and those that have
+        failed (``failed``: found in the DLQ, which count as finished for a job released on
+        any outcome)."""
         return {
-            child: sum(1 for parent in parents if parent not in succeeded)
+            child: sum(
+                1 for parent in parents if not self.satisfied(child, parent, succeeded, failed)
+            )
             for child, parents in self.parents.items()
         }
+
+    def satisfied(
+        self, child: str, parent: str, succeeded: set[str], failed: set[str] | None
+    ) -> bool:
+        """Whether ``child`` no longer waits on stored ``parent`` at enqueue: it has succeeded,
+        or it has failed and the child runs on any outcome."""
+        return parent in succeeded or (
+            failed is not None and parent in failed and child in self.any_outcome
+        )
 
     def workflows(self, stored: dict[str, str]) -> dict[str, str]:
         """The workflow of each job with parents. The jobs a batch links (through its own
@@ -86,13 +107,30 @@ class Graph:
                 names.setdefault(find(job), job)
         return {child: names[find(child)] for child in self.order}
 
-    def edges(self, workflows: dict[str, str]) -> list[tuple[str, str, str]]:
-        """(child, parent, workflow) for every dependency, children in ``order``."""
+    def edges(self, workflows: dict[str, str]) -> list[Edge]:
+        """Every dependency, children in ``order``."""
         return [
-            (child, parent, workflows[child])
+            Edge(
+                child,
+                parent,
+                workflows[child],
+                child in self.any_outcome,
+                k if child in self.passing else None,
+            )
             for child in self.order
-            for parent in self.parents[child]
+            for k, parent in enumerate(self.parents[child])
         ]
+
+
+class Edge(NamedTuple):
+    """One dependency as the drivers write it: ``argument`` is the place of the parent's result
+    among the child's leading positional arguments (None: not passed)."""
+
+    child: str
+    parent: str
+    workflow: str
+    any_outcome: bool
+    argument: int | None
 
 
 def plan(jobs: Sequence[NewJob]) -> tuple[list[NewJob], Graph | None]:
@@ -101,6 +139,7 @@ def plan(jobs: Sequence[NewJob]) -> tuple[list[NewJob], Graph | None]:
     ``after``. Raises ``ValidationError`` naming ``jobs[i].after`` (or ``.id``) for a parent
     id that is not a job id, a job that waits on itself, a cycle, a repeated id, or an
     idempotency key on a job that has or is a parent in the batch."""
+    _check_outcomes(jobs)
     if not any(job.after for job in jobs):
         return list(jobs), None
     missing = [i for i, job in enumerate(jobs) if job.after and job.id is None]
@@ -159,7 +198,31 @@ def plan(jobs: Sequence[NewJob]) -> tuple[list[NewJob], Graph | None]:
         stored=tuple(sorted(stored)),
         order=order,
         ids=tuple(position),
+        any_outcome=frozenset(
+            job.id for job in jobs if job.after and job.after_outcome == "any" and job.id
+        ),
+        passing=frozenset(job.id for job in jobs if job.after and job.pass_results and job.id),
     )
+
+
+def _check_outcomes(jobs: Sequence[NewJob]) -> None:
+    """Refuse an ``after_outcome`` other than "success" or "any", and ``pass_results`` on a job
+    without ``after`` (there would be no results to pass), naming the job's field."""
+    for i, job in enumerate(jobs):
+        if job.after_outcome == "success" and job.pass_results is False:
+            continue
+        prefix = f"jobs[{i}]." if len(jobs) > 1 else ""
+        if job.after_outcome not in AFTER_OUTCOMES:
+            raise ValidationError(
+                f"{prefix}after_outcome",
+                f"must be one of {', '.join(map(repr, AFTER_OUTCOMES))}, not {job.after_outcome!r}",
+            )
+        if not isinstance(job.pass_results, bool):
+            raise ValidationError(f"{prefix}pass_results", "must be True or False")
+        if job.pass_results and not job.after:
+            raise ValidationError(
+                f"{prefix}pass_results", "needs after= (the parents whose results it passes)"
+            )
 
 
 def _ordered(parents: dict[str, tuple[str, ...]], position: dict[str, int]) -> tuple[str, ...]:

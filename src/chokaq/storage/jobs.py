@@ -52,9 +52,12 @@ class JobOperations(OperationGroup):
         their transaction and the wake-up is sent only when it commits.
 
         A job with ``after`` (parent ids: jobs of the same batch, or stored ones) waits until
-        every parent has succeeded (see ``chokaq.storage.graph``); the batch is refused
-        (``ValidationError`` naming ``jobs[i].after``, nothing written) for a parent that is
-        not stored, a cycle, or an idempotency key on a job with or in a dependency.
+        every parent has succeeded, or with ``after_outcome="any"`` finished in the archive or
+        the DLQ (see ``chokaq.storage.graph``); the batch is refused (``ValidationError``
+        naming ``jobs[i].after``, nothing written) for a parent that is not stored, a cycle, or
+        an idempotency key on a job with or in a dependency, and naming
+        ``jobs[i].after_outcome`` or ``jobs[i].pass_results`` for an outcome other than
+        "success" or "any", or results to pass without ``after``.
         """
         caller = checks.caller_connection(connection, self.capabilities)
         clock = checks.now(now)

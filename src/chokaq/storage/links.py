@@ -16,6 +16,7 @@ from ..models import (
     JobLink,
     JobOutcome,
     JobStatus,
+    ParentOutcome,
     Pillar,
     StepKind,
     StepRecord,
@@ -24,7 +25,15 @@ from ..models import (
     located_state,
 )
 
-__all__ = ["counts_of", "gathered", "members_of", "outcome_of", "relatives_of", "step_of"]
+__all__ = [
+    "counts_of",
+    "gathered",
+    "members_of",
+    "outcome_of",
+    "parents_of",
+    "relatives_of",
+    "step_of",
+]
 
 Row = Sequence[Any]
 
@@ -54,20 +63,30 @@ def outcome_of(row: Row) -> JobOutcome:
     )
 
 
+def parents_of(rows: Sequence[Row]) -> list[ParentOutcome]:
+    """(parent id, argument position, then ``outcome_of``'s columns with a NULL pillar for a
+    parent in no pillar) rows: each parent of a job and how it ended."""
+    return [
+        ParentOutcome(row[0], None if row[2] is None else outcome_of(row[2:]), row[1])
+        for row in rows
+    ]
+
+
 def relatives_of(rows: Sequence[Row]) -> tuple[str | None, list[JobLink], list[JobLink]]:
-    """(id, side 0 parent / 1 child, workflow, type, hot status, archived, DLQ reason, blocked)
-    rows: the job's workflow (the one it is a child in; a first job's, its children's), its
-    parents and its children."""
+    """(id, side 0 parent / 1 child, workflow, type, hot status, archived, DLQ reason, blocked,
+    the edge's any outcome) rows: the job's workflow (the one it is a child in; a first job's,
+    its children's), its parents and its children."""
     sides: tuple[list[JobLink], list[JobLink]] = ([], [])
     workflow = next((row[2] for row in rows if row[1] == 0), rows[0][2] if rows else None)
-    for job_id, side, _, type_, status, archived, reason, blocked in rows:
+    for job_id, side, _, type_, status, archived, reason, blocked, any_outcome in rows:
         state = "blocked" if blocked else located_state(status, bool(archived), reason)
-        sides[side].append(JobLink(job_id, type_, state, _reason(reason)))
+        sides[side].append(JobLink(job_id, type_, state, _reason(reason), bool(any_outcome)))
     return workflow, sides[0], sides[1]
 
 
 def members_of(rows: Sequence[Row]) -> list[WorkflowMember]:
-    """(id, type, queue, hot status, archived, DLQ reason, error, comma-joined parents) rows."""
+    """(id, type, queue, hot status, archived, DLQ reason, error, comma-joined parents, waits
+    for any outcome) rows."""
     return [
         WorkflowMember(
             id=row[0],
@@ -77,6 +96,7 @@ def members_of(rows: Sequence[Row]) -> list[WorkflowMember]:
             parents=tuple(row[7].split(",")) if row[7] else (),
             failure_reason=_reason(row[5]),
             error=row[6],
+            any_outcome=bool(row[8]),
         )
         for row in rows
     ]

@@ -1,12 +1,13 @@
-"""The storage seam's results and workflows, checked once and observed once: where a job is
-for someone waiting on it, its parents' results, a job with its relatives, the jobs of a
-workflow, and cancelling a workflow.
+"""The storage seam's results and workflows, checked once and observed once: where a job is for
+someone waiting on it, its parents' results, a job with its relatives, the jobs of a workflow,
+and cancelling a workflow.
 
-A job enqueued with ``after=`` waits (``JobStatus.WAITING``) in the hot table, outside the
-fetch index, until its last parent succeeds; the parent's move to the archive releases it in
-the same statement (see ``chokaq.storage.graph`` and docs/concepts.md). ``Backend`` is
-assembled from this group and the others (see ``chokaq.storage.backend`` for the rules every
-operation follows). This module must not import a database driver or hold SQL.
+A job enqueued with ``after=`` waits (``JobStatus.WAITING``) in the hot table, outside the fetch
+index, until its last parent succeeds (or, with ``after_outcome="any"``, finishes in the archive
+or the DLQ); the parent's move releases it in the same statement (see ``chokaq.storage.graph``
+and docs/concepts.md). ``Backend`` is assembled from this group and the others (see
+``chokaq.storage.backend`` for the rules every operation follows). This module must not import a
+database driver or hold SQL.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from datetime import datetime
 from ..limits import check_job_id
 from ..models import (
     CancelResult,
+    JobLink,
     JobOutcome,
     JobView,
+    ParentOutcome,
+    Pillar,
     Workflow,
     WorkflowMember,
 )
@@ -53,8 +57,21 @@ class WorkflowOperations(OperationGroup):
         """The results of job ``id``'s parents that are in the archive: parent id ->
         (result JSON text, why a result was not kept)."""
         check_job_id("id", id)
-        rows = await self.driver.job_parent_results(id)
-        return {parent: (result, error) for parent, result, error in rows}
+        return {
+            parent.id: (parent.outcome.result, parent.outcome.result_error)
+            for parent in await self.driver.job_parent_outcomes(id)
+            if parent.outcome is not None and parent.outcome.pillar is Pillar.ARCHIVE
+        }
+
+    @operation
+    async def job_parent_outcomes(self, *, id: str) -> list[ParentOutcome]:
+        """How each parent of job ``id`` ended, as the job reads them when it starts: where
+        it is now (``outcome``: the archive with its result, the DLQ with its reason and
+        error, hot again after a requeue; None once purged) and, for a job enqueued with
+        ``pass_results``, the place of its result among the job's leading positional
+        arguments (``argument``); parents in that order, then in the order of their edges."""
+        check_job_id("id", id)
+        return await self.driver.job_parent_outcomes(id)
 
     @operation
     async def job_get_related(self, *, id: str, limit: int = MAX_RELATIVES) -> JobView | None:
@@ -71,6 +88,7 @@ class WorkflowOperations(OperationGroup):
         return replace(
             view,
             workflow_id=workflow,
+            after_outcome=after_outcome(parents),
             parents=tuple(parents),
             children=tuple(children),
             attempts=tuple(attempts),
@@ -128,13 +146,22 @@ class WorkflowOperations(OperationGroup):
         return CancelResult(tuple(moved) + result.cancelled, result.requested, result.not_found)
 
 
+def after_outcome(parents: list[JobLink]) -> str | None:
+    """What a job with ``parents`` waits for: "any" when its edges release it on any outcome
+    (one enqueue writes them all alike), "success" otherwise; None without parents."""
+    if not parents:
+        return None
+    return "any" if parents[0].any_outcome else "success"
+
+
 def _blocked(members: list[WorkflowMember]) -> list[WorkflowMember]:
     """The members with ``blocked`` for a waiting one whose parent is in the DLQ (every parent
-    of a member waiting in the workflow is a member: its edges name the workflow)."""
+    of a member waiting in the workflow is a member: its edges name the workflow), unless it
+    waits for any outcome (such a parent has finished, for it)."""
     failed = {job.id for job in members if job.state == "failed"}
     return [
         replace(job, state="blocked")
-        if job.state == "waiting" and failed.intersection(job.parents)
+        if job.state == "waiting" and not job.any_outcome and failed.intersection(job.parents)
         else job
         for job in members
     ]

@@ -26,6 +26,7 @@ def make_context(
     """A ``JobContext`` as a worker builds it for a first attempt, with ``fields`` (any of
     ``JobContext``'s: ``job_id``, ``type``, ``queue``, ``attempt``, ``max_attempts``,
     ``created_at``, ``tags``, ``worker_id``, ``trace_context``, ``parent_results``,
+    ``parent_outcomes``,
     ``previous_error``, ``requeues``) replacing the defaults. Given a ``handle``
     (``@app.job``), ``type``, ``queue`` and ``max_attempts`` are the handler's; otherwise
     ``"test"``, ``"default"`` and the default ``RetryPolicy``'s 3.

@@ -232,6 +232,7 @@ class PostgresJobs(PostgresCore):
         q = self._q
         stored = list(graph.stored)
         succeeded: set[str] = set()
+        failed: set[str] = set()  # in the DLQ, locked there until this commits
         workflows: dict[str, str] = {}
         counts = graph.child_counts()
         if stored:
@@ -250,7 +251,10 @@ class PostgresJobs(PostgresCore):
                     rest = [p for p in left if p not in locked]
                     if rest:
                         params = {"ids": rest, "counts": [counts[p] for p in rest]}
-                        locked.update(row[0] for row in await _rows(execute, q[name], params))
+                        found = {row[0] for row in await _rows(execute, q[name], params)}
+                        locked.update(found)
+                        if name == "jobs_graph_attach_dlq":
+                            failed.update(found)
                 rest = [p for p in left if p not in locked]
                 if rest:
                     archived = await _rows(execute, q["jobs_graph_archived"], {"ids": rest})
@@ -264,16 +268,18 @@ class PostgresJobs(PostgresCore):
                 raise unknown_parents(jobs, left)
             rows = await _rows(execute, q["jobs_graph_workflows"], {"ids": stored})
             workflows = {row[0]: row[1] for row in rows}
-        columns = (graph.waiting(succeeded), counts)
+        columns = (graph.waiting(succeeded, failed), counts)
         await self._enqueue_rounds(execute, jobs, ids, todo, results, now, chunk, columns)
         edges = graph.edges(graph.workflows(workflows))
         await execute(
             q["jobs_graph_edges"],
             {
-                "children": [e[0] for e in edges],
-                "parents": [e[1] for e in edges],
-                "workflows": [e[2] for e in edges],
-                "satisfied": [e[1] in succeeded for e in edges],
+                "children": [e.child for e in edges],
+                "parents": [e.parent for e in edges],
+                "workflows": [e.workflow for e in edges],
+                "satisfied": [graph.satisfied(e.child, e.parent, succeeded, failed) for e in edges],
+                "any": [e.any_outcome for e in edges],
+                "arguments": [e.argument for e in edges],
                 "now": now,
             },
         )

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ...models import JobLink, JobOutcome, JobStatus, Pillar, WorkflowMember
-from ..links import members_of, outcome_of, relatives_of
+from ...models import JobLink, JobOutcome, JobStatus, ParentOutcome, Pillar, WorkflowMember
+from ..links import members_of, outcome_of, parents_of, relatives_of
 from .connection import PostgresCore
 
 __all__ = ["PostgresWorkflows"]
@@ -34,9 +34,8 @@ class PostgresWorkflows(PostgresCore):
             found = await cur.fetchone()
         return None if found is None else outcome_of(found)
 
-    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
-        rows = await self._rows("job_parent_results", {"id": id})
-        return [(row[0], row[1], row[2]) for row in rows]
+    async def job_parent_outcomes(self, id: str) -> list[ParentOutcome]:
+        return parents_of(await self._rows("job_parent_outcomes", {"id": id}))
 
     async def job_relatives(
         self, id: str, limit: int

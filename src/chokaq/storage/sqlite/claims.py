@@ -268,7 +268,7 @@ def _succeed_batch(
     for job_id, queue, waited, children in deleted:
         i = index[job_id]
         done[i] = True
-        moved.left_hot(job_id, waited, True, children)
+        moved.left_hot(job_id, waited, children)
         move = moves[i]
         assert isinstance(move, SucceedMove)
         counters.outcome(queue, None, move.duration_seconds)
@@ -307,7 +307,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
             params["duration"] = move.duration_seconds
             params["result"] = move.result
             params["result_error"] = move.result_error
-            queue = _move_out(db, "jobs_finalize_archive", params, moved, True)
+            queue = _move_out(db, "jobs_finalize_archive", params, moved)
         else:
             assert isinstance(move, FailMove)
             params.update(
@@ -317,7 +317,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
                 duration=move.duration_seconds,
                 error_type=move.error_type,
             )
-            queue = _move_out(db, "jobs_finalize_dlq", params, moved, False)
+            queue = _move_out(db, "jobs_finalize_dlq", params, moved)
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])
@@ -346,16 +346,14 @@ def _record_attempt(db: Database, move: Move, params: dict[str, object]) -> None
         db.conn.execute(db.q["attempts_trim"], {"id": move.lease.job_id, "keep": ATTEMPTS_KEPT})
 
 
-def _move_out(
-    db: Database, insert: str, params: dict[str, object], moved: Moved, succeeded: bool
-) -> str | None:
+def _move_out(db: Database, insert: str, params: dict[str, object], moved: Moved) -> str | None:
     """Copy the leased hot row into a cold pillar, then delete it; the queue, or None."""
     if db.conn.execute(db.q[insert], params).rowcount == 0:
         return None
     row = db.conn.execute(db.q["jobs_finalize_delete"], params).fetchone()
     if row is None:
         return None
-    moved.left_hot(str(params["id"]), row[1], succeeded, row[2])
+    moved.left_hot(str(params["id"]), row[1], row[2])
     return str(row[0])
 
 

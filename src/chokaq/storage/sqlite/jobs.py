@@ -165,19 +165,22 @@ def _enqueue_graph(
             name = "jobs_graph_attach_hot" if place == 0 else "jobs_graph_attach_dlq"
             conn.execute(q[name], {"id": parent, "n": counts[parent]})
     succeeded = {p for p, place in where.items() if place == 1}
-    columns = (graph.waiting(succeeded), counts)
+    failed = {p for p, place in where.items() if place == 2}
+    columns = (graph.waiting(succeeded, failed), counts)
     results = _enqueue(db, jobs, *_enqueue_rows(jobs, now, columns), now)
     conn.executemany(
         q["jobs_graph_edge"],
         [
             {
-                "child": child,
-                "parent": parent,
-                "workflow": workflow,
-                "satisfied": 1 if parent in succeeded else 0,
+                "child": e.child,
+                "parent": e.parent,
+                "workflow": e.workflow,
+                "satisfied": 1 if graph.satisfied(e.child, e.parent, succeeded, failed) else 0,
+                "any": 1 if e.any_outcome else 0,
+                "argument": e.argument,
                 "now": now,
             }
-            for child, parent, workflow in graph.edges(graph.workflows(workflows))
+            for e in graph.edges(graph.workflows(workflows))
         ],
     )
     return results
@@ -305,25 +308,28 @@ class Moved:
 
     woken: set[str] = field(default_factory=set)
     waited: list[str] = field(default_factory=list)
-    succeeded: list[str] = field(default_factory=list)  # parents whose children to release
+    finished: list[str] = field(default_factory=list)  # parents whose children to release
 
-    def left_hot(self, job_id: str, waited: object, succeeded: bool, children: object) -> None:
+    def left_hot(self, job_id: str, waited: object, children: object) -> None:
         if waited:
             self.waited.append(job_id)
-        if succeeded and children:  # a job nobody waits on costs the release nothing
-            self.succeeded.append(job_id)
+        if children:  # a job nobody waits on costs the release nothing
+            self.finished.append(job_id)
 
     def release(self, db: Database, now: float) -> None:
-        """Satisfy the edges from the parents that succeeded; each child counts its parents
-        down, and one with none left goes to Pending."""
-        if not self.succeeded:
+        """Satisfy the edges from the parents that finished (every edge of one in the archive,
+        those of children released on any outcome of one in the DLQ); each child counts its
+        parents down, and one with none left goes to Pending. Called once by each transaction
+        that moves jobs out of hot, after its moves (a child cancelled in the same
+        transaction is in the DLQ by then, and stays there)."""
+        if not self.finished:
             return
         counts: dict[str, int] = {}
         for (child,) in db.conn.execute(
-            db.q["jobs_edges_satisfy"], {"ids": json.dumps(self.succeeded)}
+            db.q["jobs_edges_satisfy"], {"ids": json.dumps(self.finished)}
         ).fetchall():
             counts[child] = counts.get(child, 0) + 1
-        self.succeeded.clear()
+        self.finished.clear()
         for child, n in counts.items():
             row = db.conn.execute(
                 db.q["jobs_release_children"], {"id": child, "n": n, "now": now}
@@ -344,7 +350,7 @@ def move_by_status(
             row = conn.execute(q["hot_to_dlq_delete"], params).fetchone()
             if row is not None:
                 queue = str(row[0])
-                moved.left_hot(str(params["id"]), row[1], False, None)
+                moved.left_hot(str(params["id"]), row[1], row[2])
     except sqlite3.IntegrityError:
         conn.execute(q["savepoint_rollback"])
         conn.execute(q["savepoint_release"])
@@ -395,6 +401,7 @@ def cancel(
                 else:
                     cancelled.append(job_id)
                     counters.outcome(queue, FailureReason.CANCELLED)
+        moved.release(db, now)
         counters.write(db)
         return cancelled, requested, missing, moved
 
@@ -421,6 +428,7 @@ def dependency_fail(
         if queue is not None:
             failed.append(child)
             counters.outcome(queue, FailureReason.DEPENDENCY_FAILED)
+    moved.release(db, now)
     counters.write(db)
     return failed, moved
 

@@ -152,6 +152,7 @@ def rescue(
                 f"Expired: not started by {from_ts(expires_at):%Y-%m-%d %H:%M:%S} UTC",
             )
         ]
+        moved.release(db, now)
         counters.write(db)
         return requeued, zombies, expired, moved
 

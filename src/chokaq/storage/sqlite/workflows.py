@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ...models import JobLink, JobOutcome, JobStatus, Pillar, WorkflowMember
-from ..links import members_of, outcome_of, relatives_of
+from ...models import JobLink, JobOutcome, JobStatus, ParentOutcome, Pillar, WorkflowMember
+from ..links import members_of, outcome_of, parents_of, relatives_of
 from . import jobs
 from .connection import Database, SQLiteCore
 from .rows import ts_now
@@ -19,7 +19,7 @@ from .rows import ts_now
 __all__ = [
     "SQLiteWorkflows",
     "job_outcome",
-    "job_parent_results",
+    "job_parent_outcomes",
     "job_relatives",
     "workflow_members",
 ]
@@ -41,9 +41,10 @@ def job_outcome(db: Database, id: str, watch: bool) -> JobOutcome | None:
     return None if found is None else outcome_of(found)
 
 
-def job_parent_results(db: Database, id: str) -> list[tuple[str, str | None, str | None]]:
-    rows = db.read(lambda: db.conn.execute(db.q["job_parent_results"], {"id": id}).fetchall())
-    return [(row[0], row[1], row[2]) for row in rows]
+def job_parent_outcomes(db: Database, id: str) -> list[ParentOutcome]:
+    return parents_of(
+        db.read(lambda: db.conn.execute(db.q["job_parent_outcomes"], {"id": id}).fetchall())
+    )
 
 
 def job_relatives(
@@ -64,8 +65,8 @@ class SQLiteWorkflows(SQLiteCore):
     async def job_outcome(self, id: str, watch: bool) -> JobOutcome | None:
         return await self._db.call(job_outcome, id, watch)
 
-    async def job_parent_results(self, id: str) -> list[tuple[str, str | None, str | None]]:
-        return await self._db.call(job_parent_results, id)
+    async def job_parent_outcomes(self, id: str) -> list[ParentOutcome]:
+        return await self._db.call(job_parent_outcomes, id)
 
     async def job_relatives(
         self, id: str, limit: int

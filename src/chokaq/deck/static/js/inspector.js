@@ -147,6 +147,12 @@ function renderRelatives(j) {
   link.dataset.workflow = j.workflow_id || "";
   $("insp-workflow").hidden = !j.workflow_id;
   fillLinks($("insp-parents"), $("insp-parents-note"), parents, j.relatives_limit || 1000);
+  // What the job waits for: every parent succeeded (the default) or finished on any outcome.
+  var after = $("insp-after-outcome");
+  after.hidden = !j.after_outcome;
+  setText(after, j.after_outcome === "any"
+    ? "Runs once every parent has finished, on any outcome (succeeded or failed)."
+    : "Runs once every parent has succeeded.");
   fillLinks($("insp-children"), $("insp-children-note"), children, j.relatives_limit || 1000);
   document.querySelector('#drawer-tabs [data-tab="workflow"]').disabled = !j.workflow_id && !state.workflow;
 }

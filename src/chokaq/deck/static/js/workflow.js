@@ -100,6 +100,8 @@ function buildWorkflow(w) {
       " ", el("span", { className: "chip" }, userText(job.queue || "?")));
     if (job.parents.length) {
       li.appendChild(el("span", { className: "after hint" }, "after ", userText(job.parents.map(function (p) { return short[p] || p; }).join(", "))));
+      // after_outcome="any": it runs once its parents have finished, succeeded or not.
+      if (job.any_outcome) { li.appendChild(el("span", { className: "chip any-outcome" }, "any outcome")); }
     }
     if (job.failure_reason) { li.appendChild(el("span", { className: "chip" }, userText(job.failure_reason))); }
     if (job.error) { li.appendChild(el("span", { className: "err", title: attrText(job.error) }, userText(job.error.split("\n").slice(-1)[0]))); }

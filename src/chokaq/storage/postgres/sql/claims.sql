@@ -218,7 +218,7 @@ INSERT INTO {schema}.jobs_dlq (
 stats AS (
     INSERT INTO {schema}.stats_summary AS s (queue, failed_total, last_activity_at)
     SELECT d.queue, count(*), min(k.now)
-    FROM done d CROSS JOIN clock k
+    FROM done d, clock k
     GROUP BY d.queue
     ORDER BY d.queue
     ON CONFLICT (queue) DO UPDATE
@@ -229,7 +229,7 @@ buckets AS (
 -- include: fragment_buckets_insert
     SELECT 1, date_trunc('second', min(k.now)), d.queue, 1, d.failure_reason, count(*), 0, 0,
            NULL, min(k.now)
-    FROM done d CROSS JOIN clock k
+    FROM done d, clock k
     GROUP BY d.queue, d.failure_reason
     ORDER BY d.queue, d.failure_reason
     ON CONFLICT (width_seconds, bucket_start, queue, outcome, failure_reason) DO UPDATE
@@ -286,6 +286,41 @@ missed AS (
     SELECT d.id, k.now FROM done d, clock k
     WHERE d.k = 0 AND d.children > 0
       AND d.children > (SELECT count(*) FROM sat WHERE sat.parent_id = d.id)
+    ON CONFLICT (parent_id) DO NOTHING
+    RETURNING 1
+)
+
+-- name: fragment_release_any
+-- The children released on any outcome (after_outcome="any") of the jobs of ``done``, which went
+-- to the DLQ: each such edge from one of them is satisfied, once, and its child counts its
+-- ``parents_left`` down, going to Pending at zero and waking its queue's workers, as
+-- fragment_release_children does for a parent that succeeded. A child that is itself in
+-- ``done`` (cancelled in the same statement) goes where ``done`` takes it. A child enqueued
+-- while its parent moved is counted on the parent's row but its edge is not in this snapshot:
+-- so every parent with children is left in ``job_releases`` (``amiss``; moves to the DLQ are
+-- rare, and a release finished twice does nothing), for jobs_release_missed to finish with a
+-- fresh snapshot: right after a finalize, or in the elected worker's next rescue pass.
+asat AS (
+    UPDATE {schema}.job_edges e
+    SET satisfied = true
+    FROM done d
+    WHERE e.parent_id = d.id AND e.any_outcome AND NOT e.satisfied
+    RETURNING e.child_id
+),
+arel AS (
+    UPDATE {schema}.jobs_hot c
+    SET parents_left = greatest(c.parents_left - n.n, 0),
+        status = CASE WHEN c.parents_left <= n.n THEN 0 ELSE 3 END, updated_at = k.now
+    FROM (SELECT child_id, count(*) n FROM asat GROUP BY 1) n, clock k
+    WHERE c.id = n.child_id AND c.status = 3 AND c.id NOT IN (SELECT id FROM done)
+    RETURNING c.queue, c.status
+),
+awoke AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'j:' || queue) FROM arel WHERE status = 0 GROUP BY queue
+),
+amiss AS (
+    INSERT INTO {schema}.job_releases (parent_id, created_at)
+    SELECT d.id, k.now FROM done d, clock k WHERE d.children > 0
     ON CONFLICT (parent_id) DO NOTHING
     RETURNING 1
 )
@@ -416,6 +451,8 @@ buried AS (
            d.et
     FROM done d, clock k
 ),
+-- include: fragment_release_any
+,
 -- include: fragment_notify_waited
 ,
 stats AS (
@@ -434,7 +471,11 @@ buckets AS (
 )
 SELECT id::text FROM done
 UNION ALL
+SELECT 'release' FROM amiss
+UNION ALL
 SELECT NULL FROM told
+UNION ALL
+SELECT NULL FROM awoke
 
 -- name: attempts_record
 -- The failed attempts of a finalize batch, sent before its finalize statements in the same
@@ -516,17 +557,21 @@ SELECT id::text FROM retried
 -- name: jobs_release_missed
 -- Finish the releases a move left in ``job_releases`` (see fragment_release_children), with a
 -- snapshot taken after that move committed, so after the enqueue it waited for: each
--- unsatisfied edge from such a parent, now in the archive, is satisfied and counted down on its
--- child, as the move does. Run by the worker right after such a move, and by the elected
--- worker's rescue pass (after a crash in between).
+-- unsatisfied edge from such a parent, now in the archive (or, for a child released on any
+-- outcome, in the DLQ), is satisfied and counted down on its child, as the move does. Run by
+-- the worker right after such a finalize, and by the elected worker's rescue pass (after a
+-- crash in between, and for the other moves to the DLQ: cancel, rescue, dependency failure).
 WITH m AS (
     DELETE FROM {schema}.job_releases RETURNING parent_id
 ),
 sat AS (
     UPDATE {schema}.job_edges e
     SET satisfied = true
-    FROM m, {schema}.jobs_archive a
-    WHERE e.parent_id = m.parent_id AND a.id = m.parent_id AND NOT e.satisfied
+    FROM m
+    WHERE e.parent_id = m.parent_id AND NOT e.satisfied
+      AND (EXISTS (SELECT FROM {schema}.jobs_archive a WHERE a.id = m.parent_id)
+           OR (e.any_outcome AND EXISTS (SELECT FROM {schema}.jobs_dlq q
+                                         WHERE q.id = m.parent_id)))
     RETURNING e.child_id
 ),
 nc AS (

@@ -100,9 +100,13 @@ buried AS (
            d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
+-- include: fragment_release_any
+,
 -- include: fragment_notify_waited
 ,
 -- include: fragment_failed_counts
 SELECT id::text FROM done
 UNION ALL
 SELECT NULL FROM told
+UNION ALL
+SELECT NULL FROM awoke

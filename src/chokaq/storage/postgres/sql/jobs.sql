@@ -199,6 +199,8 @@ buried AS (
            k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
+-- include: fragment_release_any
+,
 -- include: fragment_notify_waited
 ,
 -- include: fragment_failed_counts
@@ -223,6 +225,8 @@ UNION ALL
 SELECT NULL, NULL FROM woken
 UNION ALL
 SELECT NULL, NULL FROM told
+UNION ALL
+SELECT NULL, NULL FROM awoke
 
 -- name: jobs_edit
 UPDATE {schema}.jobs_hot
@@ -288,9 +292,13 @@ WHERE child_id = ANY(%(ids)b::uuid[])
 ORDER BY child_id, created_at
 
 -- name: jobs_graph_edges
--- An edge is satisfied once its parent is in the archive (then, or later by the release).
-INSERT INTO {schema}.job_edges (child_id, parent_id, workflow_id, satisfied, created_at)
-SELECT c, p, w, s, coalesce(%(now)s::timestamptz, now())
+-- An edge is satisfied once its parent is in the archive, or, for a child released on any
+-- outcome, in the DLQ (then, or later by the release).
+INSERT INTO {schema}.job_edges (
+    child_id, parent_id, workflow_id, satisfied, created_at, any_outcome, arg_position
+)
+SELECT c, p, w, s, coalesce(%(now)s::timestamptz, now()), a, n
 FROM unnest(
-    %(children)b::uuid[], %(parents)b::uuid[], %(workflows)b::uuid[], %(satisfied)b::bool[]
-) AS v(c, p, w, s)
+    %(children)b::uuid[], %(parents)b::uuid[], %(workflows)b::uuid[], %(satisfied)b::bool[],
+    %(any)b::bool[], %(arguments)b::integer[]
+) AS v(c, p, w, s, a, n)

@@ -20,8 +20,7 @@ WITH clock AS MATERIALIZED (
 limits AS (
     SELECT h.id, coalesce(q.zombie_timeout_seconds, %(timeout)s::float8) AS timeout
     FROM {schema}.jobs_hot h
-    LEFT JOIN {schema}.queues q ON q.name = h.queue
-    CROSS JOIN clock k
+    LEFT JOIN {schema}.queues q ON q.name = h.queue, clock k
     WHERE h.status = 2
       -- A heartbeat counts as written no earlier than since, when the rescuer last regained
       -- the store (one due while it was out of reach could not be written); greatest() skips
@@ -44,7 +43,7 @@ buried AS (
     SELECT
 -- include: fragment_kept_columns
            , d.failure_reason, d.zombie_error, d.last_modified_by, NULL, k.now, NULL, d.children
-    FROM done d CROSS JOIN clock k
+    FROM done d, clock k
 ),
 -- The attempt the dead worker was running failed: kept in the job's history (as attempts_record).
 tried AS (
@@ -55,7 +54,7 @@ tried AS (
     SELECT d.id,
            coalesce((SELECT max(a.seq) FROM {schema}.job_attempts a WHERE a.job_id = d.id), 0) + 1,
            d.attempt_count, d.worker_id, d.started_at, k.now, NULL, 2, d.zombie_error
-    FROM done d CROSS JOIN clock k
+    FROM done d, clock k
 ),
 trimmed AS (
     DELETE FROM {schema}.job_attempts a
@@ -64,12 +63,16 @@ trimmed AS (
       AND a.seq <= (SELECT max(x.seq) FROM {schema}.job_attempts x WHERE x.job_id = d.id)
                    + 1 - %(keep)s
 ),
+-- include: fragment_release_any
+,
 -- include: fragment_notify_waited
 ,
 -- include: fragment_failed_counts
 SELECT id::text FROM done
 UNION ALL
 SELECT NULL FROM told
+UNION ALL
+SELECT NULL FROM awoke
 
 -- name: jobs_rescue_expired
 -- Pending jobs that never started and are past their expiry go to the DLQ as EXPIRED (12),
@@ -104,12 +107,16 @@ buried AS (
            d.last_modified_by, NULL, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
+-- include: fragment_release_any
+,
 -- include: fragment_notify_waited
 ,
 -- include: fragment_failed_counts
 SELECT id::text FROM done
 UNION ALL
 SELECT NULL FROM told
+UNION ALL
+SELECT NULL FROM awoke
 
 -- name: jobs_rescue_expired_candidates
 SELECT h.id::text

@@ -22,7 +22,7 @@ WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
        OR (status = 3 AND EXISTS (
                SELECT 1 FROM {schema}.job_edges e
                JOIN {schema}.jobs_dlq p ON p.id = e.parent_id
-               WHERE e.child_id = jobs_hot.id
+               WHERE e.child_id = jobs_hot.id AND NOT e.satisfied
            )) = %(blocked)s::boolean)
 
 -- name: fragment_archive_filter
@@ -111,7 +111,7 @@ waiting AS (
            count(*) FILTER (WHERE EXISTS (
                SELECT 1 FROM {schema}.job_edges e
                JOIN {schema}.jobs_dlq p ON p.id = e.parent_id
-               WHERE e.child_id = w.id
+               WHERE e.child_id = w.id AND NOT e.satisfied
            )) AS blocked
     FROM {schema}.jobs_hot w
     WHERE w.status = 3

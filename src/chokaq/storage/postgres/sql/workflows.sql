@@ -18,12 +18,13 @@ RETURNING status
 -- The walk goes only up through Waiting jobs, each once (UNION), so it ends on any graph.
 WITH RECURSIVE up(id) AS (
     SELECT e.parent_id
-    FROM {schema}.jobs_hot h JOIN {schema}.job_edges e ON e.child_id = h.id
+    FROM {schema}.jobs_hot h
+    JOIN {schema}.job_edges e ON e.child_id = h.id AND NOT e.satisfied
     WHERE h.id = %(id)s::uuid AND h.status = 3
     UNION
     SELECT e.parent_id
     FROM up JOIN {schema}.jobs_hot h ON h.id = up.id AND h.status = 3
-    JOIN {schema}.job_edges e ON e.child_id = h.id
+    JOIN {schema}.job_edges e ON e.child_id = h.id AND NOT e.satisfied
 ),
 blocker AS (
     SELECT d.id, d.failure_reason
@@ -42,21 +43,29 @@ UNION ALL
 SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL, error_type
 FROM {schema}.jobs_dlq WHERE id = %(id)s::uuid
 
--- name: job_parent_results
--- The results of a job's parents that succeeded.
-SELECT e.parent_id::text, a.result, a.result_error
+-- name: job_parent_outcomes
+-- How each parent of a job ended, read as the job starts: where it is now (the archive with its
+-- result, the DLQ with its reason and error, hot again after a requeue; no pillar once purged)
+-- and the place of its result among the job's arguments (pass_results), parents in that order.
+SELECT e.parent_id::text, e.arg_position,
+       CASE WHEN h.id IS NOT NULL THEN 'hot' WHEN a.id IS NOT NULL THEN 'archive'
+            WHEN d.id IS NOT NULL THEN 'dlq' END,
+       h.status, d.failure_reason, d.error, a.result, a.result_error, NULL::text, d.error_type
 FROM {schema}.job_edges e
-JOIN {schema}.jobs_archive a ON a.id = e.parent_id
+LEFT JOIN {schema}.jobs_hot h ON h.id = e.parent_id
+LEFT JOIN {schema}.jobs_archive a ON a.id = e.parent_id
+LEFT JOIN {schema}.jobs_dlq d ON d.id = e.parent_id
 WHERE e.child_id = %(id)s::uuid
+ORDER BY e.arg_position, e.created_at, e.parent_id
 
 -- name: job_relatives
 -- A job's parents and children with where each is now (at most ``limit`` of each side).
 WITH links AS (
-    (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at
+    (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at, e.any_outcome
      FROM {schema}.job_edges e WHERE e.child_id = %(id)s::uuid
      ORDER BY e.created_at, e.parent_id LIMIT %(limit)s)
     UNION ALL
-    (SELECT e.child_id, 1, e.workflow_id, e.created_at
+    (SELECT e.child_id, 1, e.workflow_id, e.created_at, e.any_outcome
      FROM {schema}.job_edges e WHERE e.parent_id = %(id)s::uuid
      ORDER BY e.created_at, e.child_id LIMIT %(limit)s)
 )
@@ -65,8 +74,9 @@ SELECT l.id::text, l.side, l.workflow_id::text, coalesce(h.type, a.type, d.type)
        h.status = 3 AND EXISTS (
            SELECT 1 FROM {schema}.job_edges x
            JOIN {schema}.jobs_dlq q ON q.id = x.parent_id
-           WHERE x.child_id = l.id
-       )
+           WHERE x.child_id = l.id AND NOT x.satisfied
+       ),
+       l.any_outcome
 FROM links l
 LEFT JOIN {schema}.jobs_hot h ON h.id = l.id
 LEFT JOIN {schema}.jobs_archive a ON a.id = l.id
@@ -77,7 +87,8 @@ ORDER BY l.side, l.created_at, l.id
 -- Every job of a workflow (the children whose workflow it is, and their parents), with where
 -- each is and its parents' ids; at most ``limit``.
 WITH e AS (
-    SELECT child_id, parent_id FROM {schema}.job_edges WHERE workflow_id = %(id)s::uuid
+    SELECT child_id, parent_id, any_outcome
+    FROM {schema}.job_edges WHERE workflow_id = %(id)s::uuid
 ),
 members AS (
     SELECT child_id AS id FROM e UNION SELECT parent_id FROM e
@@ -85,7 +96,8 @@ members AS (
 SELECT m.id::text, coalesce(h.type, a.type, d.type), coalesce(h.queue, a.queue, d.queue),
        h.status, a.id IS NOT NULL, d.failure_reason, d.error,
        (SELECT string_agg(x.parent_id::text, ',' ORDER BY x.parent_id)
-        FROM e x WHERE x.child_id = m.id)
+        FROM e x WHERE x.child_id = m.id),
+       coalesce((SELECT bool_or(x.any_outcome) FROM e x WHERE x.child_id = m.id), false)
 FROM members m
 LEFT JOIN {schema}.jobs_hot h ON h.id = m.id
 LEFT JOIN {schema}.jobs_archive a ON a.id = m.id
@@ -118,9 +130,13 @@ buried AS (
            %(actor)s, %(actor)s, k.now, NULL, d.children
     FROM done d CROSS JOIN clock k
 ),
+-- include: fragment_release_any
+,
 -- include: fragment_notify_waited
 ,
 -- include: fragment_failed_counts
 SELECT id::text FROM done
 UNION ALL
 SELECT NULL FROM told
+UNION ALL
+SELECT NULL FROM awoke

@@ -139,19 +139,25 @@ WHERE child_id IN (SELECT value FROM json_each(:ids))
 ORDER BY created_at DESC
 
 -- name: jobs_graph_edge
-INSERT INTO {p}job_edges (child_id, parent_id, workflow_id, satisfied, created_at)
-VALUES (:child, :parent, :workflow, :satisfied, :now)
+INSERT INTO {p}job_edges (
+    child_id, parent_id, workflow_id, satisfied, created_at, any_outcome, arg_position
+)
+VALUES (:child, :parent, :workflow, :satisfied, :now, :any, :argument)
 
 -- name: jobs_edges_satisfy
--- The edges from parents just moved to the archive, satisfied once; the children they lead to
--- (one row per edge).
+-- The edges from parents just moved out of hot, satisfied once: every edge of a parent in the
+-- archive, and the edges of children released on any outcome of a parent in the DLQ; the
+-- children they lead to (one row per edge).
 UPDATE {p}job_edges SET satisfied = 1
 WHERE parent_id IN (SELECT value FROM json_each(:ids)) AND satisfied = 0
-  AND parent_id IN (SELECT id FROM {p}jobs_archive WHERE id IN (SELECT value FROM json_each(:ids)))
+  AND (parent_id IN (SELECT id FROM {p}jobs_archive
+                     WHERE id IN (SELECT value FROM json_each(:ids)))
+       OR (any_outcome = 1 AND parent_id IN (SELECT id FROM {p}jobs_dlq
+                                             WHERE id IN (SELECT value FROM json_each(:ids)))))
 RETURNING child_id
 
 -- name: jobs_release_children
--- A parent moved to the archive: each waiting child it was a parent of counts down, and goes
+-- A parent moved out of hot: each waiting child it was a parent of counts down, and goes
 -- to Pending when no parent is left.
 UPDATE {p}jobs_hot
 SET parents_left = max(parents_left - :n, 0),

@@ -15,7 +15,8 @@ WHERE (:queue IS NULL OR queue = :queue) AND (:type IS NULL OR type = :type)
   AND (:blocked IS NULL
        OR (status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges e
                                   JOIN {p}jobs_dlq d ON d.id = e.parent_id
-                                  WHERE e.child_id = {p}jobs_hot.id)) = :blocked)
+                                  WHERE e.child_id = {p}jobs_hot.id
+                                    AND e.satisfied = 0)) = :blocked)
 
 -- name: fragment_archive_filter
 -- The JobFilter of an archive listing, count or action by filter (every row succeeded: no
@@ -77,7 +78,7 @@ LEFT JOIN (SELECT queue, count(*) AS n,
 LEFT JOIN (SELECT queue, count(*) AS waiting,
                   sum(EXISTS (SELECT 1 FROM {p}job_edges e
                               JOIN {p}jobs_dlq d ON d.id = e.parent_id
-                              WHERE e.child_id = w.id)) AS blocked
+                              WHERE e.child_id = w.id AND e.satisfied = 0)) AS blocked
            FROM {p}jobs_hot AS w
            WHERE status = 3
            GROUP BY queue) AS w ON w.queue = q.name

@@ -10,12 +10,12 @@ UPDATE {p}jobs_hot SET waited = 1 WHERE id = :id AND waited IS NOT 1 RETURNING s
 -- through parents that wait themselves (that job's reason in the reason column).
 WITH RECURSIVE up(id) AS (
     SELECT e.parent_id
-    FROM {p}jobs_hot h JOIN {p}job_edges e ON e.child_id = h.id
+    FROM {p}jobs_hot h JOIN {p}job_edges e ON e.child_id = h.id AND e.satisfied = 0
     WHERE h.id = :id AND h.status = 3
     UNION
     SELECT e.parent_id
     FROM up JOIN {p}jobs_hot h ON h.id = up.id AND h.status = 3
-    JOIN {p}job_edges e ON e.child_id = h.id
+    JOIN {p}job_edges e ON e.child_id = h.id AND e.satisfied = 0
 ),
 blocker AS (
     SELECT d.id, d.failure_reason
@@ -33,24 +33,34 @@ UNION ALL
 SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL, error_type
 FROM {p}jobs_dlq WHERE id = :id
 
--- name: job_parent_results
-SELECT e.parent_id, a.result, a.result_error
+-- name: job_parent_outcomes
+-- As on PostgreSQL: each parent's place and outcome, in the order of the job's arguments.
+SELECT e.parent_id, e.arg_position,
+       CASE WHEN h.id IS NOT NULL THEN 'hot' WHEN a.id IS NOT NULL THEN 'archive'
+            WHEN d.id IS NOT NULL THEN 'dlq' END,
+       h.status, d.failure_reason, d.error, a.result, a.result_error, NULL, d.error_type
 FROM {p}job_edges e
-JOIN {p}jobs_archive a ON a.id = e.parent_id
+LEFT JOIN {p}jobs_hot h ON h.id = e.parent_id
+LEFT JOIN {p}jobs_archive a ON a.id = e.parent_id
+LEFT JOIN {p}jobs_dlq d ON d.id = e.parent_id
 WHERE e.child_id = :id
+ORDER BY e.arg_position IS NULL, e.arg_position, e.created_at, e.parent_id
 
 -- name: job_relatives
 SELECT l.id, l.side, l.workflow_id, coalesce(h.type, a.type, d.type), h.status,
        a.id IS NOT NULL, d.failure_reason,
        coalesce(h.status = 3 AND EXISTS (SELECT 1 FROM {p}job_edges x
                                          JOIN {p}jobs_dlq q ON q.id = x.parent_id
-                                         WHERE x.child_id = l.id), 0)
+                                         WHERE x.child_id = l.id
+                                           AND x.satisfied = 0), 0),
+       l.any_outcome
 FROM (
-    SELECT * FROM (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at
+    SELECT * FROM (SELECT e.parent_id AS id, 0 AS side, e.workflow_id, e.created_at,
+                          e.any_outcome
                    FROM {p}job_edges e WHERE e.child_id = :id
                    ORDER BY e.created_at, e.parent_id LIMIT :limit)
     UNION ALL
-    SELECT * FROM (SELECT e.child_id, 1, e.workflow_id, e.created_at
+    SELECT * FROM (SELECT e.child_id, 1, e.workflow_id, e.created_at, e.any_outcome
                    FROM {p}job_edges e WHERE e.parent_id = :id
                    ORDER BY e.created_at, e.child_id LIMIT :limit)
 ) AS l
@@ -61,7 +71,7 @@ ORDER BY l.side, l.created_at, l.id
 
 -- name: workflow_members
 WITH e AS (
-    SELECT child_id, parent_id FROM {p}job_edges WHERE workflow_id = :id
+    SELECT child_id, parent_id, any_outcome FROM {p}job_edges WHERE workflow_id = :id
 ),
 members AS (
     SELECT child_id AS id FROM e UNION SELECT parent_id FROM e
@@ -70,7 +80,8 @@ SELECT m.id, coalesce(h.type, a.type, d.type), coalesce(h.queue, a.queue, d.queu
        h.status, a.id IS NOT NULL, d.failure_reason, d.error,
        (SELECT group_concat(x.parent_id, ',') FROM (SELECT parent_id FROM e
                                                     WHERE e.child_id = m.id
-                                                    ORDER BY parent_id) x)
+                                                    ORDER BY parent_id) x),
+       coalesce((SELECT max(x.any_outcome) FROM e x WHERE x.child_id = m.id), 0)
 FROM members m
 LEFT JOIN {p}jobs_hot h ON h.id = m.id
 LEFT JOIN {p}jobs_archive a ON a.id = m.id
