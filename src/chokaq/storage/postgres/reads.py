@@ -232,6 +232,8 @@ class PostgresReads(PostgresCore):
                 lag_max_seconds=float(row[16]),
                 waiting=row[17],
                 blocked=row[18],
+                replaced_total=row[20],
+                superseded_total=row[21],
             )
             for row in rows
         ]

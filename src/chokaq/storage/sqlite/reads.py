@@ -155,6 +155,8 @@ def stats_queues(db: Database, now: float) -> list[QueueStats]:
                     lag_max_seconds=float(values[16]),
                     waiting=values[17],
                     blocked=values[18],
+                    replaced_total=values[20],
+                    superseded_total=values[21],
                 )
             )
         return out

@@ -122,7 +122,8 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8,
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden,
+       coalesce(s.replaced_total, 0), coalesce(s.superseded_total, 0)
 FROM {schema}.queues q
 LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
 LEFT JOIN hot h ON h.queue = q.name
