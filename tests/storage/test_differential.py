@@ -112,6 +112,29 @@ def _unique(job_id: str, seconds: float | None, key: str = "u1") -> NewJob:
     return NewJob("t", queue="u", id=job_id, idempotency_key=key, unique_for_seconds=seconds)
 
 
+def _conflict(key: str | None, mode: str, payload: str = '{"v": 2}', **fields: Any) -> NewJob:
+    """A job of queue ``q`` keyed ``key`` enqueued with ``on_conflict=mode``."""
+    return NewJob("t", queue="q", payload=payload, idempotency_key=key, on_conflict=mode, **fields)
+
+
+async def _supersede(backend: Backend, mode: str) -> list[Any]:
+    """Enqueue a keyed job, start it, enqueue the key again with ``mode``: the outcomes, and
+    what became of the running job."""
+    queue, key = f"oc-{mode}", f"run-{mode}"
+    jobs = [NewJob("t", queue=queue, idempotency_key=key, on_conflict=mode) for _ in range(2)]
+    [first] = await backend.jobs_enqueue(jobs[:1], now=at(10))
+    await backend.jobs_fetch(worker_id="w9", limit=1, queues=[queue], start=True, now=at(10))
+    [second] = await backend.jobs_enqueue(jobs[1:], now=at(11))
+    running, new = await backend.job_get(first.id), await backend.job_get(second.id)
+    return [
+        first,
+        second,
+        (running.status, running.idempotency_key, running.cancel_requested_at),
+        running.cancelled_by == f"superseded by {second.id}",
+        (new.status, new.idempotency_key, new.scheduled_at),
+    ]
+
+
 def _expiring(
     job_id: str,
     expires_at: datetime | None,
@@ -311,6 +334,34 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         # duplicate), and an expiry before the job was due was taken (EXPIRED at its claim).
         ("empty key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key="")])),
         ("padded key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key=" k1 ")])),
+        # Issue 36: enqueue conflicts, the bad ones refused naming on_conflict, the good ones
+        # deciding alike (the seeded "k1" is held by B, Pending).
+        ("unknown on_conflict", lambda b, s: b.jobs_enqueue([_conflict("k1", "merge")])),
+        ("on_conflict no key", lambda b, s: b.jobs_enqueue([_conflict(None, "replace")])),
+        (
+            "on_conflict unique",
+            lambda b, s: b.jobs_enqueue([_conflict("k1", "replace", unique_for_seconds=5.0)]),
+        ),
+        ("keep k1", lambda b, s: b.jobs_enqueue([_conflict("k1", "keep")], now=at(10))),
+        ("replace k1", lambda b, s: b.jobs_enqueue([_conflict("k1", "replace")], now=at(10))),
+        ("k1 replaced", lambda b, s: b.job_get(B)),
+        (
+            "replace_payload k1",
+            lambda b, s: b.jobs_enqueue(
+                [_conflict("k1", "replace_payload", delay_seconds=60.0)], now=at(11)
+            ),
+        ),
+        ("k1 throttled", lambda b, s: b.job_get(B)),
+        (
+            "replace new key in a batch",
+            lambda b, s: b.jobs_enqueue(
+                [_conflict("k2", "cancel_running"), _conflict("k2", "replace", '{"v": 3}')],
+                now=at(12),
+            ),
+        ),
+        ("supersede", lambda b, s: _supersede(b, "replace")),
+        ("latest wins", lambda b, s: _supersede(b, "cancel_running")),
+        ("conflict counters", lambda b, s: b.stats_queues(now=at(20))),
         ("expiry past", lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(5))], now=at(10))),
         ("expiry due", lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(10))], now=at(10))),
         (
