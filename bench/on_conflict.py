@@ -60,6 +60,15 @@ async def _side_by_side(
     return jobs / spent[0], jobs / spent[1]
 
 
+def _calls(handle: Any) -> Callable[[int], Awaitable[Any]]:
+    """One enqueue through ``handle`` (a handle or its options) per call."""
+
+    async def one(i: int) -> Any:
+        return await handle.enqueue(n=i)
+
+    return one
+
+
 async def measure(url: str, *, rounds: int, jobs: int, fill: int, block: int) -> dict[str, Any]:
     """The rounds' figures on the store at ``url``."""
     app = App(url, auto_migrate=True)
@@ -81,11 +90,8 @@ async def measure(url: str, *, rounds: int, jobs: int, fill: int, block: int) ->
             keyed = reindex.options(idempotency_key=key, on_conflict="replace", delay_seconds=60)
             await keyed.enqueue(n=-1)  # the key is held: every timed call is a hit
 
-            async def one_plain(i: int) -> Any:
-                return await reindex.enqueue(n=i)
-
-            async def one_debounced(i: int) -> Any:
-                return await keyed.enqueue(n=i)
+            one_plain = _calls(reindex)
+            one_debounced = _calls(keyed)
 
             if r % 2 == 0:
                 p, d = await _side_by_side(jobs, block, one_plain, one_debounced)

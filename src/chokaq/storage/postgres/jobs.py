@@ -216,7 +216,8 @@ class PostgresJobs(PostgresCore):
                 "cancel": job.on_conflict == "cancel_running",
             }
             for _ in range(CONFLICT_TRIES):
-                decided = [row for row in await _rows(execute, query, params) if row[0]]
+                rows = await _rows(execute, query, params)
+                decided = [row for row in rows if row[0] is not None]
                 if decided:
                     results[i] = _decided(*decided[0])
                     break
@@ -519,11 +520,12 @@ def _inserted(
     return conflicted
 
 
-def _decided(outcome: str, job_id: str) -> EnqueueResult:
-    """The result of an enqueue with on_conflict, from what its statement returned."""
-    if outcome == "replaced":
+def _decided(outcome: int, job_id: str) -> EnqueueResult:
+    """The result of an enqueue with on_conflict, from what its statement returned (0
+    replaced, 1 inserted, 2 superseded)."""
+    if outcome == 0:
         return EnqueueResult(id=job_id, duplicate=True, changed="replaced")
-    if outcome == "superseded":
+    if outcome == 2:
         return EnqueueResult(id=job_id, duplicate=False, changed="superseded")
     return EnqueueResult(id=job_id, duplicate=False)
 

@@ -139,17 +139,18 @@ SELECT NULL, NULL FROM woken
 
 -- name: fragment_enqueue_conflict
 -- One job enqueued with on_conflict other than "keep" (docs/concepts.md, "Debounce, throttle,
--- latest wins"), decided in this one statement. The hot job holding the key is locked. A
--- Pending holder takes the new payload in place (and, but for replace_payload, the new due
--- time and expiry). A holder past Pending (claimed, running, suspended) is never changed in
--- place: it gives its key up to a new job written after it, the supersession is recorded, and
--- with cancel_running a claimed or running one is asked to stop as jobs_cancel asks. A holder
--- committed after this statement's snapshot is not seen: the insert then finds the key taken
--- and returns no row, and the caller runs the statement again.
+-- latest wins"), decided in this one statement. A Pending holder of the key takes the new
+-- payload in place (and, but for replace_payload, the new due time and expiry). A holder past
+-- Pending (claimed, running, suspended) is never changed in place: it gives its key up to a
+-- new job written after it, the supersession is recorded, and with cancel_running a claimed or
+-- running one is asked to stop as jobs_cancel asks. Each update re-checks the holder's status
+-- on the row as committed (a claim may have moved it since this statement's snapshot), and
+-- the insert finds the key taken when a holder was committed after the snapshot: either way
+-- the statement returns no row, and the caller runs it again. (No FOR UPDATE on the holder:
+-- the updates lock the row they change, and a lock of its own cost a WAL record per enqueue.)
 holder AS MATERIALIZED (
     SELECT h.id, h.status, h.queue FROM {schema}.jobs_hot h
     WHERE h.idempotency_key = (SELECT idempotency_key FROM input)
-    FOR UPDATE
 ),
 replaced AS (
     UPDATE {schema}.jobs_hot h
@@ -160,21 +161,21 @@ replaced AS (
             ELSE coalesce(i.expires_at, c.now + make_interval(secs => i.expires_after)) END,
         updated_at = c.now
     FROM holder o, input i, clock c
-    WHERE h.id = o.id AND o.status = 0
+    WHERE h.id = o.id AND o.status = 0 AND h.status = 0
     RETURNING h.id
 ),
 released AS (
     UPDATE {schema}.jobs_hot h
     SET idempotency_key = NULL,
-        cancel_requested_at = CASE WHEN r.cancel THEN coalesce(h.cancel_requested_at, c.now)
-                                   ELSE h.cancel_requested_at END,
-        cancelled_by = CASE WHEN r.cancel THEN 'superseded by ' || i.id::text
-                            ELSE h.cancelled_by END,
+        cancel_requested_at = CASE WHEN %(cancel)s AND h.status < 3
+            THEN coalesce(h.cancel_requested_at, c.now) ELSE h.cancel_requested_at END,
+        cancelled_by = CASE WHEN %(cancel)s AND h.status < 3
+            THEN 'superseded by ' || i.id::text ELSE h.cancelled_by END,
         updated_at = c.now
-    FROM holder o, input i, clock c,
-         LATERAL (SELECT %(cancel)s AND o.status IN (1, 2) AS cancel) r
-    WHERE h.id = o.id AND o.status <> 0
-    RETURNING h.id, i.id AS by_id, r.cancel
+    FROM holder o, input i, clock c
+    WHERE h.id = o.id AND o.status <> 0 AND h.status <> 0
+      AND h.idempotency_key = i.idempotency_key
+    RETURNING h.id, i.id AS by_id, %(cancel)s AND h.status < 3 AS cancel
 ),
 recorded AS (
     INSERT INTO {schema}.job_supersessions (job_id, by_id, cancel_requested, at)
@@ -202,11 +203,10 @@ woken AS MATERIALIZED (
     UNION ALL
     SELECT pg_notify(%(channel)s, 'c:' || id::text) FROM released WHERE cancel
 )
-SELECT 'replaced', id::text FROM replaced
+-- What happened: 0 replaced, 1 inserted, 2 superseded (inserted after a release).
+SELECT 0::bigint, id::text FROM replaced
 UNION ALL
-SELECT CASE WHEN EXISTS (SELECT 1 FROM released) THEN 'superseded' ELSE 'inserted' END,
-       id::text
-FROM inserted
+SELECT 1 + (SELECT count(*) FROM released), id::text FROM inserted
 UNION ALL
 SELECT NULL, NULL FROM woken
 
