@@ -64,6 +64,7 @@ __all__ = [
     "StepState",
     "SucceedMove",
     "Summary",
+    "Supersession",
     "Throughput",
     "TypeLimit",
     "UnservedQueue",
@@ -194,6 +195,19 @@ class NewJob:
     unique_for_seconds: float | None = None
     # With an idempotency key held by a hot job: what this enqueue does to it (ON_CONFLICT_MODES).
     on_conflict: OnConflict = "keep"
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """Which jobs an enqueue with ``on_conflict`` put one after another: the job that
+    ``superseded_by`` took this one's idempotency key while it was past Pending (at
+    ``superseded_at``; ``cancel_requested``: it was also asked to stop, ``cancel_running``), and
+    the job this one ``supersedes``. None where there is none."""
+
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    cancel_requested: bool = False
+    supersedes: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,6 +135,18 @@ async def _supersede(backend: Backend, mode: str) -> list[Any]:
     ]
 
 
+async def _supersession_both_ways(backend: Backend) -> list[Any]:
+    """A running job superseded with cancel_running: what each of the two jobs says."""
+    queue = "oc-both"
+    jobs = [NewJob("t", queue=queue, idempotency_key="both", on_conflict="cancel_running")] * 2
+    [first] = await backend.jobs_enqueue(jobs[:1], now=at(10))
+    await backend.jobs_fetch(worker_id="w9", limit=1, queues=[queue], start=True, now=at(10))
+    [second] = await backend.jobs_enqueue(jobs[1:], now=at(11))
+    old = await backend.job_supersession(id=first.id)
+    new = await backend.job_supersession(id=second.id)
+    return [old, new, old.superseded_by == second.id, new.supersedes == first.id]
+
+
 def _expiring(
     job_id: str,
     expires_at: datetime | None,
@@ -299,6 +311,11 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "migrate": [
         ("again", lambda b, s: b.migrate()),
         ("walk", lambda b, s: b.migrate(via_migrations=True)),
+    ],
+    "job_supersession": [
+        ("unknown", lambda b, s: b.job_supersession(id=UNKNOWN)),
+        ("bad id", lambda b, s: b.job_supersession(id="nope")),
+        ("both ways", lambda b, s: _supersession_both_ways(b)),
     ],
     "jobs_enqueue": [
         ("empty", lambda b, s: b.jobs_enqueue([], now=at(10))),

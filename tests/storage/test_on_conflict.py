@@ -96,6 +96,20 @@ async def test_cancel_running_asks_the_running_holder_to_stop(backend):
     assert (await backend.job_get(second.id)).status == JobStatus.PENDING
 
 
+async def test_the_supersession_is_recorded_both_ways(backend):
+    [first] = await backend.jobs_enqueue([keyed('{"v": 1}', "cancel_running")], now=T0)
+    await claim(backend)
+    [second] = await backend.jobs_enqueue([keyed('{"v": 2}', "cancel_running")], now=at(1))
+    old = await backend.job_supersession(id=first.id)
+    assert (old.superseded_by, old.superseded_at, old.cancel_requested) == (second.id, at(1), True)
+    assert old.supersedes is None
+    new = await backend.job_supersession(id=second.id)
+    assert (new.supersedes, new.superseded_by) == (first.id, None)
+    assert (await backend.job_supersession(id=second.id.replace(second.id[-4:], "0000"))) == (
+        type(new)()
+    )
+
+
 async def test_later_jobs_of_one_batch_act_on_earlier_ones(backend):
     results = await backend.jobs_enqueue(
         [keyed('{"v": 1}', "replace"), keyed('{"v": 2}', "replace"), job(payload="{}")],

@@ -255,7 +255,13 @@ async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
     if job is None:
         raise ApiError(404, f"job {job_id} not found in hot, archive or DLQ")
     steps = [step_json(step) for step in await state.app.backend.steps_list(job_id=job_id)]
-    return {**job_json(job), "relatives_limit": MAX_RELATIVES, "steps": steps}
+    supersession = dump(await state.app.backend.job_supersession(id=job_id))
+    return {
+        **job_json(job),
+        "relatives_limit": MAX_RELATIVES,
+        "steps": steps,
+        "supersession": supersession,
+    }
 
 
 async def get_top_errors(request: Request, state: DeckState, who: Principal) -> Any:
@@ -628,7 +634,8 @@ ROUTES: tuple[ApiRoute, ...] = (
         "/api/jobs/{id}",
         get_job,
         "Every field of one job wherever it lives, its state, its result (archive), its "
-        "workflow and its parents and children with their states",
+        "workflow and its parents and children with their states, and which job superseded "
+        "it or it superseded (on_conflict)",
     ),
     ApiRoute(
         "GET",

@@ -58,6 +58,7 @@ from ..models import (
     Started,
     StepRecord,
     Summary,
+    Supersession,
     Throughput,
     TypeLimit,
     UnservedQueue,
@@ -559,6 +560,9 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def job_get(self, id: str) -> JobView | None: ...
+
+    @abc.abstractmethod
+    async def job_supersession(self, id: str) -> Supersession: ...
 
     @abc.abstractmethod
     async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:

@@ -71,6 +71,14 @@ SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at
        failed_at, duration_seconds, failure_reason, error, cancelled_by, partition_key
 FROM {schema}.jobs_dlq
 
+-- name: job_supersession
+-- The job that superseded this one (on_conflict), when, whether it asked it to stop, and the
+-- job this one superseded (one row, NULLs where there is none).
+SELECT s.by_id::text, s.at, coalesce(s.cancel_requested, false),
+       (SELECT o.job_id::text FROM {schema}.job_supersessions o WHERE o.by_id = %(id)s::uuid)
+FROM (SELECT 1) one
+LEFT JOIN {schema}.job_supersessions s ON s.job_id = %(id)s::uuid
+
 -- name: stats_summary
 SELECT
     (SELECT count(*) FROM {schema}.jobs_hot WHERE status = 0),

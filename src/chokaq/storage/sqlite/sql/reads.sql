@@ -45,6 +45,13 @@ WHERE job_id = :id
 ORDER BY seq DESC
 LIMIT :limit
 
+-- name: job_supersession
+-- See the PostgreSQL block of the same name.
+SELECT s.by_id, s.at, coalesce(s.cancel_requested, 0),
+       (SELECT o.job_id FROM {p}job_supersessions o WHERE o.by_id = :id)
+FROM (SELECT 1) one
+LEFT JOIN {p}job_supersessions s ON s.job_id = :id
+
 -- name: stats_summary
 SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0),
        coalesce(sum(status = 3), 0)
