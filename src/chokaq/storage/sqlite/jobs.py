@@ -321,16 +321,17 @@ def _enqueue_conflict(
     payload in place; a holder past Pending gives its key up to the new job, the supersession
     is recorded, and with cancel_running a claimed or running holder is asked to stop."""
     conn, q = db.conn, db.q
+    params = {**row, "mode": job.on_conflict}
+    # The key is unique in hot: at most one row, read whole so that the statement completes.
+    for holder, queue in conn.execute(q["jobs_conflict_replace"], params).fetchall():
+        conn.execute(q["stats_conflict_bump"], {"queue": queue, "replaced": 1, "superseded": 0})
+        return EnqueueResult(id=holder, duplicate=True, changed="replaced")
     found = conn.execute(q["jobs_conflict_holder"], row).fetchone()
     if found is None:
         conn.execute(q["jobs_enqueue"], row)
         return EnqueueResult(id=str(row["id"]), duplicate=False)
     holder, status, queue = found
-    params = {**row, "mode": job.on_conflict, "holder": holder, "queue": queue}
-    if status == JobStatus.PENDING:
-        conn.execute(q["jobs_conflict_replace"], params)
-        conn.execute(q["stats_conflict_bump"], {**params, "replaced": 1, "superseded": 0})
-        return EnqueueResult(id=holder, duplicate=True, changed="replaced")
+    params.update(holder=holder, queue=queue)
     params["cancel"] = job.on_conflict == "cancel_running" and status in (
         JobStatus.FETCHED,
         JobStatus.PROCESSING,

@@ -33,14 +33,15 @@ WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
 SELECT id, status, queue FROM {p}jobs_hot WHERE idempotency_key = :idempotency_key
 
 -- name: jobs_conflict_replace
--- A Pending holder takes the new payload in place, and but for replace_payload the new due
--- time and expiry.
+-- A Pending holder of the key takes the new payload in place, and but for replace_payload the
+-- new due time and expiry (tried first: the common case, a debounce's hit, is one statement).
 UPDATE {p}jobs_hot
 SET payload = :payload,
     scheduled_at = CASE WHEN :mode = 'replace_payload' THEN scheduled_at ELSE :scheduled_at END,
     expires_at = CASE WHEN :mode = 'replace_payload' THEN expires_at ELSE :expires_at END,
     updated_at = :now
-WHERE id = :holder AND status = 0
+WHERE idempotency_key = :idempotency_key AND status = 0
+RETURNING id, queue
 
 -- name: jobs_conflict_release
 -- A holder past Pending gives its key up to the new job; with cancel_running a claimed or
