@@ -652,6 +652,14 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("one ended", lambda b, s: b.unique_keys_tidy(older_than=at(60))),
         ("the other", lambda b, s: b.unique_keys_tidy(older_than=at(1000))),
     ],
+    "supersessions_tidy": [
+        ("naive", lambda b, s: b.supersessions_tidy(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.supersessions_tidy(older_than=at(100), fence=_term())),
+        ("recorded", lambda b, s: _supersede(b, "replace")),
+        ("none before", lambda b, s: b.supersessions_tidy(older_than=at(11))),
+        ("one", lambda b, s: b.supersessions_tidy(older_than=at(11.5))),
+        ("again", lambda b, s: b.supersessions_tidy(older_than=at(1000))),
+    ],
     "archive_purge": [
         ("naive", lambda b, s: b.archive_purge(older_than=NAIVE)),
         ("batch 0", lambda b, s: b.archive_purge(older_than=at(100), batch_size=0)),
