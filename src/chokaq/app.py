@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, overload
@@ -35,6 +35,7 @@ from .ids import new_job_id
 from .limits import (
     DEFAULT_LIMITS,
     Limits,
+    check_job_id,
     check_max_attempts,
     check_name,
     check_priority,
@@ -65,6 +66,7 @@ from .settings import WorkerSettings
 from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
+from .streams import check_from_index, read_stream
 
 if TYPE_CHECKING:
     from .runtime.worker import Worker
@@ -686,10 +688,63 @@ class App:
         ``TimeoutError`` and ``NotFoundError`` as ``result``. ``timeout_seconds`` (alias
         ``timeout``) as there."""
         seconds = _timeout_seconds(timeout_seconds, timeout)
+        return await (await self._result_waiter()).outcome(job_id, seconds)
+
+    async def _result_waiter(self) -> ResultWaiter:
         await self.open()
         if self._waiter is None:
             self._waiter = ResultWaiter(self.backend)
-        return await self._waiter.outcome(job_id, seconds)
+        return self._waiter
+
+    def stream(self, job_id: str, *, from_index: int = 0) -> AsyncIterator[Any]:
+        """The items job ``job_id`` emits (``ctx.emit``), decoded, in order, from item
+        ``from_index`` (default 0: the first) on: those already written at once, then each as
+        it is written (woken by the notifier: LISTEN/NOTIFY, SQLite's signal; with a poll as
+        fallback), until the job has left the hot table (succeeded, dead-lettered, cancelled)
+        and every item was yielded. A suspended durable job is still in hot: its stream goes
+        on across its sleeps and waits. ``async for item in app.stream(job_id): ...``.
+
+        ``ValidationError`` naming ``job_id`` or ``from_index`` at once; ``NotFoundError``
+        (on the first iteration) when no pillar holds the job."""
+        check_job_id("job_id", job_id)
+        start = check_from_index(from_index)
+        return self._stream(job_id, start)
+
+    async def _stream(self, job_id: str, from_index: int) -> AsyncIterator[Any]:
+        waiter = await self._result_waiter()
+        async for item in read_stream(self.backend, waiter, job_id, from_index):
+            yield item
+
+    def stream_sync(self, job_id: str, *, from_index: int = 0) -> Iterator[Any]:
+        """``stream`` for code that cannot await: a plain iterator over the same items, each
+        read on the sync client (as ``result_sync``). Close it (``for`` does at its end, or
+        ``close()``) to stop reading early."""
+        check_job_id("job_id", job_id)
+        start = check_from_index(from_index)
+        return self._stream_sync(job_id, start)
+
+    def _stream_sync(self, job_id: str, from_index: int) -> Iterator[Any]:
+        portal = self._sync_client()
+        items: list[AsyncIterator[Any]] = []
+
+        async def step(app: App) -> tuple[bool, Any]:
+            if not items:  # made on the portal's loop, from the portal's own App
+                items.append(app.stream(job_id, from_index=from_index))
+            try:
+                return True, await anext(items[0])
+            except StopAsyncIteration:
+                return False, None
+
+        try:
+            while True:
+                more, item = portal.call(step)
+                if not more:
+                    return
+                yield item
+        finally:
+            if items:
+                closing = items[0]
+                portal.call(lambda app: _close(closing))
 
     async def get_job(self, job_id: str) -> JobView | None:
         """Where job ``job_id`` is and how it is doing (``JobView``: pillar, state, attempts,
@@ -748,6 +803,13 @@ def resolve_url(url: str | None) -> str:
         return check_url(URL_VARIABLE, env)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{exc}, or unset it for the default {DEFAULT_URL}") from None
+
+
+async def _close(items: AsyncIterator[Any]) -> None:
+    """Close an async generator the sync client drove (its ``finally`` blocks run there)."""
+    aclose = getattr(items, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> float | None:

@@ -26,6 +26,8 @@ __all__ = [
     "MAX_DELAY_SECONDS",
     "MAX_PAYLOAD_DEPTH",
     "MAX_RETENTION_DAYS",
+    "MAX_STREAM_ITEMS",
+    "MAX_STREAM_ITEM_BYTES",
     "MAX_TIMEOUT_SECONDS",
     "MAX_WORKER_SLOTS",
     "JsonText",
@@ -45,6 +47,7 @@ __all__ = [
     "check_priority",
     "check_seconds",
     "check_step_name",
+    "check_stream_item",
     "check_tags",
     "check_text",
     "check_time",
@@ -59,6 +62,12 @@ MAX_NAME_LENGTH = 255
 # A durable job's step name and an event's key (docs/durable.md).
 MAX_STEP_NAME_LENGTH = 200
 MAX_EVENT_KEY_LENGTH = 200
+# A job's stream (``ctx.emit``, docs/durable.md "Streams"): an item is progress or a partial
+# result, not a payload, so it is held to 64 KiB of JSON (a reader gets items in pages, and The
+# Deck shows the last ones inline); a stream holds at most 100,000 items, so one runaway loop
+# cannot grow a job's rows without bound.
+MAX_STREAM_ITEM_BYTES = 65_536
+MAX_STREAM_ITEMS = 100_000
 MAX_TAG_LENGTH = 100
 MAX_TAGS = 50
 MAX_TAGS_TOTAL_LENGTH = 1000
@@ -203,6 +212,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+_STREAM_ITEM_LIMITS = Limits(max_payload_bytes=MAX_STREAM_ITEM_BYTES)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -541,6 +551,12 @@ def check_step_name(field: str, value: object) -> str:
     """A durable job's step name: a non-empty string of at most ``MAX_STEP_NAME_LENGTH`` (200)
     characters, no control characters. Kept exactly as given: it is the step's key."""
     return _check_label(field, value, MAX_STEP_NAME_LENGTH)
+
+
+def check_stream_item(field: str, value: object) -> str:
+    """A stream item: JSON text of at most ``MAX_STREAM_ITEM_BYTES`` (64 KiB) of UTF-8, with
+    the rules of a payload (nesting, no NaN, no repeated key, no lone surrogate)."""
+    return check_payload(field, value, _STREAM_ITEM_LIMITS)
 
 
 def check_event_key(field: str, value: object) -> str:

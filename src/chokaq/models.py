@@ -62,6 +62,7 @@ __all__ = [
     "StepKind",
     "StepRecord",
     "StepState",
+    "StreamItem",
     "SucceedMove",
     "Summary",
     "Supersession",
@@ -1063,6 +1064,18 @@ class WaitOutcome:
     @property
     def lost(self) -> bool:
         return not self.suspended and self.step is None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamItem:
+    """One item of a job's stream (``ctx.emit``; a row of ``job_stream``): its place in the
+    stream (``index``: 0, 1, 2, ... with no gap), the item as JSON text, and when it was
+    written."""
+
+    job_id: str
+    index: int
+    item: str
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

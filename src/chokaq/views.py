@@ -29,6 +29,7 @@ from .models import (
     Schedule,
     SlotRecord,
     StepRecord,
+    StreamItem,
     Throughput,
     Workflow,
 )
@@ -48,9 +49,13 @@ __all__ = [
     "schedule_json",
     "slot_json",
     "step_json",
+    "stream_json",
     "throughput_json",
     "workflow_json",
 ]
+
+# How many of a job's last stream items the inspector shows (``chokaq job stream`` has them all).
+STREAM_TAIL = 20
 
 SOURCES: dict[str, Pillar] = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
 LAG_WARNING_SECONDS = 5.0
@@ -94,6 +99,18 @@ def step_json(step: StepRecord) -> dict[str, Any]:
         else round((step.finished_at - step.started_at).total_seconds(), 6)
     )
     return data
+
+
+def stream_json(length: int, items: list[StreamItem]) -> dict[str, Any]:
+    """A job's stream for the faces: how many items it holds (``length``) and the ``items``
+    given (the last ones, for The Deck), each with its index, when it was written and the item
+    as JSON text (shown as text, never markup)."""
+    return {
+        "length": length,
+        "items": [
+            {"index": i.index, "created_at": dump(i.created_at), "item": i.item} for i in items
+        ],
+    }
 
 
 def workflow_json(workflow: Workflow, limit: int) -> dict[str, Any]:

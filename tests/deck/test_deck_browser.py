@@ -21,6 +21,7 @@ from chokaq.models import (
     NewJob,
     Pillar,
     ScheduleDeclaration,
+    SucceedMove,
     WorkerInfo,
 )
 
@@ -232,6 +233,36 @@ def test_readonly_sees_no_destructive_controls_and_is_refused(
     assert no_token == 403
     assert job(deck_server.db_url, dead) is not None
     no_js_errors(page, expected="403 (Forbidden)")
+
+
+def test_the_inspector_shows_the_streams_last_items_inert(login: Any, deck_server: Served) -> None:
+    evil = "<img src=x onerror=window.__pwned=3>"
+
+    async def go(app: App) -> str:
+        job_id = str(await app.enqueue_raw("report", {}, queue="streams"))
+        [c] = await app.backend.jobs_fetch(
+            worker_id="seed", limit=1, queues=["streams"], start=True
+        )
+        for index in range(25):
+            item = json.dumps({"n": index, "note": evil})
+            assert await app.backend.streams_emit(lease=c.lease, index=index, item=item)
+        await app.backend.jobs_finalize(moves=[SucceedMove(c.lease, 1.0)])
+        return job_id
+
+    job_id = run(go, deck_server.db_url)
+    page = login("alice")
+    page.check("#show-hidden")
+    page.click("#source button[data-source=archive]")
+    page.wait_for_selector(f"#job-rows tr[data-id='{job_id}']")
+    page.click(f"#job-rows tr[data-id='{job_id}']")
+    page.wait_for_selector("#insp-stream li[data-index='24']")
+    assert page.locator("#insp-stream li").count() == 20
+    assert page.get_attribute("#insp-stream li >> nth=0", "data-index") == "5"
+    assert "the last 20 of 25" in page.text_content("#insp-stream-note")
+    assert evil in page.text_content("#insp-stream")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#drawer img").count() == 0
+    no_js_errors(page)
 
 
 def test_script_payload_renders_inert(login: Any, deck_server: Served) -> None:

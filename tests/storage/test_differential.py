@@ -1673,6 +1673,66 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("not yet", lambda b, s: b.durable_tidy(now=at(10))),
         ("expired", lambda b, s: b.durable_tidy(now=at(10 + 7 * 86_400))),
     ],
+    "streams_emit": [
+        (
+            "first",
+            lambda b, s: b.streams_emit(lease=s.running, index=0, item='{"a":1}', now=at(10)),
+        ),
+        ("again", lambda b, s: b.streams_emit(lease=s.running, index=0, item="2", now=at(11))),
+        ("gap", lambda b, s: b.streams_emit(lease=s.running, index=2, item="3", now=at(11))),
+        ("second", lambda b, s: b.streams_emit(lease=s.running, index=1, item="[]", now=at(12))),
+        ("stale", lambda b, s: b.streams_emit(lease=s.stale(s.running), index=2, item="1")),
+        ("fetched", lambda b, s: b.streams_emit(lease=s.fetched, index=0, item="1")),
+        ("negative", lambda b, s: b.streams_emit(lease=s.running, index=-1, item="1")),
+        ("past max", lambda b, s: b.streams_emit(lease=s.running, index=100_000, item="1")),
+        ("bool index", lambda b, s: b.streams_emit(lease=s.running, index=True, item="1")),
+        ("not json", lambda b, s: b.streams_emit(lease=s.running, index=2, item="{x")),
+        ("not text", lambda b, s: b.streams_emit(lease=s.running, index=2, item=5)),
+        ("nan", lambda b, s: b.streams_emit(lease=s.running, index=2, item="NaN")),
+        (
+            "too big",
+            lambda b, s: b.streams_emit(lease=s.running, index=2, item='"' + "x" * 65_535 + '"'),
+        ),
+        (
+            "at the limit",
+            lambda b, s: b.streams_emit(
+                lease=s.running, index=2, item='"' + "x" * 65_534 + '"', now=at(13)
+            ),
+        ),
+        ("naive", lambda b, s: b.streams_emit(lease=s.running, index=3, item="1", now=NAIVE)),
+        ("items", lambda b, s: b.streams_read(job_id=C)),
+    ],
+    "streams_read": [
+        ("none", lambda b, s: b.streams_read(job_id=C)),
+        ("unknown", lambda b, s: b.streams_read(job_id=UNKNOWN)),
+        ("a", lambda b, s: b.streams_emit(lease=s.running, index=0, item='"a"', now=at(10))),
+        ("b", lambda b, s: b.streams_emit(lease=s.running, index=1, item='"b"', now=at(11))),
+        ("c", lambda b, s: b.streams_emit(lease=s.running, index=2, item='"c"', now=at(12))),
+        ("all", lambda b, s: b.streams_read(job_id=C)),
+        ("from 1", lambda b, s: b.streams_read(job_id=C, from_index=1)),
+        ("limit 1", lambda b, s: b.streams_read(job_id=C, from_index=1, limit=1)),
+        ("past the end", lambda b, s: b.streams_read(job_id=C, from_index=3)),
+        ("negative", lambda b, s: b.streams_read(job_id=C, from_index=-1)),
+        ("limit 0", lambda b, s: b.streams_read(job_id=C, limit=0)),
+        ("limit over", lambda b, s: b.streams_read(job_id=C, limit=1001)),
+        ("bad id", lambda b, s: b.streams_read(job_id="x")),
+    ],
+    "streams_length": [
+        ("none", lambda b, s: b.streams_length(job_id=C)),
+        ("a", lambda b, s: b.streams_emit(lease=s.running, index=0, item='"a"', now=at(10))),
+        ("one", lambda b, s: b.streams_length(job_id=C)),
+        ("bad id", lambda b, s: b.streams_length(job_id="")),
+    ],
+    "streams_tidy": [
+        ("limit 0", lambda b, s: b.streams_tidy(limit=0)),
+        ("a", lambda b, s: b.streams_emit(lease=s.running, index=0, item='"a"', now=at(10))),
+        ("kept while hot", lambda b, s: b.streams_tidy()),
+        ("done", lambda b, s: b.jobs_finalize(moves=[SucceedMove(s.running, 1.0)], now=at(11))),
+        ("kept in the archive", lambda b, s: b.streams_tidy()),
+        ("purged", lambda b, s: b.archive_purge(older_than=at(12))),
+        ("gone with the job", lambda b, s: b.streams_tidy()),
+        ("none left", lambda b, s: b.streams_read(job_id=C)),
+    ],
 }
 
 # Operations whose answer depends on what the database can do, by design: each is checked by a

@@ -23,7 +23,15 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..context import Durable, JobContext, JobSuspended, _bind, _request_stop, _unbind
+from ..context import (
+    Durable,
+    EmitterFactory,
+    JobContext,
+    JobSuspended,
+    _bind,
+    _request_stop,
+    _unbind,
+)
 from ..errors import FatalError, ThrottledError, ValidationError
 from ..limits import DEFAULT_LIMITS, storable
 from ..logs import Event, log_event
@@ -357,6 +365,8 @@ class Executor:
     max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
     # ``durable(ex)``: the recorded run a durable job's context replays (durable=True types).
     durable: DurableFactory | None = None
+    # ``streams(lease, replayed)``: the stream writer of a run, made on its first ``ctx.emit``.
+    streams: EmitterFactory | None = None
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -398,6 +408,8 @@ class Executor:
                 if self.durable is not None and getattr(handle, "durable", False)
                 else None
             ),
+            _streams=self.streams,
+            _lease=job.lease,
         )
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None

@@ -1,8 +1,8 @@
 // The inspector: every field of the open job wherever it lives, its result, its parents,
-// children and workflow, a durable job's steps and what it is suspended on, its error and
-// failed attempts, its payload; admins requeue, cancel or purge it here, and send the event a
-// suspended job waits for (the editor is editor.js, the workflow tab workflow.js). It
-// refreshes live.
+// children and workflow, a durable job's steps and what it is suspended on, the last items it
+// emitted (its stream), its error and failed attempts, its payload; admins requeue, cancel or
+// purge it here, and send the event a suspended job waits for (the editor is editor.js, the
+// workflow tab workflow.js). It refreshes live.
 
 import { cancelJobs, purge, resurrect } from "./actions.js";
 import { api } from "./api.js";
@@ -92,6 +92,7 @@ function renderInspector(j) {
   });
   setText($("insp-error"), j.error || j.last_error || "(none)");
   renderSteps(j.steps || []);
+  renderStream(j.stream || { length: 0, items: [] });
   renderAttempts(j.attempts || []);
   setText($("insp-payload"), j.payload === null ? "(not stored)" : pretty(j.payload));
   if (isAdmin) {
@@ -228,6 +229,25 @@ function renderSteps(steps) {
   }
   setText($("insp-suspension"), line);
   if (isAdmin) { $("insp-event").hidden = eventKey === null; }
+}
+
+// The last items the job emitted (ctx.emit), oldest first: each one's index, when it was
+// written, and the item's JSON as text (a user's data: a text node, never markup).
+function renderStream(stream) {
+  var list = $("insp-stream");
+  clear(list);
+  $("insp-stream-box").hidden = stream.length === 0;
+  var shown = stream.items.length;
+  $("insp-stream-note").textContent = shown === stream.length ?
+    "(" + stream.length + ", in order)" :
+    "(the last " + shown + " of " + stream.length + "; chokaq job stream ID has them all)";
+  stream.items.forEach(function (it) {
+    var head = el("div", { className: "attempt-head" },
+      el("b", null, "#" + it.index + " "),
+      el("span", { title: it.created_at || "" }, it.created_at ? when(it.created_at) : "–"), " · ",
+      userText(it.item));
+    list.appendChild(el("li", { dataset: { index: String(it.index) } }, head));
+  });
 }
 
 function sendEvent(ev) {

@@ -1,4 +1,3 @@
--- Reserved: migration 014 belongs to another branch under way (wave 3); this empty stand-in
--- keeps the numbers contiguous on the on-conflict branch (load_migrations refuses a gap) and
--- is dropped when that one merges.
+-- A placeholder for migration 014, which another branch adds: migrations load without gaps, so
+-- 015 needs a 014 to load on this branch. Drop this file when the real 014 is merged.
 SELECT 1;
