@@ -563,7 +563,9 @@ class App:
                 after(jobs, results)
         ids: list[JobId] = []
         for job, result in zip(jobs, results, strict=True):
-            if result.duplicate:
+            if result.changed is not None:
+                ids.append(JobId(result.id, result.duplicate, result.changed))
+            elif result.duplicate:
                 log_event(
                     Event.ENQUEUE_DUPLICATE,
                     "duplicate enqueue returned the existing job",

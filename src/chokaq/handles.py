@@ -29,7 +29,7 @@ from .argument_checks import Check, Kinds, parameter_checks, refusal
 from .context import JobContext
 from .errors import ValidationError
 from .ids import new_job_id
-from .models import NewJob
+from .models import EnqueueOutcome, NewJob, OnConflict
 from .payloads import encode_payload, tags_option
 from .policies import ExceptionTypes, RetryPolicy
 from .serializer import Converter, parameter_converters
@@ -71,6 +71,7 @@ OPTION_NAMES = frozenset(
         "expires_at",
         "expires_after_seconds",
         "unique_for_seconds",
+        "on_conflict",
         "connection",
     }
 )
@@ -97,6 +98,7 @@ class EnqueueOptions(TypedDict, total=False):
     expires_at: datetime
     expires_after_seconds: float
     unique_for_seconds: float
+    on_conflict: OnConflict
     connection: Any
     delay: float  # alias of delay_seconds
     timeout: float  # alias of timeout_seconds
@@ -104,14 +106,25 @@ class EnqueueOptions(TypedDict, total=False):
 
 class JobId(str):
     """A job's id, and whether the enqueue found an existing job with the same idempotency key
-    (``duplicate``: the id is that job's; nothing new was written)."""
+    (``duplicate``: the id is that job's; nothing new was written, unless it was ``replaced``).
 
-    duplicate: bool = False  # set on the instance only when true: most ids need no __dict__
+    ``outcome`` says what the enqueue did (``"inserted"``, ``"kept"``, ``"replaced"`` or
+    ``"superseded"``; see ``on_conflict``). It is a ``str`` subclass so that every caller that
+    stores, compares or passes the id on keeps working whatever happened."""
 
-    def __new__(cls, value: str, duplicate: bool = False) -> JobId:
+    # Set on the instance only when not the default: most ids need no __dict__.
+    duplicate: bool = False
+    outcome: EnqueueOutcome = "inserted"
+
+    def __new__(
+        cls, value: str, duplicate: bool = False, outcome: EnqueueOutcome | None = None
+    ) -> JobId:
         self = super().__new__(cls, value)
         if duplicate:
             self.duplicate = True
+            self.outcome = "kept"
+        if outcome is not None and outcome != "inserted":
+            self.outcome = outcome
         return self
 
 
@@ -145,6 +158,7 @@ class _Options:
     expires_at: datetime | None = None
     expires_after_seconds: float | None = None
     unique_for_seconds: float | None = None
+    on_conflict: OnConflict | None = None
 
 
 _NO_OPTIONS = _Options()
@@ -233,6 +247,7 @@ def job_from_options(
         expires_at=options.expires_at,
         expires_after_seconds=options.expires_after_seconds,
         unique_for_seconds=options.unique_for_seconds,
+        on_conflict=options.on_conflict or "keep",
     )
 
 
@@ -382,7 +397,11 @@ class JobHandle(Generic[P, R]):
         ``expires_at`` (not started by then, from the enqueue: it goes to the DLQ as
         ``EXPIRED`` instead of running), ``unique_for_seconds`` (with ``idempotency_key``:
         another enqueue with the key within that many seconds gets this job's id, even after
-        it has finished) and ``connection`` (PostgreSQL:
+        it has finished), ``on_conflict`` (with ``idempotency_key``, what to do to the hot job
+        holding the key: ``"keep"`` it, the default; ``"replace"`` its payload and due time;
+        ``"replace_payload"`` only; ``"cancel_running"``: replace it, or when it already runs,
+        ask it to stop and enqueue this job after it; the returned id's ``outcome`` says what
+        happened) and ``connection`` (PostgreSQL:
         the caller's open psycopg connection, making the enqueue part of its transaction;
         not for ``prepare``). ``delay`` and ``timeout`` are aliases of the ``_seconds`` names.
         None means "not given". An unknown name, or an alias given with its new name, raises

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
 from .ids import is_job_id
-from .models import NewJob
+from .models import ON_CONFLICT_MODES, NewJob
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -41,6 +41,7 @@ __all__ = [
     "check_max_attempts",
     "check_name",
     "check_number",
+    "check_on_conflict",
     "check_partition",
     "check_payload",
     "check_priority",
@@ -595,6 +596,7 @@ def validate_new_job(
         and job.expires_at is None
         and job.expires_after_seconds is None
         and job.unique_for_seconds is None
+        and job.on_conflict == "keep"
     ):
         if job.id is not None:  # prepare() gives every job its id
             check_job_id("id", job.id)
@@ -623,6 +625,7 @@ def validate_new_job(
             raise ValidationError(
                 "unique_for_seconds", "needs an idempotency_key (the key it keeps unique)"
             )
+    check_on_conflict(job, key)
     check_text("trace_context", job.trace_context, max_length=1000)
     check_partition("partition", job.partition)
     if job.id is not None:
@@ -630,6 +633,29 @@ def validate_new_job(
     if tags != job.tags or run_at is not job.run_at or expires_at is not job.expires_at:
         job = replace(job, tags=tags, run_at=run_at, expires_at=expires_at)
     return job
+
+
+def check_on_conflict(job: NewJob, key: str | None) -> None:
+    """``on_conflict``: one of ``ON_CONFLICT_MODES``; any but "keep" needs the idempotency key
+    whose holder it acts on, and refuses ``unique_for_seconds``, whose window returns one job
+    for the key even after it finished (which a replace cannot reach)."""
+    mode = job.on_conflict
+    if mode == "keep":
+        return
+    if mode not in ON_CONFLICT_MODES:
+        raise ValidationError(
+            "on_conflict", f"must be one of {', '.join(ON_CONFLICT_MODES)}, not {mode!r}"
+        )
+    if key is None:
+        raise ValidationError(
+            "on_conflict", f"{mode!r} needs an idempotency_key (the key whose job it replaces)"
+        )
+    if job.unique_for_seconds is not None:
+        raise ValidationError(
+            "on_conflict",
+            f"{mode!r} cannot be combined with unique_for_seconds (a window returns one job "
+            "for the key, even finished; give one or the other)",
+        )
 
 
 def _check_expiry(job: NewJob, run_at: datetime | None, now: datetime) -> datetime | None:

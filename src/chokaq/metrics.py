@@ -141,6 +141,13 @@ class WorkerMetrics:
             qt,
             registry=r,
         )
+        self.outcomes = Counter(
+            "chokaq_jobs_enqueue_outcomes",
+            "Enqueues by what they did: inserted, kept (a duplicate), replaced (a Pending "
+            "job's payload, in place) or superseded (a job past Pending, by a new one).",
+            (*qt, "outcome"),
+            registry=r,
+        )
         self.completed = Counter(
             "chokaq_jobs_completed", "Jobs that succeeded (archived).", qt, registry=r
         )
@@ -287,6 +294,7 @@ class WorkerMetrics:
         for job, result in zip(jobs, results, strict=True):
             labels = (self.label("queue", job.queue), self.label("type", job.type))
             (self.duplicates if result.duplicate else self.enqueued).labels(*labels).inc()
+            self.outcomes.labels(*labels, result.outcome).inc()
 
     def on_storage(self, operation: str, seconds: float, error: BaseException | None) -> None:
         self.storage_seconds.labels(operation).observe(seconds)
@@ -497,6 +505,16 @@ class StoreMetrics:
             "retried": CounterMetricFamily(
                 "chokaq_queue_retried", "Lifetime retries.", labels=["queue"]
             ),
+            "replaced": CounterMetricFamily(
+                "chokaq_queue_replaced",
+                "Lifetime enqueues that replaced a Pending job's payload (on_conflict).",
+                labels=["queue"],
+            ),
+            "superseded": CounterMetricFamily(
+                "chokaq_queue_superseded",
+                "Lifetime enqueues that superseded a job past Pending (on_conflict).",
+                labels=["queue"],
+            ),
         }
         for q in queues:
             name = [self.label("queue", q.queue.name)]
@@ -510,6 +528,8 @@ class StoreMetrics:
             lifetime["succeeded"].add_metric(name, q.succeeded_total)
             lifetime["failed"].add_metric(name, q.failed_total)
             lifetime["retried"].add_metric(name, q.retried_total)
+            lifetime["replaced"].add_metric(name, q.replaced_total)
+            lifetime["superseded"].add_metric(name, q.superseded_total)
         rate = GaugeMetricFamily(
             "chokaq_processed_last_minute", "Finished jobs over 60 s.", labels=["outcome"]
         )

@@ -10,15 +10,17 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Final, Generic, Literal, TypeVar
 
 __all__ = [
     "NO_HANDLER_ERROR",
+    "ON_CONFLICT_MODES",
     "CancelResult",
     "Capabilities",
     "Claim",
     "ClaimedJob",
     "DurableCounts",
+    "EnqueueOutcome",
     "EnqueueResult",
     "ErrorGroup",
     "FailMove",
@@ -37,6 +39,7 @@ __all__ = [
     "LimitInfo",
     "Move",
     "NewJob",
+    "OnConflict",
     "Outcome",
     "Page",
     "PageKey",
@@ -63,6 +66,7 @@ __all__ = [
     "StreamItem",
     "SucceedMove",
     "Summary",
+    "Supersession",
     "Throughput",
     "TypeLimit",
     "UnservedQueue",
@@ -145,6 +149,18 @@ class Capabilities:
     in_process: bool = False
 
 
+# What an enqueue does to the hot job holding its idempotency key (docs/concepts.md, "Debounce,
+# throttle, latest wins"): "keep" it (and return its id), "replace" its payload and due time,
+# "replace_payload" only (its due time kept: a throttle), or "cancel_running": replace it, and
+# when it is already running ask it to stop and enqueue the new job after it.
+OnConflict = Literal["keep", "replace", "replace_payload", "cancel_running"]
+ON_CONFLICT_MODES: Final = ("keep", "replace", "replace_payload", "cancel_running")
+# What an enqueue did: wrote a new job ("inserted"), returned the key's holder untouched
+# ("kept"), gave the pending holder the new payload ("replaced", same id), or released the key
+# of a holder already running and wrote a new job after it ("superseded", the new id).
+EnqueueOutcome = Literal["inserted", "kept", "replaced", "superseded"]
+
+
 @dataclass(slots=True)
 class NewJob:
     """One job to enqueue. ``payload`` is JSON text; the backend checks every limit first.
@@ -185,14 +201,41 @@ class NewJob:
     # With ``after``: the parents' return values come first among the handler's positional
     # arguments, in the order of ``after``.
     pass_results: bool = False
+    # With an idempotency key held by a hot job: what this enqueue does to it (ON_CONFLICT_MODES).
+    on_conflict: OnConflict = "keep"
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """Which jobs an enqueue with ``on_conflict`` put one after another: the job that
+    ``superseded_by`` took this one's idempotency key while it was past Pending (at
+    ``superseded_at``; ``cancel_requested``: it was also asked to stop, ``cancel_running``), and
+    the job this one ``supersedes``. None where there is none."""
+
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    cancel_requested: bool = False
+    supersedes: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
-    """The id a job has, and whether it already existed (same idempotency key still in hot)."""
+    """The id a job has, and whether it already existed (same idempotency key still in hot).
+
+    ``duplicate`` is true when the id is the key's holder's (``kept`` or ``replaced``);
+    ``outcome`` says which of the four things happened (``EnqueueOutcome``)."""
 
     id: str
     duplicate: bool
+    # Set only by an enqueue with on_conflict other than "keep" that changed the holder: the
+    # common results are built without it (a bulk enqueue makes one per job).
+    changed: EnqueueOutcome | None = None
+
+    @property
+    def outcome(self) -> EnqueueOutcome:
+        if self.changed is not None:
+            return self.changed
+        return "kept" if self.duplicate else "inserted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -841,6 +884,10 @@ class QueueStats:
     lag_max_seconds: float
     waiting: int = 0  # WAITING on parents (``after=``), blocked ones included
     blocked: int = 0  # WAITING on a parent that is in the DLQ
+    # Lifetime counts of enqueues with on_conflict that replaced a Pending job's payload, or
+    # superseded a job already past Pending (its key given up to a new job).
+    replaced_total: int = 0
+    superseded_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,26 @@ def test_enqueue_with_an_expiry_and_a_uniqueness_window(cli: Cli, store: Any) ->
     assert keyless.startswith("error: unique_for_seconds: needs an idempotency_key")
 
 
+def test_enqueue_on_conflict_replaces_the_pending_job_and_says_so(cli: Cli, store: Any) -> None:
+    cli("migrate")
+    args = ["enqueue", "reindex", "--idempotency-key", "doc:7", "--on-conflict"]
+    first = cli(*args, "replace", '{"rev": 1}').output.strip()
+    assert re.fullmatch(UUID, first)
+    again = cli(*args, "replace_payload", '{"rev": 2}').output
+    assert again.startswith(first) and "(replaced: the pending job" in again
+    assert json.loads(on_store(store, lambda b: b.job_get(first)).payload) == {"rev": 2}
+    on_store(store, lambda b: b.jobs_fetch(worker_id="w", limit=1, start=True))
+    latest = cli(*args, "cancel_running", '{"rev": 3}').output
+    assert "(superseded: the job with this idempotency key had started" in latest
+    new = latest.split()[0]
+    assert new != first
+    assert on_store(store, lambda b: b.job_get(first)).cancelled_by == f"superseded by {new}"
+    bad = cli("enqueue", "reindex", "--on-conflict", "merge", expect=2).output
+    assert "'merge' is not one of 'keep', 'replace', 'replace_payload'" in bad
+    keyless = cli("enqueue", "reindex", "--on-conflict", "replace", expect=1).output
+    assert keyless.startswith("error: on_conflict: 'replace' needs an idempotency_key")
+
+
 def test_migrate_reads_the_schema_from_the_environment(cli: Cli, store: Any) -> None:
     # As every other store command does: CHOKAQ_SCHEMA, not the default schema.
     env = {"CHOKAQ_SCHEMA": store.schema, "CHOKAQ_DATABASE_URL": store.url}

@@ -204,6 +204,31 @@ async def test_enqueues_are_counted_by_queue_and_type_and_duplicates_apart(store
         await app.close()
 
 
+async def test_each_enqueue_outcome_is_counted_and_the_lifetime_conflicts_exported(
+    store: Any,
+) -> None:
+    app = build(store.url, store.schema)
+    metrics = WorkerMetrics()
+    metrics.attach_app(app)
+    try:
+        flaky = app.handlers["flaky"]
+        replace = flaky.options(idempotency_key="k", on_conflict="replace")
+        assert (await replace.enqueue(n=1)).outcome == "inserted"
+        assert (await replace.enqueue(n=2)).outcome == "replaced"
+        assert (await flaky.options(idempotency_key="k").enqueue(n=3)).outcome == "kept"
+        await app.backend.jobs_fetch(worker_id="w", limit=1, queues=["mail"], start=True)
+        assert (await replace.enqueue(n=4)).outcome == "superseded"
+        text = metrics.render().decode()
+        for outcome in ("inserted", "replaced", "kept", "superseded"):
+            sample = f'chokaq_jobs_enqueue_outcomes_total{{outcome="{outcome}",queue="mail",'
+            assert f'{sample}type="flaky"}} 1.0' in text, outcome
+        stored = (await StoreMetrics(app).render()).decode()
+        assert _sample(stored, 'chokaq_queue_replaced_total{queue="mail"}') == 1.0
+        assert _sample(stored, 'chokaq_queue_superseded_total{queue="mail"}') == 1.0
+    finally:
+        await app.close()
+
+
 @contextlib.contextmanager
 def _spans() -> Iterator[tuple[Any, Any]]:
     """An SDK tracer provider with an in-memory exporter, as the global one for the block

@@ -145,6 +145,7 @@ async def test_a_handler_may_have_parameters_named_like_options(
         expires_at: str,
         expires_after_seconds: str,
         unique_for_seconds: str,
+        on_conflict: str,
         connection: str,
         after_outcome: str,
         pass_results: str,

@@ -113,6 +113,41 @@ def _unique(job_id: str, seconds: float | None, key: str = "u1") -> NewJob:
     return NewJob("t", queue="u", id=job_id, idempotency_key=key, unique_for_seconds=seconds)
 
 
+def _conflict(key: str | None, mode: str, payload: str = '{"v": 2}', **fields: Any) -> NewJob:
+    """A job of queue ``q`` keyed ``key`` enqueued with ``on_conflict=mode``."""
+    return NewJob("t", queue="q", payload=payload, idempotency_key=key, on_conflict=mode, **fields)
+
+
+async def _supersede(backend: Backend, mode: str) -> list[Any]:
+    """Enqueue a keyed job, start it, enqueue the key again with ``mode``: the outcomes, and
+    what became of the running job."""
+    queue, key = f"oc-{mode}", f"run-{mode}"
+    jobs = [NewJob("t", queue=queue, idempotency_key=key, on_conflict=mode) for _ in range(2)]
+    [first] = await backend.jobs_enqueue(jobs[:1], now=at(10))
+    await backend.jobs_fetch(worker_id="w9", limit=1, queues=[queue], start=True, now=at(10))
+    [second] = await backend.jobs_enqueue(jobs[1:], now=at(11))
+    running, new = await backend.job_get(first.id), await backend.job_get(second.id)
+    return [
+        first,
+        second,
+        (running.status, running.idempotency_key, running.cancel_requested_at),
+        running.cancelled_by == f"superseded by {second.id}",
+        (new.status, new.idempotency_key, new.scheduled_at),
+    ]
+
+
+async def _supersession_both_ways(backend: Backend) -> list[Any]:
+    """A running job superseded with cancel_running: what each of the two jobs says."""
+    queue = "oc-both"
+    jobs = [NewJob("t", queue=queue, idempotency_key="both", on_conflict="cancel_running")] * 2
+    [first] = await backend.jobs_enqueue(jobs[:1], now=at(10))
+    await backend.jobs_fetch(worker_id="w9", limit=1, queues=[queue], start=True, now=at(10))
+    [second] = await backend.jobs_enqueue(jobs[1:], now=at(11))
+    old = await backend.job_supersession(id=first.id)
+    new = await backend.job_supersession(id=second.id)
+    return [old, new, old.superseded_by == second.id, new.supersedes == first.id]
+
+
 def _expiring(
     job_id: str,
     expires_at: datetime | None,
@@ -278,6 +313,11 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("again", lambda b, s: b.migrate()),
         ("walk", lambda b, s: b.migrate(via_migrations=True)),
     ],
+    "job_supersession": [
+        ("unknown", lambda b, s: b.job_supersession(id=UNKNOWN)),
+        ("bad id", lambda b, s: b.job_supersession(id="nope")),
+        ("both ways", lambda b, s: _supersession_both_ways(b)),
+    ],
     "jobs_enqueue": [
         ("empty", lambda b, s: b.jobs_enqueue([], now=at(10))),
         ("one", lambda b, s: b.jobs_enqueue([NewJob(type="t", queue="q", id=H)], now=at(10))),
@@ -312,6 +352,34 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         # duplicate), and an expiry before the job was due was taken (EXPIRED at its claim).
         ("empty key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key="")])),
         ("padded key", lambda b, s: b.jobs_enqueue([NewJob(type="t", idempotency_key=" k1 ")])),
+        # Issue 36: enqueue conflicts, the bad ones refused naming on_conflict, the good ones
+        # deciding alike (the seeded "k1" is held by B, Pending).
+        ("unknown on_conflict", lambda b, s: b.jobs_enqueue([_conflict("k1", "merge")])),
+        ("on_conflict no key", lambda b, s: b.jobs_enqueue([_conflict(None, "replace")])),
+        (
+            "on_conflict unique",
+            lambda b, s: b.jobs_enqueue([_conflict("k1", "replace", unique_for_seconds=5.0)]),
+        ),
+        ("keep k1", lambda b, s: b.jobs_enqueue([_conflict("k1", "keep")], now=at(10))),
+        ("replace k1", lambda b, s: b.jobs_enqueue([_conflict("k1", "replace")], now=at(10))),
+        ("k1 replaced", lambda b, s: b.job_get(B)),
+        (
+            "replace_payload k1",
+            lambda b, s: b.jobs_enqueue(
+                [_conflict("k1", "replace_payload", delay_seconds=60.0)], now=at(11)
+            ),
+        ),
+        ("k1 throttled", lambda b, s: b.job_get(B)),
+        (
+            "replace new key in a batch",
+            lambda b, s: b.jobs_enqueue(
+                [_conflict("k2", "cancel_running"), _conflict("k2", "replace", '{"v": 3}')],
+                now=at(12),
+            ),
+        ),
+        ("supersede", lambda b, s: _supersede(b, "replace")),
+        ("latest wins", lambda b, s: _supersede(b, "cancel_running")),
+        ("conflict counters", lambda b, s: b.stats_queues(now=at(20))),
         ("expiry past", lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(5))], now=at(10))),
         ("expiry due", lambda b, s: b.jobs_enqueue([_expiring(UNKNOWN, at(10))], now=at(10))),
         (
@@ -624,6 +692,14 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("none ended", lambda b, s: b.unique_keys_tidy(older_than=at(59))),
         ("one ended", lambda b, s: b.unique_keys_tidy(older_than=at(60))),
         ("the other", lambda b, s: b.unique_keys_tidy(older_than=at(1000))),
+    ],
+    "supersessions_tidy": [
+        ("naive", lambda b, s: b.supersessions_tidy(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.supersessions_tidy(older_than=at(100), fence=_term())),
+        ("recorded", lambda b, s: _supersede(b, "replace")),
+        ("none before", lambda b, s: b.supersessions_tidy(older_than=at(11))),
+        ("one", lambda b, s: b.supersessions_tidy(older_than=at(11.5))),
+        ("again", lambda b, s: b.supersessions_tidy(older_than=at(1000))),
     ],
     "archive_purge": [
         ("naive", lambda b, s: b.archive_purge(older_than=NAIVE)),

@@ -8,8 +8,9 @@ from typing import Any, TextIO
 import click
 
 from ..errors import ValidationError
-from ..handles import JobHandle
+from ..handles import JobHandle, JobId
 from ..limits import check_payload
+from ..models import ON_CONFLICT_MODES
 from ..serializer import decode_arguments
 from .options import Store, parse_when, run_with_app, store_options
 
@@ -40,6 +41,13 @@ __all__ = ["COMMANDS"]
     "--idempotency-key",
     help="Skip the enqueue while a job with this key is active (kept as given: an empty key, "
     "or one with spaces at either end, is refused).",
+)
+@click.option(
+    "--on-conflict",
+    type=click.Choice(ON_CONFLICT_MODES),
+    help="With --idempotency-key, what to do to the active job holding the key: keep it "
+    "(default), replace its payload and due time, replace_payload only (throttle), or "
+    "cancel_running (latest wins). See docs/concepts.md, 'Debounce, throttle, latest wins'.",
 )
 @click.option(
     "--unique-for",
@@ -80,6 +88,7 @@ def enqueue(
     delay: float | None,
     run_at: str | None,
     idempotency_key: str | None,
+    on_conflict: str | None,
     unique_for: float | None,
     expires_after: float | None,
     expires_at: str | None,
@@ -104,6 +113,8 @@ def enqueue(
       chokaq enqueue publish '{}' --after 0190d1c2-... --after 0190d1c3-...
       chokaq enqueue digest '{"user": 7}' --idempotency-key digest:7 --unique-for 3600 \
           --expires-after 600
+      chokaq enqueue reindex '{"doc": 7}' --idempotency-key doc:7 --on-conflict replace \
+          --delay 5
       chokaq enqueue import_rows --payload-file rows.json --app myproject.jobs:app
       produce-json | chokaq enqueue import_rows --payload-file -
     """
@@ -140,6 +151,7 @@ def enqueue(
         "run_at": parse_when(run_at, param="--run-at", ahead=True),
         "idempotency_key": idempotency_key,
         "unique_for_seconds": unique_for,
+        "on_conflict": on_conflict,
         "expires_after_seconds": expires_after,
         "expires_at": parse_when(expires_at, param="--expires-at", ahead=True),
         "tags": tags,
@@ -151,11 +163,19 @@ def enqueue(
     if priority is not None:
         options["priority"] = priority
     job_id = run_with_app(app, lambda a: a.enqueue_raw(job_type, payload, **options))
+    click.echo(_answer(job_id, unique_for))
+
+
+def _answer(job_id: JobId, unique_for: float | None) -> str:
+    """The id printed, and what the enqueue did when it wrote no plain new job."""
+    if job_id.outcome == "replaced":
+        return f"{job_id} (replaced: the pending job with this idempotency key took the payload)"
+    if job_id.outcome == "superseded":
+        return f"{job_id} (superseded: the job with this idempotency key had started; new job)"
     if job_id.duplicate:
         held = "its window is open" if unique_for is not None else "it is still active"
-        click.echo(f"{job_id} (duplicate: the job with this idempotency key; {held})")
-    else:
-        click.echo(job_id)
+        return f"{job_id} (duplicate: the job with this idempotency key; {held})"
+    return str(job_id)
 
 
 def _signature(handle: JobHandle[Any, Any]) -> str:

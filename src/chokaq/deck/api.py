@@ -252,8 +252,9 @@ def _listed(job: JobView, job_filter: JobFilter) -> dict[str, Any]:
 async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
     """Every field of one job, its ``state``, its result (archive), its ``workflow_id`` and
     its ``parents`` and ``children`` (at most ``relatives_limit`` each) with their states, a
-    durable job's ``steps``, and its ``stream``: how many items it emitted and the last
-    ``STREAM_TAIL`` (20)."""
+    durable job's ``steps``, its ``stream``: how many items it emitted and the last
+    ``STREAM_TAIL`` (20), and its ``supersession`` (``on_conflict``: which job superseded it,
+    which it superseded)."""
     job_id = check_job_id("id", request.path_params["id"])
     backend = state.app.backend
     job = await backend.job_get_related(id=job_id)
@@ -265,10 +266,12 @@ async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
     if length:
         start = max(0, length - STREAM_TAIL)
         tail = await backend.streams_read(job_id=job_id, from_index=start, limit=STREAM_TAIL)
+    supersession = dump(await backend.job_supersession(id=job_id))
     return {
         **job_json(job),
         "relatives_limit": MAX_RELATIVES,
         "steps": steps,
+        "supersession": supersession,
         "stream": stream_json(length, tail),
     }
 
@@ -643,7 +646,8 @@ ROUTES: tuple[ApiRoute, ...] = (
         "/api/jobs/{id}",
         get_job,
         "Every field of one job wherever it lives, its state, its result (archive), its "
-        "workflow and its parents and children with their states",
+        "workflow and its parents and children with their states, and which job superseded "
+        "it or it superseded (on_conflict)",
     ),
     ApiRoute(
         "GET",

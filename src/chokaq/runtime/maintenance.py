@@ -299,6 +299,12 @@ async def run_retention(
         ),
         # An ended uniqueness window is taken over by the next enqueue of its key: drop it.
         "unique_keys": await backend.unique_keys_tidy(older_than=now, fence=fence),
+        # Which job superseded which (on_conflict) is kept as long as either job may be.
+        "supersessions": await backend.supersessions_tidy(
+            older_than=now
+            - timedelta(days=max(settings.retention_archive_days, settings.retention_dlq_days)),
+            fence=fence,
+        ),
     }
     if done["rolled_up"]:
         log_event(Event.METRICS_ROLLED_UP, "metric buckets rolled up", buckets=done["rolled_up"])

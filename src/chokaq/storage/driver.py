@@ -60,6 +60,7 @@ from ..models import (
     StepRecord,
     StreamItem,
     Summary,
+    Supersession,
     Throughput,
     TypeLimit,
     UnservedQueue,
@@ -565,6 +566,9 @@ class Driver(abc.ABC):
     async def job_get(self, id: str) -> JobView | None: ...
 
     @abc.abstractmethod
+    async def job_supersession(self, id: str) -> Supersession: ...
+
+    @abc.abstractmethod
     async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
         """The job's failed attempts, newest first, at most ``limit``."""
 
@@ -611,6 +615,10 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``unique_keys`` rows whose window ended at or before ``older_than``."""
+
+    @abc.abstractmethod
+    async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``job_supersessions`` rows recorded before ``older_than``."""
 
     # -- leadership: leases on a role (leadership.py) -----------------------------------------
 

@@ -157,6 +157,16 @@ class MaintenanceOperations(OperationGroup):
         return await self.driver.unique_keys_tidy(cutoff, _fence(fence))
 
     @operation
+    async def supersessions_tidy(
+        self, *, older_than: datetime, fence: LeaderTerm | None = None
+    ) -> int:
+        """Forget which job superseded which (``on_conflict``) for supersessions recorded
+        before ``older_than`` (the retention pass gives the older of its archive and DLQ
+        cut-offs: by then both jobs are gone). Returns how many were dropped."""
+        cutoff = check_time("older_than", older_than)
+        return await self.driver.supersessions_tidy(cutoff, _fence(fence))
+
+    @operation
     async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
         """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts
         and durations, keeping the max) and delete them, in one transaction. Returns the number

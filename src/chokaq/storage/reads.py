@@ -28,6 +28,7 @@ from ..models import (
     QueueStats,
     SeriesPoint,
     Summary,
+    Supersession,
     Throughput,
     UnservedQueue,
 )
@@ -212,6 +213,12 @@ class ReadOperations(OperationGroup):
     async def job_get(self, id: str) -> JobView | None:
         """One job looked up in hot, then archive, then DLQ, with every field and its payload."""
         return await self.driver.job_get(check_job_id("id", id))
+
+    @operation
+    async def job_supersession(self, *, id: str) -> Supersession:
+        """Which job superseded job ``id`` (an enqueue with ``on_conflict`` took its key while
+        it was past Pending), and which job it superseded; empty when neither happened."""
+        return await self.driver.job_supersession(check_job_id("id", id))
 
     @operation
     async def job_attempts(self, *, id: str, limit: int = checks.ATTEMPTS_KEPT) -> list[JobAttempt]:

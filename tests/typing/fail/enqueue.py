@@ -25,6 +25,7 @@ async def producer(ctx: JobContext) -> None:
     send_email.prepare("a", "b", "c")  # E: call-arg
     await send_email.options(priority="high").enqueue(to="a", subject="b")  # E: arg-type
     await send_email.options(colour="red").enqueue(to="a", subject="b")  # E: call-arg
+    await send_email.options(on_conflict="merge").enqueue(to="a", subject="b")  # E: arg-type
     await send_email.options(delay_seconds=1).enqueue(to="a")  # E: call-arg
     send_email.options(queue="q").enqueue_sync(to=1, subject="b")  # E: arg-type
     build_report.prepare(report_id="1")  # E: arg-type

@@ -40,4 +40,7 @@ async def producer(ctx: JobContext) -> None:
     text: str = build_report(ctx, 4)
     number: int = plain(1, label="x")
     plain.options(max_attempts=2, idempotency_key="k", created_by="me").enqueue_sync(1)
+    latest = await plain.options(idempotency_key="k", on_conflict="replace").enqueue(2)
+    outcome: str = latest.outcome
+    print(outcome)
     print(ids, text, number)

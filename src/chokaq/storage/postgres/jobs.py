@@ -37,6 +37,9 @@ ENQUEUE_CHUNK = 1_000
 GraphColumns = tuple[dict[str, int], dict[str, int]]
 # How often an enqueue looks for a stored parent that moved between pillars while it looked.
 GRAPH_LOCATE_TRIES = 5
+# How often an enqueue with on_conflict runs again after losing its key to a concurrent one
+# (each loss means another enqueue of the key committed: a few suffice under any contention).
+CONFLICT_TRIES = 20
 
 
 def edit_params(edits: Edits) -> dict[str, Any]:
@@ -67,9 +70,13 @@ class PostgresJobs(PostgresCore):
         first_with_key: dict[str, int] = {}
         later: dict[int, int] = {}  # in-batch duplicate -> the first job with its key
         todo: list[int] = []
+        conflicting: list[int] = []  # on_conflict other than "keep": one statement each, last
         for i, job in enumerate(checked):
             key = job.idempotency_key
             if key is not None:
+                if job.on_conflict != "keep":
+                    conflicting.append(i)
+                    continue
                 if key in first_with_key:
                     later[i] = first_with_key[key]
                     continue
@@ -80,6 +87,10 @@ class PostgresJobs(PostgresCore):
         unique = [i for i in todo if checked[i].unique_for_seconds is not None]
         chunked = len(todo) > ENQUEUE_CHUNK or graph is not None or bool(unique)
         rounds = self._enqueue_rounds if graph is None else partial(self._enqueue_graph, graph)
+        if conflicting:
+            # Several statements (another job, or a retry) hold together in one transaction.
+            chunked = chunked or len(checked) > 1
+            rounds = partial(self._enqueue_conflicting, rounds, conflicting)
 
         if connection is None:
             async with self._connection("enqueue") as conn, _holding(conn, chunked):
@@ -176,6 +187,45 @@ class PostgresJobs(PostgresCore):
                     "ids": [results[i].id for i in pointed],  # type: ignore[union-attr]
                 }
                 await execute(self._q["jobs_unique_point"], params)
+
+    async def _enqueue_conflicting(
+        self,
+        rounds: Any,
+        conflicting: list[int],
+        execute: Any,
+        jobs: list[NewJob],
+        ids: list[str | None],
+        todo: list[int],
+        results: list[EnqueueResult | None],
+        now: datetime | None,
+        chunk: int | None = ENQUEUE_CHUNK,
+    ) -> None:
+        """The batch's other jobs as usual, then each job with an ``on_conflict`` other than
+        "keep" in input order (a later one with the same key acts on the earlier one), each
+        decided by one statement (``fragment_enqueue_conflict``). A statement that wrote
+        nothing lost a race to a holder committed after its snapshot, and runs again."""
+        if todo:
+            await rounds(execute, jobs, ids, todo, results, now, chunk)
+        for i in conflicting:
+            job = jobs[i]
+            known = job.queue in self._ensured_queues
+            query = self._q["jobs_enqueue_conflict_known" if known else "jobs_enqueue_conflict"]
+            params = {
+                **self._enqueue_params(jobs, ids, [i], now),
+                "keep_due": job.on_conflict == "replace_payload",
+                "cancel": job.on_conflict == "cancel_running",
+            }
+            for _ in range(CONFLICT_TRIES):
+                rows = await _rows(execute, query, params)
+                decided = [row for row in rows if row[0] is not None]
+                if decided:
+                    results[i] = _decided(*decided[0])
+                    break
+            else:
+                raise StorageError(
+                    f"enqueue: the idempotency key {job.idempotency_key!r} changed hands "
+                    f"{CONFLICT_TRIES} times during one enqueue"
+                )
 
     async def _take_unique(
         self,
@@ -474,6 +524,16 @@ def _inserted(
     if unkeyed:
         raise StorageError("enqueue: the server inserted a different number of jobs")
     return conflicted
+
+
+def _decided(outcome: int, job_id: str) -> EnqueueResult:
+    """The result of an enqueue with on_conflict, from what its statement returned (0
+    replaced, 1 inserted, 2 superseded)."""
+    if outcome == 0:
+        return EnqueueResult(id=job_id, duplicate=True, changed="replaced")
+    if outcome == 2:
+        return EnqueueResult(id=job_id, duplicate=False, changed="superseded")
+    return EnqueueResult(id=job_id, duplicate=False)
 
 
 def _joined(field: str, values: list[str]) -> str:

@@ -26,6 +26,7 @@ from ...models import (
     QueueStats,
     SeriesPoint,
     Summary,
+    Supersession,
     Throughput,
     UnservedQueue,
 )
@@ -232,6 +233,8 @@ class PostgresReads(PostgresCore):
                 lag_max_seconds=float(row[16]),
                 waiting=row[17],
                 blocked=row[18],
+                replaced_total=row[20],
+                superseded_total=row[21],
             )
             for row in rows
         ]
@@ -270,6 +273,11 @@ class PostgresReads(PostgresCore):
             )
             for row in rows
         ]
+
+    async def job_supersession(self, id: str) -> Supersession:
+        row = await self._one("job_supersession", {"id": id})
+        assert row is not None
+        return Supersession(row[0], row[1], bool(row[2]), row[3])
 
     async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
         rows = await self._rows("attempts_list", {"id": id, "limit": limit})

@@ -48,6 +48,7 @@ __all__ = [
     "hot_advance",
     "hot_edit",
     "move_by_status",
+    "superseded_cancels",
 ]
 
 
@@ -201,7 +202,7 @@ def _enqueue_rows(
     rows: list[dict[str, object]] = []
     for i, job in enumerate(jobs):
         key = job.idempotency_key
-        if key is not None:
+        if key is not None and job.on_conflict == "keep":
             if key in first_by_key:
                 continue
             first_by_key[key] = i
@@ -253,6 +254,9 @@ def _enqueue(
 ) -> list[EnqueueResult]:
     conn, q = db.conn, db.q
     ensure_queues(db, [job.queue for job in jobs], now)
+    conflicting: list[tuple[int, dict[str, object]]] = []
+    if any(job.on_conflict != "keep" for job in jobs):
+        rows, conflicting = _split_conflicting(jobs, ids, rows)
     windows: dict[str, float] = {}
     for held_key, i in first_by_key.items():
         seconds = jobs[i].unique_for_seconds
@@ -285,16 +289,67 @@ def _enqueue(
                 if k not in held
             ],
         )
+    # After the batch's other jobs, in input order: a later one acts on an earlier one.
+    decided = {i: _enqueue_conflict(db, jobs[i], row, now) for i, row in conflicting}
     results = []
     for i, job in enumerate(jobs):
         key = job.idempotency_key
         if key is None:
             results.append(EnqueueResult(id=ids[i], duplicate=False))
             continue
+        if i in decided:
+            results.append(decided[i])
+            continue
         holder = holders.get(key, ids[first_by_key[key]])
         first = first_by_key[key] == i
         results.append(EnqueueResult(id=holder, duplicate=not (first and holder == ids[i])))
     return results
+
+
+def _split_conflicting(
+    jobs: Sequence[NewJob], ids: list[str], rows: list[dict[str, object]]
+) -> tuple[list[dict[str, object]], list[tuple[int, dict[str, object]]]]:
+    """The rows of the jobs enqueued as usual, and (by index) those of the jobs with an
+    ``on_conflict`` other than "keep" (``_enqueue_rows`` keeps a row for each of them)."""
+    index = {ids[i]: i for i, job in enumerate(jobs) if job.on_conflict != "keep"}
+    plain = [row for row in rows if row["id"] not in index]
+    return plain, [(index[str(row["id"])], row) for row in rows if row["id"] in index]
+
+
+def _enqueue_conflict(
+    db: Database, job: NewJob, row: dict[str, object], now: float
+) -> EnqueueResult:
+    """One job with an ``on_conflict`` other than "keep" (docs/concepts.md), inside the write
+    transaction, which keeps every other writer out: a Pending holder of the key takes the new
+    payload in place; a holder past Pending gives its key up to the new job, the supersession
+    is recorded, and with cancel_running a claimed or running holder is asked to stop."""
+    conn, q = db.conn, db.q
+    params = {**row, "mode": job.on_conflict}
+    # The key is unique in hot: at most one row, read whole so that the statement completes.
+    for holder, queue in conn.execute(q["jobs_conflict_replace"], params).fetchall():
+        conn.execute(q["stats_conflict_bump"], {"queue": queue, "replaced": 1, "superseded": 0})
+        return EnqueueResult(id=holder, duplicate=True, changed="replaced")
+    found = conn.execute(q["jobs_conflict_holder"], row).fetchone()
+    if found is None:
+        conn.execute(q["jobs_enqueue"], row)
+        return EnqueueResult(id=str(row["id"]), duplicate=False)
+    holder, status, queue = found
+    params.update(holder=holder, queue=queue)
+    params["cancel"] = job.on_conflict == "cancel_running" and status in (
+        JobStatus.FETCHED,
+        JobStatus.PROCESSING,
+    )
+    conn.execute(q["jobs_conflict_release"], params)
+    conn.execute(q["jobs_conflict_record"], params)
+    conn.execute(q["jobs_enqueue"], row)
+    conn.execute(q["stats_conflict_bump"], {**params, "replaced": 0, "superseded": 1})
+    return EnqueueResult(id=str(row["id"]), duplicate=False, changed="superseded")
+
+
+def superseded_cancels(db: Database, by_ids: list[str]) -> list[str]:
+    """The jobs that the jobs ``by_ids`` superseded and asked to stop (cancel_running)."""
+    params = {"ids": json.dumps(by_ids)}
+    return [row[0] for row in db.conn.execute(db.q["jobs_superseded_cancels"], params)]
 
 
 # -- moves out of hot -------------------------------------------------------------------------
@@ -487,6 +542,13 @@ class SQLiteJobs(SQLiteCore):
     ) -> list[EnqueueResult]:
         results = await self._db.call(enqueue, jobs_, ts_now(now), graph)
         broadcast_jobs(self._db.key, [job.queue for job in jobs_])
+        latest = [
+            r.id
+            for r, job in zip(results, jobs_, strict=True)
+            if r.changed == "superseded" and job.on_conflict == "cancel_running"
+        ]
+        if latest:  # the workers of this process hear it now, the others at their heartbeat
+            broadcast_cancel(self._db.key, await self._db.call(superseded_cancels, latest))
         return results
 
     async def jobs_cancel(

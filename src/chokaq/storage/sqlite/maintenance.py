@@ -68,9 +68,19 @@ def metrics_prune(db: Database, cutoff: float, width: int, fence: LeaderTerm | N
 
 
 def unique_keys_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    return _fenced_delete(db, "unique_keys_tidy", before, fence)
+
+
+def supersessions_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    return _fenced_delete(db, "supersessions_tidy", before, fence)
+
+
+def _fenced_delete(db: Database, name: str, before: float, fence: LeaderTerm | None) -> int:
+    """Run the delete ``name`` of the rows before ``before`` under the leader's fence."""
+
     def run() -> int:
         check_fence(db, fence)
-        return db.conn.execute(db.q["unique_keys_tidy"], {"before": before}).rowcount
+        return db.conn.execute(db.q[name], {"before": before}).rowcount
 
     return db.write(run)
 
@@ -211,3 +221,6 @@ class SQLiteMaintenance(SQLiteCore):
 
     async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         return await self._db.call(unique_keys_tidy, older_than.timestamp(), fence)
+
+    async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        return await self._db.call(supersessions_tidy, older_than.timestamp(), fence)

@@ -27,6 +27,7 @@ from ...models import (
     QueueStats,
     SeriesPoint,
     Summary,
+    Supersession,
     Throughput,
     UnservedQueue,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "filter_params",
     "job_attempts",
     "job_get",
+    "job_supersession",
     "jobs_count",
     "jobs_lag",
     "jobs_list",
@@ -155,6 +157,8 @@ def stats_queues(db: Database, now: float) -> list[QueueStats]:
                     lag_max_seconds=float(values[16]),
                     waiting=values[17],
                     blocked=values[18],
+                    replaced_total=values[20],
+                    superseded_total=values[21],
                 )
             )
         return out
@@ -199,6 +203,11 @@ def top_errors(db: Database, limit: int, scan: int) -> list[ErrorGroup]:
         )
         for reason, family, count, latest in rows
     ]
+
+
+def job_supersession(db: Database, job_id: str) -> Supersession:
+    row = db.conn.execute(db.q["job_supersession"], {"id": job_id}).fetchone()
+    return Supersession(row[0], from_ts(row[1]), bool(row[2]), row[3])
 
 
 def job_attempts(db: Database, job_id: str, limit: int) -> list[JobAttempt]:
@@ -421,3 +430,6 @@ class SQLiteReads(SQLiteCore):
 
     async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
         return await self._db.call(job_attempts, id, limit)
+
+    async def job_supersession(self, id: str) -> Supersession:
+        return await self._db.call(job_supersession, id)

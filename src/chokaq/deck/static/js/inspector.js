@@ -79,6 +79,7 @@ function renderInspector(j) {
   $("drawer").dataset.status = j.status || "";
   $("drawer").dataset.state = j.state || "";
   renderResult(j);
+  renderSupersession(j.supersession || {});
   renderRelatives(j);
   var dl = $("insp-fields");
   clear(dl);
@@ -116,6 +117,21 @@ function renderResult(j) {
     setText(pre, j.result === null || j.result === undefined ? "null (nothing returned)" : pretty(j.result));
     pre.className = "code";
   }
+}
+
+// An enqueue with on_conflict that took this job's idempotency key while it ran ("superseded
+// by", and whether it asked it to stop), and the job this one took the key from.
+function renderSupersession(s) {
+  var by = $("insp-superseded"), of = $("insp-supersedes");
+  clear(by);
+  clear(of);
+  by.hidden = !s.superseded_by;
+  of.hidden = !s.supersedes;
+  if (s.superseded_by) {
+    by.append("Superseded by ", jobLink(s.superseded_by),
+      s.cancel_requested ? " (latest wins: asked to stop) " : " ", when(s.superseded_at));
+  }
+  if (s.supersedes) { of.append("Supersedes ", jobLink(s.supersedes)); }
 }
 
 export function stateBadge(st) {

@@ -36,9 +36,9 @@ function renderQueues(queues) {
 
 function buildQueueRow(q) {
   var tr = el("tr");
-  for (var i = 0; i < 14; i++) { tr.appendChild(el("td")); }
+  for (var i = 0; i < 16; i++) { tr.appendChild(el("td")); }
   tr.children[0].className = "qname";
-  tr.children[11].dataset.col = "rate";
+  tr.children[13].dataset.col = "rate";
   if (isAdmin) {
     var ctl = el("td", { className: "admin-only" },
       el("button", { type: "button", className: "q-pause" }), " ",
@@ -50,9 +50,9 @@ function buildQueueRow(q) {
       title: "at least 15 s: three heartbeat intervals of a default worker" });
     var rate = el("input", { className: "q-rate", placeholder: "none", size: 7, spellcheck: false,
       title: "N/s, N/m or N/h; empty: no rate" });
-    clear(tr.children[9]); tr.children[9].appendChild(mw);
-    clear(tr.children[10]); tr.children[10].appendChild(zt);
-    tr.children[11].appendChild(rate);
+    clear(tr.children[11]); tr.children[11].appendChild(mw);
+    clear(tr.children[12]); tr.children[12].appendChild(zt);
+    tr.children[13].appendChild(rate);
     ctl.querySelector(".q-pause").addEventListener("click", function () { pauseOrResume(q.name, tr); });
     ctl.querySelector(".q-hide").addEventListener("click", function () {
       queueAction({ queue: q.name, hidden: tr.dataset.hidden !== "true" });
@@ -89,26 +89,31 @@ function updateQueueRow(tr, q) {
   c[5].className = q.blocked ? "st-blocked" : "";
   c[6].textContent = fmtNum(q.succeeded_total);
   c[7].textContent = fmtNum(q.failed_total);
-  c[8].textContent = q.lag_count ? fmtSecs(q.lag_avg_seconds) + " / " + fmtSecs(q.lag_max_seconds) : "–";
-  c[8].className = "lag-" + q.lag_level;
+  // Enqueues with on_conflict (docs/concepts.md, "Debounce, throttle, latest wins").
+  c[8].textContent = fmtNum(q.replaced_total);
+  c[8].dataset.col = "replaced";
+  c[9].textContent = fmtNum(q.superseded_total);
+  c[9].dataset.col = "superseded";
+  c[10].textContent = q.lag_count ? fmtSecs(q.lag_avg_seconds) + " / " + fmtSecs(q.lag_max_seconds) : "–";
+  c[10].className = "lag-" + q.lag_level;
   if (isAdmin) {
-    setInput(c[9].firstChild, q.max_workers);
-    setInput(c[10].firstChild, q.zombie_timeout_seconds);
-    setInput(c[11].firstChild, q.rate_limit);
-    var pause = c[14].querySelector(".q-pause");
+    setInput(c[11].firstChild, q.max_workers);
+    setInput(c[12].firstChild, q.zombie_timeout_seconds);
+    setInput(c[13].firstChild, q.rate_limit);
+    var pause = c[16].querySelector(".q-pause");
     pause.textContent = !q.active ? "Activate" : (q.paused ? "Resume" : "Pause");
     pause.title = !q.active ? "Deactivated through the Python API (queue_activate): workers skip it. Activate lets them claim its jobs again."
       : q.paused ? "Resume: workers claim this queue's jobs again." : "Pause: workers stop claiming this queue's jobs (running ones finish; new ones wait). Asks first.";
-    c[14].querySelector(".q-hide").textContent = q.hidden ? "Unhide" : "Hide";
+    c[16].querySelector(".q-hide").textContent = q.hidden ? "Unhide" : "Hide";
   } else {
-    c[9].textContent = q.max_workers === null ? "∞" : q.max_workers;
-    c[10].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
-    setText(c[11], q.rate_limit || "–");
+    c[11].textContent = q.max_workers === null ? "∞" : q.max_workers;
+    c[12].textContent = q.zombie_timeout_seconds === null ? "default" : q.zombie_timeout_seconds;
+    setText(c[13], q.rate_limit || "–");
   }
-  c[12].textContent = (!q.active ? "INACTIVE" : (q.paused ? "PAUSED" : "ACTIVE")) + (q.hidden ? " · HIDDEN" : "");
-  c[12].className = q.paused || !q.active ? "st-failed" : "st-succeeded";
-  c[12].title = q.hidden ? "Hidden from this list only (show hidden lists it); workers still serve it unless it is paused." : "";
-  c[13].textContent = ago(q.last_activity_at);
+  c[14].textContent = (!q.active ? "INACTIVE" : (q.paused ? "PAUSED" : "ACTIVE")) + (q.hidden ? " · HIDDEN" : "");
+  c[14].className = q.paused || !q.active ? "st-failed" : "st-succeeded";
+  c[14].title = q.hidden ? "Hidden from this list only (show hidden lists it); workers still serve it unless it is paused." : "";
+  c[15].textContent = ago(q.last_activity_at);
 }
 
 // Pausing stops processing, so it asks first; resuming (and activating) does not.

@@ -137,6 +137,98 @@ SELECT NULL::text, count(*) FROM plain
 UNION ALL
 SELECT NULL, NULL FROM woken
 
+-- name: fragment_enqueue_conflict
+-- One job enqueued with on_conflict other than "keep" (docs/concepts.md, "Debounce, throttle,
+-- latest wins"), decided in this one statement. A Pending holder of the key takes the new
+-- payload in place (and, but for replace_payload, the new due time and expiry). A holder past
+-- Pending (claimed, running, suspended) is never changed in place: it gives its key up to a
+-- new job written after it, the supersession is recorded, and with cancel_running a claimed or
+-- running one is asked to stop as jobs_cancel asks. Each update re-checks the holder's status
+-- on the row as committed (a claim may have moved it since this statement's snapshot), and
+-- the insert finds the key taken when a holder was committed after the snapshot: either way
+-- the statement returns no row, and the caller runs it again. (No FOR UPDATE on the holder:
+-- the updates lock the row they change, and a lock of its own cost a WAL record per enqueue.)
+holder AS MATERIALIZED (
+    SELECT h.id, h.status, h.queue FROM {schema}.jobs_hot h
+    WHERE h.idempotency_key = (SELECT idempotency_key FROM input)
+),
+replaced AS (
+    UPDATE {schema}.jobs_hot h
+    SET payload = i.payload,
+        scheduled_at = CASE WHEN %(keep_due)s THEN h.scheduled_at
+            ELSE coalesce(i.run_at, c.now + make_interval(secs => i.delay_seconds), c.now) END,
+        expires_at = CASE WHEN %(keep_due)s THEN h.expires_at
+            ELSE coalesce(i.expires_at, c.now + make_interval(secs => i.expires_after)) END,
+        updated_at = c.now
+    FROM holder o, input i, clock c
+    WHERE h.id = o.id AND o.status = 0 AND h.status = 0
+    RETURNING h.id
+),
+released AS (
+    UPDATE {schema}.jobs_hot h
+    SET idempotency_key = NULL,
+        cancel_requested_at = CASE WHEN %(cancel)s AND h.status < 3
+            THEN coalesce(h.cancel_requested_at, c.now) ELSE h.cancel_requested_at END,
+        cancelled_by = CASE WHEN %(cancel)s AND h.status < 3
+            THEN 'superseded by ' || i.id::text ELSE h.cancelled_by END,
+        updated_at = c.now
+    FROM holder o, input i, clock c
+    WHERE h.id = o.id AND o.status <> 0 AND h.status <> 0
+      AND h.idempotency_key = i.idempotency_key
+    RETURNING h.id, i.id AS by_id, %(cancel)s AND h.status < 3 AS cancel
+),
+recorded AS (
+    INSERT INTO {schema}.job_supersessions (job_id, by_id, cancel_requested, at)
+    SELECT r.id, r.by_id, r.cancel, c.now FROM released r CROSS JOIN clock c
+),
+inserted AS (
+-- include: fragment_enqueue_columns
+-- include: fragment_enqueue_rows
+    -- The scalar subquery on released makes the key's release run before this insert looks
+    -- at the unique index (a one-time filter is evaluated before the first row).
+    WHERE NOT EXISTS (SELECT 1 FROM holder WHERE status = 0)
+      AND (SELECT count(*) FROM released) >= 0
+    ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id, queue
+),
+counted AS (
+    UPDATE {schema}.stats_summary s
+    SET replaced_total = s.replaced_total + (SELECT count(*) FROM replaced),
+        superseded_total = s.superseded_total + (SELECT count(*) FROM released)
+    FROM holder o
+    WHERE s.queue = o.queue
+),
+woken AS MATERIALIZED (
+    SELECT pg_notify(%(channel)s, 'j:' || queue) FROM inserted
+    UNION ALL
+    SELECT pg_notify(%(channel)s, 'c:' || id::text) FROM released WHERE cancel
+)
+-- What happened: 0 replaced, 1 inserted, 2 superseded (inserted after a release).
+SELECT 0::bigint, id::text FROM replaced
+UNION ALL
+SELECT 1 + (SELECT count(*) FROM released), id::text FROM inserted
+UNION ALL
+SELECT NULL, NULL FROM woken
+
+-- name: jobs_enqueue_conflict
+-- fragment_enqueue_conflict on a queue this process has not ensured yet.
+WITH
+-- include: fragment_enqueue_input
+,
+names AS MATERIALIZED (
+    SELECT DISTINCT queue FROM input
+),
+-- include: fragment_ensure_queues
+,
+-- include: fragment_enqueue_conflict
+
+-- name: jobs_enqueue_conflict_known
+-- fragment_enqueue_conflict on a known queue (its rows are never deleted).
+WITH
+-- include: fragment_enqueue_input
+,
+-- include: fragment_enqueue_conflict
+
 -- name: jobs_enqueue_holders
 SELECT idempotency_key, id::text
 FROM {schema}.jobs_hot

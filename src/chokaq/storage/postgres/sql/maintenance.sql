@@ -224,5 +224,8 @@ SELECT count(*) FROM gone
 -- name: unique_keys_tidy
 DELETE FROM {schema}.unique_keys WHERE until <= %(before)s
 
+-- name: supersessions_tidy
+DELETE FROM {schema}.job_supersessions WHERE at < %(before)s
+
 -- name: limit_state_tidy
 DELETE FROM {schema}.limit_state WHERE tat < %(before)s

@@ -72,6 +72,14 @@ SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at
        error_type
 FROM {schema}.jobs_dlq
 
+-- name: job_supersession
+-- The job that superseded this one (on_conflict), when, whether it asked it to stop, and the
+-- job this one superseded (one row, NULLs where there is none).
+SELECT s.by_id::text, s.at, coalesce(s.cancel_requested, false),
+       (SELECT o.job_id::text FROM {schema}.job_supersessions o WHERE o.by_id = %(id)s::uuid)
+FROM (SELECT 1) one
+LEFT JOIN {schema}.job_supersessions s ON s.job_id = %(id)s::uuid
+
 -- name: stats_summary
 SELECT
     (SELECT count(*) FROM {schema}.jobs_hot WHERE status = 0),
@@ -123,7 +131,8 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(h.lag_count, 0), coalesce(h.lag_avg, 0)::float8, coalesce(h.lag_max, 0)::float8,
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden,
+       coalesce(s.replaced_total, 0), coalesce(s.superseded_total, 0)
 FROM {schema}.queues q
 LEFT JOIN {schema}.stats_summary s ON s.queue = q.name
 LEFT JOIN hot h ON h.queue = q.name

@@ -27,6 +27,47 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 SELECT idempotency_key, id FROM {p}jobs_hot
 WHERE idempotency_key IN (SELECT value FROM json_each(:keys))
 
+-- name: jobs_conflict_holder
+-- The hot job holding a key, for an enqueue with on_conflict other than "keep" (the write
+-- transaction it runs in keeps every other writer out until it commits).
+SELECT id, status, queue FROM {p}jobs_hot WHERE idempotency_key = :idempotency_key
+
+-- name: jobs_conflict_replace
+-- A Pending holder of the key takes the new payload in place, and but for replace_payload the
+-- new due time and expiry (tried first: the common case, a debounce's hit, is one statement).
+UPDATE {p}jobs_hot
+SET payload = :payload,
+    scheduled_at = CASE WHEN :mode = 'replace_payload' THEN scheduled_at ELSE :scheduled_at END,
+    expires_at = CASE WHEN :mode = 'replace_payload' THEN expires_at ELSE :expires_at END,
+    updated_at = :now
+WHERE idempotency_key = :idempotency_key AND status = 0
+RETURNING id, queue
+
+-- name: jobs_conflict_release
+-- A holder past Pending gives its key up to the new job; with cancel_running a claimed or
+-- running one is asked to stop, as jobs_cancel_request asks.
+UPDATE {p}jobs_hot
+SET idempotency_key = NULL,
+    cancel_requested_at = CASE WHEN :cancel THEN coalesce(cancel_requested_at, :now)
+                               ELSE cancel_requested_at END,
+    cancelled_by = CASE WHEN :cancel THEN 'superseded by ' || :id ELSE cancelled_by END,
+    updated_at = :now
+WHERE id = :holder
+
+-- name: jobs_conflict_record
+INSERT INTO {p}job_supersessions (job_id, by_id, cancel_requested, at)
+VALUES (:holder, :id, :cancel, :now)
+ON CONFLICT (job_id) DO NOTHING
+
+-- name: jobs_superseded_cancels
+SELECT job_id FROM {p}job_supersessions
+WHERE by_id IN (SELECT value FROM json_each(:ids)) AND cancel_requested
+
+-- name: stats_conflict_bump
+UPDATE {p}stats_summary
+SET replaced_total = replaced_total + :replaced, superseded_total = superseded_total + :superseded
+WHERE queue = :queue
+
 -- name: jobs_unique_held
 -- The keys of a batch whose uniqueness window (unique_for_seconds) is still open, and the job
 -- that opened it: an enqueue with such a key gets that job, wherever it is by now.

@@ -85,3 +85,6 @@ DELETE FROM {p}metric_buckets WHERE width_seconds = 1 AND bucket_start < :cutoff
 
 -- name: unique_keys_tidy
 DELETE FROM {p}unique_keys WHERE until <= :before
+
+-- name: supersessions_tidy
+DELETE FROM {p}job_supersessions WHERE at < :before

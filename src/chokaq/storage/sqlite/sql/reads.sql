@@ -46,6 +46,13 @@ WHERE job_id = :id
 ORDER BY seq DESC
 LIMIT :limit
 
+-- name: job_supersession
+-- See the PostgreSQL block of the same name.
+SELECT s.by_id, s.at, coalesce(s.cancel_requested, 0),
+       (SELECT o.job_id FROM {p}job_supersessions o WHERE o.by_id = :id)
+FROM (SELECT 1) one
+LEFT JOIN {p}job_supersessions s ON s.job_id = :id
+
 -- name: stats_summary
 SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0),
        coalesce(sum(status = 3), 0)
@@ -63,7 +70,8 @@ SELECT q.name, q.paused, q.active, q.max_workers, q.zombie_timeout_seconds,
        coalesce(s.succeeded_total, 0), coalesce(s.failed_total, 0),
        coalesce(s.retried_total, 0), s.last_activity_at,
        coalesce(l.n, 0), coalesce(l.lag_avg, 0.0), coalesce(l.lag_max, 0.0),
-       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden
+       coalesce(w.waiting, 0), coalesce(w.blocked, 0), q.hidden,
+       coalesce(s.replaced_total, 0), coalesce(s.superseded_total, 0)
 FROM {p}queues AS q
 LEFT JOIN {p}stats_summary AS s ON s.queue = q.name
 LEFT JOIN (SELECT queue, sum(status = 0) AS pending, sum(status = 1) AS fetched,
