@@ -78,7 +78,7 @@ class Celery:
         self._beat: dict[str, Entry] = {}
         self.conf = Conf(self)
         self.conf.update(settings)
-        CURRENT.append(self)
+        CURRENT[:] = [self]  # the last created is the current app
         for task in _shared:
             self.register(task)
 

@@ -55,7 +55,7 @@ class Backing(Protocol):
     def cancel(self, job_id: str) -> None: ...
 
 
-# The Celery apps created, the current one last (``Celery.__init__`` appends itself).
+# The current Celery app, the one created last (``Celery.__init__`` puts itself here).
 CURRENT: list[Backing] = []
 
 
