@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -124,4 +123,3 @@ async def test_beat_entries_become_schedules_with_their_options(
     history = await client.backend.schedule_history("rebuild-often")
     job = await client.get_job(next(r.job_id for r in history if r.job_id))
     assert job is not None and (job.queue, job.priority) == ("scanners", 7)
-    assert os.path.exists(tmp_path / "report-often")
