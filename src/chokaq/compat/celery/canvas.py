@@ -43,6 +43,8 @@ class TaskLike(Protocol):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
+    def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None: ...
+
 
 __all__ = ["Signature", "chain", "chord", "group"]
 
@@ -150,8 +152,10 @@ class Signature(Canvas):
     def prepare(self, tail: Tail, options: dict[str, Any]) -> NewJob:
         """The job of this signature after ``tail``, with its checked options."""
         handle = self.task.app.handle_of(self.task)
+        receives = bool(tail.jobs) and not self.immutable
+        self.task.check_arguments(((None,) if receives else ()) + self.args, self.kwargs)
         payload: dict[str, Any] = {"args": list(self.args), "kwargs": dict(self.kwargs)}
-        if tail.jobs and not self.immutable:
+        if receives:
             payload["results_of"] = [parent.id for parent in tail.jobs]
             payload["as_list"] = tail.as_list
         enqueue = call_options(options, self.task.options)

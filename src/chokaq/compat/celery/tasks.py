@@ -115,6 +115,18 @@ class Task:
 
     # -- sending ----------------------------------------------------------------------
 
+    def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Refuse arguments the function cannot take, at send time as Celery's ``typing``
+        does (``ValidationError`` naming ``arguments``), before anything is written."""
+        params = list(inspect.signature(self.run).parameters.values())
+        signature = inspect.Signature(params[1:] if self.options.bind else params)
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ValidationError(
+                "arguments", f"do not fit {self.name}{signature}: {exc}"
+            ) from None
+
     def s(self, *args: Any, **kwargs: Any) -> Signature:
         """A signature; in a chain, the previous task's return value is its first argument."""
         return Signature(self, args, kwargs)
