@@ -66,6 +66,12 @@ def store(result, endpoint):
     return {**result, "endpoint": endpoint}
 
 
+@shared_task
+def rescan(urls):
+    """Sends a task per URL from inside a task, as failmap's planners do."""
+    return [scan.delay(url).id for url in urls]
+
+
 @shared_task(ignore_result=False, acks_late=True)
 def summarize(results):
     return {"scanned": len(results), "total": sum(r["rating"] for r in results)}

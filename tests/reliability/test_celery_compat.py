@@ -63,8 +63,13 @@ async def test_a_group_of_chains_and_a_chord_run_on_two_workers(
     summary = await blocking(chord_result.get, timeout=60)
     assert summary == {"scanned": 3, "total": sum(len(u) for u in URLS)}
     assert chord_result.successful() and chord_result.state == "SUCCESS"
-    for url in URLS:  # once per chain and once per chord member; each store once
-        assert runs(tmp_path, f"scan-{url}") == 2
+    planned = await blocking(celeryish.rescan.delay, URLS)
+    sent = await blocking(planned.get, timeout=60)
+    assert [await blocking(AsyncResult(i).get, timeout=60) for i in sent] == [
+        {"url": u, "rating": len(u)} for u in URLS
+    ]
+    for url in URLS:  # once per chain, per chord member and per rescan; each store once
+        assert runs(tmp_path, f"scan-{url}") == 3
         assert runs(tmp_path, f"store-{url}") == 1
     # The task options became the jobs' own: queue, and expiry per enqueue.
     stored = await client.get_job(results.results[0].id)
