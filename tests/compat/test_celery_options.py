@@ -390,3 +390,16 @@ def test_bad_beat_entries_name_the_entry_and_key(
         offline.conf.beat_schedule = {"e": entry}
 
     assert field_of(declare) == field
+
+
+def test_celery_calls_the_layer_has_not_say_so_and_what_to_write_instead(offline: Celery) -> None:
+    @offline.task(name="t")
+    def t() -> None: ...
+
+    with pytest.raises(AttributeError, match=r"Celery.autodiscover_tasks is not supported.*import"):
+        offline.autodiscover_tasks()
+    with pytest.raises(AttributeError, match=r"Task.map is not supported.*group"):
+        t.map([1])
+    with pytest.raises(AttributeError, match=r"AsyncResult.forget is not supported"):
+        offline.AsyncResult("01a252e5-fa81-73cb-91e9-ef7ea237db42").forget()
+    assert not hasattr(t, "chunks") and not hasattr(offline, "control")

@@ -17,7 +17,7 @@ from ...handles import JobHandle
 from ...models import JobView
 from ...periodic import check_timezone
 from .beat import Entry, entry_of
-from .options import refuse_unknown, task_options
+from .options import missing, refuse_unknown, task_options
 from .results import CURRENT, AsyncResult, current
 from .tasks import Task, handler
 
@@ -84,6 +84,11 @@ class Celery:
 
     def __repr__(self) -> str:
         return f"<Celery over {self.app.url}>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise missing("Celery", name)
 
     # -- tasks --------------------------------------------------------------------------
 

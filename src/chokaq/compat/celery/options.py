@@ -33,6 +33,7 @@ __all__ = [
     "TASK_OPTIONS",
     "TaskOptions",
     "call_options",
+    "missing",
     "task_options",
 ]
 
@@ -76,6 +77,33 @@ CALL_OPTIONS = frozenset(
         "time_limit",
     }
 )
+
+
+# Celery calls people port often that this layer has not, with what to write instead.
+_INSTEAD = {
+    "autodiscover_tasks": "import every task module from the module that makes the App",
+    "config_from_object": "set conf.timezone, conf.task_default_queue and conf.beat_schedule; "
+    "the rest are chokaq's App(...) and WorkerSettings",
+    "control": "cancel with AsyncResult(id).revoke(), app.cancel(...), The Deck or chokaq job "
+    "cancel",
+    "apply": "call the task to run it here, or use chokaq.testing in tests",
+    "map": "use group(task.s(item) for item in items)",
+    "starmap": "use group(task.s(*item) for item in items)",
+    "chunks": "use group(task.s(...) for ...) over slices of the items",
+    "forget": "a result lives with its archived job, for the archive's retention",
+    "children": "App.get_job(id).children lists the jobs that wait on it",
+}
+
+
+def missing(owner: str, name: str) -> AttributeError:
+    """The error for a Celery attribute this layer does not have (an ``AttributeError``, so
+    that ``hasattr`` stays false), naming it and what to write instead where known."""
+    instead = _INSTEAD.get(name)
+    return AttributeError(
+        f"{owner}.{name} is not supported by chokaq.compat.celery"
+        + (f": {instead}" if instead else "")
+        + " (see docs/migrating-from-celery-rq.md)"
+    )
 
 
 def refuse_unknown(given: Mapping[str, Any], known: frozenset[str], what: str) -> None:

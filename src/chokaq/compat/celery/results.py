@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import ChokaqError, ConfigurationError, ValidationError
 from ...models import FailureReason, JobStatus, JobView, Pillar
-from .options import refuse_unknown
+from .options import missing, refuse_unknown
 
 if TYPE_CHECKING:
     from ...app import App
@@ -80,6 +80,11 @@ class AsyncResult:
 
     def __repr__(self) -> str:
         return f"<AsyncResult: {self.id}>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise missing("AsyncResult", name)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AsyncResult) and other.id == self.id

@@ -26,7 +26,7 @@ from ...handles import JobHandle
 from ...limits import check_delay, check_time
 from ...outcomes import Retry as Deferral
 from .canvas import Signature
-from .options import TaskOptions, refuse_unknown, seconds_of
+from .options import TaskOptions, missing, refuse_unknown, seconds_of
 from .results import AsyncResult
 
 if TYPE_CHECKING:
@@ -86,6 +86,11 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<@task: {self.name}>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise missing("Task", name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         token = None
