@@ -403,3 +403,10 @@ def test_celery_calls_the_layer_has_not_say_so_and_what_to_write_instead(offline
     with pytest.raises(AttributeError, match=r"AsyncResult.forget is not supported"):
         offline.AsyncResult("01a252e5-fa81-73cb-91e9-ef7ea237db42").forget()
     assert not hasattr(t, "chunks") and not hasattr(offline, "control")
+
+
+def test_the_public_names_are_sorted_and_importable() -> None:
+    import chokaq.compat.celery as layer
+
+    assert layer.__all__ == sorted(layer.__all__)
+    assert all(hasattr(layer, name) for name in layer.__all__)

@@ -82,6 +82,9 @@ class Task:
         self.default_retry_delay = options.default_retry_delay
         self.celery: Owner | None = None
         self.handle: JobHandle[Any, Any] | None = None
+        # The function's signature as a caller sees it (without ``self`` when bound).
+        params = list(inspect.signature(fn).parameters.values())
+        self.call_signature = inspect.Signature(params[1:] if options.bind else params)
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -123,8 +126,7 @@ class Task:
     def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Refuse arguments the function cannot take, at send time as Celery's ``typing``
         does (``ValidationError`` naming ``arguments``), before anything is written."""
-        params = list(inspect.signature(self.run).parameters.values())
-        signature = inspect.Signature(params[1:] if self.options.bind else params)
+        signature = self.call_signature
         try:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
