@@ -113,7 +113,7 @@ celery_app.conf.beat_schedule = {
         "task": "tests.apps.celeryish.rebuild_report",
         "schedule": 1.0,
         "args": ("often",),
-        "options": {"queue": "scanners", "priority": 7},
+        "options": {"queue": "scanners", "priority": 7, "expires": 30},
     },
     "rebuild-weekly": {
         "task": "tests.apps.celeryish.rebuild_report",

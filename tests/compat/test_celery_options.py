@@ -34,13 +34,14 @@ def test_task_options_become_the_job_types_own(offline: Celery) -> None:
         autoretry_for=(ConnectionError,),
         retry_backoff=2,
         retry_backoff_max=100,
+        expires=timedelta(minutes=5),
     )
     def send(to: str) -> None: ...
 
     handle = offline.app.handlers["shop.send"]
     assert (handle.queue, handle.priority, handle.max_attempts) == ("emails", 7, 5)
     assert handle.timeout == 30.0  # the first limit to expire ends the job
-    assert handle.rate_limit == "10/m"
+    assert handle.rate_limit == "10/m" and handle.expires_after_seconds == 300
     assert handle.retry_on == (ConnectionError,)
     policy = handle.retry
     assert policy is not None
@@ -112,6 +113,7 @@ def test_every_unsupported_task_option_is_refused_by_name(offline: Celery, optio
         ("bind", "yes"),
         ("queue", " "),
         ("expires", -5),
+        ("expires", 0),
     ],
 )
 def test_bad_task_option_values_name_the_option(
@@ -340,7 +342,7 @@ def test_beat_entries_are_declared_schedules(offline: Celery) -> None:
             "task": "report",
             "schedule": crontab(minute=0, hour=2),
             "kwargs": {"kind": "full", "full": True},
-            "options": {"queue": "night", "priority": 9},
+            "options": {"queue": "night", "priority": 9, "expires": 3600},
         },
         "hourly": {"task": "later.task", "schedule": timedelta(hours=1)},
     }
@@ -353,13 +355,15 @@ def test_beat_entries_are_declared_schedules(offline: Celery) -> None:
     )
     assert every.kwargs == '{"args":["short"],"kwargs":{}}' and every.misfire == "latest"
     assert (nightly.queue, nightly.priority, nightly.cron) == ("night", 9, "0 2 * * *")
+    assert nightly.expires_after_seconds == 3600 and every.expires_after_seconds is None
     hourly = offline.app.periodics["hourly"]  # its task is not registered yet
     assert (hourly.queue, hourly.every_seconds) == ("celery", 3600.0)
 
-    @offline.task(name="later.task", queue="late")
+    @offline.task(name="later.task", queue="late", expires=60)
     def later() -> None: ...
 
-    assert offline.app.periodics["hourly"].queue == "late"  # the task's queue, once known
+    hourly = offline.app.periodics["hourly"]  # the task's queue and expiry, once known
+    assert (hourly.queue, hourly.expires_after_seconds) == ("late", 60)
     offline.conf.beat_schedule = {"nightly": offline.conf.beat_schedule["nightly"]}
     assert set(offline.app.periodics) == {"nightly"}
 
@@ -377,6 +381,7 @@ def test_beat_entries_are_declared_schedules(offline: Celery) -> None:
         ({"task": "t", "schedule": 0.5}, "beat_schedule['e'].every_seconds"),
         ({"task": "", "schedule": 10}, "beat_schedule['e'].task"),
         ({"task": "t", "schedule": 10, "args": "x"}, "beat_schedule['e'].args"),
+        ({"task": "t", "schedule": 10, "options": {"expires": 0}}, "beat_schedule['e'].expires"),
         (
             {"task": "t", "schedule": 10, "options": {"priority": "hi"}},
             "beat_schedule['e'].priority",

@@ -118,6 +118,7 @@ async def test_beat_entries_become_schedules_with_their_options(
     schedules = {s.name: s for s in await client.backend.schedules_list()}
     often, weekly = schedules["rebuild-often"], schedules["rebuild-weekly"]
     assert (often.queue, often.priority, often.every_seconds) == ("scanners", 7, 1.0)
+    assert often.expires_after_seconds == 30 and weekly.expires_after_seconds is None
     assert (weekly.queue, weekly.cron) == ("storage", "0 3 * * mon")
     assert json.loads(weekly.kwargs) == {"args": [], "kwargs": {"kind": "weekly", "week": True}}
 

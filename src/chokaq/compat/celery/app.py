@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast, overload
 
 from ...app import App
-from ...errors import ConfigurationError, ValidationError
+from ...errors import ConfigurationError
 from ...handles import JobHandle
 from ...models import JobView
 from ...periodic import check_timezone
 from .beat import Entry, entry_of
-from .options import missing, refuse_unknown, task_options
+from .options import call_options, missing, refuse_unknown, task_options
 from .results import CURRENT, AsyncResult, current
 from .tasks import Task, handler
 
@@ -122,6 +122,7 @@ class Celery:
             max_attempts=opts.max_attempts,
             timeout_seconds=opts.timeout_seconds,
             rate_limit=opts.rate_limit,
+            expires_after_seconds=opts.expires,
             retry=opts.retry_policy(),
             retry_on=opts.autoretry_for,
         )(handler(task))
@@ -148,13 +149,10 @@ class Celery:
         task = self.tasks.get(name)
         if task is not None:
             return task.apply_async(args, kwargs, **options)
-        from .options import TaskOptions, call_options
-
-        enqueue = call_options(options, TaskOptions())
+        enqueue = call_options(options)
         enqueue.setdefault("queue", self.conf.task_default_queue)
         payload = {"args": list(args or ()), "kwargs": dict(kwargs or {})}
-        job = self.app.raw(name, payload, **enqueue)
-        return AsyncResult(self.app.enqueue_many_sync([job])[0], app=self)
+        return AsyncResult(self.app.enqueue_raw_sync(name, payload, **enqueue), app=self)
 
     # -- beat ---------------------------------------------------------------------------
 
@@ -178,29 +176,25 @@ class Celery:
         return AsyncResult(task_id, app=self)
 
     def job_view(self, job_id: str) -> JobView | None:
-        """Where job ``job_id`` is (``App.get_job`` on the sync client)."""
-        return self.app._sync_client().call(lambda app: app.get_job(job_id))
+        """Where job ``job_id`` is (``App.get_job_sync``)."""
+        return self.app.get_job_sync(job_id)
 
     def cancel(self, job_id: str) -> None:
-        self.app._sync_client().call(lambda app: app.cancel(job_id, actor="celery.revoke"))
+        self.app.cancel_sync(job_id, actor="celery.revoke")
 
 
 def declare_schedule(celery: Celery, entry: Entry) -> None:
-    """Declare one beat entry on the App, with the task's queue and priority when its options
-    name none (Celery's routing: the task's queue)."""
+    """Declare one beat entry on the App, with the task's queue, priority and expiry when its
+    options name none (Celery's routing: the task's queue)."""
     task = celery.tasks.get(entry.task)
     handle = task.handle if task is not None else None
     queue = handle.queue if handle is not None else celery.conf.task_default_queue
     priority = handle.priority if handle is not None else 0
-    if entry.expires is not None:
-        raise ValidationError(
-            f"beat_schedule[{entry.name!r}].options.expires",
-            "needs per-schedule expiry, which this chokaq does not have yet",
-        )
+    expires = handle.expires_after_seconds if handle is not None else None
     existing = celery.app.periodics.get(entry.name)
     if existing is not None and existing.type != entry.task:
         raise ConfigurationError(f"schedule {entry.name!r} is declared twice")
-    celery.app.periodics[entry.name] = entry.declaration(queue, priority)
+    celery.app.periodics[entry.name] = entry.declaration(queue, priority, expires)
 
 
 def current_app() -> Celery:

@@ -19,7 +19,7 @@ from ...models import ScheduleDeclaration
 from ...payloads import encode_payload
 from ...periodic import Timing
 from ...storage.schedules import check_schedule_name
-from .options import refuse_unknown, seconds_of
+from .options import expiry_of, refuse_unknown, seconds_of
 
 __all__ = ["ENTRY_KEYS", "Entry", "crontab", "entry_of"]
 
@@ -86,9 +86,10 @@ class Entry:
     priority: int | None
     expires: float | None
 
-    def declaration(self, queue: str, priority: int) -> ScheduleDeclaration:
-        """The schedule this entry declares, on the task's ``queue`` and ``priority`` where
-        its options name none. Missed slots run once (``latest``), as beat does on restart."""
+    def declaration(self, queue: str, priority: int, expires: float | None) -> ScheduleDeclaration:
+        """The schedule this entry declares, with the task's ``queue``, ``priority`` and
+        ``expires`` where its options name none. Missed slots run once (``latest``), as beat
+        does on restart."""
         return ScheduleDeclaration(
             name=self.name,
             type=self.task,
@@ -100,6 +101,7 @@ class Entry:
             kwargs=self.payload,
             misfire="latest",
             overlap=True,
+            expires_after_seconds=self.expires if self.expires is not None else expires,
         )
 
 
@@ -131,7 +133,7 @@ def entry_of(name: object, entry: object, timezone: str) -> Entry:
             priority=None
             if options.get("priority") is None
             else check_priority("priority", options["priority"]),
-            expires=None if expires is None else seconds_of("expires", expires),
+            expires=None if expires is None else expiry_of("expires", expires),
         )
     except ValidationError as exc:
         raise exc.at(where) from None

@@ -158,7 +158,7 @@ class Signature(Canvas):
         if receives:
             payload["results_of"] = [parent.id for parent in tail.jobs]
             payload["as_list"] = tail.as_list
-        enqueue = call_options(options, self.task.options)
+        enqueue = call_options(options)
         if tail.jobs:
             enqueue["after"] = list(tail.jobs)
         return handle.options(**enqueue).prepare(**payload)

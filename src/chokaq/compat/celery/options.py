@@ -19,6 +19,7 @@ from ...limits import (
     MAX_ATTEMPTS,
     MAX_DELAY_SECONDS,
     check_delay,
+    check_expiry_seconds,
     check_name,
     check_priority,
     check_seconds,
@@ -127,6 +128,16 @@ def seconds_of(field: str, value: object, *, maximum: float = MAX_DELAY_SECONDS)
     return seconds
 
 
+def expiry_of(field: str, value: object) -> float:
+    """An expiry Celery gives as seconds or a ``timedelta``: above 0, at most 366 days."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    seconds = check_expiry_seconds(field, value)
+    if seconds is None:
+        raise ValidationError(field, "is required")
+    return seconds
+
+
 def _flag(field: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ValidationError(field, f"must be True or False, not {type(value).__name__}")
@@ -221,8 +232,10 @@ def _task_value(key: str, value: Any) -> Any:  # one branch per option
         if value is False:
             return 0.0
         return 1.0 if value is True else seconds_of(key, value)
-    if key in ("default_retry_delay", "retry_backoff_max", "expires"):
-        return None if value is None and key == "expires" else seconds_of(key, value)
+    if key == "expires":
+        return None if value is None else expiry_of(key, value)
+    if key in ("default_retry_delay", "retry_backoff_max"):
+        return seconds_of(key, value)
     if key == "rate_limit":
         return None if value is None else _rate(key, value)
     # time_limit, soft_time_limit
@@ -238,10 +251,11 @@ def _rate(field: str, value: object) -> str:
     return str(check_rate(field, value))
 
 
-def call_options(given: Mapping[str, Any], task: TaskOptions) -> dict[str, Any]:
+def call_options(given: Mapping[str, Any]) -> dict[str, Any]:
     """``apply_async(...)``'s options (but ``link`` and ``link_error``, which the canvas
-    handles) as ``handle.options(...)`` keywords, over the task's own ``expires``; each checked
-    here under Celery's name (``countdown``, not ``delay_seconds``)."""
+    handles) as ``handle.options(...)`` keywords, each checked here under Celery's name
+    (``countdown``, not ``delay_seconds``). The task's own ``expires`` is its job type's
+    (``@app.job(expires_after_seconds=)``), which an ``expires`` here replaces."""
     refuse_unknown(given, CALL_OPTIONS, "calling")
     out: dict[str, Any] = {}
     if given.get("countdown") is not None:
@@ -250,11 +264,11 @@ def call_options(given: Mapping[str, Any], task: TaskOptions) -> dict[str, Any]:
         if "delay_seconds" in out:
             raise ValidationError("eta", "give countdown or eta, not both")
         out["run_at"] = check_time("eta", given["eta"])
-    expires = given.get("expires", task.expires)
+    expires = given.get("expires")
     if isinstance(expires, datetime):
         out["expires_at"] = check_time("expires", expires)
     elif expires is not None:
-        out["expires_after_seconds"] = seconds_of("expires", expires)
+        out["expires_after_seconds"] = expiry_of("expires", expires)
     if given.get("queue") is not None:
         out["queue"] = check_name("queue", given["queue"])
     if given.get("priority") is not None:
