@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from chokaq import App, ConfigurationError, JobContext, ValidationError
+from chokaq import App, ConfigurationError, FailureReason, JobContext, ValidationError
 from chokaq.compat.celery import Celery, MaxRetriesExceededError, Task, crontab, shared_task
 from chokaq.compat.celery.canvas import Tail
 from chokaq.compat.celery.options import CALL_OPTIONS, TASK_OPTIONS
 from chokaq.compat.celery.tasks import handler
+from chokaq.models import JobOutcome, Pillar
 from chokaq.outcomes import Retry as Deferral
 
 
@@ -415,3 +416,36 @@ def test_the_public_names_are_sorted_and_importable() -> None:
 
     assert layer.__all__ == sorted(layer.__all__)
     assert all(hasattr(layer, name) for name in layer.__all__)
+
+
+def test_a_link_error_gets_celerys_errback_arguments_only_when_the_task_failed(
+    offline: Celery,
+) -> None:
+    @offline.task(name="on_error")
+    def on_error(request: Any, exc: Any, traceback: Any, note: str) -> list[Any]:
+        return [request.id, request.task, exc.error_type, exc.reason, traceback, note]
+
+    @offline.task(name="on_error_old")
+    def on_error_old(task_id: str) -> str:
+        return task_id
+
+    failed_id = "01a252e5-fa6d-7163-9934-da1942b885e4"
+    ctx = context()
+    ctx.parent_outcomes = {  # type: ignore[attr-defined]  # the core's after_outcome="any"
+        failed_id: JobOutcome(
+            Pillar.DLQ, None, FailureReason.TRANSIENT, "boom\nTraceback...", "builtins.OSError"
+        )
+    }
+    errback_of = [failed_id, "scan"]
+    assert handler(on_error)(ctx, args=["n"], errback_of=errback_of) == [
+        failed_id,
+        "scan",
+        "builtins.OSError",
+        FailureReason.TRANSIENT,
+        "boom\nTraceback...",
+        "n",
+    ]
+    assert handler(on_error_old)(ctx, errback_of=errback_of) == failed_id
+    ctx.parent_outcomes = {failed_id: JobOutcome(Pillar.ARCHIVE, result="1")}  # type: ignore[attr-defined]
+    assert handler(on_error)(ctx, args=["n"], errback_of=errback_of) is None  # not called
+    assert on_error.takes_request and not on_error_old.takes_request

@@ -11,6 +11,7 @@ from tests.compat.conftest import work
 
 from chokaq import FailureReason, JobFailedError
 from chokaq.compat.celery import AsyncResult, Celery, chain, chord, group
+from chokaq.handles import OPTION_NAMES
 
 
 def tasks(celery: Celery) -> dict[str, Any]:
@@ -110,3 +111,28 @@ def test_send_task_by_name(celery: Celery) -> None:
     view = celery.job_view(unknown.id)
     assert view is not None and (view.type, view.queue) == ("elsewhere.task", "other")
     assert view.payload == '{"args":[1],"kwargs":{}}'
+
+
+@pytest.mark.skipif(
+    "after_outcome" not in OPTION_NAMES, reason="link_error needs the core's after_outcome"
+)
+def test_link_error_runs_the_errback_when_the_task_fails(celery: Celery) -> None:
+    t = tasks(celery)
+
+    @celery.task(name="report")
+    def report(request: Any, exc: Any, traceback: str, where: str) -> dict[str, Any]:
+        return {"id": request.id, "type": exc.error_type, "text": traceback, "where": where}
+
+    failed = t["boom"].apply_async(("disk full",), link_error=report.s("ops"))
+    fine = t["add"].apply_async((1, 2), link_error=[report.s("ops")])
+    work(celery)
+    view = celery.job_view(failed.id)
+    assert view is not None and len(view.children) == 1
+    handled = AsyncResult(view.children[0].id, app=celery).get(timeout=10)
+    assert handled["id"] == failed.id and handled["where"] == "ops"
+    assert handled["type"] == "builtins.RuntimeError" and "disk full" in handled["text"]
+    assert fine.get(timeout=10) == 3
+    spared = celery.job_view(fine.id)
+    assert spared is not None and len(spared.children) == 1
+    # The errback of a task that succeeded finishes without calling the function.
+    assert AsyncResult(spared.children[0].id, app=celery).get(timeout=10) is None

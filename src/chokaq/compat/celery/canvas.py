@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import ValidationError
+from ...handles import OPTION_NAMES
 from ...ids import new_job_id
 from ...models import NewJob
 from .options import TaskOptions, call_options
@@ -44,6 +45,9 @@ class TaskLike(Protocol):
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None: ...
+
+    @property
+    def takes_request(self) -> bool: ...
 
 
 __all__ = ["Signature", "chain", "chord", "group"]
@@ -137,15 +141,16 @@ class Signature(Canvas):
     def jobs(self, tail: Tail) -> tuple[list[NewJob], Tail, AsyncResult]:
         options = dict(self.options)
         links = _signatures("link", options.pop("link", None))
-        if options.pop("link_error", None) is not None:
-            raise ValidationError(
-                "link_error", "is not supported yet by chokaq.compat.celery (see the guide)"
-            )
+        errbacks = _signatures("link_error", options.pop("link_error", None))
         job = self.prepare(tail, options)
         written = [job]
         for link in links:
             more, _, _ = link.jobs(Tail((job,)))
             written += more
+        for errback in errbacks:
+            if not isinstance(errback, Signature):
+                raise ValidationError("link_error", "must be signatures (task.s(...))")
+            written.append(errback.errback(job))
         result = AsyncResult(job.id or "", app=self.task.app, parent=_parent_result(self, tail))
         return written, Tail((job,)), result
 
@@ -163,9 +168,35 @@ class Signature(Canvas):
             enqueue["after"] = list(tail.jobs)
         return handle.options(**enqueue).prepare(**payload)
 
+    def errback(self, failed: NewJob) -> NewJob:
+        """The job of this signature as a ``link_error`` of ``failed``: it waits for ``failed``
+        to finish either way (``after_outcome="any"``) and calls the task only if it failed,
+        with Celery's errback arguments first (``request, exc, traceback``, or the failed
+        task's id for a task that takes one argument)."""
+        options = dict(self.options)
+        if options.pop("link", None) or options.pop("link_error", None):
+            raise ValidationError("link_error", "an errback cannot have links of its own")
+        lead = (None,) * (3 if self.task.takes_request else 1)
+        self.task.check_arguments(lead + self.args, self.kwargs)
+        enqueue = call_options(options)
+        enqueue.update(after_any([failed]))
+        handle = self.task.app.handle_of(self.task)
+        return handle.options(**enqueue).prepare(
+            args=list(self.args), kwargs=dict(self.kwargs), errback_of=[failed.id, failed.type]
+        )
+
     def __repr__(self) -> str:
         call = ", ".join([*map(repr, self.args), *(f"{k}={v!r}" for k, v in self.kwargs.items())])
         return f"{self.task.name}({call}){'!' if self.immutable else ''}"
+
+
+def after_any(parents: list[NewJob]) -> dict[str, Any]:
+    """The enqueue options of a job that runs once ``parents`` have finished, failed or not:
+    the core's ``after_outcome="any"``. The one place that needs it, so that a chokaq without
+    it refuses ``link_error`` by name instead of running the errback never."""
+    if "after_outcome" not in OPTION_NAMES:
+        raise ValidationError("link_error", "needs a chokaq with after_outcome='any'")
+    return {"after": parents, "after_outcome": "any"}
 
 
 def _signatures(field_name: str, value: Any) -> list[Canvas]:

@@ -21,9 +21,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ...context import JobContext
-from ...errors import ConfigurationError, FatalError, ValidationError
+from ...errors import ConfigurationError, FatalError, JobFailedError, ValidationError
 from ...handles import JobHandle
 from ...limits import check_delay, check_time
+from ...models import Pillar
 from ...outcomes import Retry as Deferral
 from .canvas import Signature
 from .options import TaskOptions, missing, refuse_unknown, seconds_of
@@ -123,6 +124,16 @@ class Task:
 
     # -- sending ----------------------------------------------------------------------
 
+    @property
+    def takes_request(self) -> bool:
+        """Whether, as a ``link_error``, it is called Celery's new way, with ``request, exc,
+        traceback`` (its function takes more than one positional argument), rather than with
+        the failed task's id."""
+        params = self.call_signature.parameters.values()
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            return True
+        return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) > 1
+
     def check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Refuse arguments the function cannot take, at send time as Celery's ``typing``
         does (``ValidationError`` naming ``arguments``), before anything is written."""
@@ -213,7 +224,10 @@ def _countdown(options: dict[str, Any], default: float) -> float:
 
 
 def handler(task: Task) -> Callable[..., Any]:
-    """The function ``@app.job`` registers for ``task``: async for an ``async def`` task."""
+    """The function ``@app.job`` registers for ``task``: async for an ``async def`` task. Its
+    parameters are the payload's fields: the call's ``args`` and ``kwargs``, and for a canvas
+    step the parents whose values come first (``results_of``, ``as_list``) or, for a
+    ``link_error``, the job it handles (``errback_of``: its id and task)."""
     if inspect.iscoroutinefunction(task.run):
 
         async def run_async(
@@ -222,8 +236,12 @@ def handler(task: Task) -> Callable[..., Any]:
             kwargs: dict[str, Any] | None = None,
             results_of: list[str] | None = None,
             as_list: bool = False,
+            errback_of: list[str] | None = None,
         ) -> Any:
-            with _running(task, ctx, args, kwargs, results_of, as_list) as call:
+            leading = _leading(task, ctx, results_of, as_list, errback_of)
+            if leading is None:
+                return None
+            with _running(task, ctx, [*leading, *(args or ())], kwargs) as call:
                 try:
                     return await call()
                 except Retry as retry:
@@ -237,8 +255,12 @@ def handler(task: Task) -> Callable[..., Any]:
         kwargs: dict[str, Any] | None = None,
         results_of: list[str] | None = None,
         as_list: bool = False,
+        errback_of: list[str] | None = None,
     ) -> Any:
-        with _running(task, ctx, args, kwargs, results_of, as_list) as call:
+        leading = _leading(task, ctx, results_of, as_list, errback_of)
+        if leading is None:
+            return None
+        with _running(task, ctx, [*leading, *(args or ())], kwargs) as call:
             try:
                 return call()
             except Retry as retry:
@@ -254,16 +276,9 @@ def _deferral(retry: Retry) -> Deferral:
 
 @contextmanager
 def _running(
-    task: Task,
-    ctx: JobContext,
-    args: list[Any] | None,
-    kwargs: dict[str, Any] | None,
-    results_of: list[str] | None,
-    as_list: bool,
+    task: Task, ctx: JobContext, positional: list[Any], kwargs: dict[str, Any] | None
 ) -> Iterator[Callable[[], Any]]:
-    """Bind the request for the task's run and yield the call of its function, with the
-    parents' return values first when it was sent as a ``.s()`` child."""
-    positional = [*parent_values(ctx, results_of, as_list), *(args or ())]
+    """Bind the request for the task's run and yield the call of its function."""
     keywords = dict(kwargs or {})
     request = Request(
         ctx.job_id, task.name, ctx.attempt - 1, tuple(positional), keywords, ctx.worker_id
@@ -276,6 +291,36 @@ def _running(
             yield lambda: task.run(*positional, **keywords)
     finally:
         _request.reset(token)
+
+
+def _leading(
+    task: Task,
+    ctx: JobContext,
+    results_of: list[str] | None,
+    as_list: bool,
+    errback_of: list[str] | None,
+) -> list[Any] | None:
+    """What the task receives before its own arguments; None when it must not run at all
+    (the errback of a task that succeeded)."""
+    if errback_of:
+        return errback_values(task, ctx, errback_of)
+    return parent_values(ctx, results_of, as_list)
+
+
+def errback_values(task: Task, ctx: JobContext, errback_of: list[str]) -> list[Any] | None:
+    """A ``link_error``'s leading arguments once the job it handles has finished: None when
+    that job succeeded (nothing to handle), else Celery's ``request, exc, traceback`` (a
+    ``Request`` of the failed job, a ``JobFailedError`` whose ``error_type`` names its
+    exception class, and the error's text) or, for a task that takes one argument, its id."""
+    failed_id, failed_task = errback_of[0], errback_of[-1]
+    outcomes = getattr(ctx, "parent_outcomes", {})  # the core's after_outcome="any" fills it
+    outcome = outcomes.get(failed_id)
+    if outcome is None or outcome.pillar is not Pillar.DLQ:
+        return None
+    if not task.takes_request:
+        return [failed_id]
+    error = JobFailedError(failed_id, outcome.failure_reason, outcome.error, outcome.error_type)
+    return [Request(failed_id, failed_task), error, outcome.error]
 
 
 def parent_values(ctx: JobContext, results_of: list[str] | None, as_list: bool) -> list[Any]:
