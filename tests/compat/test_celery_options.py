@@ -431,7 +431,7 @@ def test_a_link_error_gets_celerys_errback_arguments_only_when_the_task_failed(
 
     failed_id = "01a252e5-fa6d-7163-9934-da1942b885e4"
     ctx = context()
-    ctx.parent_outcomes = {  # type: ignore[attr-defined]  # the core's after_outcome="any"
+    ctx.parent_outcomes = {
         failed_id: JobOutcome(
             Pillar.DLQ, None, FailureReason.TRANSIENT, "boom\nTraceback...", "builtins.OSError"
         )
@@ -446,6 +446,6 @@ def test_a_link_error_gets_celerys_errback_arguments_only_when_the_task_failed(
         "n",
     ]
     assert handler(on_error_old)(ctx, errback_of=errback_of) == failed_id
-    ctx.parent_outcomes = {failed_id: JobOutcome(Pillar.ARCHIVE, result="1")}  # type: ignore[attr-defined]
+    ctx.parent_outcomes = {failed_id: JobOutcome(Pillar.ARCHIVE, result="1")}
     assert handler(on_error)(ctx, args=["n"], errback_of=errback_of) is None  # not called
     assert on_error.takes_request and not on_error_old.takes_request

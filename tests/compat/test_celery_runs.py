@@ -11,7 +11,6 @@ from tests.compat.conftest import work
 
 from chokaq import FailureReason, JobFailedError
 from chokaq.compat.celery import AsyncResult, Celery, chain, chord, group
-from chokaq.handles import OPTION_NAMES
 
 
 def tasks(celery: Celery) -> dict[str, Any]:
@@ -113,9 +112,6 @@ def test_send_task_by_name(celery: Celery) -> None:
     assert view.payload == '{"args":[1],"kwargs":{}}'
 
 
-@pytest.mark.skipif(
-    "after_outcome" not in OPTION_NAMES, reason="link_error needs the core's after_outcome"
-)
 def test_link_error_runs_the_errback_when_the_task_fails(celery: Celery) -> None:
     t = tasks(celery)
 

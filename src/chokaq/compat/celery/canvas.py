@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import ValidationError
-from ...handles import OPTION_NAMES
 from ...ids import new_job_id
 from ...models import NewJob
 from .options import TaskOptions, call_options
@@ -191,11 +190,8 @@ class Signature(Canvas):
 
 
 def after_any(parents: list[NewJob]) -> dict[str, Any]:
-    """The enqueue options of a job that runs once ``parents`` have finished, failed or not:
-    the core's ``after_outcome="any"``. The one place that needs it, so that a chokaq without
-    it refuses ``link_error`` by name instead of running the errback never."""
-    if "after_outcome" not in OPTION_NAMES:
-        raise ValidationError("link_error", "needs a chokaq with after_outcome='any'")
+    """The enqueue options of a job that runs once ``parents`` have finished, failed or not
+    (``after_outcome="any"``): a ``link_error``'s."""
     return {"after": parents, "after_outcome": "any"}
 
 

@@ -313,8 +313,7 @@ def errback_values(task: Task, ctx: JobContext, errback_of: list[str]) -> list[A
     ``Request`` of the failed job, a ``JobFailedError`` whose ``error_type`` names its
     exception class, and the error's text) or, for a task that takes one argument, its id."""
     failed_id, failed_task = errback_of[0], errback_of[-1]
-    outcomes = getattr(ctx, "parent_outcomes", {})  # the core's after_outcome="any" fills it
-    outcome = outcomes.get(failed_id)
+    outcome = ctx.parent_outcomes.get(failed_id)
     if outcome is None or outcome.pillar is not Pillar.DLQ:
         return None
     if not task.takes_request:
