@@ -202,7 +202,9 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("faces", (("cli",), ("deck",))),
     # Framework adapters embed a face (FastAPI mounts The Deck; Django's command loads the app
     # the way the CLI does).
-    ("contrib", (("contrib",),)),
+    # Porting layers (Celery's calling conventions) translate to the App's API, as contrib
+    # adapts a web framework; the two never import each other.
+    ("contrib", (("contrib",), ("compat",))),
     ("entry", (("__main__",),)),
 )
 # Arrows allowed against the map, each with its reason; an entry no longer used fails too.
