@@ -44,10 +44,12 @@ async def nothing() -> None:
 
 @app.job(name="plain")
 async def plain(i: int = 0) -> None:
+    return None
 
 
 @app.job(name="bare", durable=True)
 async def bare(ctx: JobContext, i: int = 0) -> None:
+    return None
 
 
 @app.job(name="three", durable=True)

@@ -889,6 +889,20 @@ def _charts(out: Path, records: dict[str, dict[str, Any]]) -> dict[str, list[str
     return made
 
 
+def _durable(out: Path) -> list[str]:
+    """bench/durable.py's section, from its JSON (a run of its own, not one of the parts; a
+    --quick check is never reported)."""
+    path = out / "results" / "durable" / "durable.json"
+    if not path.exists():
+        return []
+    record = json.loads(path.read_text())
+    if record.get("quick"):
+        return []
+    from bench import durable  # here: it imports modules that import this one
+
+    return durable.markdown(record)
+
+
 def write(out: Path) -> Path:
     records = _load(out)
     path = out / "RESULTS.md"
@@ -908,6 +922,7 @@ def write(out: Path) -> Path:
         body += _sqlite(records["sqlite"], charts["sqlite"])
     if "scale" in records:
         body += _scale(records["scale"], charts["scale"])
+    body += _durable(out)
     head = [
         "# chokaq benchmark results",
         "",
