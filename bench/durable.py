@@ -714,9 +714,13 @@ def _goal(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def _targets(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
-    """The issue's goals, each with its verdict computed from the figures."""
+def _targets(
+    summary: dict[str, Any], config: dict[str, Any], alone: dict[str, Any] | None = None
+) -> list[str]:
+    """The issue's goals, each with its verdict computed from the figures (``alone``: a run of
+    some measurements on their own, labelled with its rounds and time)."""
     rows = []
+    said = f" ({config['rounds']} rounds alone, {alone['finished_at'][:16]})" if alone else ""
     if ratio := summary.get("postgres/three_ratio"):
         rows.append(
             ("three-step jobs/s, chokaq / DBOS", cell(ratio), ">= 5x", ratio["median"] >= 5)
@@ -738,7 +742,7 @@ def _targets(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
         if ratio := summary.get(f"{backend}/no_step_ratio"):
             rows.append(
                 (
-                    f"{backend}: durable no-step / plain jobs/s",
+                    f"{backend}: durable no-step / plain jobs/s{said}",
                     cell(ratio),
                     ">= 0.97",
                     ratio["median"] >= 0.97,
@@ -747,9 +751,12 @@ def _targets(summary: dict[str, Any], config: dict[str, Any]) -> list[str]:
     return [f"| {a} | {b} | {c} | {_goal(d)} |" for a, b, c, d in rows]
 
 
-def markdown(record: dict[str, Any]) -> list[str]:
-    """The Durable section of bench/RESULTS.md, from this script's JSON."""
+def markdown(record: dict[str, Any], more: list[dict[str, Any]] | None = None) -> list[str]:
+    """The Durable section of bench/RESULTS.md, from this script's JSON; ``more`` are further
+    runs of some of its measurements alone (more rounds where the machine's noise needs them),
+    whose figures are shown beside the main run's, never merged into them."""
     cfg, summary = record["config"], record["summary"]
+    load = f"{record['machine']['loadavg_at_start'][0]:.1f} / {record['loadavg_at_end'][0]:.1f}"
     lines = [
         "## 5. Durable jobs against DBOS Transact (PostgreSQL and SQLite)",
         "",
@@ -761,11 +768,17 @@ def markdown(record: dict[str, Any]) -> list[str]:
         "the store says every job is done (chokaq's burst exit; DBOS's `workflow_status` rows, "
         "polled every 0.1 s), peak RSS of its process tree from /proc; every store is analyzed "
         "after its fill. Ratios are taken within each round (which side goes first "
-        "alternates), then their median (min-max).",
+        f"alternates), then their median (min-max). Load average at the start / end: {load} "
+        "on 2 cores (other work shared the machine).",
         "",
         "| Goal (issue 34) | Measured | Goal | |",
         "|---|---|---|---|",
         *_targets(summary, cfg),
+        *(
+            row
+            for extra in more or []
+            for row in _targets(extra["summary"], extra["config"], extra)
+        ),
         "",
         f"### {cfg['jobs']:,} jobs of three no-op steps, burn-down (PostgreSQL)",
         "",

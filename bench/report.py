@@ -890,17 +890,18 @@ def _charts(out: Path, records: dict[str, dict[str, Any]]) -> dict[str, list[str
 
 
 def _durable(out: Path) -> list[str]:
-    """bench/durable.py's section, from its JSON (a run of its own, not one of the parts; a
-    --quick check is never reported)."""
-    path = out / "results" / "durable" / "durable.json"
-    if not path.exists():
-        return []
-    record = json.loads(path.read_text())
-    if record.get("quick"):
+    """bench/durable.py's section, from its JSON (a run of its own, not one of the parts),
+    with any further run of some of its measurements beside it (``--out`` another name in the
+    same folder); a --quick check is never reported."""
+    folder = out / "results" / "durable"
+    records = {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    records = {name: r for name, r in records.items() if not r.get("quick")}
+    if "durable.json" not in records:
         return []
     from bench import durable  # here: it imports modules that import this one
 
-    return durable.markdown(record)
+    main = records.pop("durable.json")
+    return durable.markdown(main, list(records.values()))
 
 
 def write(out: Path) -> Path:

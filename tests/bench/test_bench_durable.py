@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from tests.conftest import PG_URL, require_postgres
 
+from bench import durable
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,6 +35,10 @@ def _run(tmp_path: Path, *argv: str) -> tuple[str, dict[str, Any]]:
     assert "!!" not in done.stdout, done.stdout[-3000:]  # no measurement failed, even once
     record: dict[str, Any] = json.loads(out.read_text())
     assert record["quick"]
+    # The report's section renders from any record (a --quick one is only never reported).
+    section = "\n".join(durable.markdown(record))
+    assert "## 5. Durable jobs against DBOS Transact" in section
+    assert "| Goal (issue 34) | Measured | Goal | |" in section
     return done.stdout, record["summary"]
 
 
