@@ -47,6 +47,11 @@ async def plain(i: int = 0) -> None:
     return None
 
 
+@app.job(name="plain_ctx")
+async def plain_ctx(ctx: JobContext, i: int = 0) -> None:
+    return None
+
+
 @app.job(name="bare", durable=True)
 async def bare(ctx: JobContext, i: int = 0) -> None:
     return None

@@ -52,9 +52,12 @@ def test_durable_short_form_on_sqlite(tmp_path: Path) -> None:
         "sqlite: pickup after a wake by event, ms",
     ):
         assert label in shown
-    for arm in ("plain", "bare"):
+    for arm in ("plain", "plain_ctx", "bare"):
         assert summary[f"sqlite/no_step/{arm}"]["jobs_s"]["median"] > 0, arm
-    assert summary["sqlite/no_step_ratio"]["median"] > 0
+        # The worker's CPU is counted (its process was reaped by the harness).
+        assert summary[f"sqlite/no_step/{arm}"]["cpu_ms_per_job"]["median"] > 0, arm
+    for ratio in ("no_step_ratio", "no_step_ctx_ratio", "no_step_cpu_ratio"):
+        assert summary[f"sqlite/{ratio}"]["median"] > 0, ratio
     assert summary["sqlite/steps"]["steps_s"]["median"] > 0
     # The resume comes after the kill, never before (the bound is the configured sum).
     crash = summary["sqlite/crash"]
