@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -64,6 +63,8 @@ from bench.measure import (
     machine_notes,
     percentile,
     run_script,
+    save,
+    select,
     spread,
 )
 from bench.peers import _attempt, _stop
@@ -515,12 +516,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
     if args.quick:
         args.rounds, args.jobs, args.pickups = 1, 2_000, 50
-    args.backends = [b for b in args.backends.split(",") if b]
-    args.measurements = [m for m in args.measurements.split(",") if m]
-    if unknown := set(args.measurements) - set(MEASUREMENTS):
-        raise SystemExit(f"unknown measurement(s) {sorted(unknown)}; choose from {MEASUREMENTS}")
-    if unknown := set(args.backends) - set(BACKENDS):
-        raise SystemExit(f"unknown backend(s) {sorted(unknown)}; choose from {BACKENDS}")
+    select(args, BACKENDS, MEASUREMENTS)
     started = time.perf_counter()
     notes = machine_notes()
     with contextlib.ExitStack() as stack:
@@ -564,8 +560,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "raw": raw,
         "summary": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1))
+    save(args.out, record)
     print()
     print(f"base: {trees['base'].label}\nhead: {trees['head'].label}")
     print(table(rows))

@@ -6,7 +6,9 @@ It runs no workload itself and draws no conclusions.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
 import platform
 import statistics
@@ -17,6 +19,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -46,6 +49,26 @@ def percentile(values: Sequence[float], q: float) -> float:
         return float("nan")
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]
+
+
+# -- command lines and records ---------------------------------------------------------------
+
+
+def select(args: argparse.Namespace, backends: Sequence[str], measurements: Sequence[str]) -> None:
+    """Turn ``args.backends`` and ``args.measurements`` (comma-separated) into lists, in place;
+    SystemExit naming any that is not one of the script's."""
+    args.backends = [b for b in args.backends.split(",") if b]
+    args.measurements = [m for m in args.measurements.split(",") if m]
+    if unknown := set(args.measurements) - set(measurements):
+        raise SystemExit(f"unknown measurement(s) {sorted(unknown)}; choose from {measurements}")
+    if unknown := set(args.backends) - set(backends):
+        raise SystemExit(f"unknown backend(s) {sorted(unknown)}; choose from {backends}")
+
+
+def save(path: Path, record: dict[str, Any]) -> None:
+    """Write a script's record as JSON (its folder made first)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
 
 
 # -- databases ---------------------------------------------------------------------------------

@@ -889,6 +889,21 @@ def _charts(out: Path, records: dict[str, dict[str, Any]]) -> dict[str, list[str
     return made
 
 
+def _durable(out: Path) -> list[str]:
+    """bench/durable.py's section, from its JSON (a run of its own, not one of the parts),
+    with any further run of some of its measurements beside it (``--out`` another name in the
+    same folder); a --quick check is never reported."""
+    folder = out / "results" / "durable"
+    records = {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    records = {name: r for name, r in records.items() if not r.get("quick")}
+    if "durable.json" not in records:
+        return []
+    from bench import durable  # here: it imports modules that import this one
+
+    main = records.pop("durable.json")
+    return durable.markdown(main, list(records.values()))
+
+
 def write(out: Path) -> Path:
     records = _load(out)
     path = out / "RESULTS.md"
@@ -908,6 +923,7 @@ def write(out: Path) -> Path:
         body += _sqlite(records["sqlite"], charts["sqlite"])
     if "scale" in records:
         body += _scale(records["scale"], charts["scale"])
+    body += _durable(out)
     head = [
         "# chokaq benchmark results",
         "",

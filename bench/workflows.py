@@ -83,7 +83,17 @@ from psycopg import sql
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.measure import PG_URL, REPO, child_env, machine_notes, percentile, run_script, spread
+from bench.measure import (
+    PG_URL,
+    REPO,
+    child_env,
+    machine_notes,
+    percentile,
+    run_script,
+    save,
+    select,
+    spread,
+)
 from bench.peers import _attempt, _stop
 from bench.report import cell
 from bench.worker_throughput import drop_schema
@@ -579,12 +589,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.rounds, args.chain, args.children, args.pending, args.waiting = 1, 20, 200, 300, 2_000
         args.waits = 10
-    args.backends = [b for b in args.backends.split(",") if b]
-    args.measurements = [m for m in args.measurements.split(",") if m]
-    if unknown := set(args.measurements) - set(MEASUREMENTS):
-        raise SystemExit(f"unknown measurement(s) {sorted(unknown)}; choose from {MEASUREMENTS}")
-    if unknown := set(args.backends) - set(BACKENDS):
-        raise SystemExit(f"unknown backend(s) {sorted(unknown)}; choose from {BACKENDS}")
+    select(args, BACKENDS, MEASUREMENTS)
     if args.chain < 2 or args.pending < 1 or args.waiting < 1:
         raise SystemExit("--chain must be at least 2, --pending and --waiting at least 1")
     if not 1 <= args.children <= MAX_PARENTS:
@@ -622,8 +627,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "raw": raw,
         "summary": summary,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1))
+    save(args.out, record)
     print()
     print(table(summary, args))
     print(f"wall time {record['wall_seconds']:.0f} s; JSON: {args.out}")
