@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ..settings import WorkerSettings
 
 __all__ = [
+    "BatchStops",
     "Execution",
     "Executor",
     "Parents",
@@ -118,6 +119,9 @@ class Execution:
     # When the handler's call returned or raised (monotonic; None until then): the attempt's
     # end is recorded as its start plus ``ended - started`` (``SucceedMove.elapsed_seconds``).
     ended: float | None = None
+    # The batch this job runs in (a batch handler's job; ``runtime.batches``): its call is
+    # shared, so a stop goes through the batch, which decides whether it ends the call.
+    batch: BatchStops | None = None
 
     def stop(self, reason: StopReason, actor: str | None = None) -> None:
         """Ask the job to stop: set its cancel flag and cancel the handler while it runs."""
@@ -126,6 +130,9 @@ class Execution:
         self.stop_reason = reason
         self.stop_actor = actor
         _request_stop(self.context, reason.value)
+        if self.batch is not None:
+            self.batch.member_stopped(reason)
+            return
         if self.in_handler and self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -146,6 +153,12 @@ Prove = Callable[["Execution"], Awaitable["tuple[StopReason, str | None] | None"
 Parents = Callable[[str], Awaitable[dict[str, Any]]]
 # ``durable(lease)``: the durable side of one run of a durable job (``runtime.durable``).
 DurableFactory = Callable[["Lease"], Durable]
+
+
+class BatchStops(Protocol):
+    """How a batch hears that one of its jobs was asked to stop (``runtime.batches``)."""
+
+    def member_stopped(self, reason: StopReason) -> None: ...
 
 
 class SyncRunner(Protocol):

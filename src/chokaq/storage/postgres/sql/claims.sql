@@ -113,6 +113,94 @@ claimed AS (
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
+-- name: jobs_claim_batch
+-- A batch handler's claim (docs/batches.md), one statement: the oldest due Pending job of the
+-- type in the serving queues (by the fetch order) picks the batch's queue and its value of the
+-- batch key (``payload -> key``, compared as JSON: 1 and "1" are two tenants); the due jobs of
+-- the type with that queue and value are claimed into Processing, at most %(limit)s and the
+-- room the queue's bulkhead leaves, and only when that many are due or the oldest of them has
+-- been due for %(wait)s seconds. Each claimed job gets its own lease and a job_batches row
+-- under %(batch_id)s. The fetch index is walked in order and filtered by type: no index of its
+-- own, so that every plain enqueue and move pays for none.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
+),
+serving AS MATERIALIZED (
+    SELECT n.name,
+           CASE
+               WHEN q.max_workers IS NULL THEN %(limit)s::integer
+               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
+                   SELECT count(*) FROM {schema}.jobs_hot a
+                   WHERE a.queue = n.name AND a.status IN (1, 2)
+               )))::integer
+           END AS room
+    FROM (
+        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
+        UNION
+        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
+    ) n
+    LEFT JOIN {schema}.queues q ON q.name = n.name
+    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
+),
+head AS MATERIALIZED (
+    SELECT h.queue, s.room,
+           CASE WHEN %(key)s::text IS NULL THEN NULL ELSE h.payload::jsonb -> %(key)s::text END
+               AS value
+    FROM {schema}.jobs_hot h
+    JOIN serving s ON s.name = h.queue AND s.room > 0
+    CROSS JOIN clock k
+    WHERE h.status = 0 AND h.type = %(type)s AND h.scheduled_at <= k.now
+    ORDER BY h.priority DESC, h.scheduled_at, h.created_at
+    LIMIT 1
+    FOR UPDATE OF h SKIP LOCKED
+),
+candidates AS MATERIALIZED (
+    SELECT h.id, h.scheduled_at
+    FROM head
+    CROSS JOIN clock k
+    CROSS JOIN LATERAL (
+        SELECT h.id, h.scheduled_at
+        FROM {schema}.jobs_hot h
+        WHERE h.status = 0 AND h.type = %(type)s AND h.queue = head.queue
+          AND h.scheduled_at <= k.now
+          AND (%(key)s::text IS NULL
+               OR (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value)
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at
+        LIMIT head.room
+        FOR UPDATE OF h SKIP LOCKED
+    ) h
+),
+ready AS (
+    SELECT c.id FROM candidates c
+    WHERE (SELECT count(*) FROM candidates) >= (SELECT room FROM head)
+       OR (SELECT min(scheduled_at) FROM candidates)
+          <= (SELECT now FROM clock) - make_interval(secs => %(wait)s::float8)
+),
+claimed AS (
+    UPDATE {schema}.jobs_hot h
+-- include: fragment_claim_set
+    FROM clock k
+    WHERE h.id = ANY(ARRAY(SELECT id FROM ready))
+-- include: fragment_claim_returning
+),
+recorded AS (
+    INSERT INTO {schema}.job_batches (batch_id, job_id, type, queue, attempt, worker_id,
+                                      claimed_at)
+    SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now
+    FROM claimed c CROSS JOIN clock k
+)
+SELECT * FROM claimed
+ORDER BY priority DESC, scheduled_at, created_at
+
+-- name: jobs_claim_batch_due
+-- When the oldest due job of a batch type that a batch claim left (too few to fill a batch)
+-- has waited long enough to be claimed anyway: the worker comes back then.
+SELECT min(h.scheduled_at) + make_interval(secs => %(wait)s::float8)
+FROM {schema}.jobs_hot h
+WHERE h.status = 0 AND h.type = %(type)s
+  AND (%(queues)b::text[] IS NULL OR h.queue = ANY(%(queues)b::text[]))
+
 -- name: fragment_lease_input
 -- The clock (with a relaxed commit: see jobs_fetch) and the leases of a batch, as ``v``.
 --
