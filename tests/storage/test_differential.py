@@ -56,8 +56,9 @@ def _id(n: int) -> str:
 
 A, B, C, D, D2, E, F, G, H = (_id(n) for n in range(1, 10))
 W1, W2, W3, W4, W5, W6 = (_id(n) for n in range(20, 26))  # jobs of workflows
+X1, X2, X3 = (_id(n) for n in range(40, 43))  # a batch type's jobs
 UNKNOWN = _id(99)
-FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, UNKNOWN}
+FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, X1, X2, X3, UNKNOWN}
 NAIVE = datetime(2025, 1, 1, 12, 0, 0)
 PLUS_14 = timezone(timedelta(hours=14))
 
@@ -105,6 +106,21 @@ async def _seed(backend: Backend) -> Seeded:
     await backend.worker_beat(_worker("w1"), now=at(5))
     await _dead_letter_families(backend)
     return Seeded(running=running, fetched=fetched)
+
+
+async def _batch_jobs(backend: Backend) -> None:
+    """Three jobs of the batch type ``bt`` in queue ``bq``: tenants a, b, a, each enqueued a
+    second after the one before (so that the fetch order is the same on both backends)."""
+    for i, (job_id, tenant) in enumerate(((X1, "a"), (X2, "b"), (X3, "a"))):
+        payload = json.dumps({"tenant": tenant})
+        await backend.jobs_enqueue([NewJob("bt", payload, queue="bq", id=job_id)], now=at(20 + i))
+
+
+def _batch(backend: Backend, when: float, **options: Any) -> Awaitable[Any]:
+    """A batch claim of ``bt`` at ``at(when)`` (limit 3, wait 60 s, keyed by tenant unless
+    ``options`` say otherwise)."""
+    call = {"worker_id": "w2", "type": "bt", "limit": 3, "wait_seconds": 60.0, "key": "tenant"}
+    return backend.jobs_claim_batch(**{**call, **options}, now=at(when))
 
 
 def _unique(job_id: str, seconds: float | None, key: str = "u1") -> NewJob:
@@ -387,6 +403,54 @@ CASES: dict[str, list[tuple[str, Call]]] = {
                 worker_id="w2", limit=5, queues=["q"], start=True, now=at(11)
             ),
         ),
+    ],
+    "jobs_claim_batch": [
+        ("limit 0", lambda b, s: _batch(b, 30, limit=0)),
+        ("limit above 10,000", lambda b, s: _batch(b, 30, limit=10_001)),
+        ("wait NaN", lambda b, s: _batch(b, 30, wait_seconds=math.nan)),
+        ("wait negative", lambda b, s: _batch(b, 30, wait_seconds=-1)),
+        ("wait over an hour", lambda b, s: _batch(b, 30, wait_seconds=3601)),
+        ("key not a name", lambda b, s: _batch(b, 30, key="a-b")),
+        ("key not text", lambda b, s: _batch(b, 30, key=5)),
+        ("blank type", lambda b, s: _batch(b, 30, type="")),
+        ("blank worker", lambda b, s: _batch(b, 30, worker_id="")),
+        (
+            "naive now",
+            lambda b, s: b.jobs_claim_batch(
+                worker_id="w2", type="bt", limit=1, wait_seconds=0, now=NAIVE
+            ),
+        ),
+        ("no queues", lambda b, s: _batch(b, 30, queues=[])),
+        ("nothing pending", lambda b, s: _batch(b, 30)),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("not full, not waited", lambda b, s: _batch(b, 30)),
+        ("another queue", lambda b, s: _batch(b, 30, limit=1, queues=["q"])),
+        ("full for tenant a", lambda b, s: _batch(b, 30, limit=2)),
+        ("b waited", lambda b, s: _batch(b, 90, wait_seconds=5)),
+        ("none left", lambda b, s: _batch(b, 100, wait_seconds=0)),
+        ("batches of X1", lambda b, s: b.job_batches(id=X1)),
+    ],
+    "job_batches": [
+        ("bad id", lambda b, s: b.job_batches(id="x")),
+        ("limit 0", lambda b, s: b.job_batches(id=X1, limit=0)),
+        ("limit 101", lambda b, s: b.job_batches(id=X1, limit=101)),
+        ("unknown", lambda b, s: b.job_batches(id=UNKNOWN)),
+        ("never batched", lambda b, s: b.job_batches(id=A)),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("claim", lambda b, s: _batch(b, 30, limit=2)),
+        ("a batch of two", lambda b, s: b.job_batches(id=X3)),
+        ("not batched yet", lambda b, s: b.job_batches(id=X2)),
+    ],
+    "batch_sizes": [
+        ("blank type", lambda b, s: b.batch_sizes(type="", since=at(0))),
+        ("naive since", lambda b, s: b.batch_sizes(type="bt", since=NAIVE)),
+        ("limit 0", lambda b, s: b.batch_sizes(type="bt", since=at(0), limit=0)),
+        ("none", lambda b, s: b.batch_sizes(type="bt", since=at(0))),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("claim two", lambda b, s: _batch(b, 30, limit=2)),
+        ("claim one", lambda b, s: _batch(b, 90, wait_seconds=5)),
+        ("both", lambda b, s: b.batch_sizes(type="bt", since=at(0))),
+        ("since the second", lambda b, s: b.batch_sizes(type="bt", since=at(60))),
     ],
     "jobs_start": [
         ("bad id", lambda b, s: b.jobs_start(lease=Lease("nope", "w1", "t"))),
