@@ -131,7 +131,9 @@ def main() -> None:
             for round_ in range(args.rounds):
                 order = KINDS if round_ % 2 == 0 else KINDS[::-1]
                 with tempfile.TemporaryDirectory() as tmp:
-                    got = {kind: measure(backend, kind, work, args.jobs, Path(tmp)) for kind in order}
+                    got = {
+                        kind: measure(backend, kind, work, args.jobs, Path(tmp)) for kind in order
+                    }
                 for kind in KINDS:
                     runs[kind].append(got[kind])
                 ratios.append(got["batched"] / got["single"])

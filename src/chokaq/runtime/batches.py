@@ -24,7 +24,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..batches import Batched, batch_results
 from ..context import _request_stop
@@ -35,10 +35,8 @@ from ..payloads import encode_result
 from ..serializer import decode_arguments
 from .circuit import CircuitBreakers
 from .executor import Execution, Executor, Result, StopReason, _chain, _NotStarted
+from .host import BatchHandler
 from .slots import Slots
-
-if TYPE_CHECKING:
-    from ..handles import BatchHandle
 
 __all__ = ["BatchRun", "BatchRunner", "run_batch"]
 
@@ -53,7 +51,7 @@ class BatchRun:
     """One claimed batch as the worker tracks it."""
 
     id: str
-    handle: BatchHandle[Any]
+    handle: BatchHandler
     members: list[Execution]
     task: asyncio.Task[None] | None = None
     in_call: bool = False
@@ -163,7 +161,7 @@ async def run_batch(executor: Executor, run: BatchRun) -> list[tuple[Execution, 
             job = ex.job
             message = f"Rejected: the payload does not fit {job.type}: {exc}"
             log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-            move = executor._finish(ex, Result.REJECTED, duration=None, message=message)
+            move = executor.finish(ex, Result.REJECTED, duration=None, message=message)
             moves.append((ex, move))
             continue
         live.append(ex)
@@ -173,7 +171,7 @@ async def run_batch(executor: Executor, run: BatchRun) -> list[tuple[Execution, 
     return moves
 
 
-def _item(handle: BatchHandle[Any], ex: Execution) -> Batched[Any]:
+def _item(handle: BatchHandler, ex: Execution) -> Batched[Any]:
     arguments = decode_arguments(handle, ex.job.payload)
     assert handle.arguments is not None
     key = handle.batch.key
@@ -194,7 +192,7 @@ async def _call(
     """Call the handler with ``items`` and map its answer to the ``live`` jobs' moves."""
     handle = run.handle
     lead = live[0]
-    call = executor._caller(handle.fn, (items,), {}, handle.is_async, lead)
+    call = executor.caller(handle.fn, (items,), {}, handle.is_async, lead)
     if executor.middlewares:
         call = _chain(executor.middlewares, lead.context, call)
     started = time.perf_counter()
@@ -231,7 +229,7 @@ async def _call(
     duration = time.perf_counter() - started
     if stopped:
         _stop_all(live, lead.stop_reason)
-        return [(ex, executor._stopped(ex, duration)) for ex in live]
+        return [(ex, executor.stopped(ex, duration)) for ex in live]
     if error is None:
         try:
             values = batch_results(handle.name, values, len(items))
@@ -258,15 +256,15 @@ def _move(
     """One job's move: its stop, the batch's error, or its own result."""
     reason = ex.stop_reason
     if reason is not None and (error is not None or reason is not StopReason.SHUTDOWN):
-        return executor._stopped(ex, duration)
+        return executor.stopped(ex, duration)
     if error is None and isinstance(value, BaseException):
         error = value  # this item failed alone
     if error is not None:
-        return executor._finish(ex, Result.RAISED, duration=duration, error=error)
+        return executor.finish(ex, Result.RAISED, duration=duration, error=error)
     if type(value) is Retry:
-        return executor._finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
+        return executor.finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
     if type(value) is Fail:
-        return executor._finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
+        return executor.finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
     elapsed = (ex.ended or time.monotonic()) - ex.started
     result, why = encode_result(value, executor.max_result_bytes)
     if why is not None:

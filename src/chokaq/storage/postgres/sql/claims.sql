@@ -32,6 +32,28 @@ RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
           h.partition_key, h.expires_at, h.requeues
 
+-- name: fragment_serving_queues
+-- The queues a claim serves (the given names, or every queue row; a queue without a row counts
+-- as active and unpaused) and the room each bulkhead leaves (max_workers minus the rows Fetched
+-- or Processing anywhere), as ``serving``: for jobs_fetch and jobs_claim_batch.
+serving AS MATERIALIZED (
+    SELECT n.name,
+           CASE
+               WHEN q.max_workers IS NULL THEN %(limit)s::integer
+               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
+                   SELECT count(*) FROM {schema}.jobs_hot a
+                   WHERE a.queue = n.name AND a.status IN (1, 2)
+               )))::integer
+           END AS room
+    FROM (
+        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
+        UNION
+        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
+    ) n
+    LEFT JOIN {schema}.queues q ON q.name = n.name
+    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
+),
+
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
 -- claiming transaction commits, and the fetch that follows takes a fresh snapshot, so it counts
@@ -58,23 +80,7 @@ WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 ),
-serving AS MATERIALIZED (
-    SELECT n.name,
-           CASE
-               WHEN q.max_workers IS NULL THEN %(limit)s::integer
-               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
-                   SELECT count(*) FROM {schema}.jobs_hot a
-                   WHERE a.queue = n.name AND a.status IN (1, 2)
-               )))::integer
-           END AS room
-    FROM (
-        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
-        UNION
-        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
-    ) n
-    LEFT JOIN {schema}.queues q ON q.name = n.name
-    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
-),
+-- include: fragment_serving_queues
 candidates AS MATERIALIZED (
     SELECT c.id, c.priority, c.due, c.created_at
     FROM serving s
@@ -114,42 +120,19 @@ SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_claim_batch
--- A batch handler's claim (docs/batches.md), one statement: the oldest due Pending job of the
--- type in the serving queues (by the fetch order) picks the batch's queue and its value of the
--- batch key (``payload -> key``, compared as JSON: 1 and "1" are two tenants); the due jobs of
--- the type with that queue and value are claimed into Processing, at most %(limit)s and the
--- room the queue's bulkhead leaves, and only when that many are due or the oldest of them has
--- been due for %(wait)s seconds. Each claimed job gets its own lease and a job_batches row
--- under %(batch_id)s. The fetch index is walked in order and filtered by type: no index of its
--- own, so that every plain enqueue and move pays for none.
+-- A batch handler's claim (docs/batches.md): the oldest due Pending job of the type picks the
+-- queue and the batch key's value (``payload -> key``, as JSON: 1 and "1" differ); up to
+-- %(limit)s due jobs of the type with those (within the bulkhead's room) are claimed, once that
+-- many are due or the oldest has been due %(wait)s s, each with a lease and a job_batches row.
+-- No index of its own (the fetch index, filtered by type): plain enqueues and moves pay none.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
 ),
-serving AS MATERIALIZED (
-    SELECT n.name,
-           CASE
-               WHEN q.max_workers IS NULL THEN %(limit)s::integer
-               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
-                   SELECT count(*) FROM {schema}.jobs_hot a
-                   WHERE a.queue = n.name AND a.status IN (1, 2)
-               )))::integer
-           END AS room
-    FROM (
-        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
-        UNION
-        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
-    ) n
-    LEFT JOIN {schema}.queues q ON q.name = n.name
-    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
-),
+-- include: fragment_serving_queues
 head AS MATERIALIZED (
-    SELECT h.queue, s.room,
-           CASE WHEN %(key)s::text IS NULL THEN NULL ELSE h.payload::jsonb -> %(key)s::text END
-               AS value
-    FROM {schema}.jobs_hot h
-    JOIN serving s ON s.name = h.queue AND s.room > 0
-    CROSS JOIN clock k
+    SELECT h.queue, s.room, h.payload::jsonb -> %(key)s::text AS value
+    FROM {schema}.jobs_hot h JOIN serving s ON s.name = h.queue AND s.room > 0, clock k
     WHERE h.status = 0 AND h.type = %(type)s AND h.scheduled_at <= k.now
     ORDER BY h.priority DESC, h.scheduled_at, h.created_at
     LIMIT 1
@@ -157,19 +140,12 @@ head AS MATERIALIZED (
 ),
 candidates AS MATERIALIZED (
     SELECT h.id, h.scheduled_at
-    FROM head
-    CROSS JOIN clock k
-    CROSS JOIN LATERAL (
-        SELECT h.id, h.scheduled_at
-        FROM {schema}.jobs_hot h
-        WHERE h.status = 0 AND h.type = %(type)s AND h.queue = head.queue
-          AND h.scheduled_at <= k.now
-          AND (%(key)s::text IS NULL
-               OR (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value)
-        ORDER BY h.priority DESC, h.scheduled_at, h.created_at
-        LIMIT head.room
-        FOR UPDATE OF h SKIP LOCKED
-    ) h
+    FROM {schema}.jobs_hot h, head, clock k
+    WHERE h.status = 0 AND h.type = %(type)s AND h.queue = head.queue AND h.scheduled_at <= k.now
+      AND (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value
+    ORDER BY h.priority DESC, h.scheduled_at, h.created_at
+    LIMIT (SELECT room FROM head)
+    FOR UPDATE OF h SKIP LOCKED
 ),
 ready AS (
     SELECT c.id FROM candidates c
@@ -185,8 +161,7 @@ claimed AS (
 -- include: fragment_claim_returning
 ),
 recorded AS (
-    INSERT INTO {schema}.job_batches (batch_id, job_id, type, queue, attempt, worker_id,
-                                      claimed_at)
+    INSERT INTO {schema}.job_batches (batch_id, job_id, type, queue, attempt, worker_id, claimed_at)
     SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now
     FROM claimed c CROSS JOIN clock k
 )
@@ -194,8 +169,7 @@ SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_claim_batch_due
--- When the oldest due job of a batch type that a batch claim left (too few to fill a batch)
--- has waited long enough to be claimed anyway: the worker comes back then.
+-- When the oldest pending job of a batch type a claim left may be claimed anyway.
 SELECT min(h.scheduled_at) + make_interval(secs => %(wait)s::float8)
 FROM {schema}.jobs_hot h
 WHERE h.status = 0 AND h.type = %(type)s
