@@ -237,7 +237,7 @@ async def _call(
             error = exc
     run.raised = error is not None
     return [
-        (ex, _move(executor, ex, duration, error, None if values is None else values[i]))
+        (ex, _move(executor, ex, duration, error, None if error is not None else values[i]))
         for i, ex in enumerate(live)
     ]
 
