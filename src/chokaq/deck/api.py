@@ -38,6 +38,7 @@ from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
 from ..views import (
     SOURCES,
+    batch_json,
     dump,
     filter_json,
     job_json,
@@ -254,8 +255,17 @@ async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
     job = await state.app.backend.job_get_related(id=job_id)
     if job is None:
         raise ApiError(404, f"job {job_id} not found in hot, archive or DLQ")
-    steps = [step_json(step) for step in await state.app.backend.steps_list(job_id=job_id)]
-    return {**job_json(job), "relatives_limit": MAX_RELATIVES, "steps": steps}
+    backend = state.app.backend
+    steps = [step_json(step) for step in await backend.steps_list(job_id=job_id)]
+    batches = [
+        batch_json(batch, job_id, MAX_RELATIVES) for batch in await backend.job_batches(id=job_id)
+    ]
+    return {
+        **job_json(job),
+        "relatives_limit": MAX_RELATIVES,
+        "steps": steps,
+        "batches": batches,
+    }
 
 
 async def get_top_errors(request: Request, state: DeckState, who: Principal) -> Any:
