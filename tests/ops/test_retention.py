@@ -80,6 +80,7 @@ async def test_retention_is_a_no_op_when_nothing_is_old(store: Any) -> None:
             "minute_buckets": 0,
             "limit_keys": 0,
             "unique_keys": 0,
+            "batches": 0,
         }
         assert len(await ids(app, Pillar.ARCHIVE)) == 2 and len(await ids(app, Pillar.DLQ)) == 1
     finally:

@@ -108,12 +108,14 @@ async def _seed(backend: Backend) -> Seeded:
     return Seeded(running=running, fetched=fetched)
 
 
-async def _batch_jobs(backend: Backend) -> None:
-    """Three jobs of the batch type ``bt`` in queue ``bq``: tenants a, b, a, each enqueued a
-    second after the one before (so that the fetch order is the same on both backends)."""
-    for i, (job_id, tenant) in enumerate(((X1, "a"), (X2, "b"), (X3, "a"))):
-        payload = json.dumps({"tenant": tenant})
-        await backend.jobs_enqueue([NewJob("bt", payload, queue="bq", id=job_id)], now=at(20 + i))
+def _batch_jobs(backend: Backend) -> Awaitable[Any]:
+    """Three jobs of the batch type ``bt`` in queue ``bq``: tenants a, b, a, in one enqueue, due
+    a second apart from at(20) (so that the fetch order is the same on both backends)."""
+    jobs = [
+        NewJob("bt", json.dumps({"tenant": tenant}), queue="bq", id=job_id, run_at=at(20 + i))
+        for i, (job_id, tenant) in enumerate(((X1, "a"), (X2, "b"), (X3, "a")))
+    ]
+    return backend.jobs_enqueue(jobs, now=at(20))
 
 
 def _batch(backend: Backend, when: float, **options: Any) -> Awaitable[Any]:
@@ -636,6 +638,17 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("rescued expired", lambda b, s: b.job_get(W3)),
         ("expiry buckets", lambda b, s: b.stats_throughput(now=at(1031))),
         ("expiry summary", lambda b, s: b.stats_summary()),
+    ],
+    "batches_tidy": [
+        ("naive", lambda b, s: b.batches_tidy(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.batches_tidy(older_than=at(100), fence=_term())),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("claim two", lambda b, s: _batch(b, 30, limit=2)),
+        ("claim one", lambda b, s: _batch(b, 90, wait_seconds=5)),
+        ("none before", lambda b, s: b.batches_tidy(older_than=at(30))),
+        ("the first", lambda b, s: b.batches_tidy(older_than=at(31))),
+        ("left", lambda b, s: b.batch_sizes(type="bt", since=at(0))),
+        ("its jobs forget it", lambda b, s: b.job_batches(id=X1)),
     ],
     "unique_keys_tidy": [
         ("naive", lambda b, s: b.unique_keys_tidy(older_than=NAIVE)),

@@ -298,6 +298,10 @@ async def run_retention(
         ),
         # An ended uniqueness window is taken over by the next enqueue of its key: drop it.
         "unique_keys": await backend.unique_keys_tidy(older_than=now, fence=fence),
+        # Which batch each job ran in: kept as long as the minute buckets' history.
+        "batches": await backend.batches_tidy(
+            older_than=now - timedelta(days=settings.metrics_minute_buckets_days), fence=fence
+        ),
     }
     if done["rolled_up"]:
         log_event(Event.METRICS_ROLLED_UP, "metric buckets rolled up", buckets=done["rolled_up"])

@@ -627,6 +627,10 @@ class Driver(abc.ABC):
     async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``unique_keys`` rows whose window ended at or before ``older_than``."""
 
+    @abc.abstractmethod
+    async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``job_batches`` rows of batches claimed before ``older_than``."""
+
     # -- leadership: leases on a role (leadership.py) -----------------------------------------
 
     @abc.abstractmethod

@@ -68,9 +68,19 @@ def metrics_prune(db: Database, cutoff: float, width: int, fence: LeaderTerm | N
 
 
 def unique_keys_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    return _tidy(db, "unique_keys_tidy", before, fence)
+
+
+def batches_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    return _tidy(db, "batches_tidy", before, fence)
+
+
+def _tidy(db: Database, query: str, before: float, fence: LeaderTerm | None) -> int:
+    """Run the fenced DELETE ``query`` of rows older than ``before``; how many it dropped."""
+
     def run() -> int:
         check_fence(db, fence)
-        return db.conn.execute(db.q["unique_keys_tidy"], {"before": before}).rowcount
+        return db.conn.execute(db.q[query], {"before": before}).rowcount
 
     return db.write(run)
 
@@ -210,3 +220,6 @@ class SQLiteMaintenance(SQLiteCore):
 
     async def unique_keys_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         return await self._db.call(unique_keys_tidy, older_than.timestamp(), fence)
+
+    async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        return await self._db.call(batches_tidy, older_than.timestamp(), fence)

@@ -217,5 +217,8 @@ SELECT count(*) FROM gone
 -- name: unique_keys_tidy
 DELETE FROM {schema}.unique_keys WHERE until <= %(before)s
 
+-- name: batches_tidy
+DELETE FROM {schema}.job_batches WHERE claimed_at < %(before)s
+
 -- name: limit_state_tidy
 DELETE FROM {schema}.limit_state WHERE tat < %(before)s
