@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chokaq import App, Batched, Fail, ValidationError
+from chokaq import App, Batched, CircuitPolicy, Fail, ValidationError
 from chokaq.models import FailureReason, Pillar
 
 from .conftest import running, until
@@ -202,3 +202,26 @@ async def test_the_timeout_applies_to_the_batch(make_app: Callable[..., App]) ->
         views = await _settled(app, ids)
     assert all(v.pillar is Pillar.DLQ for v in views)
     assert {v.failure_reason for v in views} == {FailureReason.TIMEOUT}
+
+
+async def test_the_circuit_breaker_counts_a_batch_as_one_call(
+    make_app: Callable[..., App],
+) -> None:
+    app = make_app(concurrency=1, circuit=CircuitPolicy(threshold=2, break_seconds=600))
+    calls: list[int] = []
+
+    @app.job(batch_size=5, batch_wait_seconds=0, max_attempts=10)
+    async def down(batch: list[Batched[Item]]) -> list[int]:
+        calls.append(len(batch))
+        raise ConnectionError("the API is down")
+
+    await app.open()
+    await app.enqueue_many([down.prepare(tenant="t", n=i) for i in range(15)])
+    async with running(app) as worker:
+
+        async def opened() -> bool:
+            return any(c.state.value == "open" for c in worker.circuits.snapshot())
+
+        await until(opened)
+        # Two failing calls (ten failed jobs) opened it: the batch, not its jobs, is counted.
+        assert calls == [5, 5]

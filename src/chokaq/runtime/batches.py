@@ -55,9 +55,11 @@ class BatchRun:
     members: list[Execution]
     task: asyncio.Task[None] | None = None
     in_call: bool = False
-    # Whether the handler's call raised (or returned something that is not one result per
-    # job): the circuit breaker's verdict on the batch.
-    raised: bool = field(default=False, init=False)
+    # The circuit breaker's verdict on the call: a failed job's move when it raised (or
+    # returned something that is not one result per job), None when it returned; and whether
+    # it says anything about the dependency (not when a stop of the whole batch ended it).
+    verdict: Move | None = field(default=None, init=False)
+    judged: bool = field(default=True, init=False)
 
     def member_stopped(self, reason: StopReason) -> None:
         """A job of the batch was asked to stop. A timeout, a shutdown or an unproven claim
@@ -92,8 +94,6 @@ class BatchRunner:
         members = [self.track(job, sent) for job in claim.jobs]
         lead = members[0]
         run = BatchRun(claim.batch_id or "", lead.handle, members)  # type: ignore[arg-type]
-        # Only the first job's clock counts, against the smallest timeout of the batch.
-        lead.timeout_seconds = min(ex.timeout_seconds for ex in members)
         self.slots.add_batch(members)
         task = asyncio.get_running_loop().create_task(self._run(run))
         run.task = task
@@ -139,8 +139,8 @@ class BatchRunner:
                     error=repr(exc),
                 )
                 moves = []
-            verdict = moves[0][1] if run.raised and moves else SucceedMove(lead.job.lease, None)
-            self.circuits.report(name, verdict, permit, judged=lead.stop_reason is None)
+            verdict = run.verdict or SucceedMove(lead.job.lease, None)
+            self.circuits.report(name, verdict, permit, judged=run.judged)
         self.slots.done_batch(run.members)
         for ex, move in moves:
             if move is not None and not ex.abandoned:
@@ -192,6 +192,8 @@ async def _call(
     """Call the handler with ``items`` and map its answer to the ``live`` jobs' moves."""
     handle = run.handle
     lead = live[0]
+    # Only the first job's clock counts, against the smallest timeout of the batch.
+    lead.timeout_seconds = min(ex.timeout_seconds for ex in live)
     call = executor.caller(handle.fn, (items,), {}, handle.is_async, lead)
     if executor.middlewares:
         call = _chain(executor.middlewares, lead.context, call)
@@ -228,6 +230,7 @@ async def _call(
             ex.ended = ended
     duration = time.perf_counter() - started
     if stopped:
+        run.judged = False
         _stop_all(live, lead.stop_reason)
         return [(ex, executor.stopped(ex, duration)) for ex in live]
     if error is None:
@@ -235,11 +238,13 @@ async def _call(
             values = batch_results(handle.name, values, len(items))
         except ValueError as exc:
             error = exc
-    run.raised = error is not None
-    return [
+    moves = [
         (ex, _move(executor, ex, duration, error, None if error is not None else values[i]))
         for i, ex in enumerate(live)
     ]
+    if error is not None:
+        run.verdict = moves[0][1]
+    return moves
 
 
 def _stop_all(live: list[Execution], reason: StopReason | None) -> None:
