@@ -1,11 +1,12 @@
 """Batch handlers against one job per call: the same work, jobs/s, in the same run.
 
-    .venv/bin/python bench/batches.py                     # both backends, both kinds of work
+    .venv/bin/python bench/batches.py                     # both backends, every kind of work
     .venv/bin/python bench/batches.py --rounds 1 --jobs 5000 --backends sqlite
 
 For each backend, each kind of work (``noop``: nothing, the engine's own cost; ``insert``: one
-INSERT statement and commit per call into a table of the same database, a bulk-insert or
-bulk-API call) and each round, the two handlers of ``bench/batches_app.py`` are measured in
+INSERT statement and commit per call into a table of the same database, a bulk insert; ``api``:
+5 ms per call whatever its size, a remote embedding or bulk API) and each round, the two
+handlers of ``bench/batches_app.py`` are measured in
 alternation (which goes first alternates between rounds): ``jobs`` jobs of the type are seeded
 into a fresh SQLite file or PostgreSQL schema, the tables analyzed, then the real CLI worker,
 ``python -m chokaq worker --app bench.batches_app:app --concurrency 10 --burst``, is timed from
@@ -34,7 +35,7 @@ from bench.measure import PG_URL, REPO, analyze, child_env, machine_notes, run_s
 from bench.worker_throughput import drop_schema
 
 KINDS = ("single", "batched")
-WORKS = ("noop", "insert")
+WORKS = ("noop", "insert", "api")
 OUT = Path(__file__).resolve().parent / "results" / "batches.json"
 
 SEED = r"""

@@ -1,9 +1,10 @@
 """The app of bench/batches.py: the same work as a batch handler and as one job per call.
 
 ``single`` handles one item a call, ``batched`` up to 100 (``@app.job(batch_size=100)``). The
-work (``CHOKAQ_BENCH_WORK``): ``noop`` (nothing: what the engine itself costs per job), or
+work (``CHOKAQ_BENCH_WORK``): ``noop`` (nothing: what the engine itself costs per job),
 ``insert`` (each call writes its items to a ``bench_sink`` table of the benchmark's database in
-one statement and one commit: a bulk-insert or bulk-API call, whose cost is mostly per call).
+one statement and one commit: a bulk insert), or ``api`` (each call waits 5 ms, whatever the
+number of items, as a call to an embedding or bulk HTTP API on the same network would).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import atexit
 import os
 import sqlite3
 import threading
+import time
 from typing import Any
 
 from chokaq import App, Batched
@@ -45,11 +47,16 @@ def _write(values: list[int]) -> None:
         _sink.execute("COMMIT")
 
 
+API_SECONDS = 0.005
+
+
 def _work(values: list[int]) -> None:
     global handled
     handled += len(values)
     if WORK == "insert":
         _write(values)
+    elif WORK == "api":
+        time.sleep(API_SECONDS)  # the round trip of one remote call
 
 
 @app.job(name="single")
