@@ -123,10 +123,11 @@ def claim_batch(
         queues = None if batch.queues is None else json.dumps(batch.queues)
         base = {"type": batch.type, "now": now, "path": path, "queues": queues}
         head = conn.execute(q["jobs_claim_batch_head"], base).fetchone()
-        picked = [] if head is None else _batch_members(db, batch, base, head)
+        if head is None:
+            return [], None
+        picked, oldest = _batch_members(db, batch, base, head)
         if not picked:
-            due = conn.execute(q["jobs_claim_batch_due"], {**base, "wait": batch.wait_seconds})
-            return [], due.fetchone()[0]
+            return [], None if oldest is None else oldest + batch.wait_seconds
         claimed = claim_ids(db, batch.worker_id, picked, True, now)
         conn.executemany(
             q["jobs_claim_batch_record"],
@@ -151,23 +152,24 @@ def claim_batch(
 
 def _batch_members(
     db: Database, batch: BatchRequest, base: dict[str, object], head: sqlite3.Row
-) -> list[str]:
-    """The ids of the batch ``head`` starts, when it is ready to be claimed (else none)."""
+) -> tuple[list[str], float | None]:
+    """The ids of the batch ``head`` starts when it is ready to be claimed (else none), and
+    when its oldest job became due (None: no room)."""
     conn, q = db.conn, db.q
     limit = batch.limit
     room = conn.execute(q["jobs_claim_batch_room"], {"queue": head["queue"]}).fetchone()
     if room is not None:
         limit = min(limit, room[0])
     if limit <= 0:
-        return []
+        return [], None
     params = {**base, "queue": head["queue"], "value": head["value"], "limit": limit}
     rows = conn.execute(q["jobs_claim_batch_members"], params).fetchall()
     oldest = min((row["scheduled_at"] for row in rows), default=None)
     now = base["now"]
     assert isinstance(now, float)
     if len(rows) < limit and (oldest is None or oldest > now - batch.wait_seconds):
-        return []
-    return [row["id"] for row in rows]
+        return [], oldest
+    return [row["id"] for row in rows], oldest
 
 
 def claim_ids(

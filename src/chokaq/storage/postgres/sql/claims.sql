@@ -120,38 +120,37 @@ SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_claim_batch
--- A batch handler's claim (docs/batches.md): the oldest due Pending job of the type picks the
--- queue and the batch key's value (``payload -> key``, as JSON: 1 and "1" differ); up to
--- %(limit)s due jobs of the type with those (within the bulkhead's room) are claimed, once that
--- many are due or the oldest has been due %(wait)s s, each with a lease and a job_batches row.
--- No index of its own (the fetch index, filtered by type): plain enqueues and moves pay none.
+-- A batch handler's claim (docs/batches.md): the first due job of the type picks the queue and
+-- key value (payload -> key, as JSON); up to %(limit)s such jobs (and the bulkhead's room) are
+-- claimed once that many are due or the oldest waited %(wait)s s. No index of its own.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
 ),
 -- include: fragment_serving_queues
-head AS MATERIALIZED (
-    SELECT h.queue, s.room, h.payload::jsonb -> %(key)s::text AS value
-    FROM {schema}.jobs_hot h JOIN serving s ON s.name = h.queue AND s.room > 0, clock k
-    WHERE h.status = 0 AND h.type = %(type)s AND h.scheduled_at <= k.now
-    ORDER BY h.priority DESC, h.scheduled_at, h.created_at
-    LIMIT 1
-    FOR UPDATE OF h SKIP LOCKED
+head AS MATERIALIZED (  -- each queue's first by the fetch index, then the first of those
+    SELECT f.* FROM serving s, clock k, LATERAL (
+        SELECT h.queue, s.room, h.payload::jsonb -> %(key)s::text AS value, h.priority, h.scheduled_at, h.created_at
+        FROM {schema}.jobs_hot h
+        WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = s.name  -- the fetch index
+          AND h.scheduled_at <= k.now AND h.type = %(type)s
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1
+    ) f
+    WHERE s.room > 0 ORDER BY f.priority DESC, f.scheduled_at, f.created_at LIMIT 1
 ),
 candidates AS MATERIALIZED (
-    SELECT h.id, h.scheduled_at
-    FROM {schema}.jobs_hot h, head, clock k
-    WHERE h.status = 0 AND h.type = %(type)s AND h.queue = head.queue AND h.scheduled_at <= k.now
-      AND (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value
-    ORDER BY h.priority DESC, h.scheduled_at, h.created_at
-    LIMIT (SELECT room FROM head)
-    FOR UPDATE OF h SKIP LOCKED
+    SELECT c.id, c.scheduled_at FROM head, clock k, LATERAL (
+        SELECT h.id, h.scheduled_at FROM {schema}.jobs_hot h
+        WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = head.queue
+          AND h.scheduled_at <= k.now AND h.type = %(type)s
+          AND (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at
+        LIMIT head.room FOR UPDATE OF h SKIP LOCKED
+    ) c
 ),
 ready AS (
-    SELECT c.id FROM candidates c
-    WHERE (SELECT count(*) FROM candidates) >= (SELECT room FROM head)
-       OR (SELECT min(scheduled_at) FROM candidates)
-          <= (SELECT now FROM clock) - make_interval(secs => %(wait)s::float8)
+    SELECT c.id FROM candidates c WHERE (SELECT count(*) FROM candidates) >= (SELECT room FROM head)
+       OR (SELECT min(scheduled_at) FROM candidates) <= (SELECT now - make_interval(secs => %(wait)s::float8) FROM clock)
 ),
 claimed AS (
     UPDATE {schema}.jobs_hot h
@@ -162,18 +161,19 @@ claimed AS (
 ),
 recorded AS (
     INSERT INTO {schema}.job_batches (batch_id, job_id, type, queue, attempt, worker_id, claimed_at)
-    SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now
-    FROM claimed c CROSS JOIN clock k
+    SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now FROM claimed c, clock k
 )
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_claim_batch_due
--- When the oldest pending job of a batch type a claim left may be claimed anyway.
-SELECT min(h.scheduled_at) + make_interval(secs => %(wait)s::float8)
-FROM {schema}.jobs_hot h
-WHERE h.status = 0 AND h.type = %(type)s
-  AND (%(queues)b::text[] IS NULL OR h.queue = ANY(%(queues)b::text[]))
+WITH  -- when the first due job of a batch type (its batch left to fill) may be claimed
+-- include: fragment_serving_queues
+clock AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now)
+SELECT min(f.scheduled_at) + make_interval(secs => %(wait)s::float8) FROM serving s, clock k, LATERAL (
+    SELECT h.scheduled_at FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL
+      AND h.queue = s.name AND h.scheduled_at <= k.now AND h.type = %(type)s
+    ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1) f WHERE s.room > 0
 
 -- name: fragment_lease_input
 -- The clock (with a relaxed commit: see jobs_fetch) and the leases of a batch, as ``v``.

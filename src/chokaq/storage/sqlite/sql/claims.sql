@@ -74,11 +74,11 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
 
 -- name: jobs_claim_batch_head
 -- A batch claim's first pick (docs/batches.md): the oldest due Pending job of the type in an
--- open serving queue, by the fetch order; its queue and its value of the batch key (:path, a
--- JSON path; NULL without a key) make the batch.
+-- open serving queue, by the fetch order (walking the fetch index: hence partition_key IS
+-- NULL); its queue and its value of the batch key (:path, a JSON path; NULL: no key) make it.
 SELECT h.queue, json_extract(h.payload, :path) AS value
 FROM {p}jobs_hot AS h
-WHERE h.status = 0 AND h.type = :type AND h.scheduled_at <= :now
+WHERE h.status = 0 AND h.partition_key IS NULL AND h.type = :type AND h.scheduled_at <= :now
   AND (:queues IS NULL OR h.queue IN (SELECT value FROM json_each(:queues)))
   AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
                   WHERE q.name = h.queue AND (q.paused <> 0 OR q.active = 0))
@@ -96,7 +96,8 @@ WHERE q.name = :queue AND q.max_workers IS NOT NULL
 -- The due jobs of the batch's type, queue and key value, in the fetch order.
 SELECT h.id, h.scheduled_at
 FROM {p}jobs_hot AS h
-WHERE h.status = 0 AND h.type = :type AND h.queue = :queue AND h.scheduled_at <= :now
+WHERE h.status = 0 AND h.partition_key IS NULL AND h.type = :type AND h.queue = :queue
+  AND h.scheduled_at <= :now
   AND (:path IS NULL OR json_extract(h.payload, :path) IS :value)
 ORDER BY h.priority DESC, h.scheduled_at, h.created_at
 LIMIT :limit
@@ -104,13 +105,6 @@ LIMIT :limit
 -- name: jobs_claim_batch_record
 INSERT INTO {p}job_batches (batch_id, job_id, type, queue, attempt, worker_id, claimed_at)
 VALUES (:batch_id, :job_id, :type, :queue, :attempt, :worker_id, :now)
-
--- name: jobs_claim_batch_due
--- When the oldest pending job of a batch type that a claim left may be claimed anyway.
-SELECT min(h.scheduled_at) + :wait
-FROM {p}jobs_hot AS h
-WHERE h.status = 0 AND h.type = :type
-  AND (:queues IS NULL OR h.queue IN (SELECT value FROM json_each(:queues)))
 
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
