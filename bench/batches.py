@@ -40,13 +40,12 @@ OUT = Path(__file__).resolve().parent / "results" / "batches.json"
 
 SEED = r"""
 import asyncio, os
-from bench.batches_app import app, single, batched
+from bench.batches_app import app, handle
 
 async def main():
-    jobs, kind = int(os.environ["JOBS"]), os.environ["KIND"]
+    jobs = int(os.environ["JOBS"])
     app.auto_migrate = True
     await app.open()
-    handle = single if kind == "single" else batched
     for first in range(0, jobs, 10_000):
         await app.enqueue_many(
             [handle.prepare(n=first + k) for k in range(min(10_000, jobs - first))]
@@ -83,9 +82,10 @@ def measure(backend: str, kind: str, work: str, jobs: int, tmp: Path) -> float:
         "CHOKAQ_DATABASE_URL": url,
         "CHOKAQ_SCHEMA": schema,
         "PYTHONPATH": f"{REPO / 'src'}:{REPO}",
+        "CHOKAQ_BENCH_KIND": kind,
     }
     try:
-        run_script(SEED, JOBS=str(jobs), KIND=kind, **env)
+        run_script(SEED, JOBS=str(jobs), **env)
         analyze(url, schema if backend == "postgres" else None)
         sink = _sink(backend, url, schema, tmp) if work == "insert" else ""
         exit_file = tmp / f"exit-{uuid.uuid4().hex[:8]}"
