@@ -10,9 +10,10 @@ handlers of ``bench/batches_app.py`` are measured in
 alternation (which goes first alternates between rounds): ``jobs`` jobs of the type are seeded
 into a fresh SQLite file or PostgreSQL schema, the tables analyzed, then the real CLI worker,
 ``python -m chokaq worker --app bench.batches_app:app --concurrency 10 --burst``, is timed from
-its start to its exit (interpreter start and imports included). jobs/s = jobs / that time; the
-ratio batched/single is taken within each round. Writes ``bench/results/batches.json`` and a
-table to stdout (pasted into bench/RESULTS.md).
+its start to its exit (interpreter start and imports included): jobs/s = jobs / that time; and
+over its run alone, from its ``worker_started`` log line to its ``worker_stopped`` line (the
+drain). The ratios batched/single are taken within each round. Writes
+``bench/results/batches.json`` and a table to stdout (pasted into bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +77,24 @@ def _sink(backend: str, url: str, schema: str, tmp: Path) -> str:
     return f"{url}?options=-csearch_path%3D{schema}"
 
 
-def measure(backend: str, kind: str, work: str, jobs: int, tmp: Path) -> float:
-    """Seed ``jobs`` jobs of ``kind``, then time the burst CLI worker; jobs/s."""
+def _run_seconds(log: str) -> float:
+    """From the worker's JSON log: the seconds from its ``worker_started`` line to its
+    ``worker_stopped`` line (what it took to drain, without the interpreter's start)."""
+    times: dict[int, float] = {}
+    for line in log.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("event_id") in (1000, 1001):
+            stamp = datetime.fromisoformat(record["time"].replace("Z", "+00:00"))
+            times[record["event_id"]] = stamp.timestamp()
+    return times[1001] - times[1000]
+
+
+def measure(backend: str, kind: str, work: str, jobs: int, tmp: Path) -> tuple[float, float]:
+    """Seed ``jobs`` jobs of ``kind``, then time the burst CLI worker: jobs/s from its start
+    to its exit, and jobs/s over its run (from its started line to its stopped line)."""
     url, schema = _store(backend, tmp)
     env = {
         "CHOKAQ_DATABASE_URL": url,
@@ -90,7 +108,7 @@ def measure(backend: str, kind: str, work: str, jobs: int, tmp: Path) -> float:
         sink = _sink(backend, url, schema, tmp) if work == "insert" else ""
         exit_file = tmp / f"exit-{uuid.uuid4().hex[:8]}"
         argv = [sys.executable, "-m", "chokaq", "worker", "--app", "bench.batches_app:app"]
-        argv += ["--concurrency", "10", "--burst"]
+        argv += ["--concurrency", "10", "--burst", "--json-logs"]
         started = time.perf_counter()
         done = subprocess.run(
             argv,
@@ -102,6 +120,7 @@ def measure(backend: str, kind: str, work: str, jobs: int, tmp: Path) -> float:
                 EXIT_FILE=str(exit_file),
             ),
             capture_output=True,
+            text=True,
             timeout=900,
         )
         elapsed = time.perf_counter() - started
@@ -110,7 +129,7 @@ def measure(backend: str, kind: str, work: str, jobs: int, tmp: Path) -> float:
         handled = int(exit_file.read_text().split()[0])
         if handled != jobs:
             raise RuntimeError(f"the worker handled {handled} of {jobs} jobs")
-        return jobs / elapsed
+        return jobs / elapsed, jobs / _run_seconds(done.stdout + done.stderr)
     finally:
         if backend == "postgres":
             drop_schema(schema)
@@ -128,7 +147,9 @@ def main() -> None:
     for backend in args.backends.split(","):
         for work in args.works.split(","):
             runs: dict[str, list[float]] = {kind: [] for kind in KINDS}
+            drains: dict[str, list[float]] = {kind: [] for kind in KINDS}
             ratios: list[float] = []
+            drain_ratios: list[float] = []
             for round_ in range(args.rounds):
                 order = KINDS if round_ % 2 == 0 else KINDS[::-1]
                 with tempfile.TemporaryDirectory() as tmp:
@@ -136,9 +157,18 @@ def main() -> None:
                         kind: measure(backend, kind, work, args.jobs, Path(tmp)) for kind in order
                     }
                 for kind in KINDS:
-                    runs[kind].append(got[kind])
-                ratios.append(got["batched"] / got["single"])
-            cell = {"backend": backend, "work": work, "runs": runs, "ratios": ratios}
+                    runs[kind].append(got[kind][0])
+                    drains[kind].append(got[kind][1])
+                ratios.append(got["batched"][0] / got["single"][0])
+                drain_ratios.append(got["batched"][1] / got["single"][1])
+            cell = {
+                "backend": backend,
+                "work": work,
+                "runs": runs,
+                "ratios": ratios,
+                "drains": drains,
+                "drain_ratios": drain_ratios,
+            }
             figures["cells"].append(cell)
             print(_row(cell), flush=True)
     figures["machine"] = machine_notes()
@@ -154,10 +184,12 @@ def _fmt(values: list[float], digits: str = ",.0f") -> str:
 
 
 def _row(cell: dict[str, Any]) -> str:
-    runs = cell["runs"]
+    runs, drains = cell["runs"], cell["drains"]
     return (
         f"| {cell['backend']} | {cell['work']} | {_fmt(runs['single'])} | "
-        f"{_fmt(runs['batched'])} | {_fmt(cell['ratios'], '.1f')}x |"
+        f"{_fmt(runs['batched'])} | {_fmt(cell['ratios'], '.1f')}x | "
+        f"{_fmt(drains['single'])} | {_fmt(drains['batched'])} | "
+        f"{_fmt(cell['drain_ratios'], '.1f')}x |"
     )
 
 
