@@ -107,32 +107,31 @@ class Claims:
         return got + started + batched
 
     async def _claim_batches(self, free: int) -> tuple[int, datetime | None]:
-        """Claim a batch of each batch type whose circuit lets it run, one slot a batch, while
-        slots are free. Returns how many batches were launched, and when the soonest batch
-        left waiting to fill may be claimed anyway."""
+        """Claim the ready batches of each batch type whose circuit lets it run, one slot a
+        batch, while slots are free (a backlog fills the free slots in one turn, instead of a
+        turn, and a plain claim, per batch). Returns how many batches were launched, and when
+        the soonest batch left waiting to fill may be claimed anyway."""
         launched = 0
         waiting: datetime | None = None
         blocked = set(self.circuits.blocked())
         for name, spec in self.batches:
-            if launched >= free:
-                break
-            if name in blocked:
-                continue
-            sent = time.monotonic()
-            claim = await self.backend.jobs_claim_batch(
-                worker_id=self.worker_id,
-                type=name,
-                limit=spec.size,
-                wait_seconds=spec.wait_seconds,
-                key=spec.key,
-                queues=self.settings.queues,
-            )
-            self._buried(claim)
-            if claim.jobs:
+            while launched < free and name not in blocked:
+                sent = time.monotonic()
+                claim = await self.backend.jobs_claim_batch(
+                    worker_id=self.worker_id,
+                    type=name,
+                    limit=spec.size,
+                    wait_seconds=spec.wait_seconds,
+                    key=spec.key,
+                    queues=self.settings.queues,
+                )
+                self._buried(claim)
+                if not claim.jobs:
+                    if claim.retry_at is not None and (waiting is None or claim.retry_at < waiting):
+                        waiting = claim.retry_at
+                    break
                 self.launch_batch(claim, sent)
                 launched += 1
-            elif claim.retry_at is not None and (waiting is None or claim.retry_at < waiting):
-                waiting = claim.retry_at
         return launched, waiting
 
     def _buried(self, claim: Claim) -> None:
