@@ -28,7 +28,7 @@ from .limits import Limits
 from .models import FailureReason, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry
 from .policies import CircuitPolicy, RetryPolicy
-from .settings import WorkerSettings
+from .settings import JobDefaults, WorkerSettings
 
 __all__ = [
     "App",
@@ -44,6 +44,7 @@ __all__ = [
     "FatalError",
     "JobBlockedError",
     "JobContext",
+    "JobDefaults",
     "JobFailedError",
     "JobHandle",
     "JobId",

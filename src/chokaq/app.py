@@ -12,10 +12,10 @@ import asyncio
 import contextlib
 import inspect
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Concatenate, overload
+from typing import TYPE_CHECKING, Any, Concatenate, TypeVar, overload
 
 from .batches import batch_options
 from .context import JobContext, Middleware
@@ -37,6 +37,8 @@ from .ids import new_job_id
 from .limits import (
     DEFAULT_LIMITS,
     Limits,
+    check_expiry_seconds,
+    check_job_id,
     check_max_attempts,
     check_name,
     check_priority,
@@ -63,10 +65,11 @@ from .portal import Portal, abandon
 from .rates import check_rate
 from .results import ResultWaiter, value_of
 from .serializer import Unserializable, encode
-from .settings import WorkerSettings
+from .settings import JobDefaults, WorkerSettings
 from .storage import Backend, check_url, create_backend
 from .storage.ratelimits import check_concurrency
 from .storage.schedules import check_schedule_name
+from .streams import check_from_index, read_stream
 
 if TYPE_CHECKING:
     from .runtime.worker import Worker
@@ -84,6 +87,8 @@ __all__ = [
     "Middleware",
     "PipeHandle",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_URL = "sqlite:///chokaq.db"
 URL_VARIABLE = "CHOKAQ_DATABASE_URL"
@@ -118,6 +123,10 @@ class App:
     (it is not the default: that wrote to a ``./chokaq.db`` no worker reads). ``auto_migrate``
     applies pending migrations on open (default: yes on SQLite, no on PostgreSQL, where
     ``chokaq migrate`` runs them). ``worker`` holds the worker's settings (``WorkerSettings``).
+    ``job_defaults`` (a ``JobDefaults`` or a mapping of its fields: ``queue``, ``priority``,
+    ``max_attempts``, ``retry``, ``timeout_seconds``) are every job type's defaults below its
+    own ``@app.job`` options and each enqueue's (docs/configuration.md); a bad value raises
+    ``ValidationError`` naming ``job_defaults.<field>``.
     """
 
     def __init__(
@@ -128,8 +137,10 @@ class App:
         limits: Limits = DEFAULT_LIMITS,
         auto_migrate: bool | None = None,
         worker: WorkerSettings | None = None,
+        job_defaults: JobDefaults | Mapping[str, Any] | None = None,
         **storage_options: Any,
     ) -> None:
+        self.job_defaults = JobDefaults.of(job_defaults)
         self.url = resolve_url(url)
         self.schema = schema
         self.limits = limits
@@ -165,11 +176,12 @@ class App:
         self,
         *,
         name: str | None = None,
-        queue: str = "default",
-        priority: int = 10,
+        queue: str | None = None,
+        priority: int | None = None,
         max_attempts: int | None = None,
         timeout_seconds: float | None = None,
         timeout: float | None = None,
+        expires_after_seconds: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
@@ -188,11 +200,12 @@ class App:
         /,
         *,
         name: str | None = None,
-        queue: str = "default",
-        priority: int = 10,
+        queue: str | None = None,
+        priority: int | None = None,
         max_attempts: int | None = None,
         timeout_seconds: float | None = None,
         timeout: float | None = None,
+        expires_after_seconds: float | None = None,
         rate_limit: str | None = None,
         partition_concurrency: int | None = None,
         retry: RetryPolicy | None = None,
@@ -207,11 +220,15 @@ class App:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
         ``name`` is the persisted type key (default: the function's name); ``queue`` and
-        ``priority`` are its jobs' defaults; ``timeout_seconds`` (alias ``timeout``) is the
-        execution timeout (default: the worker's); ``max_attempts`` counts executions. Each of
-        these is checked here by the rule an enqueue applies to it (priority within
-        +-1,000,000, a timeout above 0 and at most 7 days, attempts 1 to 1000, a queue name),
-        raising the same ``ValidationError`` naming it, when the module is imported.
+        ``priority`` are its jobs' defaults (default: the app's ``job_defaults``, else
+        ``"default"`` and 10); ``timeout_seconds`` (alias ``timeout``) is the execution timeout
+        (default: ``job_defaults.timeout_seconds``, else the worker's); ``max_attempts`` counts
+        executions; ``expires_after_seconds`` makes every job of the type expire that long
+        after its enqueue (not started by then: the DLQ as EXPIRED) unless the enqueue gives
+        ``expires_at`` or ``expires_after_seconds`` itself. Each of these is checked here by
+        the rule an enqueue applies to it (priority within +-1,000,000, a timeout above 0 and
+        at most 7 days, attempts 1 to 1000, an expiry above 0 and at most 366 days, a queue
+        name), raising the same ``ValidationError`` naming it, when the module is imported.
         ``rate_limit`` ("10/s", "5/m", "100/h") and ``partition_concurrency`` (running jobs at
         most) hold across every worker process and host, per partition value for a job
         enqueued with ``partition=``; the workers that serve the type record them in the store,
@@ -250,18 +267,24 @@ class App:
         # The options an enqueue also takes go through its checks, with its messages, here at
         # decoration: a handler default the enqueue would refuse (priority=10**9) failed every
         # enqueue, and a timeout it would refuse (nan) every job, instead of the import.
-        check_name("queue", queue)
-        check_priority("priority", priority)
+        if queue is not None:
+            check_name("queue", queue)
+        if priority is not None:
+            check_priority("priority", priority)
         check_max_attempts("max_attempts", max_attempts)
         timeout_seconds = check_timeout(
             "timeout_seconds", _timeout_seconds(timeout_seconds, timeout)
         )
+        expiry = check_expiry_seconds("expires_after_seconds", expires_after_seconds)
         policy = check_retry_policy("retry", retry)
         retry_types = check_exception_types("retry_on", retry_on)
         fatal_types = check_exception_types("fatal_on", fatal_on) or ()
         if rate_limit is not None:
             rate_limit = str(check_rate("rate_limit", rate_limit))
         check_concurrency("partition_concurrency", partition_concurrency)
+        # The app's defaults fill what the type leaves out, once, here: the handle then holds
+        # the type's effective options, which the enqueue and the worker read as before.
+        defaults = self.job_defaults
         batched = batch_options(
             batch_size,
             batch_wait_seconds,
@@ -280,12 +303,14 @@ class App:
                 "app": self,
                 "fn": fn,
                 "name": key,
-                "queue": queue,
-                "priority": priority,
-                "max_attempts": max_attempts,
-                "timeout": timeout_seconds,
+                "queue": _or(queue, _or(defaults.queue, "default")),
+                "priority": _or(priority, _or(defaults.priority, 10)),
+                # A type's own retry policy carries its attempts, which the app's are below.
+                "max_attempts": _or(max_attempts, None if policy else defaults.max_attempts),
+                "timeout": _or(timeout_seconds, defaults.timeout_seconds),
+                "expires_after_seconds": expiry,
                 "is_async": inspect.iscoroutinefunction(fn),
-                "retry": policy,
+                "retry": _or(policy, defaults.retry),
                 "retry_on": retry_types,
                 "fatal_on": fatal_types,
                 "check_arguments": bool(check_arguments),
@@ -331,6 +356,9 @@ class App:
         kwargs: Mapping[str, Any] | None = None,
         misfire: str = "latest",
         overlap: bool = True,
+        queue: str | None = None,
+        priority: int | None = None,
+        expires_after_seconds: float | None = None,
     ) -> Callable[[JobHandle[P, R]], JobHandle[P, R]]:
         """Run a registered job on a schedule; put it above ``@app.job``::
 
@@ -347,12 +375,24 @@ class App:
         run for the most recent) or ``"all"`` (each, up to 100). ``overlap=False`` skips a slot
         (and records it) while the previous run has not finished.
 
+        ``queue`` and ``priority`` are this schedule's runs' (default: the job type's, as
+        ``@app.job`` resolved them), so one job type can run on several schedules with
+        different ones. ``expires_after_seconds`` makes every run expire that long after it is
+        enqueued (normally at its slot): a run not started by then goes to the DLQ as EXPIRED
+        instead of running late (default: the type's ``expires_after_seconds``, else never).
+
         The schedule is upserted when a worker of this app starts; every slot is enqueued once,
-        by whichever worker leads, as an ordinary job of the handler's queue and priority.
-        Raises ``ValidationError`` naming the argument, ``ConfigurationError`` for a name used
-        twice or a function that is not a registered job."""
+        by whichever worker leads, as an ordinary job of these queue, priority and expiry.
+        Raises ``ValidationError`` naming the argument (the limits an enqueue applies to each),
+        ``ConfigurationError`` for a name used twice or a function that is not a registered
+        job."""
         timing = Timing.checked(cron, every_seconds, timezone)
         rule = check_misfire("misfire", misfire)
+        if queue is not None:
+            check_name("queue", queue)
+        if priority is not None:
+            check_priority("priority", priority)
+        expiry = check_expiry_seconds("expires_after_seconds", expires_after_seconds)
 
         def register(handle: JobHandle[P, R]) -> JobHandle[P, R]:
             if not isinstance(handle, JobHandle) or handle.app is not self:
@@ -370,14 +410,15 @@ class App:
             self.periodics[key] = ScheduleDeclaration(
                 name=key,
                 type=handle.name,
-                queue=handle.queue,
-                priority=handle.priority,
+                queue=_or(queue, handle.queue),
+                priority=_or(priority, handle.priority),
                 cron=timing.cron,
                 every_seconds=timing.every_seconds,
                 timezone=timing.timezone,
                 kwargs=self.encode_arguments(handle, (), arguments),
                 misfire=str(rule),
                 overlap=bool(overlap),
+                expires_after_seconds=_or(expiry, handle.expires_after_seconds),
             )
             return handle
 
@@ -619,6 +660,7 @@ class App:
             limits=self.limits,
             auto_migrate=self.auto_migrate,
             worker=self.worker_settings,
+            job_defaults=self.job_defaults,
             **self.storage_options,
         )
         copy.handlers = self.handlers
@@ -633,10 +675,12 @@ class App:
         type: str,
         payload: str | Mapping[str, Any] | list[Any],
         *,
-        queue: str = "default",
+        queue: str | None = None,
         **options: Any,
     ) -> NewJob:
-        """A job for a pipe handler or another service: type key plus raw payload.
+        """A job for a pipe handler or another service: type key plus raw payload; ``queue``
+        and the ``priority`` option default to the app's ``job_defaults``, else ``"default"``
+        and 10.
 
         ``payload`` is JSON text (``str``; checked as strict JSON) or a mapping or list that is
         serialized here; anything else (``bytes`` included: decode it first) raises
@@ -657,7 +701,15 @@ class App:
         if "connection" in options:
             raise ValidationError("connection", "is only accepted by enqueue_raw, not raw")
         opts, _ = _options(options)
-        return job_from_options(type, text, queue, 10, opts, new_job_id())
+        defaults = self.job_defaults
+        return job_from_options(
+            type,
+            text,
+            _or(queue, _or(defaults.queue, "default")),
+            _or(defaults.priority, 10),
+            opts,
+            new_job_id(),
+        )
 
     async def enqueue_raw(
         self, type: str, payload: str | Mapping[str, Any] | list[Any], **options: Any
@@ -667,6 +719,15 @@ class App:
         return (
             await self.enqueue_many([self.raw(type, payload, **options)], connection=connection)
         )[0]
+
+    def enqueue_raw_sync(
+        self, type: str, payload: str | Mapping[str, Any] | list[Any], **options: Any
+    ) -> JobId:
+        """``enqueue_raw`` for code that cannot await (on the sync client, as
+        ``enqueue_many_sync``)."""
+        connection = options.pop("connection", None)
+        job = self.raw(type, payload, **options)
+        return self.enqueue_many_sync([job], connection=connection)[0]
 
     # -- results and workflows ----------------------------------------------------------
 
@@ -715,10 +776,74 @@ class App:
         ``TimeoutError`` and ``NotFoundError`` as ``result``. ``timeout_seconds`` (alias
         ``timeout``) as there."""
         seconds = _timeout_seconds(timeout_seconds, timeout)
+        return await (await self._result_waiter()).outcome(job_id, seconds)
+
+    async def _result_waiter(self) -> ResultWaiter:
         await self.open()
         if self._waiter is None:
             self._waiter = ResultWaiter(self.backend)
-        return await self._waiter.outcome(job_id, seconds)
+        return self._waiter
+
+    def stream(self, job_id: str, *, from_index: int = 0) -> AsyncIterator[Any]:
+        """The items job ``job_id`` emits (``ctx.emit``), decoded, in order, from item
+        ``from_index`` (default 0: the first) on: those already written at once, then each as
+        it is written (woken by the notifier: LISTEN/NOTIFY, SQLite's signal; with a poll as
+        fallback), until the job has left the hot table (succeeded, dead-lettered, cancelled)
+        and every item was yielded. A suspended durable job is still in hot: its stream goes
+        on across its sleeps and waits. ``async for item in app.stream(job_id): ...``.
+
+        ``ValidationError`` naming ``job_id`` or ``from_index`` at once; ``NotFoundError``
+        (on the first iteration) when no pillar holds the job."""
+        check_job_id("job_id", job_id)
+        start = check_from_index(from_index)
+        return self._stream(job_id, start)
+
+    async def _stream(self, job_id: str, from_index: int) -> AsyncIterator[Any]:
+        waiter = await self._result_waiter()
+        async for item in read_stream(self.backend, waiter, job_id, from_index):
+            yield item
+
+    def stream_sync(self, job_id: str, *, from_index: int = 0) -> Iterator[Any]:
+        """``stream`` for code that cannot await: a plain iterator over the same items, each
+        read on the sync client (as ``result_sync``). Close it (``for`` does at its end, or
+        ``close()``) to stop reading early."""
+        check_job_id("job_id", job_id)
+        start = check_from_index(from_index)
+        return self._stream_sync(job_id, start)
+
+    def _stream_sync(self, job_id: str, from_index: int) -> Iterator[Any]:
+        portal = self._sync_client()
+        items: list[AsyncIterator[Any]] = []
+
+        async def step(app: App) -> tuple[bool, Any]:
+            if not items:  # made on the portal's loop, from the portal's own App
+                items.append(app.stream(job_id, from_index=from_index))
+            try:
+                return True, await anext(items[0])
+            except StopAsyncIteration:
+                return False, None
+
+        try:
+            while True:
+                more, item = portal.call(step)
+                if not more:
+                    return
+                yield item
+        finally:
+            if items:
+                closing = items[0]
+                portal.call(lambda app: _close(closing))
+
+    def wait_sync(
+        self,
+        job_id: str,
+        *,
+        timeout_seconds: float | None = None,
+        timeout: float | None = None,
+    ) -> JobOutcome:
+        """``wait`` for code that cannot await (on the sync client, as ``enqueue_sync``)."""
+        seconds = _timeout_seconds(timeout_seconds, timeout)
+        return self._sync_client().call(lambda app: app.wait(job_id, timeout_seconds=seconds))
 
     async def get_job(self, job_id: str) -> JobView | None:
         """Where job ``job_id`` is and how it is doing (``JobView``: pillar, state, attempts,
@@ -727,11 +852,19 @@ class App:
         await self.open()
         return await self.backend.job_get_related(id=job_id)
 
+    def get_job_sync(self, job_id: str) -> JobView | None:
+        """``get_job`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.get_job(job_id))
+
     async def workflow(self, workflow_id: str) -> Workflow | None:
         """Every job of a workflow (``JobView.workflow_id``: the id of its first job), parents
         first, each with its state; None when no job is linked to it."""
         await self.open()
         return await self.backend.workflow_get(id=workflow_id)
+
+    def workflow_sync(self, workflow_id: str) -> Workflow | None:
+        """``workflow`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.workflow(workflow_id))
 
     async def cancel(self, *job_ids: str, actor: str = "api") -> CancelResult:
         """Cancel jobs from any process: Pending, Fetched and Waiting ones go to the DLQ as
@@ -740,12 +873,20 @@ class App:
         await self.open()
         return await self.backend.jobs_cancel(ids=list(job_ids), actor=actor)
 
+    def cancel_sync(self, *job_ids: str, actor: str = "api") -> CancelResult:
+        """``cancel`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.cancel(*job_ids, actor=actor))
+
     async def cancel_workflow(self, workflow_id: str, *, actor: str = "api") -> CancelResult:
         """Cancel every job of a workflow that has not finished: blocked ones (waiting on a
         parent in the DLQ) go to the DLQ as DEPENDENCY_FAILED naming that parent, the others
         are cancelled as by ``cancel``."""
         await self.open()
         return await self.backend.workflow_cancel(id=workflow_id, actor=actor)
+
+    def cancel_workflow_sync(self, workflow_id: str, *, actor: str = "api") -> CancelResult:
+        """``cancel_workflow`` for code that cannot await (on the sync client)."""
+        return self._sync_client().call(lambda app: app.cancel_workflow(workflow_id, actor=actor))
 
     # -- worker -------------------------------------------------------------------------
 
@@ -779,6 +920,13 @@ def resolve_url(url: str | None) -> str:
         raise ConfigurationError(f"{exc}, or unset it for the default {DEFAULT_URL}") from None
 
 
+async def _close(items: AsyncIterator[Any]) -> None:
+    """Close an async generator the sync client drove (its ``finally`` blocks run there)."""
+    aclose = getattr(items, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
 def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> float | None:
     """``timeout_seconds``, or its older name ``timeout``; both given is a ``ValidationError``."""
     if timeout is None:
@@ -786,3 +934,8 @@ def _timeout_seconds(timeout_seconds: float | None, timeout: float | None) -> fl
     if timeout_seconds is not None:
         raise ValidationError("timeout", "is another name for timeout_seconds; give one")
     return timeout
+
+
+def _or(value: T | None, default: T) -> T:
+    """``value`` unless it is None (not given), then ``default``: an option over a default."""
+    return default if value is None else value

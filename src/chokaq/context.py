@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from .errors import ConfigurationError
 
-__all__ = ["Durable", "JobContext", "JobSuspended", "Middleware", "current_job"]
+__all__ = ["Durable", "Emitter", "JobContext", "JobSuspended", "Middleware", "current_job"]
 
 _current: contextvars.ContextVar[JobContext] = contextvars.ContextVar("chokaq_job")
 
@@ -45,6 +45,16 @@ class Durable(Protocol):
     async def spawn(self, jobs: Sequence[Any]) -> list[str]: ...
 
     async def gather(self, ids: Sequence[str], return_exceptions: bool) -> list[Any]: ...
+
+
+class Emitter(Protocol):
+    """What a job's context hands its stream items to (``chokaq.runtime.streams``)."""
+
+    async def emit(self, item: Any) -> None: ...
+
+
+# ``streams(lease, replayed)``: the stream writer of one run (``chokaq.runtime.streams``).
+EmitterFactory = Callable[[Any, bool], Emitter]
 
 
 @dataclass(eq=False)
@@ -86,6 +96,11 @@ class JobContext:
     _beat: Callable[[], None] | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _durable: Durable | None = field(default=None, repr=False)
+    # The stream writer is made on the first ``emit`` (most jobs never emit): the worker hands
+    # over its factory and the run's lease, which cost nothing to pass.
+    _streams: EmitterFactory | None = field(default=None, repr=False)
+    _lease: Any = field(default=None, repr=False)
+    _stream: Emitter | None = field(default=None, repr=False)
 
     @property
     def requeued(self) -> bool:
@@ -179,6 +194,24 @@ class JobContext:
         wake pass, within about a second of the last job's end."""
         return self._durable_call(lambda durable: durable.gather(ids, return_exceptions))
 
+    def emit(self, item: Any) -> Any:
+        """Append ``item`` (any value JSON holds, through the serializer; at most 64 KiB as
+        JSON) to this job's stream, which ``App.stream`` and ``chokaq job stream`` read in
+        order as it grows, until the job ends. Any job may emit. The write is durable and
+        fenced by the job's lease (a worker that lost the job cannot emit: the handler is
+        unwound as for any lost job). In a durable job the items are keyed by their order in
+        the run, so a replay does not write again the items an earlier run wrote (see
+        docs/durable.md, "Streams"); in any other job a retry's items follow the earlier
+        attempts'. ``ValidationError`` naming ``item`` for a value JSON cannot hold or one
+        over the limit, before anything is written. ``await`` it in an ``async def`` handler;
+        a plain ``def`` handler calls it as is."""
+        if self._stream is None:
+            if self._streams is None:
+                raise ConfigurationError("this job's context is not running on a worker")
+            self._stream = self._streams(self._lease, self._durable is not None)
+        stream = self._stream
+        return self._on_loop(lambda: stream.emit(item))
+
     def _durable_call(self, call: Callable[[Durable], Coroutine[Any, Any, Any]]) -> Any:
         durable = self._durable
         if durable is None:
@@ -186,6 +219,11 @@ class JobContext:
                 f"job type {self.type!r} is not durable: ctx.step, ctx.sleep, "
                 "ctx.wait_for_event, ctx.spawn and ctx.gather need @app.job(durable=True)"
             )
+        return self._on_loop(lambda: call(durable))
+
+    def _on_loop(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        """The coroutine ``call`` makes, for an ``async def`` handler to await; in a plain
+        ``def`` handler's thread, run on the worker's loop and its value returned."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -193,8 +231,8 @@ class JobContext:
             # thread waits for it (what it raises, JobSuspended included, is raised here).
             if self._loop is None:
                 raise ConfigurationError("this job's context is not running on a worker") from None
-            return asyncio.run_coroutine_threadsafe(call(durable), self._loop).result()
-        return call(durable)
+            return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
+        return call()
 
 
 def current_job() -> JobContext:

@@ -73,13 +73,18 @@ class NotFoundError(ChokaqError, LookupError):
 
 
 class JobFailedError(ChokaqError):
-    """The job waited on is in the DLQ: ``job_id``, ``reason`` (a ``FailureReason``) and
-    ``error`` (the text it was dead-lettered with). Repair and requeue it, and wait again."""
+    """The job waited on is in the DLQ: ``job_id``, ``reason`` (a ``FailureReason``), ``error``
+    (the text it was dead-lettered with) and ``error_type`` (the qualified class name of the
+    exception that sent it there, ``"billing.CardDeclined"``; None when no exception did: a
+    timeout, ``Fail``, a cancel). Repair and requeue it, and wait again."""
 
-    def __init__(self, job_id: str, reason: Any, error: str | None) -> None:
+    def __init__(
+        self, job_id: str, reason: Any, error: str | None, error_type: str | None = None
+    ) -> None:
         self.job_id = job_id
         self.reason = reason
         self.error = error
+        self.error_type = error_type
         name = getattr(reason, "name", reason)
         super().__init__(f"job {job_id} failed ({name}): {error}")
 

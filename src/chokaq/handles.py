@@ -247,6 +247,9 @@ class JobHandle(Generic[P, R]):
     max_attempts: int | None
     timeout: float | None
     signature: inspect.Signature = field(repr=False)
+    # Every job of the type expires this long after its enqueue unless the enqueue says
+    # otherwise (``expires_at`` or its own ``expires_after_seconds``).
+    expires_after_seconds: float | None = None
     context_param: str | None = None
     is_async: bool = True
     rate_limit: str | None = None  # per partition value for a job that has one
@@ -459,6 +462,12 @@ class JobHandle(Generic[P, R]):
         job_id: str | None = None,
     ) -> NewJob:
         payload = self.encode(args, kwargs)
+        if (
+            self.expires_after_seconds is not None
+            and options.expires_at is None
+            and options.expires_after_seconds is None
+        ):
+            options = replace(options, expires_after_seconds=self.expires_after_seconds)
         if options is _NO_OPTIONS:
             # The common shape of a bulk enqueue: four fields, the rest left to their defaults.
             job = NewJob(self.name, payload, self.queue, self.priority)
@@ -495,6 +504,19 @@ class JobHandle(Generic[P, R]):
         an argument of every call, and a mapping may still carry options the handler has no
         parameter of. A ``ValidationError`` names the call by its index (``jobs[3].arguments.x``).
         """
+        jobs = self._calls(calls, options)
+        return await self.app.enqueue_many(jobs, connection=connection)
+
+    def enqueue_many_sync(
+        self, calls: Iterable[Mapping[str, Any]], *, connection: Any = None, **options: Any
+    ) -> list[JobId]:
+        """``enqueue_many`` for code that cannot await (runs on the app's background loop)."""
+        jobs = self._calls(calls, options)
+        return self.app.enqueue_many_sync(jobs, connection=connection)
+
+    def _calls(self, calls: Iterable[Mapping[str, Any]], options: dict[str, Any]) -> list[NewJob]:
+        """The jobs of ``enqueue_many``: one per mapping of arguments, ``options`` shared by
+        every one (a name that is no option is an argument of every call)."""
         shared = {k: options.pop(k) for k in list(options) if k in OPTION_NAMES}
         jobs = []
         for i, call in enumerate(calls):
@@ -504,7 +526,7 @@ class JobHandle(Generic[P, R]):
                 jobs.append(self._new_job((), arguments, settings))
             except ValidationError as exc:
                 raise exc.at(f"jobs[{i}]") from None
-        return await self.app.enqueue_many(jobs, connection=connection)
+        return jobs
 
 
 @dataclass
@@ -578,13 +600,22 @@ class JobOptions(Generic[P, R]):
 
     async def enqueue_many(self, calls: Iterable[Mapping[str, Any]]) -> list[JobId]:
         """One job per mapping of arguments, each with these options, all or none."""
+        jobs = self._calls(calls)
+        return await self.handle.app.enqueue_many(jobs, connection=self.connection)
+
+    def enqueue_many_sync(self, calls: Iterable[Mapping[str, Any]]) -> list[JobId]:
+        """As ``enqueue_many``, for code that cannot await (as ``JobHandle.enqueue_sync``)."""
+        jobs = self._calls(calls)
+        return self.handle.app.enqueue_many_sync(jobs, connection=self.connection)
+
+    def _calls(self, calls: Iterable[Mapping[str, Any]]) -> list[NewJob]:
         jobs = []
         for i, call in enumerate(calls):
             try:
                 jobs.append(self.handle._new_job((), dict(call), self.settings))
             except ValidationError as exc:
                 raise exc.at(f"jobs[{i}]") from None  # the call's index, as storage names a job
-        return await self.handle.app.enqueue_many(jobs, connection=self.connection)
+        return jobs
 
 
 class JobDecorator(Protocol):

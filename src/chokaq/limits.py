@@ -28,6 +28,8 @@ __all__ = [
     "MAX_DELAY_SECONDS",
     "MAX_PAYLOAD_DEPTH",
     "MAX_RETENTION_DAYS",
+    "MAX_STREAM_ITEMS",
+    "MAX_STREAM_ITEM_BYTES",
     "MAX_TIMEOUT_SECONDS",
     "MAX_WORKER_SLOTS",
     "JsonText",
@@ -46,6 +48,7 @@ __all__ = [
     "check_priority",
     "check_seconds",
     "check_step_name",
+    "check_stream_item",
     "check_tags",
     "check_text",
     "check_time",
@@ -60,12 +63,20 @@ MAX_NAME_LENGTH = 255
 # A durable job's step name and an event's key (docs/durable.md).
 MAX_STEP_NAME_LENGTH = 200
 MAX_EVENT_KEY_LENGTH = 200
+# A job's stream (``ctx.emit``, docs/durable.md "Streams"): an item is progress or a partial
+# result, not a payload, so it is held to 64 KiB of JSON (a reader gets items in pages, and The
+# Deck shows the last ones inline); a stream holds at most 100,000 items, so one runaway loop
+# cannot grow a job's rows without bound.
+MAX_STREAM_ITEM_BYTES = 65_536
+MAX_STREAM_ITEMS = 100_000
 MAX_TAG_LENGTH = 100
 MAX_TAGS = 50
 MAX_TAGS_TOTAL_LENGTH = 1000
 MAX_KEY_LENGTH = 255
 MAX_PARTITION_LENGTH = 255
 MAX_ACTOR_LENGTH = 100
+# A dead job's exception class name (``module.Class``), kept beside its error text.
+MAX_ERROR_TYPE_LENGTH = 500
 MIN_PRIORITY = -1_000_000
 MAX_PRIORITY = 1_000_000
 # The furthest ahead anything is scheduled: an enqueue's delay or run_at, a retry's delay (the
@@ -209,6 +220,7 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+_STREAM_ITEM_LIMITS = Limits(max_payload_bytes=MAX_STREAM_ITEM_BYTES)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -516,6 +528,12 @@ def check_timeout(field: str, value: object) -> float | None:
     return _check_seconds(field, value, maximum=MAX_TIMEOUT_SECONDS, positive=True)
 
 
+def check_expiry_seconds(field: str, value: object) -> float | None:
+    """An expiry after the enqueue (None: none): a finite number of seconds above 0 and at most
+    ``MAX_DELAY_SECONDS`` (366 days), per job at enqueue as per type at ``@app.job``."""
+    return _check_seconds(field, value, maximum=MAX_DELAY_SECONDS, positive=True)
+
+
 def check_key(field: str, value: object) -> str | None:
     """An idempotency key, kept exactly as given, or None (no key): 1 to 255 characters, not
     blank, no whitespace at either end, no NUL. An empty key is not "no key" (leave it out for
@@ -547,6 +565,12 @@ def check_step_name(field: str, value: object) -> str:
     """A durable job's step name: a non-empty string of at most ``MAX_STEP_NAME_LENGTH`` (200)
     characters, no control characters. Kept exactly as given: it is the step's key."""
     return _check_label(field, value, MAX_STEP_NAME_LENGTH)
+
+
+def check_stream_item(field: str, value: object) -> str:
+    """A stream item: JSON text of at most ``MAX_STREAM_ITEM_BYTES`` (64 KiB) of UTF-8, with
+    the rules of a payload (nesting, no NaN, no repeated key, no lone surrogate)."""
+    return check_payload(field, value, _STREAM_ITEM_LIMITS)
 
 
 def check_event_key(field: str, value: object) -> str:
@@ -625,7 +649,7 @@ def _check_expiry(job: NewJob, run_at: datetime | None, now: datetime) -> dateti
         raise ValidationError(
             "expires_after_seconds", "give either expires_after_seconds or expires_at, not both"
         )
-    _check_seconds("expires_after_seconds", after, maximum=MAX_DELAY_SECONDS, positive=True)
+    check_expiry_seconds("expires_after_seconds", after)
     if after is not None and job.delay_seconds is not None and after <= job.delay_seconds:
         raise ValidationError(
             "expires_after_seconds",

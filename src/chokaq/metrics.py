@@ -239,6 +239,12 @@ class WorkerMetrics:
             "Durable step outcomes this process wrote (ctx.step), done or failed.",
             registry=r,
         )
+        self.stream_items = Counter(
+            "chokaq_stream_items",
+            "Stream item writes this process made for its jobs (ctx.emit; a durable replay's "
+            "items already written are not written again, so not counted).",
+            registry=r,
+        )
         self.storage_seconds = Histogram(
             "chokaq_storage_operation_seconds",
             "Storage operation latency.",
@@ -293,8 +299,11 @@ class WorkerMetrics:
 
     def on_storage(self, operation: str, seconds: float, error: BaseException | None) -> None:
         self.storage_seconds.labels(operation).observe(seconds)
-        if operation == "steps_record" and error is None:
-            self.steps.inc()
+        if error is None:
+            if operation == "steps_record":
+                self.steps.inc()
+            elif operation == "streams_emit":
+                self.stream_items.inc()
         if error is not None:
             self.storage_errors.labels(operation, self.label("error", type(error).__name__)).inc()
 

@@ -62,6 +62,7 @@ __all__ = [
     "StepKind",
     "StepRecord",
     "StepState",
+    "StreamItem",
     "SucceedMove",
     "Summary",
     "Throughput",
@@ -283,7 +284,8 @@ class FailMove:
 
     ``actor`` names who cancelled, for reason CANCELLED; it is stored in ``cancelled_by``.
     ``duration_seconds`` is how long the last execution ran, when it ran; ``elapsed_seconds``:
-    as ``SucceedMove``'s.
+    as ``SucceedMove``'s. ``error_type`` is the qualified class name (``module.Class``) of the
+    exception that sent the job to the DLQ, when one did (None: a timeout, ``Fail``, a cancel).
     """
 
     lease: Lease
@@ -292,6 +294,7 @@ class FailMove:
     actor: str | None = None
     duration_seconds: float | None = None
     elapsed_seconds: float | None = None
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +349,8 @@ class LeaderTerm:
 class ScheduleDeclaration:
     """A periodic schedule as the code declares it (``@app.periodic``), upserted when a worker
     starts. ``kwargs`` is the JSON object text every run's job gets as its payload; ``misfire``
-    is ``skip``, ``latest`` or ``all``; exactly one of ``cron`` and ``every_seconds`` is set."""
+    is ``skip``, ``latest`` or ``all``; exactly one of ``cron`` and ``every_seconds`` is set.
+    ``expires_after_seconds``: every run expires that long after its enqueue (None: never)."""
 
     name: str
     type: str
@@ -358,6 +362,7 @@ class ScheduleDeclaration:
     kwargs: str
     misfire: str
     overlap: bool
+    expires_after_seconds: float | None = None
 
 
 class SlotOutcome(enum.StrEnum):
@@ -425,6 +430,9 @@ class Schedule:
     updated_at: datetime
     last_modified_by: str | None
     orphaned: bool = False
+    # Every run expires this long after its enqueue (not started by then: the DLQ as EXPIRED);
+    # the code's, like queue and priority. None: never.
+    expires_after_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -581,6 +589,9 @@ class JobView:
     duration_seconds: float | None = None
     failure_reason: FailureReason | None = None
     error: str | None = None
+    # dlq: the qualified class name of the exception that dead-lettered it (``module.Class``);
+    # None when no exception did (timeout, Fail, cancel) or it failed before chokaq kept it.
+    error_type: str | None = None
     last_error: str | None = None
     progress: int | None = None
     cancel_requested_at: datetime | None = None
@@ -644,14 +655,16 @@ def located_state(status: int | None, archived: bool, reason: int | None) -> str
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
     """Where a job is, as ``App.result`` needs it: its pillar and hot status, its DLQ reason
-    and error, its result (JSON text) and why a result was not kept. A Waiting job that cannot
-    run until an operator acts is ``blocked_by`` a job in the DLQ (a parent, or an ancestor
-    through parents that wait themselves), dead-lettered for ``blocked_reason``."""
+    and error (and the class of the exception behind it, ``error_type``), its result (JSON
+    text) and why a result was not kept. A Waiting job that cannot run until an operator acts
+    is ``blocked_by`` a job in the DLQ (a parent, or an ancestor through parents that wait
+    themselves), dead-lettered for ``blocked_reason``."""
 
     pillar: Pillar
     status: JobStatus | None = None
     failure_reason: FailureReason | None = None
     error: str | None = None
+    error_type: str | None = None
     result: str | None = None
     result_error: str | None = None
     blocked_by: str | None = None
@@ -1060,6 +1073,18 @@ class WaitOutcome:
     @property
     def lost(self) -> bool:
         return not self.suspended and self.step is None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamItem:
+    """One item of a job's stream (``ctx.emit``; a row of ``job_stream``): its place in the
+    stream (``index``: 0, 1, 2, ... with no gap), the item as JSON text, and when it was
+    written."""
+
+    job_id: str
+    index: int
+    item: str
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

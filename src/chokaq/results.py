@@ -6,7 +6,8 @@ marks its job as waited on (``Backend.job_outcome(watch=True)``), so the stateme
 the job out of the hot table notifies ``done`` in the same transaction, and the waiter reads
 the outcome at once. The notifier is a shortcut, not the source of truth: the wait also reads
 the outcome every ``POLL_SECONDS`` (``LOST_POLL_SECONDS`` while the notifier cannot listen),
-so a lost notification costs latency, never an answer. It must not hold SQL.
+so a lost notification costs latency, never an answer. A stream reader (``chokaq.streams``)
+watches a job through the same notifier (``watching``). It must not hold SQL.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -47,7 +49,7 @@ def value_of(job_id: str, outcome: JobOutcome) -> Any:
     if outcome.blocked_by is not None:
         raise JobBlockedError(job_id, outcome.blocked_by, outcome.blocked_reason)
     if outcome.pillar is Pillar.DLQ:
-        raise JobFailedError(job_id, outcome.failure_reason, outcome.error)
+        raise JobFailedError(job_id, outcome.failure_reason, outcome.error, outcome.error_type)
     if outcome.result_error is not None:
         raise ResultUnavailableError(job_id, outcome.result_error)
     return None if outcome.result is None else json.loads(outcome.result)
@@ -83,14 +85,8 @@ class ResultWaiter:
         limit = check_timeout(timeout)
         loop = asyncio.get_running_loop()
         deadline = None if limit is None else loop.time() + limit
-        if self._idle is not None:
-            self._idle.cancel()
-            self._idle = None
-        await self._listen()
-        event = asyncio.Event()
-        self._waiting.setdefault(job_id, set()).add(event)
-        watch = True  # the mark stays on the row: later reads need not write it again
-        try:
+        async with self.watching(job_id) as event:
+            watch = True  # the mark stays on the row: later reads need not write it again
             while True:
                 event.clear()
                 found = await self._backend.job_outcome(id=job_id, watch=watch)
@@ -99,8 +95,7 @@ class ResultWaiter:
                     raise NotFoundError(f"job {job_id} is not stored (never enqueued, or purged)")
                 if found.pillar is not Pillar.HOT or found.blocked_by is not None:
                     return found
-                healthy = self._notifier is not None and self._notifier.healthy
-                pause = POLL_SECONDS if healthy else LOST_POLL_SECONDS
+                pause = self.poll_seconds()
                 if deadline is not None:
                     left = deadline - loop.time()
                     if left <= 0:
@@ -108,6 +103,22 @@ class ResultWaiter:
                     pause = min(pause, left)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), pause)
+
+    @contextlib.asynccontextmanager
+    async def watching(self, job_id: str) -> AsyncIterator[asyncio.Event]:
+        """An event the notifier sets whenever job ``job_id`` may have changed (it left the
+        hot table, or wrote a stream item), for as long as the block runs. The job must be
+        marked waited on (``job_outcome(watch=True)``) for its statements to tell; the caller
+        clears the event before each read, so nothing that commits after the read is missed."""
+        loop = asyncio.get_running_loop()
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+        await self._listen()
+        event = asyncio.Event()
+        self._waiting.setdefault(job_id, set()).add(event)
+        try:
+            yield event
         finally:
             events = self._waiting.get(job_id)
             if events is not None:
@@ -116,6 +127,11 @@ class ResultWaiter:
                     del self._waiting[job_id]
             if not self._waiting and self._idle is None:
                 self._idle = loop.call_later(IDLE_SECONDS, self._stop_idle)
+
+    def poll_seconds(self) -> float:
+        """How long a watcher waits for a notification before it reads anyway."""
+        healthy = self._notifier is not None and self._notifier.healthy
+        return POLL_SECONDS if healthy else LOST_POLL_SECONDS
 
     async def _listen(self) -> None:
         if self._notifier is not None:
@@ -133,7 +149,8 @@ class ResultWaiter:
             self._notifier = notifier
 
     def _done(self, job_id: str) -> None:
-        """A waited job left the hot table ("" : some waited job, or the listener was away)."""
+        """A waited job left the hot table or wrote a stream item ("" : some waited job, or the
+        listener was away)."""
         if job_id:
             targets = self._waiting.get(job_id, ())
         else:

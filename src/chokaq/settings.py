@@ -5,6 +5,7 @@ Owns defaults and their validation; the worker reads them, nothing else writes t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 
 from .errors import ConfigurationError, ValidationError
@@ -12,14 +13,16 @@ from .limits import (
     MAX_RETENTION_DAYS,
     MAX_WORKER_SLOTS,
     check_count,
+    check_max_attempts,
     check_name,
     check_number,
+    check_priority,
     check_seconds,
     check_timeout,
 )
-from .policies import CircuitPolicy, RetryPolicy
+from .policies import CircuitPolicy, RetryPolicy, check_retry_policy
 
-__all__ = ["WorkerSettings"]
+__all__ = ["JobDefaults", "WorkerSettings"]
 
 # The durations that must be more than 0 seconds, each at most MAX_DELAY_SECONDS (366 days).
 _POSITIVE_SECONDS = (
@@ -255,3 +258,70 @@ class WorkerSettings:
                 default = repr(f.default)
             out.append((f.name, str(f.type), default))
         return out
+
+
+@dataclass(frozen=True)
+class JobDefaults:
+    """App-wide defaults for every ``@app.job`` type (``App(job_defaults=...)``): what a type
+    gets for an option its decorator leaves out.
+
+    Precedence, highest first: the enqueue's option (``handle.options(...)``), the type's
+    (``@app.job(...)``), these, then the built-in default: queue ``"default"``, priority 10,
+    and the worker's ``WorkerSettings.retry`` (attempts, backoff) and
+    ``default_timeout_seconds``. A queue's execution timeout set by an operator (``chokaq
+    queue limit --execution-timeout``, The Deck) still comes before the type's and these.
+    They are applied when a type is declared, so they must be given to ``App(...)``, before
+    its ``@app.job`` declarations; raw jobs (``app.raw``) take the queue and priority too.
+    Each value is checked by the rule ``@app.job`` applies to the same option, raising
+    ``ValidationError`` naming ``job_defaults.<field>`` and the limit.
+
+    Attributes:
+        queue: the queue of a type that names none (None: ``"default"``).
+        priority: the priority of a type that names none (None: 10), within +-1,000,000.
+        max_attempts: executions, the first included, of a type that sets neither
+            ``max_attempts`` nor a ``retry`` policy of its own, whose attempts come first
+            (1 to 1000; None: ``retry``'s here, else the worker's).
+        retry: the ``RetryPolicy`` of a type that has none of its own (None: the worker's).
+        timeout_seconds: the execution timeout of a type that sets none (above 0, at most
+            7 days; None: the worker's ``default_timeout_seconds``).
+    """
+
+    queue: str | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    retry: RetryPolicy | None = None
+    timeout_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.queue is not None:
+            check_name("job_defaults.queue", self.queue)
+        if self.priority is not None:
+            check_priority("job_defaults.priority", self.priority)
+        check_max_attempts("job_defaults.max_attempts", self.max_attempts)
+        check_retry_policy("job_defaults.retry", self.retry)
+        check_timeout("job_defaults.timeout_seconds", self.timeout_seconds)
+
+    @classmethod
+    def of(cls, value: object) -> JobDefaults:
+        """``value`` as ``JobDefaults``: one already, a mapping of its fields, or None (no
+        defaults). Anything else, or a key that is no field, raises ``ValidationError`` naming
+        it (``job_defaults.colour``)."""
+        if value is None:
+            return NO_JOB_DEFAULTS
+        if isinstance(value, JobDefaults):
+            return value
+        if not isinstance(value, Mapping):
+            raise ValidationError(
+                "job_defaults", f"must be a JobDefaults or a mapping, not {type(value).__name__}"
+            )
+        names = {f.name for f in fields(cls)}
+        for key in value:
+            if key not in names:
+                raise ValidationError(
+                    f"job_defaults.{key}",
+                    f"is not a job default (one of {', '.join(sorted(names))})",
+                )
+        return cls(**value)
+
+
+NO_JOB_DEFAULTS = JobDefaults()

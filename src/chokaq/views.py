@@ -31,6 +31,7 @@ from .models import (
     Schedule,
     SlotRecord,
     StepRecord,
+    StreamItem,
     Throughput,
     Workflow,
 )
@@ -52,9 +53,13 @@ __all__ = [
     "schedule_json",
     "slot_json",
     "step_json",
+    "stream_json",
     "throughput_json",
     "workflow_json",
 ]
+
+# How many of a job's last stream items the inspector shows (``chokaq job stream`` has them all).
+STREAM_TAIL = 20
 
 SOURCES: dict[str, Pillar] = {"active": Pillar.HOT, "archive": Pillar.ARCHIVE, "dlq": Pillar.DLQ}
 LAG_WARNING_SECONDS = 5.0
@@ -126,6 +131,18 @@ def batch_sizes_json(type: str, sizes: list[BatchSize], recent: int) -> dict[str
         "mean_size": round(sum(counts) / len(counts), 2) if counts else None,
         "max_size": max(counts, default=None),
         "recent": [dump(size) for size in sizes[:recent]],
+    }
+
+
+def stream_json(length: int, items: list[StreamItem]) -> dict[str, Any]:
+    """A job's stream for the faces: how many items it holds (``length``) and the ``items``
+    given (the last ones, for The Deck), each with its index, when it was written and the item
+    as JSON text (shown as text, never markup)."""
+    return {
+        "length": length,
+        "items": [
+            {"index": i.index, "created_at": dump(i.created_at), "item": i.item} for i in items
+        ],
     }
 
 
@@ -228,6 +245,7 @@ def schedule_json(s: Schedule, now: datetime) -> dict[str, Any]:
         "type": s.type,
         "queue": s.queue,
         "priority": s.priority,
+        "expires_after_seconds": s.expires_after_seconds,
         "expression": expression(s.cron, s.every_seconds),
         "cron": s.cron,
         "every_seconds": s.every_seconds,

@@ -79,3 +79,13 @@ HOLD = 50
 async def parent(ctx: JobContext, tag: str, count: int) -> int:
     ids = await ctx.spawn([child.prepare(tag=tag, n=n) for n in range(count)])
     return sum(await ctx.gather(ids))
+
+
+@app.job(durable=True, max_attempts=5)
+async def narrated(ctx: JobContext, tag: str) -> int:
+    """Emits before and after a step whose first run blocks (its worker is killed there): the
+    replay on another worker must not write the first item again."""
+    await ctx.emit({"stage": "start"})
+    two = await ctx.step("two", step_two, tag, 0)
+    await ctx.emit({"stage": "end", "pid": os.getpid()})
+    return int(two)

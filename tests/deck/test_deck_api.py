@@ -585,6 +585,25 @@ async def test_expired_jobs_are_listed_by_their_reason_and_hot_ones_show_their_e
     assert (await c.get(f"/api/jobs/{soon}")).json()["expires_at"].endswith("Z")
 
 
+async def test_the_inspector_shows_the_streams_length_and_last_items(
+    app: App, client: Client
+) -> None:
+    backend = app.backend
+    quiet = await app.enqueue_raw("flow", {}, queue="quiet")
+    job = await app.enqueue_raw("flow", {})
+    [claimed] = await backend.jobs_fetch(
+        worker_id="w-test", limit=1, queues=["default"], start=True
+    )
+    for index in range(23):
+        assert await backend.streams_emit(lease=claimed.lease, index=index, item=str(index))
+    bob = await client("bob")
+    shown = (await bob.get(f"/api/jobs/{job}")).json()["stream"]
+    assert shown["length"] == 23
+    assert [(i["index"], i["item"]) for i in shown["items"]] == [(n, str(n)) for n in range(3, 23)]
+    assert shown["items"][0]["created_at"].endswith("Z")
+    assert (await bob.get(f"/api/jobs/{quiet}")).json()["stream"] == {"length": 0, "items": []}
+
+
 async def test_the_inspector_shows_steps_and_an_admin_sends_the_event(
     app: App, client: Client
 ) -> None:

@@ -21,6 +21,7 @@ from chokaq.models import (
     NewJob,
     Pillar,
     ScheduleDeclaration,
+    SucceedMove,
     WorkerInfo,
 )
 
@@ -126,9 +127,15 @@ def test_operator_fixes_a_dlq_payload_and_requeues_it(
     )
     page = login("alice")
     page.click("#source button[data-source=dlq]")
+    # The exception's class by its name in the row, in full in its title and the inspector.
+    chip = f"#job-rows tr[data-id='{bad}'] .chip.exc"
+    assert page.text_content(chip) == "FatalError"
+    assert page.get_attribute(chip, "title") == "chokaq.errors.FatalError"
     page.click(f"#job-rows tr[data-id='{bad}']")
     page.wait_for_selector("#insp-banner.dlq")
     assert "amount must not be negative" in page.text_content("#insp-error")
+    kind = page.text_content("#insp-fields dd[data-field=error_type]")
+    assert kind == "chokaq.errors.FatalError"
     page.click("#insp-edit")
     page.fill("#ed-payload", '{"amount": 5')
     assert page.is_disabled("#ed-requeue")  # checked in the browser first
@@ -232,6 +239,36 @@ def test_readonly_sees_no_destructive_controls_and_is_refused(
     assert no_token == 403
     assert job(deck_server.db_url, dead) is not None
     no_js_errors(page, expected="403 (Forbidden)")
+
+
+def test_the_inspector_shows_the_streams_last_items_inert(login: Any, deck_server: Served) -> None:
+    evil = "<img src=x onerror=window.__pwned=3>"
+
+    async def go(app: App) -> str:
+        job_id = str(await app.enqueue_raw("report", {}, queue="streams"))
+        [c] = await app.backend.jobs_fetch(
+            worker_id="seed", limit=1, queues=["streams"], start=True
+        )
+        for index in range(25):
+            item = json.dumps({"n": index, "note": evil})
+            assert await app.backend.streams_emit(lease=c.lease, index=index, item=item)
+        await app.backend.jobs_finalize(moves=[SucceedMove(c.lease, 1.0)])
+        return job_id
+
+    job_id = run(go, deck_server.db_url)
+    page = login("alice")
+    page.check("#show-hidden")
+    page.click("#source button[data-source=archive]")
+    page.wait_for_selector(f"#job-rows tr[data-id='{job_id}']")
+    page.click(f"#job-rows tr[data-id='{job_id}']")
+    page.wait_for_selector("#insp-stream li[data-index='24']")
+    assert page.locator("#insp-stream li").count() == 20
+    assert page.get_attribute("#insp-stream li >> nth=0", "data-index") == "5"
+    assert "the last 20 of 25" in page.text_content("#insp-stream-note")
+    assert evil in page.text_content("#insp-stream")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#drawer img").count() == 0
+    no_js_errors(page)
 
 
 def test_script_payload_renders_inert(login: Any, deck_server: Served) -> None:
@@ -513,7 +550,14 @@ def test_operator_steers_a_schedule_from_its_panel(login: Any, deck_server: Serv
     evil = "<img src=x onerror=window.__pwned=1>"
     declare(
         url,
-        declared(name, type="quick", queue="default", cron=None, every_seconds=3600),
+        declared(
+            name,
+            type="quick",
+            queue="default",
+            cron=None,
+            every_seconds=3600,
+            expires_after_seconds=600,
+        ),
         declared(evil, kwargs=json.dumps({"note": evil})),
     )
     page = login("alice")
@@ -531,6 +575,8 @@ def test_operator_steers_a_schedule_from_its_panel(login: Any, deck_server: Serv
     page.locator(rows, has_text=name).click()
     page.wait_for_selector("#sch-fields dd[data-field=timing] >> text=every 3600 s")
     assert page.text_content("#sch-name") == name
+    assert "on default, priority" in page.text_content("#sch-fields dd[data-field=job]")
+    assert page.text_content("#sch-fields dd[data-field=expires]").startswith("10 m after")
 
     page.click("#sch-pause")
     wait_for(lambda: schedule(url, name).paused, what="storage to show it paused")

@@ -26,7 +26,10 @@ async def app(store: Store) -> AsyncIterator[App]:
     chokaq_app = App(store.url, schema=store.schema, auto_migrate=True)
     await chokaq_app.open()
     await chokaq_app.backend.schedules_declare(
-        [declared("nightly"), declared("tick", cron=None, every_seconds=60, timezone="UTC")]
+        [
+            declared("nightly", expires_after_seconds=900),
+            declared("tick", cron=None, every_seconds=60, timezone="UTC"),
+        ]
     )
     yield chokaq_app
     await chokaq_app.close()
@@ -76,6 +79,7 @@ async def test_the_list_shows_timing_next_and_last_run_and_lag(app: App, client:
     }
     assert (nightly["misfire"], nightly["overlap"], nightly["lag_seconds"]) == ("latest", False, 0)
     assert rows["tick"]["expression"] == "every 60 s" and rows["tick"]["every_seconds"] == 60
+    assert (nightly["expires_after_seconds"], rows["tick"]["expires_after_seconds"]) == (900, None)
     late = rows["late"]
     assert late["orphaned"] is True  # no running worker declared it in the last 60 s
     assert 9 * 60 - 1 <= late["lag_seconds"] <= 10 * 60 + 30

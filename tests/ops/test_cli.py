@@ -169,6 +169,15 @@ def test_dlq_list_show_and_filters(cli: Cli, store: Any) -> None:
     [job_id] = dlq_ids(store, queue="mail")
     shown = cli("dlq", "show", job_id).output
     assert "flaky" in shown and "transient" in shown and "ConnectionError: flaky 0" in shown
+    # The exception's class beside its text: in the listing, the job and their JSON.
+    assert "builtins.ConnectionError" in cli("dlq", "list", "--queue", "mail").output
+    assert re.search(r"error_type[\s│]+builtins\.ConnectionError", shown)
+    assert re.search(r"exception[\s│]+builtins\.ConnectionError", cli("job", "show", job_id).output)
+    listed = json.loads(cli("dlq", "list", "--json").output)
+    assert sorted(str(j["error_type"]) for j in listed) == [
+        "builtins.ConnectionError",
+        *["chokaq.errors.FatalError"] * 2,
+    ]
     missing = cli("dlq", "show", "01890000-0000-7000-8000-000000000000", expect=1)
     assert missing.output.startswith("error: no job")
 

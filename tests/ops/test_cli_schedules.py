@@ -37,7 +37,12 @@ def declare(cli: Cli, store: Any) -> None:
             "nightly", cron="0 7 * * *", every_seconds=None, timezone="Europe/Berlin"
         )
         await backend.schedules_declare(
-            [declaration("tick"), declaration("late"), nightly], now=ten_ago
+            [
+                declaration("tick", queue="scans", priority=3, expires_after_seconds=120),
+                declaration("late"),
+                nightly,
+            ],
+            now=ten_ago,
         )
         await backend.schedules_declare([declaration("gone")], now=now - timedelta(hours=2))
         await backend.schedules_seen(["tick", "late", "nightly"], now=now)
@@ -65,6 +70,7 @@ def test_list_shows_timing_next_last_state_and_lag(cli: Cli, store: Any) -> None
     assert tick is not None and tick.last_job_id and tick.next_slot
     line = row(out, "tick")
     assert "every 60 s" in line and tick.last_job_id in line and "pending" in line
+    assert "scans, p3, expires 2m 00s" in line and "default, p0" in row(out, "late")
     assert tick.next_slot.strftime("%Y-%m-%d %H:%M:%S") in line and "active" in line
     nightly = row(out, "nightly")
     assert "0 7 * * * (Europe/Berlin)" in nightly and "07:00:00 CE" in nightly  # CET or CEST
@@ -80,6 +86,8 @@ def test_show_has_the_row_and_its_history(cli: Cli, store: Any) -> None:
     assert tick is not None and tick.last_job_id
     out = cli("schedule", "show", "tick").output
     assert "schedule tick" in out and "every 60 s" in out and "latest" in out
+    assert "2m 00s after its enqueue" in row(out, "expires") and "scans" in row(out, "queue")
+    assert "never" in row(cli("schedule", "show", "late").output, "expires")
     enqueued = row(out, "enqueued")
     assert tick.last_job_id in enqueued
     missed = row(out, "missed")

@@ -174,6 +174,8 @@ async def test_durable_metrics_count_suspended_jobs_events_and_steps(store: Any)
         one, two = await backend.jobs_fetch(worker_id="w", limit=2, start=True)
         await backend.steps_record(lease=one.lease, name="a", value="1")
         await backend.steps_record(lease=one.lease, name="b", error="boom")
+        for index in range(3):
+            assert await backend.streams_emit(lease=one.lease, index=index, item=str(index))
         await backend.durable_sleep(lease=one.lease, name="sleep#1", seconds=600)
         await backend.durable_wait(lease=two.lease, name="wait#1", key="k")
         await app.send_event("other", {"x": 1})
@@ -184,6 +186,7 @@ async def test_durable_metrics_count_suspended_jobs_events_and_steps(store: Any)
     assert _sample(text, 'chokaq_queue_suspended{kind="event",queue="d"}') == 1.0
     assert _sample(text, "chokaq_events_waiting") == 1.0
     assert _sample(metrics.render().decode(), "chokaq_steps_recorded_total") == 2.0
+    assert _sample(metrics.render().decode(), "chokaq_stream_items_total") == 3.0
 
 
 async def test_enqueues_are_counted_by_queue_and_type_and_duplicates_apart(store: Any) -> None:

@@ -30,12 +30,13 @@ FAST = dict(
 async def _apps(store: Any) -> AsyncIterator[Callable[..., App]]:
     apps: list[App] = []
 
-    def factory(**settings: Any) -> App:
+    def factory(*, job_defaults: Any = None, **settings: Any) -> App:
         app = App(
             store.url,
             schema=store.schema,
             auto_migrate=True,
             worker=WorkerSettings(**{**FAST, **settings}),
+            job_defaults=job_defaults,
         )
         apps.append(app)
         return app
@@ -47,7 +48,8 @@ async def _apps(store: Any) -> AsyncIterator[Callable[..., App]]:
 
 @pytest.fixture
 async def make_app(store: Any) -> AsyncIterator[Callable[..., App]]:
-    """``make_app(**worker_settings)``: an App on this test's store, migrated on open."""
+    """``make_app(job_defaults=None, **worker_settings)``: an App on this test's store, migrated
+    on open."""
     async for factory in _apps(store):
         yield factory
 

@@ -77,6 +77,11 @@ def test_periodic_declares_a_schedule_of_a_registered_job(tmp_path: Path) -> Non
         ),
         ({"every_seconds": 10, "kwargs": {}}, "kwargs", "missing argument(s) to"),
         ({"every_seconds": 10, "name": "n" * 91}, "name", "at most 90 characters"),
+        ({"every_seconds": 10, "queue": ""}, "queue", "must not be"),
+        ({"every_seconds": 10, "priority": 10**7}, "priority", "between -1000000 and 1000000"),
+        ({"every_seconds": 10, "priority": 1.5}, "priority", "must be an integer"),
+        ({"every_seconds": 10, "expires_after_seconds": 0}, "expires_after_seconds", "than 0"),
+        ({"every_seconds": 10, "expires_after_seconds": 4e7}, "expires_after_seconds", "at most"),
     ],
 )
 def test_bad_declarations_are_refused_with_the_reason(
@@ -92,6 +97,28 @@ def test_bad_declarations_are_refused_with_the_reason(
     assert caught.value.field == field
     assert reason in str(caught.value)
     assert app.periodics == {}
+
+
+def test_a_schedule_sets_its_own_queue_priority_and_expiry_over_its_types(
+    tmp_path: Path,
+) -> None:
+    app = App(f"sqlite:///{tmp_path / 'jobs.db'}", job_defaults={"queue": "app-q"})
+
+    @app.periodic(
+        every_seconds=60, name="own", queue="urgent", priority=-5, expires_after_seconds=30
+    )
+    @app.periodic(every_seconds=3600, name="typed")
+    @app.job(priority=7, expires_after_seconds=600)
+    def scan(url: str = "x") -> None: ...
+
+    @app.periodic(every_seconds=60)
+    @app.job
+    def plain() -> None: ...
+
+    own, typed, bare = app.periodics["own"], app.periodics["typed"], app.periodics["plain"]
+    assert (own.queue, own.priority, own.expires_after_seconds) == ("urgent", -5, 30.0)
+    assert (typed.queue, typed.priority, typed.expires_after_seconds) == ("app-q", 7, 600.0)
+    assert (bare.queue, bare.priority, bare.expires_after_seconds) == ("app-q", 10, None)
 
 
 def test_periodic_needs_a_registered_job_and_a_unique_name(tmp_path: Path) -> None:

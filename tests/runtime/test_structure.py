@@ -193,7 +193,10 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("storage", (("storage",),)),
     # Siblings: the worker runtime, and the client (enqueue handles, results, waits and the
     # shapes both faces render).
-    ("runtime and client", (("runtime",), ("handles", "portal", "results", "waits", "views"))),
+    (
+        "runtime and client",
+        (("runtime",), ("handles", "portal", "results", "streams", "waits", "views")),
+    ),
     # The composition root: App declares handlers, enqueues and builds workers, so it (and what
     # instruments a worker: health, metrics, HTTP, OpenTelemetry, the test helpers) sees both.
     ("app", (("", "app", "health", "metrics", "otel", "http", "testing", "demo"),)),

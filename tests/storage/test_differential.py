@@ -500,6 +500,18 @@ CASES: dict[str, list[tuple[str, Call]]] = {
     "jobs_finalize": [
         ("empty", lambda b, s: b.jobs_finalize(moves=[])),
         ("not a move", lambda b, s: b.jobs_finalize(moves=["x"])),  # type: ignore[list-item]
+        (
+            "error type not text",
+            lambda b, s: b.jobs_finalize(
+                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "e", error_type=5)]  # type: ignore[arg-type]
+            ),
+        ),
+        (
+            "error type too long",
+            lambda b, s: b.jobs_finalize(
+                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "e", error_type="x" * 501)]
+            ),
+        ),
         ("bad id", lambda b, s: b.jobs_finalize(moves=[SucceedMove(Lease("x", "w", "t"), 1.0)])),
         (
             "naive run_at",
@@ -515,10 +527,15 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         (
             "error with NUL",
             lambda b, s: b.jobs_finalize(
-                moves=[FailMove(s.fetched, FailureReason.TRANSIENT, "a\x00b", actor="x")],
+                moves=[
+                    FailMove(
+                        s.fetched, FailureReason.TRANSIENT, "a\x00b", actor="x", error_type="m.Boom"
+                    )
+                ],
                 now=at(11),
             ),
         ),
+        ("read failed", lambda b, s: b.job_get(s.fetched.job_id)),
         ("read archive", lambda b, s: b.job_get(C)),
         ("read dlq", lambda b, s: b.job_get(G)),
         ("summary", lambda b, s: b.stats_summary()),
@@ -771,6 +788,12 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("same again", lambda b, s: _declared(b, _decl(), when=30)),
         ("new queue", lambda b, s: _declared(b, _decl(queue="q2"), when=40)),
         ("new timing", lambda b, s: _declared(b, _decl(every_seconds=30), when=50)),
+        ("expiry 0", lambda b, s: _declared(b, _decl(expires_after_seconds=0), when=55)),
+        ("expiry nan", lambda b, s: _declared(b, _decl(expires_after_seconds=math.nan))),
+        ("expiry text", lambda b, s: _declared(b, _decl(expires_after_seconds="60"))),
+        ("expiry > 366 d", lambda b, s: _declared(b, _decl(expires_after_seconds=4e7))),
+        ("new expiry", lambda b, s: _declared(b, _decl(expires_after_seconds=90), when=60)),
+        ("read expiry", lambda b, s: b.schedule_get("s", now=at(60))),
     ],
     "schedules_seen": [
         ("text", lambda b, s: b.schedules_seen("s")),  # type: ignore[arg-type]
@@ -815,6 +838,10 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("overlap skipped", lambda b, s: _fired(b, when=125)),
         ("history", lambda b, s: b.schedule_history("o")),
         ("hot", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=JobFilter(queue="q1"))),
+        ("declared x", lambda b, s: _declared(b, _decl("x", expires_after_seconds=300))),
+        ("read x", lambda b, s: _read(b, "x")),
+        ("expiring run", lambda b, s: _fired(b)),
+        ("x hot", lambda b, s: b.jobs_page(pillar=Pillar.HOT, filter=JobFilter(search="x"))),
     ],
     "schedule_history": [
         ("blank", lambda b, s: b.schedule_history("")),
@@ -1673,6 +1700,66 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("kept", lambda b, s: b.events_send(key="k", data="1", now=at(10))),
         ("not yet", lambda b, s: b.durable_tidy(now=at(10))),
         ("expired", lambda b, s: b.durable_tidy(now=at(10 + 7 * 86_400))),
+    ],
+    "streams_emit": [
+        (
+            "first",
+            lambda b, s: b.streams_emit(lease=s.running, index=0, item='{"a":1}', now=at(10)),
+        ),
+        ("again", lambda b, s: b.streams_emit(lease=s.running, index=0, item="2", now=at(11))),
+        ("gap", lambda b, s: b.streams_emit(lease=s.running, index=2, item="3", now=at(11))),
+        ("second", lambda b, s: b.streams_emit(lease=s.running, index=1, item="[]", now=at(12))),
+        ("stale", lambda b, s: b.streams_emit(lease=s.stale(s.running), index=2, item="1")),
+        ("fetched", lambda b, s: b.streams_emit(lease=s.fetched, index=0, item="1")),
+        ("negative", lambda b, s: b.streams_emit(lease=s.running, index=-1, item="1")),
+        ("past max", lambda b, s: b.streams_emit(lease=s.running, index=100_000, item="1")),
+        ("bool index", lambda b, s: b.streams_emit(lease=s.running, index=True, item="1")),
+        ("not json", lambda b, s: b.streams_emit(lease=s.running, index=2, item="{x")),
+        ("not text", lambda b, s: b.streams_emit(lease=s.running, index=2, item=5)),
+        ("nan", lambda b, s: b.streams_emit(lease=s.running, index=2, item="NaN")),
+        (
+            "too big",
+            lambda b, s: b.streams_emit(lease=s.running, index=2, item='"' + "x" * 65_535 + '"'),
+        ),
+        (
+            "at the limit",
+            lambda b, s: b.streams_emit(
+                lease=s.running, index=2, item='"' + "x" * 65_534 + '"', now=at(13)
+            ),
+        ),
+        ("naive", lambda b, s: b.streams_emit(lease=s.running, index=3, item="1", now=NAIVE)),
+        ("items", lambda b, s: b.streams_read(job_id=C)),
+    ],
+    "streams_read": [
+        ("none", lambda b, s: b.streams_read(job_id=C)),
+        ("unknown", lambda b, s: b.streams_read(job_id=UNKNOWN)),
+        ("a", lambda b, s: b.streams_emit(lease=s.running, index=0, item='"a"', now=at(10))),
+        ("b", lambda b, s: b.streams_emit(lease=s.running, index=1, item='"b"', now=at(11))),
+        ("c", lambda b, s: b.streams_emit(lease=s.running, index=2, item='"c"', now=at(12))),
+        ("all", lambda b, s: b.streams_read(job_id=C)),
+        ("from 1", lambda b, s: b.streams_read(job_id=C, from_index=1)),
+        ("limit 1", lambda b, s: b.streams_read(job_id=C, from_index=1, limit=1)),
+        ("past the end", lambda b, s: b.streams_read(job_id=C, from_index=3)),
+        ("negative", lambda b, s: b.streams_read(job_id=C, from_index=-1)),
+        ("limit 0", lambda b, s: b.streams_read(job_id=C, limit=0)),
+        ("limit over", lambda b, s: b.streams_read(job_id=C, limit=1001)),
+        ("bad id", lambda b, s: b.streams_read(job_id="x")),
+    ],
+    "streams_length": [
+        ("none", lambda b, s: b.streams_length(job_id=C)),
+        ("a", lambda b, s: b.streams_emit(lease=s.running, index=0, item='"a"', now=at(10))),
+        ("one", lambda b, s: b.streams_length(job_id=C)),
+        ("bad id", lambda b, s: b.streams_length(job_id="")),
+    ],
+    "streams_tidy": [
+        ("limit 0", lambda b, s: b.streams_tidy(limit=0)),
+        ("a", lambda b, s: b.streams_emit(lease=s.running, index=0, item='"a"', now=at(10))),
+        ("kept while hot", lambda b, s: b.streams_tidy()),
+        ("done", lambda b, s: b.jobs_finalize(moves=[SucceedMove(s.running, 1.0)], now=at(11))),
+        ("kept in the archive", lambda b, s: b.streams_tidy()),
+        ("purged", lambda b, s: b.archive_purge(older_than=at(12))),
+        ("gone with the job", lambda b, s: b.streams_tidy()),
+        ("none left", lambda b, s: b.streams_read(job_id=C)),
     ],
 }
 

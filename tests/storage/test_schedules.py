@@ -207,6 +207,9 @@ async def test_history_keeps_the_newest_hundred(backend: Backend) -> None:
         ({"kwargs": "[1]"}, "declarations[0].kwargs", "JSON object"),
         ({"misfire": "sometimes"}, "declarations[0].misfire", "'skip', 'latest' or 'all'"),
         ({"name": "x" * 91}, "declarations[0].name", "at most 90"),
+        ({"expires_after_seconds": 0}, "declarations[0].expires_after_seconds", "greater than 0"),
+        ({"expires_after_seconds": 4e7}, "declarations[0].expires_after_seconds", "at most"),
+        ({"expires_after_seconds": "1"}, "declarations[0].expires_after_seconds", "number"),
     ],
 )
 async def test_bad_declarations_are_refused_before_anything_is_written(
@@ -237,6 +240,27 @@ async def test_a_run_is_an_ordinary_job(backend: Backend) -> None:
     job = await backend.job_get(written[0].job_id)  # type: ignore[attr-defined]
     assert job is not None and job.queue == "reports" and job.priority == 5
     assert job.status is JobStatus.PENDING or job.status == JobStatus.PENDING
+
+
+async def test_a_schedules_expiry_reaches_each_run_and_follows_the_code(
+    backend: Backend,
+) -> None:
+    await backend.schedules_declare([every(seconds=60, expires_after_seconds=45)], now=T0)
+    declared = await backend.schedule_get("tick", now=T0)
+    assert declared is not None and declared.expires_after_seconds == 45
+    due = T0 + timedelta(seconds=60)
+    written = await fire(backend, "tick", due)
+    assert written is not None
+    job = await backend.job_get(written[0].job_id)  # type: ignore[attr-defined]
+    assert job is not None and job.expires_at == due + timedelta(seconds=45)
+    # The code owns it, as queue and priority: a new value is a new revision, None is none.
+    await backend.schedules_declare([every(seconds=60)], now=due)
+    changed = await backend.schedule_get("tick", now=due)
+    assert changed is not None
+    assert (changed.expires_after_seconds, changed.revision) == (None, declared.revision + 1)
+    triggered = await backend.schedule_trigger("tick", actor="ops", now=due)
+    run = await backend.job_get(triggered)
+    assert run is not None and run.expires_at is None
 
 
 async def test_a_daily_slot_fires_once_across_each_dst_transition(backend: Backend) -> None:

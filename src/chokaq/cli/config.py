@@ -1,9 +1,9 @@
 """``chokaq config-reference``: the configuration reference, generated from the code.
 
 Renders every settings dataclass (``WorkerSettings``, ``RetryPolicy``, ``CircuitPolicy``,
-``StorageSettings``, ``Limits``, ``HealthSettings``, ``MetricsSettings``) as Markdown: each field
-with its type, default and the description from the class docstring. ``docs/configuration.md``
-is this output, and a test keeps them equal, so the docs cannot drift.
+``JobDefaults``, ``StorageSettings``, ``Limits``, ``HealthSettings``, ``MetricsSettings``) as
+Markdown: each field with its type, default and the description from the class docstring.
+``docs/configuration.md`` is this output, and a test keeps them equal, so the docs cannot drift.
 """
 
 from __future__ import annotations
@@ -94,13 +94,14 @@ def _classes() -> list[tuple[str, str, type[Any]]]:
     from ..limits import Limits
     from ..metrics import MetricsSettings
     from ..policies import CircuitPolicy, RetryPolicy
-    from ..settings import WorkerSettings
+    from ..settings import JobDefaults, WorkerSettings
     from ..storage import StorageSettings
 
     return [
         ("WorkerSettings", "chokaq.WorkerSettings", WorkerSettings),
         ("RetryPolicy", "chokaq.RetryPolicy (WorkerSettings.retry)", RetryPolicy),
         ("CircuitPolicy", "chokaq.CircuitPolicy (WorkerSettings.circuit)", CircuitPolicy),
+        ("JobDefaults", "chokaq.JobDefaults (App(job_defaults=...))", JobDefaults),
         (
             "StorageSettings",
             "chokaq.storage.StorageSettings (App keyword arguments)",

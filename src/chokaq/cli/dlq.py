@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from ..app import App
 from ..errors import NotFoundError
@@ -102,7 +103,7 @@ def dlq_list(
         ),
         title_justify="left",
     )
-    for column in ("id", "queue", "type", "reason", "attempts", "failed at", "error"):
+    for column in ("id", "queue", "type", "reason", "exception", "attempts", "failed at", "error"):
         table.add_column(column, overflow="fold" if column == "id" else "ellipsis")
     out = console()
     error_width = 70 if out.is_terminal else None
@@ -112,6 +113,7 @@ def dlq_list(
             view.queue,
             view.type,
             view.failure_reason.name.lower() if view.failure_reason is not None else "-",
+            Text(view.error_type or "-"),
             str(view.attempt_count),
             _when(view),
             _first_line(view.error, error_width),

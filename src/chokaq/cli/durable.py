@@ -1,5 +1,6 @@
-"""The CLI of durable jobs: ``chokaq job steps ID`` (what a durable job recorded) and ``chokaq
-event send KEY --data JSON`` (wake the job waiting on KEY, or keep the event for it).
+"""The CLI of durable jobs: ``chokaq job steps ID`` (what a durable job recorded), ``chokaq
+job stream ID`` (the items a job emits, followed like ``tail -f``) and ``chokaq event send KEY
+--data JSON`` (wake the job waiting on KEY, or keep the event for it).
 
 Owns these commands' arguments and output; the JSON shape of a step is ``views.step_json``,
 shared with The Deck. It holds no SQL and imports no other face.
@@ -84,6 +85,47 @@ def job_steps(job_id: str, as_json: bool, store: Store) -> None:
             (detail or "").split("\n", 1)[0][:120],
         )
     console().print(table)
+
+
+@job.command("stream")
+@click.argument("job_id", metavar="ID", callback=job_id_argument)
+@click.option(
+    "--from",
+    "from_index",
+    type=int,
+    default=0,
+    show_default=True,
+    help="The first item to print (0: the stream's first).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print JSON lines: {"index": N, "item": ...}.'
+)
+@store_options
+def job_stream(job_id: str, from_index: int, as_json: bool, store: Store) -> None:
+    """Print the items job ID emits (ctx.emit), in order, as they are written, like
+    ``tail -f``: those already written at once, then each as it comes, until the job leaves
+    the hot table (succeeded, dead-lettered, cancelled); then the command ends. Each line is
+    ``[N] ITEM`` (the item as JSON), or with --json one JSON object per line. Exit code 1
+    when no pillar holds the job.
+
+    \b
+    Example:
+      chokaq job stream 0190f1c2-7d4e-7c3a-9a51-3f8e2b1d9c77 --json | jq .item
+    """
+    app = store.app(existing=True)
+    stream = app.stream(job_id, from_index=from_index)  # a bad --from is refused here
+
+    async def follow(app: App) -> None:
+        index = from_index  # the stream has no gap: the n-th item read is from_index + n
+        async for item in stream:
+            text = json.dumps(item, ensure_ascii=False)
+            if as_json:
+                click.echo(f'{{"index": {index}, "item": {text}}}')
+            else:
+                click.echo(f"[{index}] {text}")
+            index += 1
+
+    run_with_app(app, follow)
 
 
 @click.group()

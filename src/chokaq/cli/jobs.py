@@ -152,6 +152,7 @@ def _rows(view: JobView) -> list[tuple[str, str | Text]]:
         ("updated", view.updated_at and _utc(view.updated_at)),
         ("finished", view.finished_at and _utc(view.finished_at)),
         ("failed", view.failed_at and _utc(view.failed_at)),
+        ("exception", view.error_type),
         ("duration", _duration(view.duration_seconds)),
         ("progress", None if view.progress is None else f"{view.progress} %"),
         ("worker", view.worker_id),

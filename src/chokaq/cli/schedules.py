@@ -119,11 +119,33 @@ def _last(schedule: Schedule) -> str:
     return f"{_utc(schedule.last_run_at)} {schedule.last_outcome or '-'}"
 
 
+def _expiry(schedule: Schedule) -> str:
+    """How long each run may wait to start, or "never"."""
+    seconds = schedule.expires_after_seconds
+    if seconds is None:
+        return "never"
+    return f"{_span(seconds)} after its enqueue (not started by then: DLQ as EXPIRED)"
+
+
+def _job(schedule: Schedule) -> Text:
+    """What a run is: its queue and priority, and its expiry when it has one."""
+    text = f"{schedule.queue}, p{schedule.priority}"
+    if schedule.expires_after_seconds is not None:
+        text += f", expires {_span(schedule.expires_after_seconds)}"
+    return Text(text)
+
+
+def _span(seconds: float) -> str:
+    """An expiry as ``_duration`` says it, but a fraction of a second as it is (not ``0s``)."""
+    return f"{seconds:g}s" if seconds < 1 else _duration(seconds)
+
+
 def _table(schedules: list[Schedule], now: datetime) -> Table:
     table = Table(title=f"Schedules: {len(schedules)}", title_justify="left")
     for column in (
         "schedule",
         "timing",
+        "queue, priority",
         "next (local)",
         "next (UTC)",
         "last run (UTC), outcome",
@@ -136,6 +158,7 @@ def _table(schedules: list[Schedule], now: datetime) -> Table:
         table.add_row(
             s.name,
             _timing(s),
+            _job(s),
             _local(s.next_slot, s.timezone),
             _utc(s.next_slot),
             _last(s),
@@ -188,6 +211,7 @@ def _details(schedule: Schedule, now: datetime) -> Table:
         ("type", s.type),
         ("queue", s.queue),
         ("priority", str(s.priority)),
+        ("expires", _expiry(s)),
         ("timing", _timing(s)),
         ("kwargs", s.kwargs),
         ("misfire", s.misfire),

@@ -38,6 +38,7 @@ from ..storage import UNSET
 from ..storage.workflows import MAX_RELATIVES
 from ..views import (
     SOURCES,
+    STREAM_TAIL,
     batch_json,
     dump,
     filter_json,
@@ -47,6 +48,7 @@ from ..views import (
     schedule_json,
     slot_json,
     step_json,
+    stream_json,
     workflow_json,
 )
 from . import audit, paging
@@ -250,13 +252,20 @@ def _listed(job: JobView, job_filter: JobFilter) -> dict[str, Any]:
 
 async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
     """Every field of one job, its ``state``, its result (archive), its ``workflow_id`` and
-    its ``parents`` and ``children`` (at most ``relatives_limit`` each) with their states."""
+    its ``parents`` and ``children`` (at most ``relatives_limit`` each) with their states, a
+    durable job's ``steps``, and its ``stream``: how many items it emitted and the last
+    ``STREAM_TAIL`` (20)."""
     job_id = check_job_id("id", request.path_params["id"])
-    job = await state.app.backend.job_get_related(id=job_id)
+    backend = state.app.backend
+    job = await backend.job_get_related(id=job_id)
     if job is None:
         raise ApiError(404, f"job {job_id} not found in hot, archive or DLQ")
-    backend = state.app.backend
     steps = [step_json(step) for step in await backend.steps_list(job_id=job_id)]
+    length = await backend.streams_length(job_id=job_id)
+    tail = []
+    if length:
+        start = max(0, length - STREAM_TAIL)
+        tail = await backend.streams_read(job_id=job_id, from_index=start, limit=STREAM_TAIL)
     batches = [
         batch_json(batch, job_id, MAX_RELATIVES) for batch in await backend.job_batches(id=job_id)
     ]
@@ -264,6 +273,7 @@ async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
         **job_json(job),
         "relatives_limit": MAX_RELATIVES,
         "steps": steps,
+        "stream": stream_json(length, tail),
         "batches": batches,
     }
 

@@ -23,9 +23,17 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..context import Durable, JobContext, JobSuspended, _bind, _request_stop, _unbind
+from ..context import (
+    Durable,
+    EmitterFactory,
+    JobContext,
+    JobSuspended,
+    _bind,
+    _request_stop,
+    _unbind,
+)
 from ..errors import FatalError, ThrottledError, ValidationError
-from ..limits import DEFAULT_LIMITS, storable
+from ..limits import DEFAULT_LIMITS, MAX_ERROR_TYPE_LENGTH, storable
 from ..logs import Event, log_event
 from ..models import (
     ClaimedJob,
@@ -184,6 +192,15 @@ def _error_text(exc: BaseException, note: str | None = None) -> str:
     return text
 
 
+def error_type_of(exc: BaseException) -> str:
+    """The qualified class name of ``exc`` (``module.Class``, ``builtins.ValueError`` for a
+    built-in), kept beside the error's text: what the exception *is*, which the text's first
+    line only shows for a class outside ``builtins`` and ``__main__``. Cut to the storage
+    limit (a class nested in generated code can have a very long name)."""
+    kind = type(exc)
+    return f"{kind.__module__}.{kind.__qualname__}"[:MAX_ERROR_TYPE_LENGTH]
+
+
 def decide(
     *,
     job: ClaimedJob,
@@ -224,6 +241,7 @@ def decide(
       RETRY_LIFETIME_EXPIRED.
     """
     lease = job.lease
+    kind = None if error is None else error_type_of(error)  # on each FailMove an error made
     if result is Result.SUCCEEDED:
         return SucceedMove(lease, duration)
     if result is Result.REJECTED:
@@ -277,6 +295,7 @@ def decide(
                 FailureReason.FATAL_ERROR,
                 _error_text(error, fatal or None),
                 duration_seconds=duration,
+                error_type=kind,
             )
 
     # Retryable: Retry(...) returned, a throttled error or any other exception. A delay the
@@ -307,6 +326,7 @@ def decide(
                 FailureReason.FATAL_ERROR,
                 f"{text}\n\n{refusal}" if error is None else _error_text(error, refusal),
                 duration_seconds=duration,
+                error_type=kind,
             )
     if job.attempt_count >= max_attempts:
         return FailMove(
@@ -314,6 +334,7 @@ def decide(
             exhausted_reason,
             f"Attempts exhausted ({job.attempt_count} of {max_attempts}): {text}",
             duration_seconds=duration,
+            error_type=kind,
         )
     run_at = now + timedelta(seconds=delay)
     if policy.max_job_age_seconds is not None:
@@ -325,6 +346,7 @@ def decide(
                 f"RetryLifetimeExpired: created {job.created_at.isoformat()}, next retry "
                 f"{run_at.isoformat()}, max job age {policy.max_job_age_seconds:g} s: {text}",
                 duration_seconds=duration,
+                error_type=kind,
             )
     return RetryMove(lease, text, run_at=run_at, duration_seconds=duration)
 
@@ -370,6 +392,8 @@ class Executor:
     max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
     # ``durable(ex)``: the recorded run a durable job's context replays (durable=True types).
     durable: DurableFactory | None = None
+    # ``streams(lease, replayed)``: the stream writer of a run, made on its first ``ctx.emit``.
+    streams: EmitterFactory | None = None
 
     def prepare(self, job: ClaimedJob, queue: QueueInfo | None) -> Execution:
         """Resolve ``job``'s handler (by type, else the pipe of its queue), its timeout and
@@ -411,6 +435,8 @@ class Executor:
                 if self.durable is not None and getattr(handle, "durable", False)
                 else None
             ),
+            _streams=self.streams,
+            _lease=job.lease,
         )
         zombie = (
             queue.zombie_timeout_seconds if queue is not None else None

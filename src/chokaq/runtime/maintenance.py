@@ -87,8 +87,8 @@ class Maintenance:
     async def _timers(self) -> None:
         """While leading: every ``TIMER_SECONDS`` (or the rescue interval, when shorter) wake
         the suspended durable jobs whose time came, and now and then tidy kept events and the
-        steps of jobs that are gone. A wake is safe unfenced: it moves only rows whose time
-        has come, and two leaders for a moment would move each row once."""
+        steps and stream items of jobs that are gone. A wake is safe unfenced: it moves only
+        rows whose time has come, and two leaders for a moment would move each row once."""
         interval = min(TIMER_SECONDS, self.settings.rescue_interval_seconds)
         last_tidy = 0.0
         while True:
@@ -101,6 +101,7 @@ class Maintenance:
                 if time.monotonic() - last_tidy >= self.settings.retention_interval_seconds:
                     last_tidy = time.monotonic()
                     await self.backend.durable_tidy()
+                    await self.backend.streams_tidy()
             except StorageError as exc:
                 log_event(
                     Event.MAINTENANCE_FAILED, "durable wake pass failed", level=30, error=str(exc)

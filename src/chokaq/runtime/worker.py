@@ -54,6 +54,7 @@ from .registry import Registry
 from .report import report_outcome
 from .scheduler import Scheduler
 from .slots import Slots, release
+from .streams import StreamWriter
 from .threads import SyncThreads
 from .unhandled import Unhandled, served_queues
 
@@ -245,6 +246,7 @@ class Worker(Generic[H]):
             durable=partial(
                 DurableRun, backend, max_value_bytes=backend.settings.limits.max_result_bytes
             ),
+            streams=partial(StreamWriter, backend),
         )
         self.registry = Registry(
             backend,

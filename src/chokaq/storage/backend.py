@@ -15,8 +15,9 @@ that area's name (the same names as each driver's modules and SQL files; see
 path: fetch, start, heartbeat, progress, release, finalize), ``dlq``, ``bulk`` (actions by
 filter, run-now), ``queues`` (queues and workers), ``schedules``, ``ratelimits``, ``workflows``
 (outcomes, relatives, members), ``reads`` (what the faces list, count and chart),
-``maintenance`` (rescue, retention, metric roll-ups, tidying), ``leadership`` and ``durable``
-(the steps, sleeps, waits and events of durable jobs). This module
+``maintenance`` (rescue, retention, metric roll-ups, tidying), ``leadership``, ``durable``
+(the steps, sleeps, waits and events of durable jobs) and ``streams`` (the items a job
+emits). This module
 holds the lifecycle and the assembly. Every group follows the rules below.
 
 Semantics shared by all backends (the conformance suite in ``tests/storage`` checks each):
@@ -54,6 +55,7 @@ from .queues import QueueOperations
 from .ratelimits import LimitOperations
 from .reads import ReadOperations
 from .schedules import ScheduleOperations
+from .streams import StreamOperations
 from .workflows import WorkflowOperations
 
 __all__ = ["Backend", "Observer"]
@@ -72,6 +74,7 @@ class Backend(
     MaintenanceOperations,
     LeadershipOperations,
     DurableOperations,
+    StreamOperations,
     OperationGroup,
 ):
     """Every storage operation, for the database its ``driver`` adapts.

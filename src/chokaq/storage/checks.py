@@ -24,6 +24,7 @@ from ..errors import ValidationError
 from ..ids import CANONICAL_ID
 from ..limits import (
     MAX_DELAY_SECONDS,
+    MAX_ERROR_TYPE_LENGTH,
     MAX_SEARCH_LENGTH,
     MAX_TIMEOUT_SECONDS,
     Limits,
@@ -330,6 +331,7 @@ def _move(i: int, move: object) -> Move:
             raise ValidationError(f"{field}.reason", "must be a FailureReason")
         error = storable(str(move.error)) or ""
         actor = storable(move.actor)
+        check_text(f"{field}.error_type", move.error_type, max_length=MAX_ERROR_TYPE_LENGTH)
         if error is not move.error or actor is not move.actor:
             move = replace(move, error=error, actor=actor)
         return _times(field, move)

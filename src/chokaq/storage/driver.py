@@ -60,6 +60,7 @@ from ..models import (
     SlotRecord,
     Started,
     StepRecord,
+    StreamItem,
     Summary,
     Throughput,
     TypeLimit,
@@ -133,7 +134,8 @@ class Notifier(abc.ABC):
     ) -> None:
         """Begin delivering: ``on_jobs(queue)`` after an enqueue commits, ``on_cancel(job_id)``
         after a cancel request for a running job commits, and ``on_done(job_id)`` after a job
-        someone waits on (``App.result``) left the hot table. Callbacks run on the event loop.
+        someone waits on (``App.result``, ``App.stream``) left the hot table or wrote a stream
+        item. Callbacks run on the event loop.
         A notifier that cannot tell which queue or job (SQLite's signal file for other
         processes, a listener that was away) passes the empty string: "some queue", "some
         running job", "some waited job"."""
@@ -713,3 +715,19 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def durable_counts(self, now: datetime | None) -> DurableCounts: ...
+
+    # -- streams: the items a job emits (streams.py) ------------------------------------------
+
+    @abc.abstractmethod
+    async def streams_emit(
+        self, lease: Lease, index: int, item: str, now: datetime | None
+    ) -> bool: ...
+
+    @abc.abstractmethod
+    async def streams_read(self, job_id: str, from_index: int, limit: int) -> list[StreamItem]: ...
+
+    @abc.abstractmethod
+    async def streams_length(self, job_id: str) -> int: ...
+
+    @abc.abstractmethod
+    async def streams_tidy(self, limit: int) -> int: ...

@@ -34,8 +34,8 @@ def _reason(value: int | None) -> FailureReason | None:
 
 
 def outcome_of(row: Row) -> JobOutcome:
-    """(pillar, hot status, DLQ reason, error, result, result_error, blocked by): for a hot
-    job blocked by a job in the DLQ, the reason is that job's."""
+    """(pillar, hot status, DLQ reason, error, result, result_error, blocked by, error type):
+    for a hot job blocked by a job in the DLQ, the reason is that job's."""
     if row[6] is not None:
         return JobOutcome(
             pillar=Pillar(row[0]),
@@ -48,6 +48,7 @@ def outcome_of(row: Row) -> JobOutcome:
         status=None if row[1] is None else JobStatus(row[1]),
         failure_reason=_reason(row[2]),
         error=row[3],
+        error_type=row[7],
         result=row[4],
         result_error=row[5],
     )

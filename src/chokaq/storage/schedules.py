@@ -19,7 +19,14 @@ from typing import Any
 
 from ..errors import NotFoundError, ValidationError
 from ..ids import new_job_ids
-from ..limits import Limits, check_name, check_payload, check_priority, check_time
+from ..limits import (
+    Limits,
+    check_expiry_seconds,
+    check_name,
+    check_payload,
+    check_priority,
+    check_time,
+)
 from ..models import (
     NewJob,
     Schedule,
@@ -127,6 +134,9 @@ class ScheduleOperations(OperationGroup):
                     kwargs=check_kwargs(f"declarations[{i}].kwargs", d.kwargs, self._limits),
                     misfire=str(check_misfire(f"declarations[{i}].misfire", d.misfire)),
                     overlap=bool(d.overlap),
+                    expires_after_seconds=check_expiry_seconds(
+                        f"declarations[{i}].expires_after_seconds", d.expires_after_seconds
+                    ),
                 )
             )
         if not checked:
@@ -191,6 +201,7 @@ class ScheduleOperations(OperationGroup):
                 idempotency_key=slot_key(schedule.name, slot),
                 created_by=f"schedule:{schedule.name}",
                 id=job_id,
+                expires_after_seconds=schedule.expires_after_seconds,
             )
             for slot, job_id in zip(planned.run, new_job_ids(len(planned.run)), strict=True)
         ]
@@ -241,6 +252,7 @@ class ScheduleOperations(OperationGroup):
             priority=schedule.priority,
             created_by=f"schedule:{schedule.name}",
             id=job_id,
+            expires_after_seconds=schedule.expires_after_seconds,
         )
         run = SlotRecord(moment, SlotOutcome.TRIGGERED, job_id, f"triggered by {who}")
         written = await self.driver.schedule_fire(

@@ -20,7 +20,8 @@ it when it is installed). With psycopg2, ``enqueue_on_commit`` enqueues once the
 has committed, on chokaq's own connection: nothing is enqueued for a transaction that rolls
 back, but a process that dies between the commit and the enqueue loses the job.
 ``manage.py chokaq_worker`` and ``manage.py chokaq_migrate`` run ``chokaq worker`` and
-``chokaq migrate`` on that App.
+``chokaq migrate`` on that App; the worker also runs the project's Django tasks when
+``settings.TASKS`` names ``chokaq.contrib.django.tasks.ChokaqBackend`` (``tasks``).
 """
 
 from __future__ import annotations
@@ -35,13 +36,23 @@ __all__ = ["DjangoEnqueuer", "app_spec", "enqueue", "enqueue_on_commit", "get_ap
 
 P = ParamSpec("P")
 R = TypeVar("R")
+TASKS_BACKEND = "chokaq.contrib.django.tasks.ChokaqBackend"
 
 
 def app_spec() -> str:
-    """``settings.CHOKAQ_APP`` (``"module:attribute"``), or a ``ConfigurationError``."""
+    """``settings.CHOKAQ_APP`` (``"module:attribute"``); without it, the one App the
+    ``ChokaqBackend`` entries of ``settings.TASKS`` name in ``OPTIONS["app"]``; else a
+    ``ConfigurationError``."""
     from django.conf import settings
 
     spec = getattr(settings, "CHOKAQ_APP", None)
+    if spec is None:
+        named = {
+            params.get("OPTIONS", {}).get("app")
+            for params in getattr(settings, "TASKS", {}).values()
+            if params.get("BACKEND") == TASKS_BACKEND
+        }
+        spec = named.pop() if len(named) == 1 else None
     if not isinstance(spec, str) or ":" not in spec:
         raise ConfigurationError(
             'settings.CHOKAQ_APP must name your App as "module:attribute" '

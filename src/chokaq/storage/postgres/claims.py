@@ -267,6 +267,8 @@ class PostgresClaims(PostgresCore):
                 row["r"] = int(move.reason)
                 row["e"] = move.error
                 row["a"] = move.actor
+                if move.error_type is not None:
+                    row["et"] = move.error_type
             elif isinstance(move, RetryMove):
                 row["k"] = _RETRY
                 row["e"] = move.error

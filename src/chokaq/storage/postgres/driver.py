@@ -2,9 +2,9 @@
 
 Owns assembling the per-area mixins (``jobs``, ``claims``, ``dlq``, ``bulk``, ``queues``,
 ``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``,
-``durable``, all on the pool and queries of ``connection``) into one ``Driver``, declaring what
-PostgreSQL can do (``Capabilities``) and handing out its notifier (LISTEN/NOTIFY). It must not
-check arguments or hold SQL text.
+``durable``, ``streams``, all on the pool and queries of ``connection``) into one ``Driver``,
+declaring what PostgreSQL can do (``Capabilities``) and handing out its notifier
+(LISTEN/NOTIFY). It must not check arguments or hold SQL text.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .queues import PostgresQueues
 from .ratelimits import PostgresLimits
 from .reads import PostgresReads
 from .schedules import PostgresSchedules
+from .streams import PostgresStreams
 from .workflows import PostgresWorkflows
 
 __all__ = ["PostgresDriver"]
@@ -41,6 +42,7 @@ class PostgresDriver(
     PostgresMaintenance,
     PostgresLeadership,
     PostgresDurable,
+    PostgresStreams,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

@@ -28,7 +28,7 @@ Connect = Callable[[], Awaitable[psycopg.AsyncConnection[Any]]]
 # Every payload on the channel starts with a tag, so a queue name can never read as a cancel
 # request (a queue named "cancel:x" once did): ``j:<queue>`` is work committed to a queue,
 # ``c:<job id>`` a cancel request for a running job, ``d:<job id>`` a job someone waits on that
-# left the hot table. The statements in sql/*.sql write them.
+# left the hot table or wrote a stream item (streams_emit). The statements in sql/*.sql write them.
 QUEUE_TAG = "j:"
 CANCEL_TAG = "c:"
 DONE_TAG = "d:"

@@ -236,6 +236,7 @@ _VIEW_COLUMNS: dict[Pillar, tuple[str, ...]] = {
         "error",
         "cancelled_by",
         "partition",
+        "error_type",
     ),
 }
 

@@ -54,6 +54,7 @@ def _schedule(row: tuple[Any, ...]) -> Schedule:
         created_at=row[23],
         updated_at=row[24],
         last_modified_by=row[25],
+        expires_after_seconds=row[29],
     )
 
 
@@ -91,6 +92,7 @@ class PostgresSchedules(PostgresJobs):
                 "kwargs": [x.kwargs for x in d],
                 "misfires": [x.misfire for x in d],
                 "overlaps": [x.overlap for x in d],
+                "expiries": [x.expires_after_seconds for x in d],
                 "next_slots": next_slots,
                 "now": now,
             },

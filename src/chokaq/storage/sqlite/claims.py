@@ -382,6 +382,7 @@ def _apply_move(db: Database, move: Move, now: float, counters: Counters, moved:
                 error=move.error,
                 actor=move.actor,
                 duration=move.duration_seconds,
+                error_type=move.error_type,
             )
             queue = _move_out(db, "jobs_finalize_dlq", params, moved, False)
     except sqlite3.IntegrityError:

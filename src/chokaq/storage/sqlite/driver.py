@@ -2,11 +2,12 @@
 
 Owns assembling the per-area mixins (``jobs``, ``claims``, ``dlq``, ``bulk``, ``queues``,
 ``schedules``, ``ratelimits``, ``workflows``, ``reads``, ``maintenance``, ``leadership``,
-``durable``, all on the file, thread and statements of ``connection``) into one ``Driver``,
-declaring what SQLite can do (``Capabilities``) and handing out its notifier (a watched file).
-Each mixin hops onto the connection's thread (``Database.call``), converts times to the stored
-Unix seconds and sends the in-process wake-ups after a commit (``notify``). It must not check
-arguments (the seam did) or hold SQL. It is imported only when the URL is ``sqlite:``.
+``durable``, ``streams``, all on the file, thread and statements of ``connection``) into one
+``Driver``, declaring what SQLite can do (``Capabilities``) and handing out its notifier (a
+watched file). Each mixin hops onto the connection's thread (``Database.call``), converts times
+to the stored Unix seconds and sends the in-process wake-ups after a commit (``notify``). It
+must not check arguments (the seam did) or hold SQL. It is imported only when the URL is
+``sqlite:``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .queues import SQLiteQueues
 from .ratelimits import SQLiteLimits
 from .reads import SQLiteReads
 from .schedules import SQLiteSchedules
+from .streams import SQLiteStreams
 from .workflows import SQLiteWorkflows
 
 __all__ = ["SQLiteDriver"]
@@ -43,6 +45,7 @@ class SQLiteDriver(
     SQLiteMaintenance,
     SQLiteLeadership,
     SQLiteDurable,
+    SQLiteStreams,
 ):
     """Every storage operation on one SQLite file (WAL mode), safe for several processes."""
 

@@ -193,6 +193,7 @@ _PLAIN = (
     "last_modified_by",
     "duration_seconds",
     "error",
+    "error_type",
     "last_error",
     "progress",
     "cancelled_by",

@@ -78,6 +78,7 @@ def _schedule(row: Any) -> Schedule:
         created_at=_at(row[23]),
         updated_at=_at(row[24]),
         last_modified_by=row[25],
+        expires_after_seconds=row[29],
     )
 
 
@@ -96,6 +97,7 @@ def declare(
             "kwargs": d.kwargs,
             "misfire": d.misfire,
             "overlap": int(d.overlap),
+            "expires": d.expires_after_seconds,
             "next_slot": to_ts(next_slot),
             "now": to_ts(now),
         }

@@ -1,8 +1,8 @@
 // The inspector: every field of the open job wherever it lives, its result, its parents,
-// children and workflow, a durable job's steps and what it is suspended on, its error and
-// failed attempts, the batches it ran in, its payload; admins requeue, cancel or purge it here, and send the event a
-// suspended job waits for (the editor is editor.js, the workflow tab workflow.js). It
-// refreshes live.
+// children and workflow, a durable job's steps and what it is suspended on, the last items it
+// emitted (its stream), its error and failed attempts, the batches it ran in, its payload; admins requeue, cancel or
+// purge it here, and send the event a suspended job waits for (the editor is editor.js, the
+// workflow tab workflow.js). It refreshes live.
 
 import { cancelJobs, purge, resurrect } from "./actions.js";
 import { api } from "./api.js";
@@ -31,7 +31,7 @@ export function init() {
   });
 }
 
-var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "queue", "type", "partition", "priority", "tags",
+var FIELD_ORDER = ["id", "pillar", "status", "failure_reason", "error_type", "queue", "type", "partition", "priority", "tags",
   "parents_left", "attempt_count", "max_attempts", "timeout_seconds", "progress", "idempotency_key", "worker_id",
   "created_by", "last_modified_by", "cancelled_by", "created_at", "scheduled_at", "expires_at", "started_at",
   "heartbeat_at", "updated_at", "finished_at", "failed_at", "duration_seconds", "cancel_requested_at"];
@@ -91,6 +91,7 @@ function renderInspector(j) {
   });
   setText($("insp-error"), j.error || j.last_error || "(none)");
   renderSteps(j.steps || []);
+  renderStream(j.stream || { length: 0, items: [] });
   renderAttempts(j.attempts || []);
   renderBatches(j.batches || []);
   setText($("insp-payload"), j.payload === null ? "(not stored)" : pretty(j.payload));
@@ -233,6 +234,25 @@ function renderSteps(steps) {
   }
   setText($("insp-suspension"), line);
   if (isAdmin) { $("insp-event").hidden = eventKey === null; }
+}
+
+// The last items the job emitted (ctx.emit), oldest first: each one's index, when it was
+// written, and the item's JSON as text (a user's data: a text node, never markup).
+function renderStream(stream) {
+  var list = $("insp-stream");
+  clear(list);
+  $("insp-stream-box").hidden = stream.length === 0;
+  var shown = stream.items.length;
+  $("insp-stream-note").textContent = shown === stream.length ?
+    "(" + stream.length + ", in order)" :
+    "(the last " + shown + " of " + stream.length + "; chokaq job stream ID has them all)";
+  stream.items.forEach(function (it) {
+    var head = el("div", { className: "attempt-head" },
+      el("b", null, "#" + it.index + " "),
+      el("span", { title: it.created_at || "" }, it.created_at ? when(it.created_at) : "–"), " · ",
+      userText(it.item));
+    list.appendChild(el("li", { dataset: { index: String(it.index) } }, head));
+  });
 }
 
 function sendEvent(ev) {

@@ -161,6 +161,8 @@ function updateJobRow(tr, j) {
   tr.dataset.status = status;
   if (j.pillar === "dlq") {
     c[4].appendChild(el("span", { className: "chip" }, userText(j.failure_reason || "")));
+    // The exception's class by its own name; the module path is in the title (and the inspector).
+    if (j.error_type) { c[4].appendChild(el("span", { className: "chip exc", title: attrText(j.error_type) }, userText(j.error_type.split(".").slice(-1)[0]))); }
     if (j.error) { c[4].appendChild(el("span", { className: "err", title: attrText(j.error) }, userText(j.error.split("\n").slice(-1)[0]))); }
   }
   (j.tags || []).forEach(function (t) { c[4].appendChild(el("span", { className: "chip tag", title: attrText(t) }, userText(t))); });

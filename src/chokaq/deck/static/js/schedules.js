@@ -161,6 +161,8 @@ function renderScheduleDetail(d) {
   var code = d.declared.expression + (d.declared.every_seconds !== null ? "" : " (" + d.declared.timezone + ")");
   field(dl, "declared", "declared by code", code);
   field(dl, "job", "job", d.type + " on " + d.queue + ", priority " + d.priority);
+  field(dl, "expires", "each run expires", d.expires_after_seconds === null ? "never" :
+    fmtSecs(d.expires_after_seconds) + " after its enqueue (not started by then: DLQ as EXPIRED)");
   field(dl, "kwargs", "kwargs", el("pre", { className: "code" }, userText(pretty(d.kwargs), true)));
   if (d.edited && d.kwargs !== d.declared.kwargs) {
     field(dl, "declared_kwargs", "declared kwargs", el("pre", { className: "code" }, userText(pretty(d.declared.kwargs), true)));

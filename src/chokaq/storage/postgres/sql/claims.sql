@@ -33,9 +33,7 @@ RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.partition_key, h.expires_at, h.requeues
 
 -- name: fragment_serving_queues
--- The queues a claim serves (the given names, or every queue row; a queue without a row counts
--- as active and unpaused) and the room each bulkhead leaves (max_workers minus the rows Fetched
--- or Processing anywhere), as ``serving``: for jobs_fetch and jobs_claim_batch.
+-- The queues a claim serves and each bulkhead's room, as ``serving`` (see jobs_fetch).
 serving AS MATERIALIZED (
     SELECT n.name,
            CASE
@@ -120,9 +118,8 @@ SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_claim_batch
--- A batch handler's claim (docs/batches.md): the first due job of the type picks the queue and
--- key value (payload -> key, as JSON); up to %(limit)s such jobs (and the bulkhead's room) are
--- claimed once that many are due or the oldest waited %(wait)s s. No index of its own.
+-- A batch handler's claim (docs/batches.md): the first due job of the type picks the queue and key
+-- (payload -> key, as JSON); up to %(limit)s such jobs go once that many are due or %(wait)s s passed.
 WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
@@ -131,23 +128,18 @@ WITH clock AS MATERIALIZED (
 head AS MATERIALIZED (  -- each queue's first by the fetch index, then the first of those
     SELECT f.* FROM serving s, clock k, LATERAL (
         SELECT h.queue, s.room, h.payload::jsonb -> %(key)s::text AS value, h.priority, h.scheduled_at, h.created_at
-        FROM {schema}.jobs_hot h
-        WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = s.name  -- the fetch index
-          AND h.scheduled_at <= k.now AND h.type = %(type)s
+        FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = s.name
+          AND h.scheduled_at <= k.now AND h.type = %(type)s  -- walks the fetch index
         ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1
-    ) f
-    WHERE s.room > 0 ORDER BY f.priority DESC, f.scheduled_at, f.created_at LIMIT 1
+    ) f WHERE s.room > 0 ORDER BY f.priority DESC, f.scheduled_at, f.created_at LIMIT 1
 ),
 candidates AS MATERIALIZED (
     SELECT c.id, c.scheduled_at FROM head, clock k, LATERAL (
-        SELECT h.id, h.scheduled_at FROM {schema}.jobs_hot h
-        WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = head.queue
-          AND h.scheduled_at <= k.now AND h.type = %(type)s
+        SELECT h.id, h.scheduled_at FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL
+          AND h.queue = head.queue AND h.scheduled_at <= k.now AND h.type = %(type)s
           AND (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value
-        ORDER BY h.priority DESC, h.scheduled_at, h.created_at
-        LIMIT head.room FOR UPDATE OF h SKIP LOCKED
-    ) c
-),
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT head.room FOR UPDATE OF h SKIP LOCKED
+    ) c),
 ready AS (
     SELECT c.id FROM candidates c WHERE (SELECT count(*) FROM candidates) >= (SELECT room FROM head)
        OR (SELECT min(scheduled_at) FROM candidates) <= (SELECT now - make_interval(secs => %(wait)s::float8) FROM clock)
@@ -155,25 +147,22 @@ ready AS (
 claimed AS (
     UPDATE {schema}.jobs_hot h
 -- include: fragment_claim_set
-    FROM clock k
-    WHERE h.id = ANY(ARRAY(SELECT id FROM ready))
+    FROM clock k WHERE h.id = ANY(ARRAY(SELECT id FROM ready))
 -- include: fragment_claim_returning
 ),
 recorded AS (
     INSERT INTO {schema}.job_batches (batch_id, job_id, type, queue, attempt, worker_id, claimed_at)
-    SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now FROM claimed c, clock k
-)
-SELECT * FROM claimed
-ORDER BY priority DESC, scheduled_at, created_at
+    SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now FROM claimed c, clock k)
+SELECT * FROM claimed ORDER BY priority DESC, scheduled_at, created_at
 
 -- name: jobs_claim_batch_due
 WITH  -- when the first due job of a batch type (its batch left to fill) may be claimed
 -- include: fragment_serving_queues
 clock AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now)
 SELECT min(f.scheduled_at) + make_interval(secs => %(wait)s::float8) FROM serving s, clock k, LATERAL (
-    SELECT h.scheduled_at FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL
-      AND h.queue = s.name AND h.scheduled_at <= k.now AND h.type = %(type)s
-    ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1) f WHERE s.room > 0
+    SELECT h.scheduled_at FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = s.name
+      AND h.scheduled_at <= k.now AND h.type = %(type)s ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1
+) f WHERE s.room > 0
 
 -- name: fragment_lease_input
 -- The clock (with a relaxed commit: see jobs_fetch) and the leases of a batch, as ``v``.
@@ -261,13 +250,17 @@ RETURNING h.id::text
 id, queue, type, payload, tags, priority, attempt_count, max_attempts, timeout_seconds,
 worker_id, created_by, created_at, started_at, partition_key, requeues
 
--- name: fragment_dlq_insert
+-- name: fragment_dlq_columns
 -- The columns a row lands in when it moves to the DLQ (finalize, zombie rescue, cancel,
 -- dependency failures): the kept ones, then those its SELECT gives in this order.
-INSERT INTO {schema}.jobs_dlq (
 -- include: fragment_kept_columns
     , failure_reason, error, last_modified_by, cancelled_by, failed_at, duration_seconds,
     children
+
+-- name: fragment_dlq_insert
+-- The DLQ insert of every move but a finalize's (which adds the exception's class name).
+INSERT INTO {schema}.jobs_dlq (
+-- include: fragment_dlq_columns
 )
 
 -- name: fragment_failed_counts
@@ -447,9 +440,11 @@ SELECT NULL FROM woke
 -- Fail moves of a batch in one statement, as jobs_finalize: the rows leave hot for the DLQ with
 -- their reason, error and actor; the counters and buckets move with them, and waiters are
 -- told. failed_at is the attempt's start plus the worker's elapsed time, as finished_at there.
+-- error_type (et) is the class name of the exception that failed the job, when one did.
 WITH v AS (
     SELECT * FROM json_to_recordset(%(moves)s::json)
-        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, a text)
+        AS v(i uuid, w text, t uuid, k int, du float8, el float8, r int, e text, a text,
+             et text)
 ),
 -- include: fragment_finalize_clock
 ,
@@ -458,13 +453,18 @@ done AS (
     USING v
     WHERE v.k = 1 AND h.id = v.i AND h.worker_id = v.w AND h.lease_token = v.t
       AND h.status + 0 IN (1, 2)  -- by primary key: see fragment_lease_input
-    RETURNING h.*, v.du, v.r, v.e, v.a, h.started_at + v.el * interval '1 second' AS ended
+    RETURNING h.*, v.du, v.r, v.e, v.a, v.et,
+              h.started_at + v.el * interval '1 second' AS ended
 ),
 buried AS (
--- include: fragment_dlq_insert
+    INSERT INTO {schema}.jobs_dlq (
+-- include: fragment_dlq_columns
+        , error_type
+    )
     SELECT
 -- include: fragment_kept_columns
-           , d.r, d.e, d.last_modified_by, d.a, coalesce(d.ended, k.now), d.du, d.children
+           , d.r, d.e, d.last_modified_by, d.a, coalesce(d.ended, k.now), d.du, d.children,
+           d.et
     FROM done d, clock k
 ),
 -- include: fragment_notify_waited

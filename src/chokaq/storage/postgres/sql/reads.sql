@@ -68,7 +68,8 @@ FROM {schema}.jobs_archive
 -- The columns ``rows.job_view`` maps for the DLQ, in its order.
 SELECT id::text, queue, type, payload, tags, priority, attempt_count, created_at,
        max_attempts, timeout_seconds, worker_id, created_by, last_modified_by, started_at,
-       failed_at, duration_seconds, failure_reason, error, cancelled_by, partition_key
+       failed_at, duration_seconds, failure_reason, error, cancelled_by, partition_key,
+       error_type
 FROM {schema}.jobs_dlq
 
 -- name: stats_summary
@@ -362,7 +363,7 @@ FROM {schema}.jobs_dlq
 SELECT id::text AS job_id, queue, type, left(payload, %(cut)s), tags, priority, attempt_count,
        created_at, max_attempts, timeout_seconds, worker_id, created_by, last_modified_by,
        started_at, failed_at, duration_seconds, failure_reason, right(error, %(cut)s),
-       cancelled_by, partition_key
+       cancelled_by, partition_key, error_type
 FROM {schema}.jobs_dlq
 -- include: fragment_dlq_filter
   AND {keyset}

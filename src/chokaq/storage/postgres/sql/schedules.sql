@@ -4,23 +4,26 @@
 
 -- name: schedules_declare
 -- One row per declaration (arrays of equal length). The code owns type, queue, priority,
--- misfire, overlap and declared_*; what is in force follows the code unless an operator's edit
+-- expires_after_seconds, misfire, overlap and declared_*; what is in force follows the code unless an operator's edit
 -- is (edited_by set). A change of timing in force restarts the slots from now.
 INSERT INTO {schema}.schedules AS s (
     name, type, queue, priority, cron, every_seconds, timezone, kwargs, misfire, overlap,
     declared_cron, declared_every_seconds, declared_timezone, declared_kwargs,
-    last_slot, next_slot, seen_at, created_at, updated_at)
+    last_slot, next_slot, seen_at, created_at, updated_at, expires_after_seconds)
 SELECT d.name, d.type, d.queue, d.priority, d.cron, d.every, d.tz, d.kwargs, d.misfire, d.overlap,
        d.cron, d.every, d.tz, d.kwargs,
-       %(now)s, d.next_slot, %(now)s, %(now)s, %(now)s
+       %(now)s, d.next_slot, %(now)s, %(now)s, %(now)s, d.expires
 FROM unnest(%(names)s::text[], %(types)s::text[], %(queues)s::text[], %(priorities)s::int[],
             %(crons)s::text[], %(everies)s::float8[], %(tzs)s::text[], %(kwargs)s::text[],
-            %(misfires)s::text[], %(overlaps)s::bool[], %(next_slots)s::timestamptz[])
-     AS d(name, type, queue, priority, cron, every, tz, kwargs, misfire, overlap, next_slot)
+            %(misfires)s::text[], %(overlaps)s::bool[], %(next_slots)s::timestamptz[],
+            %(expiries)s::float8[])
+     AS d(name, type, queue, priority, cron, every, tz, kwargs, misfire, overlap, next_slot,
+          expires)
 ON CONFLICT (name) DO UPDATE
 SET type = excluded.type,
     queue = excluded.queue,
     priority = excluded.priority,
+    expires_after_seconds = excluded.expires_after_seconds,
     misfire = excluded.misfire,
     overlap = excluded.overlap,
     declared_cron = excluded.declared_cron,
@@ -40,9 +43,11 @@ SET type = excluded.type,
                       AND (s.cron, s.every_seconds, s.timezone)
                           IS DISTINCT FROM (excluded.cron, excluded.every_seconds, excluded.timezone)
                      THEN excluded.next_slot ELSE s.next_slot END,
-    revision = CASE WHEN (s.type, s.queue, s.priority, s.misfire, s.overlap)
+    revision = CASE WHEN (s.type, s.queue, s.priority, s.misfire, s.overlap,
+                          s.expires_after_seconds)
                          IS DISTINCT FROM (excluded.type, excluded.queue, excluded.priority,
-                                           excluded.misfire, excluded.overlap)
+                                           excluded.misfire, excluded.overlap,
+                                           excluded.expires_after_seconds)
                       OR (s.edited_by IS NULL
                           AND (s.cron, s.every_seconds, s.timezone, s.kwargs)
                               IS DISTINCT FROM (excluded.cron, excluded.every_seconds,
@@ -62,7 +67,7 @@ SELECT s.name, s.type, s.queue, s.priority, s.cron, s.every_seconds, s.timezone,
        s.declared_timezone, s.declared_kwargs, s.edited_by, s.edited_at, s.revision,
        s.last_slot, s.next_slot, s.last_job_id::text, s.last_run_at, s.seen_at, s.created_at,
        s.updated_at, s.last_modified_by,
-       h.status, a.id IS NOT NULL, d.failure_reason
+       h.status, a.id IS NOT NULL, d.failure_reason, s.expires_after_seconds
 FROM {schema}.schedules s
 LEFT JOIN {schema}.jobs_hot h ON h.id = s.last_job_id
 LEFT JOIN {schema}.jobs_archive a ON a.id = s.last_job_id

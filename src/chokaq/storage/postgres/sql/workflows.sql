@@ -31,14 +31,15 @@ blocker AS (
     ORDER BY d.failed_at, d.id
     LIMIT 1
 )
-SELECT 'hot', h.status, b.failure_reason, NULL::text, NULL::text, NULL::text, b.id::text
+SELECT 'hot', h.status, b.failure_reason, NULL::text, NULL::text, NULL::text, b.id::text,
+       NULL::text
 FROM {schema}.jobs_hot h LEFT JOIN blocker b ON true
 WHERE h.id = %(id)s::uuid
 UNION ALL
-SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL
+SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL, NULL
 FROM {schema}.jobs_archive WHERE id = %(id)s::uuid
 UNION ALL
-SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL, error_type
 FROM {schema}.jobs_dlq WHERE id = %(id)s::uuid
 
 -- name: job_parent_results

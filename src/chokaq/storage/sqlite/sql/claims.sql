@@ -171,13 +171,14 @@ WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN
 INSERT INTO {p}jobs_dlq (
     id, queue, type, payload, tags, priority, failure_reason, error, attempt_count, max_attempts,
     timeout_seconds, worker_id, created_by, last_modified_by, cancelled_by, created_at,
-    started_at, failed_at, duration_seconds, children, partition_key, error_family, requeues
+    started_at, failed_at, duration_seconds, children, partition_key, error_family, requeues,
+    error_type
 )
 SELECT id, queue, type, payload, tags, priority, :reason, :error, attempt_count, max_attempts,
        timeout_seconds, worker_id, created_by, last_modified_by,
        coalesce(:actor, CASE WHEN :reason = 1 THEN cancelled_by END), created_at,
        started_at, coalesce(started_at + :elapsed, :now), :duration, children, partition_key,
-       chokaq_error_family(:error), requeues
+       chokaq_error_family(:error), requeues, :error_type
 FROM {p}jobs_hot
 WHERE id = :id AND worker_id = :worker_id AND lease_token = :token AND status IN (1, 2)
 

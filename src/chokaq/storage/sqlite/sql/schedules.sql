@@ -4,18 +4,19 @@
 
 -- name: schedules_declare
 -- One declaration (run once per declaration, in one transaction). The code owns type, queue,
--- priority, misfire, overlap and declared_*; what is in force follows the code unless an
+-- priority, expires_after_seconds, misfire, overlap and declared_*; what is in force follows the code unless an
 -- operator's edit is (edited_by set). A change of timing in force restarts the slots from now.
 INSERT INTO {p}schedules AS s (
     name, type, queue, priority, cron, every_seconds, timezone, kwargs, misfire, overlap,
     declared_cron, declared_every_seconds, declared_timezone, declared_kwargs,
-    last_slot, next_slot, seen_at, created_at, updated_at)
+    last_slot, next_slot, seen_at, created_at, updated_at, expires_after_seconds)
 VALUES (:name, :type, :queue, :priority, :cron, :every, :tz, :kwargs, :misfire, :overlap,
-        :cron, :every, :tz, :kwargs, :now, :next_slot, :now, :now, :now)
+        :cron, :every, :tz, :kwargs, :now, :next_slot, :now, :now, :now, :expires)
 ON CONFLICT (name) DO UPDATE
 SET type = excluded.type,
     queue = excluded.queue,
     priority = excluded.priority,
+    expires_after_seconds = excluded.expires_after_seconds,
     misfire = excluded.misfire,
     overlap = excluded.overlap,
     declared_cron = excluded.declared_cron,
@@ -39,6 +40,7 @@ SET type = excluded.type,
                      THEN excluded.next_slot ELSE s.next_slot END,
     revision = CASE WHEN s.type IS NOT excluded.type OR s.queue IS NOT excluded.queue
                       OR s.priority IS NOT excluded.priority
+                      OR s.expires_after_seconds IS NOT excluded.expires_after_seconds
                       OR s.misfire IS NOT excluded.misfire OR s.overlap IS NOT excluded.overlap
                       OR (s.edited_by IS NULL
                           AND (s.cron IS NOT excluded.cron
@@ -60,7 +62,7 @@ SELECT s.name, s.type, s.queue, s.priority, s.cron, s.every_seconds, s.timezone,
        s.declared_timezone, s.declared_kwargs, s.edited_by, s.edited_at, s.revision,
        s.last_slot, s.next_slot, s.last_job_id, s.last_run_at, s.seen_at, s.created_at,
        s.updated_at, s.last_modified_by,
-       h.status, a.id IS NOT NULL, d.failure_reason
+       h.status, a.id IS NOT NULL, d.failure_reason, s.expires_after_seconds
 FROM {p}schedules s
 LEFT JOIN {p}jobs_hot h ON h.id = s.last_job_id
 LEFT JOIN {p}jobs_archive a ON a.id = s.last_job_id

@@ -23,14 +23,15 @@ blocker AS (
     ORDER BY d.failed_at, d.id
     LIMIT 1
 )
-SELECT 'hot', h.status, b.failure_reason, NULL, NULL, NULL, b.id
+SELECT 'hot', h.status, b.failure_reason, NULL, NULL, NULL, b.id, NULL
 FROM {p}jobs_hot h LEFT JOIN blocker b ON 1
 WHERE h.id = :id
 UNION ALL
-SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL
+SELECT 'archive', NULL, NULL, NULL, result, result_error, NULL, NULL
 FROM {p}jobs_archive WHERE id = :id
 UNION ALL
-SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL FROM {p}jobs_dlq WHERE id = :id
+SELECT 'dlq', NULL, failure_reason, error, NULL, NULL, NULL, error_type
+FROM {p}jobs_dlq WHERE id = :id
 
 -- name: job_parent_results
 SELECT e.parent_id, a.result, a.result_error
