@@ -7,6 +7,7 @@ everything else is reached through its module.
 from __future__ import annotations
 
 from .app import App
+from .batches import Batched
 from .context import JobContext, current_job
 from .errors import (
     ChokaqError,
@@ -22,7 +23,7 @@ from .errors import (
     ThrottledError,
     ValidationError,
 )
-from .handles import ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
+from .handles import BatchHandle, ContextJobHandle, EnqueueOptions, JobHandle, JobId, JobOptions
 from .limits import Limits
 from .models import FailureReason, JobOutcome, JobStatus, JobView, NewJob, Pillar, Workflow
 from .outcomes import Fail, Retry
@@ -31,6 +32,8 @@ from .settings import JobDefaults, WorkerSettings
 
 __all__ = [
     "App",
+    "BatchHandle",
+    "Batched",
     "ChokaqError",
     "CircuitPolicy",
     "ConfigurationError",

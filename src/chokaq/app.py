@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, TypeVar, overload
 
+from .batches import batch_options
 from .context import JobContext, Middleware
 from .errors import ConfigurationError, ValidationError
 from .handles import (
@@ -29,6 +30,7 @@ from .handles import (
     P,
     R,
     _options,
+    batch_handle,
     job_from_options,
 )
 from .ids import new_job_id
@@ -187,6 +189,9 @@ class App:
         fatal_on: Sequence[type[BaseException]] = (),
         check_arguments: bool = True,
         durable: bool = False,
+        batch_size: int | None = None,
+        batch_wait_seconds: float = 1.0,
+        batch_key: str | None = None,
     ) -> JobDecorator: ...
 
     def job(  # type: ignore[misc]  # the overloads above are the typed surface
@@ -208,6 +213,9 @@ class App:
         fatal_on: Sequence[type[BaseException]] = (),
         check_arguments: bool = True,
         durable: bool = False,
+        batch_size: int | None = None,
+        batch_wait_seconds: float = 1.0,
+        batch_key: str | None = None,
     ) -> Any:
         """Register a job handler (``async def`` or plain ``def``); usable bare or with options.
 
@@ -246,6 +254,15 @@ class App:
         suspension or a crash with every recorded step returned at once, and when its worker
         dies it is resumed by another worker after the zombie timeout (while attempts remain)
         instead of going to the DLQ as ZOMBIE.
+
+        ``batch_size`` (1 to 10,000) makes a batch handler (docs/batches.md): it takes one
+        parameter, ``list[Batched[Model]]``, and is called with up to that many due jobs of
+        its type at once, as soon as that many are due or once the oldest has waited
+        ``batch_wait_seconds`` (0 to 3,600; default 1.0), never mixing two values of the
+        argument ``batch_key``. It returns one result per item (an exception instance in an
+        item's place fails that job alone). A batch type takes no ``rate_limit``,
+        ``partition_concurrency`` or ``durable``; each bad value raises ``ValidationError``
+        naming it.
         """
         # The options an enqueue also takes go through its checks, with its messages, here at
         # decoration: a handler default the enqueue would refuse (priority=10**9) failed every
@@ -268,12 +285,39 @@ class App:
         # The app's defaults fill what the type leaves out, once, here: the handle then holds
         # the type's effective options, which the enqueue and the worker read as before.
         defaults = self.job_defaults
+        batched = batch_options(
+            batch_size,
+            batch_wait_seconds,
+            batch_key,
+            rate_limit=rate_limit,
+            partition_concurrency=partition_concurrency,
+            durable=durable,
+        )
 
         def register(fn: Callable[..., Any]) -> JobHandle[Any, Any]:
             key = name or fn.__name__
             check_name("name", key)
             if key in self.handlers:
                 raise ConfigurationError(f"job {key!r} is registered twice")
+            common: dict[str, Any] = {
+                "app": self,
+                "fn": fn,
+                "name": key,
+                "queue": _or(queue, _or(defaults.queue, "default")),
+                "priority": _or(priority, _or(defaults.priority, 10)),
+                # A type's own retry policy carries its attempts, which the app's are below.
+                "max_attempts": _or(max_attempts, None if policy else defaults.max_attempts),
+                "timeout": _or(timeout_seconds, defaults.timeout_seconds),
+                "expires_after_seconds": expiry,
+                "is_async": inspect.iscoroutinefunction(fn),
+                "retry": _or(policy, defaults.retry),
+                "retry_on": retry_types,
+                "fatal_on": fatal_types,
+                "check_arguments": bool(check_arguments),
+            }
+            if batched is not None:
+                self.handlers[key] = batch_handle(common, batched)
+                return self.handlers[key]
             signature = inspect.signature(fn)
             context_param = None
             # A parameter may be named like an enqueue option (``priority``): options have
@@ -290,25 +334,12 @@ class App:
                 JobHandle if context_param is None or context_param != first else ContextJobHandle
             )
             handle: JobHandle[Any, Any] = kind(
-                app=self,
-                fn=fn,
-                name=key,
-                queue=_or(queue, _or(defaults.queue, "default")),
-                priority=_or(priority, _or(defaults.priority, 10)),
-                # A type's own retry policy carries its attempts, which the app's are below.
-                max_attempts=_or(max_attempts, None if policy else defaults.max_attempts),
-                timeout=_or(timeout_seconds, defaults.timeout_seconds),
-                expires_after_seconds=expiry,
                 signature=signature,
                 context_param=context_param,
-                is_async=inspect.iscoroutinefunction(fn),
                 rate_limit=rate_limit,
                 partition_concurrency=partition_concurrency,
-                retry=_or(policy, defaults.retry),
-                retry_on=retry_types,
-                fatal_on=fatal_types,
-                check_arguments=bool(check_arguments),
                 durable=bool(durable),
+                **common,
             )
             self.handlers[key] = handle
             return handle

@@ -26,6 +26,7 @@ from typing import (
 )
 
 from .argument_checks import Check, Kinds, parameter_checks, refusal
+from .batches import ArgumentsModel, BatchSpec, check_batch_key
 from .context import JobContext
 from .errors import ValidationError
 from .ids import new_job_id
@@ -36,6 +37,7 @@ from .serializer import Converter, parameter_converters
 
 __all__ = [
     "OPTION_NAMES",
+    "BatchHandle",
     "ContextJobHandle",
     "EnqueueOptions",
     "JobDecorator",
@@ -43,6 +45,7 @@ __all__ = [
     "JobId",
     "JobOptions",
     "Producer",
+    "batch_handle",
 ]
 
 P = ParamSpec("P")
@@ -332,8 +335,12 @@ class JobHandle(Generic[P, R]):
         if not self.check_arguments or all(p.annotation is p.empty for p in params):
             return ()
         return parameter_checks(
-            self.fn, [p for p in params if p.kind is not p.VAR_KEYWORD], final=final
+            self._annotated(), [p for p in params if p.kind is not p.VAR_KEYWORD], final=final
         )
+
+    def _annotated(self) -> Callable[..., Any]:
+        """The function whose annotations type the arguments (a batch handler's differ)."""
+        return self.fn
 
     def resolve_checks(self) -> tuple[Check, ...]:
         """The checks, resolved now (at the first enqueue, when the annotations did not resolve
@@ -351,7 +358,7 @@ class JobHandle(Generic[P, R]):
         ]
         if all(p.annotation is p.empty for p in self.signature.parameters.values()):
             return ()
-        return parameter_converters(self.fn, names)
+        return parameter_converters(self._annotated(), names)
 
     def resolve_converters(self) -> tuple[tuple[str, Converter], ...]:
         """The converters, resolved now; a handler whose annotations still cannot be resolved
@@ -590,6 +597,33 @@ class ContextJobHandle(JobHandle[P, R]):
         self, ctx: JobContext, /, *args: P.args, **kwargs: P.kwargs
     ) -> R:
         return self.fn(ctx, *args, **kwargs)
+
+
+@dataclass
+class BatchHandle(JobHandle[..., R]):
+    """The handle of a batch handler (``@app.job(batch_size=...)``): its jobs are enqueued one
+    by one with the fields of the handler's arguments model as their arguments
+    (``embed.enqueue(tenant="t1", text="...")``, checked against the model's annotations), and
+    the worker calls the handler with a list of ``Batched`` items (docs/batches.md)."""
+
+    batch: BatchSpec = field(default=BatchSpec(1, 0.0))
+    arguments: ArgumentsModel | None = field(default=None, repr=False)
+
+    def _annotated(self) -> Callable[..., Any]:
+        return self.fn if self.arguments is None else self.arguments.annotated
+
+
+def batch_handle(common: dict[str, Any], spec: BatchSpec) -> BatchHandle[Any]:
+    """The handle ``@app.job(batch_size=...)`` registers: ``common`` holds what every handle
+    takes (app, fn, name, queue, ...); the arguments come from the handler's model, and the
+    batch key must be one of them (``ValidationError`` for ``batch_key``)."""
+    arguments = ArgumentsModel.of(common["fn"], common["name"])
+    return BatchHandle(
+        signature=arguments.signature,
+        batch=check_batch_key(spec, arguments.names),
+        arguments=arguments,
+        **common,
+    )
 
 
 @dataclass(frozen=True)

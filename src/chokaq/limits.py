@@ -21,6 +21,8 @@ from .models import ON_CONFLICT_MODES, NewJob
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_BATCH_SIZE",
+    "MAX_BATCH_WAIT_SECONDS",
     "MAX_BULK_CAP",
     "MAX_DELAY_DAYS",
     "MAX_DELAY_SECONDS",
@@ -94,6 +96,11 @@ MAX_RETENTION_DAYS = 10 * MAX_DELAY_DAYS
 # The most jobs one requeue or purge by filter may touch, from the Deck's API or the CLI alike: a
 # larger batch is a long transaction holding row locks, so an operator runs it again instead.
 MAX_BULK_CAP = 10_000
+# The most jobs one batch handler call may take (``@app.job(batch_size=)``), and the longest a
+# batch may wait to fill (``batch_wait_seconds``): a batch's jobs are all claimed, heartbeated
+# and finalized together, so a bigger one is a longer claim and a bigger finalize transaction.
+MAX_BATCH_SIZE = 10_000
+MAX_BATCH_WAIT_SECONDS = 3600.0
 # How deep arrays and objects may nest in a payload. Deep enough for any real document, shallow
 # enough that no JSON parser on the way (ours, a handler's, The Deck's browser) runs out of stack.
 MAX_PAYLOAD_DEPTH = 100

@@ -44,6 +44,8 @@ __all__ = [
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
+# Batch sizes: 1 to the largest batch_size allowed (10,000).
+BATCH_SIZE_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000)
 LAG_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600)
 STORAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
 
@@ -194,6 +196,13 @@ class WorkerMetrics:
             "Seconds from due (scheduled or created) to start, per execution.",
             qt,
             buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "chokaq_batch_size",
+            "Jobs per batch handler call (@app.job(batch_size=)), per claimed batch.",
+            qt,
+            buckets=BATCH_SIZE_BUCKETS,
             registry=r,
         )
         self.heartbeat_failures = Counter(
@@ -373,6 +382,7 @@ _EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
     "zombie": lambda m, f: m.zombies.inc(),
     "expired_rescued": lambda m, f: m.expired.inc(),
     "schedule": WorkerMetrics._schedule,
+    "batch": lambda m, f: m.batch_size.labels(*m._qt(f)).observe(_count(f.get("size"))),
 }
 
 

@@ -15,6 +15,8 @@ from typing import Final, Generic, Literal, TypeVar
 __all__ = [
     "NO_HANDLER_ERROR",
     "ON_CONFLICT_MODES",
+    "BatchRequest",
+    "BatchSize",
     "CancelResult",
     "Capabilities",
     "Claim",
@@ -28,6 +30,7 @@ __all__ = [
     "Heartbeat",
     "HeartbeatAck",
     "JobAttempt",
+    "JobBatch",
     "JobFilter",
     "JobLink",
     "JobOutcome",
@@ -1049,6 +1052,47 @@ class Claim:
     jobs: list[ClaimedJob]
     retry_at: datetime | None = None
     expired: tuple[ClaimedJob, ...] = ()
+    # The batch the jobs were claimed as (``jobs_claim_batch``; None for a plain claim).
+    batch_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """One batch claim, checked (``Backend.jobs_claim_batch``): up to ``limit`` due jobs of
+    ``type`` for ``worker_id``, once that many are due or the oldest has been due
+    ``wait_seconds``, sharing the value of the argument ``key`` (None: any), in ``queues``
+    (None: every queue), recorded under ``batch_id``."""
+
+    batch_id: str
+    worker_id: str
+    type: str
+    limit: int
+    wait_seconds: float
+    key: str | None
+    queues: list[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobBatch:
+    """A batch a job ran in: when and by whom it was claimed, which attempt of the job it
+    was, and every job claimed with it (``job_ids``, the job itself included)."""
+
+    batch_id: str
+    type: str
+    queue: str
+    attempt: int
+    worker_id: str
+    claimed_at: datetime
+    job_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSize:
+    """One batch of a type: when it was claimed and how many jobs it took."""
+
+    batch_id: str
+    claimed_at: datetime
+    size: int
 
 
 class StepKind(enum.IntEnum):

@@ -19,7 +19,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .errors import ValidationError
 from .limits import MAX_SEARCH_LENGTH, check_name, check_partition, check_text
 from .models import (
+    BatchSize,
     FailureReason,
+    JobBatch,
     JobFilter,
     JobStatus,
     JobView,
@@ -37,6 +39,8 @@ from .storage.families import FAMILY_CHARS
 
 __all__ = [
     "SOURCES",
+    "batch_json",
+    "batch_sizes_json",
     "circuits_of",
     "dump",
     "job_json",
@@ -99,6 +103,35 @@ def step_json(step: StepRecord) -> dict[str, Any]:
         else round((step.finished_at - step.started_at).total_seconds(), 6)
     )
     return data
+
+
+def batch_json(batch: JobBatch, job_id: str, limit: int) -> dict[str, Any]:
+    """A batch a job ran in, for the inspector: its id, the job's attempt in it, when and by
+    which worker it was claimed, its ``size`` and up to ``limit`` of its other jobs'
+    ``siblings`` (ids)."""
+    siblings = [other for other in batch.job_ids if other != job_id]
+    return {
+        "batch_id": batch.batch_id,
+        "attempt": batch.attempt,
+        "claimed_at": dump(batch.claimed_at),
+        "worker_id": batch.worker_id,
+        "size": len(batch.job_ids),
+        "siblings": siblings[:limit],
+    }
+
+
+def batch_sizes_json(type: str, sizes: list[BatchSize], recent: int) -> dict[str, Any]:
+    """A batch type's batches over a window, for its page: how many, their mean and largest
+    size, and the ``recent`` newest (id, claim time, size), newest first."""
+    counts = [size.size for size in sizes]
+    return {
+        "type": type,
+        "batches": len(counts),
+        "jobs": sum(counts),
+        "mean_size": round(sum(counts) / len(counts), 2) if counts else None,
+        "max_size": max(counts, default=None),
+        "recent": [dump(size) for size in sizes[:recent]],
+    }
 
 
 def stream_json(length: int, items: list[StreamItem]) -> dict[str, Any]:

@@ -81,9 +81,13 @@ def test_events_map_to_the_documented_series() -> None:
     m.on_event("no_handler", {"queue": "q", "type": "new.kind"})
     m.on_event("zombie", {"job_id": "x"})
     m.on_event("expired_rescued", {"job_id": "y"})
+    m.on_event("batch", {"queue": "q", "type": "embed", "size": 100, "batch_id": "b"})
     m.on_event("something_new", {})  # unknown events are ignored
     text = m.render().decode()
     for line in (
+        'chokaq_batch_size_bucket{le="100.0",queue="q",type="embed"} 1.0',
+        'chokaq_batch_size_bucket{le="50.0",queue="q",type="embed"} 0.0',
+        'chokaq_batch_size_sum{queue="q",type="embed"} 100.0',
         'chokaq_job_queue_lag_seconds_count{queue="q",type="t"} 1.0',
         'chokaq_jobs_dlq_total{queue="q",reason="TIMEOUT",type="t"} 1.0',
         'chokaq_state_transition_conflicts_total{queue="q",transition="succeed",type="t"} 1.0',

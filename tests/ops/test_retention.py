@@ -81,6 +81,7 @@ async def test_retention_is_a_no_op_when_nothing_is_old(store: Any) -> None:
             "limit_keys": 0,
             "unique_keys": 0,
             "supersessions": 0,
+            "batches": 0,
         }
         assert len(await ids(app, Pillar.ARCHIVE)) == 2 and len(await ids(app, Pillar.DLQ)) == 1
     finally:

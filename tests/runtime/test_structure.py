@@ -186,6 +186,7 @@ LAYERS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
                 "periodic",
                 "policies",
                 "settings",
+                "batches",
             ),
         ),
     ),

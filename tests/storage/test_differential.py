@@ -57,8 +57,9 @@ def _id(n: int) -> str:
 A, B, C, D, D2, E, F, G, H = (_id(n) for n in range(1, 10))
 W1, W2, W3, W4, W5, W6 = (_id(n) for n in range(20, 26))  # jobs of workflows
 X1, X2, X3 = (_id(n) for n in range(30, 33))  # jobs released on any outcome
+Y1, Y2, Y3 = (_id(n) for n in range(40, 43))  # a batch type's jobs
 UNKNOWN = _id(99)
-FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, X1, X2, X3, UNKNOWN}
+FIXED = {A, B, C, D, D2, E, F, G, H, W1, W2, W3, W4, W5, W6, X1, X2, X3, Y1, Y2, Y3, UNKNOWN}
 NAIVE = datetime(2025, 1, 1, 12, 0, 0)
 PLUS_14 = timezone(timedelta(hours=14))
 
@@ -106,6 +107,23 @@ async def _seed(backend: Backend) -> Seeded:
     await backend.worker_beat(_worker("w1"), now=at(5))
     await _dead_letter_families(backend)
     return Seeded(running=running, fetched=fetched)
+
+
+def _batch_jobs(backend: Backend) -> Awaitable[Any]:
+    """Three jobs of the batch type ``bt`` in queue ``bq``: tenants a, b, a, in one enqueue, due
+    a second apart from at(20) (so that the fetch order is the same on both backends)."""
+    jobs = [
+        NewJob("bt", json.dumps({"tenant": tenant}), queue="bq", id=job_id, run_at=at(20 + i))
+        for i, (job_id, tenant) in enumerate(((Y1, "a"), (Y2, "b"), (Y3, "a")))
+    ]
+    return backend.jobs_enqueue(jobs, now=at(20))
+
+
+def _batch(backend: Backend, when: float, **options: Any) -> Awaitable[Any]:
+    """A batch claim of ``bt`` at ``at(when)`` (limit 3, wait 60 s, keyed by tenant unless
+    ``options`` say otherwise)."""
+    call = {"worker_id": "w2", "type": "bt", "limit": 3, "wait_seconds": 60.0, "key": "tenant"}
+    return backend.jobs_claim_batch(**{**call, **options}, now=at(when))
 
 
 def _unique(job_id: str, seconds: float | None, key: str = "u1") -> NewJob:
@@ -487,6 +505,54 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             ),
         ),
     ],
+    "jobs_claim_batch": [
+        ("limit 0", lambda b, s: _batch(b, 30, limit=0)),
+        ("limit above 10,000", lambda b, s: _batch(b, 30, limit=10_001)),
+        ("wait NaN", lambda b, s: _batch(b, 30, wait_seconds=math.nan)),
+        ("wait negative", lambda b, s: _batch(b, 30, wait_seconds=-1)),
+        ("wait over an hour", lambda b, s: _batch(b, 30, wait_seconds=3601)),
+        ("key not a name", lambda b, s: _batch(b, 30, key="a-b")),
+        ("key not text", lambda b, s: _batch(b, 30, key=5)),
+        ("blank type", lambda b, s: _batch(b, 30, type="")),
+        ("blank worker", lambda b, s: _batch(b, 30, worker_id="")),
+        (
+            "naive now",
+            lambda b, s: b.jobs_claim_batch(
+                worker_id="w2", type="bt", limit=1, wait_seconds=0, now=NAIVE
+            ),
+        ),
+        ("no queues", lambda b, s: _batch(b, 30, queues=[])),
+        ("nothing pending", lambda b, s: _batch(b, 30)),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("not full, not waited", lambda b, s: _batch(b, 30)),
+        ("another queue", lambda b, s: _batch(b, 30, limit=1, queues=["q"])),
+        ("full for tenant a", lambda b, s: _batch(b, 30, limit=2)),
+        ("b waited", lambda b, s: _batch(b, 90, wait_seconds=5)),
+        ("none left", lambda b, s: _batch(b, 100, wait_seconds=0)),
+        ("batches of Y1", lambda b, s: b.job_batches(id=Y1)),
+    ],
+    "job_batches": [
+        ("bad id", lambda b, s: b.job_batches(id="x")),
+        ("limit 0", lambda b, s: b.job_batches(id=Y1, limit=0)),
+        ("limit 101", lambda b, s: b.job_batches(id=Y1, limit=101)),
+        ("unknown", lambda b, s: b.job_batches(id=UNKNOWN)),
+        ("never batched", lambda b, s: b.job_batches(id=A)),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("claim", lambda b, s: _batch(b, 30, limit=2)),
+        ("a batch of two", lambda b, s: b.job_batches(id=Y3)),
+        ("not batched yet", lambda b, s: b.job_batches(id=Y2)),
+    ],
+    "batch_sizes": [
+        ("blank type", lambda b, s: b.batch_sizes(type="", since=at(0))),
+        ("naive since", lambda b, s: b.batch_sizes(type="bt", since=NAIVE)),
+        ("limit 0", lambda b, s: b.batch_sizes(type="bt", since=at(0), limit=0)),
+        ("none", lambda b, s: b.batch_sizes(type="bt", since=at(0))),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("claim two", lambda b, s: _batch(b, 30, limit=2)),
+        ("claim one", lambda b, s: _batch(b, 90, wait_seconds=5)),
+        ("both", lambda b, s: b.batch_sizes(type="bt", since=at(0))),
+        ("since the second", lambda b, s: b.batch_sizes(type="bt", since=at(60))),
+    ],
     "jobs_start": [
         ("bad id", lambda b, s: b.jobs_start(lease=Lease("nope", "w1", "t"))),
         ("stale", lambda b, s: b.jobs_start(lease=s.stale(s.fetched), now=at(10))),
@@ -688,6 +754,17 @@ CASES: dict[str, list[tuple[str, Call]]] = {
         ("rescued expired", lambda b, s: b.job_get(W3)),
         ("expiry buckets", lambda b, s: b.stats_throughput(now=at(1031))),
         ("expiry summary", lambda b, s: b.stats_summary()),
+    ],
+    "batches_tidy": [
+        ("naive", lambda b, s: b.batches_tidy(older_than=NAIVE)),
+        ("stale fence", lambda b, s: b.batches_tidy(older_than=at(100), fence=_term())),
+        ("seed", lambda b, s: _batch_jobs(b)),
+        ("claim two", lambda b, s: _batch(b, 30, limit=2)),
+        ("claim one", lambda b, s: _batch(b, 90, wait_seconds=5)),
+        ("none before", lambda b, s: b.batches_tidy(older_than=at(30))),
+        ("the first", lambda b, s: b.batches_tidy(older_than=at(31))),
+        ("left", lambda b, s: b.batch_sizes(type="bt", since=at(0))),
+        ("its jobs forget it", lambda b, s: b.job_batches(id=Y1)),
     ],
     "unique_keys_tidy": [
         ("naive", lambda b, s: b.unique_keys_tidy(older_than=NAIVE)),

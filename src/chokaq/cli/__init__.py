@@ -66,6 +66,7 @@ def main(log_level: str | None) -> None:
 
 def _register() -> None:
     from . import (
+        batches,
         bulk,
         config,
         deck,
@@ -96,6 +97,7 @@ def _register() -> None:
         dlq,
         durable,
         bulk,
+        batches,
         schedules,
         purge,
         config,

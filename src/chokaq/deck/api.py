@@ -39,6 +39,7 @@ from ..storage.workflows import MAX_RELATIVES
 from ..views import (
     SOURCES,
     STREAM_TAIL,
+    batch_json,
     dump,
     filter_json,
     job_json,
@@ -267,12 +268,16 @@ async def get_job(request: Request, state: DeckState, who: Principal) -> Any:
         start = max(0, length - STREAM_TAIL)
         tail = await backend.streams_read(job_id=job_id, from_index=start, limit=STREAM_TAIL)
     supersession = dump(await backend.job_supersession(id=job_id))
+    batches = [
+        batch_json(batch, job_id, MAX_RELATIVES) for batch in await backend.job_batches(id=job_id)
+    ]
     return {
         **job_json(job),
         "relatives_limit": MAX_RELATIVES,
         "steps": steps,
         "supersession": supersession,
         "stream": stream_json(length, tail),
+        "batches": batches,
     }
 
 

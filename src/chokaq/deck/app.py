@@ -30,7 +30,7 @@ from ..app import App
 from ..errors import ChokaqError
 from ..http import deck_routes
 from ..logs import Event, log_event
-from . import api, audit, bulk, lag, limits, series
+from . import api, audit, batches, bulk, lag, limits, series
 from .auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -52,10 +52,10 @@ HERE = Path(__file__).parent
 # Every module of the page's script, named in the page's head as modulepreload links: the
 # browser fetches them all at once instead of one level of imports after another.
 MODULES = tuple(sorted(p.name for p in (HERE / "static" / "js").glob("*.js")))
-# Every API operation: the core ones, then the limits', why jobs wait, bulk actions and the
-# chart's (modules of their own).
+# Every API operation: the core ones, then the limits', why jobs wait, bulk actions, the
+# chart's and the batch handlers' (modules of their own).
 ROUTES: tuple[api.ApiRoute, ...] = (
-    api.ROUTES + limits.ROUTES + lag.ROUTES + bulk.ROUTES + series.ROUTES
+    api.ROUTES + limits.ROUTES + lag.ROUTES + bulk.ROUTES + series.ROUTES + batches.ROUTES
 )
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 
+from ..batches import BatchSpec
 from ..logs import Event, log_event
-from ..models import ClaimedJob, FailureReason, JobStatus
+from ..models import Claim, ClaimedJob, FailureReason, JobStatus
 from ..settings import WorkerSettings
 from ..storage import Backend
 from .circuit import CircuitBreakers
@@ -44,7 +45,13 @@ class Claims:
     launch: Callable[[ClaimedJob, float], None]
     # The worker's events: metrics count the expired jobs a claim buried.
     emit: Callable[..., None] = lambda name, **fields: None
-    # When a rate limit that held jobs back in the last claim allows the next start.
+    # The batch types (``@app.job(batch_size=)``) and how each batches, and what starts a
+    # claimed batch (``batches.BatchRunner.launch``): their jobs are claimed a batch at a
+    # time, never by the plain claim.
+    batches: tuple[tuple[str, BatchSpec], ...] = ()
+    launch_batch: Callable[[Claim, float], None] = lambda claim, sent: None
+    # When a rate limit that held jobs back in the last claim allows the next start (or a
+    # batch waiting to fill may be claimed anyway).
     retry_at: datetime | None = field(default=None, init=False)
 
     async def claim(self, free: int) -> int:
@@ -53,6 +60,8 @@ class Claims:
         backend = self.backend
         slots = self.slots
         started = 0
+        batched, waiting = (await self._claim_batches(free)) if self.batches else (0, None)
+        free -= batched
         if slots.buffer:
             started += await self._start_buffered(free)
             free = slots.free
@@ -60,26 +69,21 @@ class Claims:
                 await asyncio.sleep(0)  # let them begin first: see below
         got = 0
         self.retry_at = None
+        excluded = self.circuits.blocked()
+        if self.batches:
+            excluded = [*excluded, *(name for name, _ in self.batches)]
         if free > 0:
             sent = time.monotonic()  # before the statement: each claim is proven from here
             claim = await backend.jobs_claim(
                 worker_id=self.worker_id,
                 limit=free,
                 queues=self.settings.queues,
-                exclude_types=self.circuits.blocked(),
+                exclude_types=excluded,
                 start=True,
             )
             jobs = claim.jobs
             self.retry_at = claim.retry_at
-            for job in claim.expired:
-                self.emit(
-                    "failed",
-                    reason=FailureReason.EXPIRED,
-                    duration=None,
-                    job_id=job.id,
-                    type=job.type,
-                    queue=job.queue,
-                )
+            self._buried(claim)
             for job in jobs:
                 self.launch(job, sent)
             got = len(jobs)
@@ -94,11 +98,53 @@ class Claims:
                 worker_id=self.worker_id,
                 limit=room,
                 queues=self.settings.queues,
-                exclude_types=self.circuits.blocked(),
+                exclude_types=excluded,
                 start=False,
             )
             slots.buffer.extend(more)
-        return got + started
+        if waiting is not None and (self.retry_at is None or waiting < self.retry_at):
+            self.retry_at = waiting
+        return got + started + batched
+
+    async def _claim_batches(self, free: int) -> tuple[int, datetime | None]:
+        """Claim the ready batches of each batch type whose circuit lets it run, one slot a
+        batch, while slots are free (a backlog fills the free slots in one turn, instead of a
+        turn, and a plain claim, per batch). Returns how many batches were launched, and when
+        the soonest batch left waiting to fill may be claimed anyway."""
+        launched = 0
+        waiting: datetime | None = None
+        blocked = set(self.circuits.blocked())
+        for name, spec in self.batches:
+            while launched < free and name not in blocked:
+                sent = time.monotonic()
+                claim = await self.backend.jobs_claim_batch(
+                    worker_id=self.worker_id,
+                    type=name,
+                    limit=spec.size,
+                    wait_seconds=spec.wait_seconds,
+                    key=spec.key,
+                    queues=self.settings.queues,
+                )
+                self._buried(claim)
+                if not claim.jobs:
+                    if claim.retry_at is not None and (waiting is None or claim.retry_at < waiting):
+                        waiting = claim.retry_at
+                    break
+                self.launch_batch(claim, sent)
+                launched += 1
+        return launched, waiting
+
+    def _buried(self, claim: Claim) -> None:
+        """Count the jobs a claim took past their expiry (the seam buried them as EXPIRED)."""
+        for job in claim.expired:
+            self.emit(
+                "failed",
+                reason=FailureReason.EXPIRED,
+                duration=None,
+                job_id=job.id,
+                type=job.type,
+                queue=job.queue,
+            )
 
     async def _start_buffered(self, free: int) -> int:
         backend = self.backend

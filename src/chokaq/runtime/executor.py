@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ..settings import WorkerSettings
 
 __all__ = [
+    "BatchStops",
     "Execution",
     "Executor",
     "Parents",
@@ -121,12 +122,15 @@ class Execution:
     task: asyncio.Task[None] | None = None
     in_handler: bool = False
     abandoned: bool = False
-    # How it ended, when not plainly (``_finish``): the circuit breaker asks whether the handler
+    # How it ended, when not plainly (``finish``): the circuit breaker asks whether the handler
     # chose its outcome (a returned ``Retry``) or the worker stopped it.
     result: Result | None = None
     # When the handler's call returned or raised (monotonic; None until then): the attempt's
     # end is recorded as its start plus ``ended - started`` (``SucceedMove.elapsed_seconds``).
     ended: float | None = None
+    # The batch this job runs in (a batch handler's job; ``runtime.batches``): its call is
+    # shared, so a stop goes through the batch, which decides whether it ends the call.
+    batch: BatchStops | None = None
 
     def stop(self, reason: StopReason, actor: str | None = None) -> None:
         """Ask the job to stop: set its cancel flag and cancel the handler while it runs."""
@@ -135,6 +139,9 @@ class Execution:
         self.stop_reason = reason
         self.stop_actor = actor
         _request_stop(self.context, reason.value)
+        if self.batch is not None:
+            self.batch.member_stopped(reason)
+            return
         if self.in_handler and self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -167,6 +174,12 @@ class ParentsRead(NamedTuple):
 Parents = Callable[[str], Awaitable[ParentsRead]]
 # ``durable(lease)``: the durable side of one run of a durable job (``runtime.durable``).
 DurableFactory = Callable[["Lease"], Durable]
+
+
+class BatchStops(Protocol):
+    """How a batch hears that one of its jobs was asked to stop (``runtime.batches``)."""
+
+    def member_stopped(self, reason: StopReason) -> None: ...
 
 
 class SyncRunner(Protocol):
@@ -467,7 +480,7 @@ class Executor:
                 f"queue {job.queue!r} has no pipe handler)"
             )
             log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-            return self._finish(ex, Result.REJECTED, duration=None, message=message)
+            return self.finish(ex, Result.REJECTED, duration=None, message=message)
 
         context = ex.context
         passed: tuple[Any, ...] = ()
@@ -475,13 +488,13 @@ class Executor:
             try:
                 read = await self.parents(job.id)
             except Exception as exc:  # storage failed us: an ordinary failure, retried
-                return self._finish(ex, Result.RAISED, duration=None, error=exc)
+                return self.finish(ex, Result.RAISED, duration=None, error=exc)
             context.parent_results, context.parent_outcomes, passed = read
         if ex.is_pipe:
             pargs: dict[str, Any] = {}
             if handle.context_param is not None:
                 pargs[handle.context_param] = context
-            call = self._caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, ex)
+            call = self.caller(handle.fn, (job.type, job.payload), pargs, handle.is_async, ex)
         else:
             try:
                 arguments = decode_arguments(handle, job.payload, passed)
@@ -490,8 +503,8 @@ class Executor:
             except (ValueError, TypeError) as exc:
                 message = f"Rejected: the payload does not fit {job.type}: {exc}"
                 log_event(Event.JOB_REJECTED, message, level=30, job_id=job.id, type=job.type)
-                return self._finish(ex, Result.REJECTED, duration=None, message=message)
-            call = self._caller(handle.fn, (), arguments, handle.is_async, ex)
+                return self.finish(ex, Result.REJECTED, duration=None, message=message)
+            call = self.caller(handle.fn, (), arguments, handle.is_async, ex)
 
         if self.middlewares:
             call = _chain(self.middlewares, context, call)
@@ -502,7 +515,7 @@ class Executor:
             value = await call()
         except _NotStarted:
             ex.in_handler = False
-            return self._stopped(ex, 0.0)
+            return self.stopped(ex, 0.0)
         except JobSuspended as suspended:
             # A durable job left for the store (suspended), or one no longer ours: nothing to
             # finalize either way.
@@ -522,33 +535,29 @@ class Executor:
             if ex.stop_reason is not None:
                 if cancelled:
                     task.uncancel()  # type: ignore[union-attr]
-                return self._stopped(ex, time.perf_counter() - started)
+                return self.stopped(ex, time.perf_counter() - started)
             if cancelled:
                 raise  # the task itself was cancelled (the loop is closing): not the job's end
             # Nobody cancelled this task: the handler raised CancelledError itself (it awaited
             # a cancelled sub-task). That is an ordinary failure, retried by the policy.
-            return self._finish(
-                ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
-            )
+            return self.finish(ex, Result.RAISED, duration=time.perf_counter() - started, error=exc)
         except BaseException as exc:  # handlers may raise anything, SystemExit included
             ex.in_handler = False
             ex.ended = time.monotonic()
             if ex.stop_reason is not None:
-                return self._stopped(ex, time.perf_counter() - started)
-            return self._finish(
-                ex, Result.RAISED, duration=time.perf_counter() - started, error=exc
-            )
+                return self.stopped(ex, time.perf_counter() - started)
+            return self.finish(ex, Result.RAISED, duration=time.perf_counter() - started, error=exc)
         ex.in_handler = False
         ex.ended = time.monotonic()
         duration = time.perf_counter() - started
         if ex.stop_reason is not None and ex.stop_reason is not StopReason.SHUTDOWN:
             # Stopped but the handler returned anyway (it swallowed the cancellation, or a sync
             # handler finished): the stop decides the outcome and the result is ignored.
-            return self._stopped(ex, duration)
+            return self.stopped(ex, duration)
         if type(value) is Retry:
-            return self._finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
+            return self.finish(ex, Result.RETURNED_RETRY, duration=duration, value=value)
         if type(value) is Fail:
-            return self._finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
+            return self.finish(ex, Result.RETURNED_FAIL, duration=duration, message=value.message)
         elapsed = ex.ended - ex.started
         if value is None:
             return SucceedMove(job.lease, duration, elapsed_seconds=elapsed)
@@ -564,12 +573,12 @@ class Executor:
             )
         return SucceedMove(job.lease, duration, result, why, elapsed)
 
-    def _stopped(self, ex: Execution, duration: float) -> Move | None:
+    def stopped(self, ex: Execution, duration: float) -> Move | None:
         if ex.stop_reason is StopReason.TIMEOUT:
-            return self._finish(
+            return self.finish(
                 ex, Result.TIMED_OUT, duration=duration, message=_timeout_message(ex)
             )
-        return self._finish(
+        return self.finish(
             ex,
             Result.STOPPED,
             duration=duration,
@@ -577,7 +586,7 @@ class Executor:
             actor=ex.stop_actor,
         )
 
-    def _finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
+    def finish(self, ex: Execution, result: Result, **kw: Any) -> Move | None:
         ex.result = result
         settings = self.settings
         policy = settings.retry
@@ -624,7 +633,7 @@ class Executor:
         ex.stop(*refused)
         raise _NotStarted
 
-    def _caller(
+    def caller(
         self,
         fn: Callable[..., Any],
         args: tuple[Any, ...],

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..batches import ArgumentsModel, BatchSpec
 from ..context import Middleware
 from ..models import ScheduleDeclaration
 from ..policies import ExceptionTypes, RetryPolicy
 from ..storage import Backend
 
-__all__ = ["Host", "JobHandler", "Middleware", "PipeHandler"]
+__all__ = ["BatchHandler", "Host", "JobHandler", "Middleware", "PipeHandler"]
 
 
 class PipeHandler(Protocol):
@@ -52,6 +53,14 @@ class JobHandler(PipeHandler, Protocol):
     durable: bool
 
     def misfit(self, arguments: Mapping[str, Any]) -> str | None: ...
+
+
+class BatchHandler(JobHandler, Protocol):
+    """What the batch runner needs of a batch handler (``chokaq.handles.BatchHandle`` is one):
+    how its jobs are batched and the model their arguments build."""
+
+    batch: BatchSpec
+    arguments: ArgumentsModel | None
 
 
 class Host(Protocol):

@@ -305,6 +305,10 @@ async def run_retention(
             - timedelta(days=max(settings.retention_archive_days, settings.retention_dlq_days)),
             fence=fence,
         ),
+        # Which batch each job ran in: kept as long as the minute buckets' history.
+        "batches": await backend.batches_tidy(
+            older_than=now - timedelta(days=settings.metrics_minute_buckets_days), fence=fence
+        ),
     }
     if done["rolled_up"]:
         log_event(Event.METRICS_ROLLED_UP, "metric buckets rolled up", buckets=done["rolled_up"])

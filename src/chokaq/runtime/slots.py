@@ -31,21 +31,24 @@ class Slots:
     job's end beyond the overrun bound (``threads.SyncThreads``). ``on_free`` is called whenever
     a slot comes free (after ``freed`` is set), so that a waiting fetch loop wakes."""
 
-    __slots__ = ("buffer", "concurrency", "freed", "held", "on_free", "running")
+    __slots__ = ("buffer", "concurrency", "freed", "held", "on_free", "running", "shared")
 
     def __init__(self, concurrency: int, on_free: Callable[[], None]) -> None:
         self.running: dict[str, Execution] = {}
         self.buffer: deque[ClaimedJob] = deque()
         self.concurrency = concurrency
         self.held = 0
+        # Running jobs that take no slot of their own: every job of a batch but one (a batch
+        # is one handler call, so it takes one slot however many jobs it holds).
+        self.shared = 0
         self.freed = asyncio.Event()
         self.on_free = on_free
 
     @property
     def free(self) -> int:
-        """Slots not taken by a running execution or a held overrun thread (negative after a
-        scale-down)."""
-        return self.concurrency - len(self.running) - self.held
+        """Slots not taken by a running execution (a batch's jobs take one together) or a held
+        overrun thread (negative after a scale-down)."""
+        return self.concurrency - len(self.running) - self.held + self.shared
 
     def add(self, ex: Execution) -> None:
         """``ex`` takes a slot."""
@@ -55,6 +58,19 @@ class Slots:
         """``ex`` gives its slot back (a no-op for the slot if it was already given back)."""
         if self.running.get(ex.job.id) is ex:
             del self.running[ex.job.id]
+        self.freed.set()
+        self.on_free()
+
+    def add_batch(self, members: list[Execution]) -> None:
+        """The jobs of one batch take one slot together (each is already in ``running``)."""
+        self.shared += len(members) - 1
+
+    def done_batch(self, members: list[Execution]) -> None:
+        """The jobs of a batch give their one slot back."""
+        self.shared -= len(members) - 1
+        for ex in members:
+            if self.running.get(ex.job.id) is ex:
+                del self.running[ex.job.id]
         self.freed.set()
         self.on_free()
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
+from ..batches import BatchSpec
 from ..errors import StorageError
 from ..logs import Event, log_event, logger
 from ..models import (
@@ -38,6 +39,7 @@ from ..models import (
     WorkerInfo,
 )
 from ..settings import WorkerSettings
+from .batches import BatchRunner
 from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
 from .claims import Claims
@@ -262,6 +264,15 @@ class Worker(Generic[H]):
                 for handle in self.app.handlers.values()
             ],
         )
+        batches = BatchRunner(
+            self.executor,
+            self.slots,
+            self.circuits,
+            self.finalizer.submit,
+            self._track,
+            self.emit,
+            settings.circuit_delay_seconds,
+        )
         self.claims = Claims(
             backend,
             settings,
@@ -271,6 +282,8 @@ class Worker(Generic[H]):
             worker_id=self.id,
             launch=self._launch,
             emit=self.emit,
+            batches=batch_specs(self.app.handlers),
+            launch_batch=batches.launch,
         )
         self.burst = BurstWatch(backend, settings, self.circuits, self.executor)
         notifier = backend.notifier()
@@ -448,6 +461,11 @@ class Worker(Generic[H]):
         return await self.claims.claim(slots.concurrency) == 0
 
     def _launch(self, job: ClaimedJob, sent: float) -> None:
+        ex = self._track(job, sent)
+        ex.task = self._loop.create_task(self._run_one(ex))
+
+    def _track(self, job: ClaimedJob, sent: float) -> Execution:
+        """A claimed job, running from now on: its execution, proof, heartbeat and slot."""
         ex = self.executor.prepare(job, self.registry.queues.get(job.queue))
         self._started_jobs += 1
         ex.proof_until = sent + ex.lease_seconds
@@ -456,13 +474,13 @@ class Worker(Generic[H]):
         context._loop = self._loop
         context._beat = partial(self.heartbeats.request, ex)
         self.slots.running[job.id] = ex
-        ex.task = self._loop.create_task(self._run_one(ex))
         if self.events.listeners:
             due = job.scheduled_at or job.created_at
             lag = ((job.started_at or datetime.now(UTC)) - due).total_seconds()
             self.events.emit(
                 "started", job_id=job.id, type=job.type, queue=job.queue, lag=max(0.0, lag)
             )
+        return ex
 
     async def _run_one(self, ex: Execution) -> None:
         job = ex.job
@@ -659,6 +677,15 @@ def durable_types(handlers: Mapping[str, JobHandler], settings: WorkerSettings) 
         for name, handle in handlers.items()
         if getattr(handle, "durable", False)
     }
+
+
+def batch_specs(handlers: Mapping[str, JobHandler]) -> tuple[tuple[str, BatchSpec], ...]:
+    """The batch types among ``handlers`` and how each batches (``@app.job(batch_size=)``)."""
+    return tuple(
+        (name, spec)
+        for name, handle in handlers.items()
+        if (spec := getattr(handle, "batch", None)) is not None
+    )
 
 
 async def read_parents(backend: Backend, job_id: str) -> ParentsRead:

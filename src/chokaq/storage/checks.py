@@ -76,6 +76,7 @@ __all__ = [
     "QueueLimits",
     "actor",
     "alive_within",
+    "argument_name",
     "bounded_int",
     "caller_connection",
     "edits",
@@ -430,6 +431,15 @@ def edits(
         tags=None if tags is None else check_tags("tags", tags),
         priority=priority,
     )
+
+
+def argument_name(field: str, value: object) -> str | None:
+    """A job argument's name (a Python identifier of at most 255 characters), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.isidentifier() or len(value) > 255:
+        raise ValidationError(field, "must be an argument name (an identifier)")
+    return value
 
 
 def names(field: str, values: Sequence[str] | None) -> list[str] | None:

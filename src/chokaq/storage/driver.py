@@ -23,6 +23,8 @@ from typing import Any
 from ..errors import ChokaqError
 from ..limits import DEFAULT_LIMITS, Limits
 from ..models import (
+    BatchRequest,
+    BatchSize,
     CancelResult,
     Capabilities,
     ClaimedJob,
@@ -32,6 +34,7 @@ from ..models import (
     Heartbeat,
     HeartbeatAck,
     JobAttempt,
+    JobBatch,
     JobFilter,
     JobLink,
     JobOutcome,
@@ -233,6 +236,14 @@ class Driver(abc.ABC):
     ) -> list[ClaimedJob | UndecodableRow]:
         """Claim as ``Backend.jobs_fetch`` says; a claimed row that cannot be decoded comes back
         as an ``UndecodableRow`` (still claimed under its lease), in its place."""
+
+    @abc.abstractmethod
+    async def jobs_claim_batch(
+        self, batch: BatchRequest, now: datetime | None
+    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
+        """Claim one batch as ``Backend.jobs_claim_batch`` says, recording each claimed job
+        under ``batch.batch_id``; with nothing claimed, also when the oldest pending job of
+        the type may be claimed anyway (None when none is pending)."""
 
     @abc.abstractmethod
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
@@ -572,6 +583,14 @@ class Driver(abc.ABC):
     async def job_attempts(self, id: str, limit: int) -> list[JobAttempt]:
         """The job's failed attempts, newest first, at most ``limit``."""
 
+    @abc.abstractmethod
+    async def job_batches(self, id: str, limit: int) -> list[JobBatch]:
+        """The batches the job ran in, newest first, at most ``limit``."""
+
+    @abc.abstractmethod
+    async def batch_sizes(self, type: str, since: datetime, limit: int) -> list[BatchSize]:
+        """The type's batches claimed since ``since``, newest first, at most ``limit``."""
+
     # -- maintenance: rescue, retention, roll-ups, tidying (maintenance.py) -------------------
 
     @abc.abstractmethod
@@ -619,6 +638,8 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``job_supersessions`` rows recorded before ``older_than``."""
+    async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        """Delete ``job_batches`` rows of batches claimed before ``older_than``."""
 
     # -- leadership: leases on a role (leadership.py) -----------------------------------------
 

@@ -166,6 +166,13 @@ class MaintenanceOperations(OperationGroup):
         cutoff = check_time("older_than", older_than)
         return await self.driver.supersessions_tidy(cutoff, _fence(fence))
 
+    async def batches_tidy(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
+        """Forget which batch each job ran in for batches claimed before ``older_than`` (the
+        inspector's and the batch sizes' history, kept as long as the minute buckets). Returns
+        how many job rows were dropped."""
+        cutoff = check_time("older_than", older_than)
+        return await self.driver.batches_tidy(cutoff, _fence(fence))
+
     @operation
     async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
         """Fold 1-second buckets older than ``older_than`` into 60-second buckets (summing counts

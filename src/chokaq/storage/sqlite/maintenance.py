@@ -75,6 +75,10 @@ def supersessions_tidy(db: Database, before: float, fence: LeaderTerm | None) ->
     return _fenced_delete(db, "supersessions_tidy", before, fence)
 
 
+def batches_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
+    return _fenced_delete(db, "batches_tidy", before, fence)
+
+
 def _fenced_delete(db: Database, name: str, before: float, fence: LeaderTerm | None) -> int:
     """Run the delete ``name`` of the rows before ``before`` under the leader's fence."""
 
@@ -224,3 +228,6 @@ class SQLiteMaintenance(SQLiteCore):
 
     async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         return await self._db.call(supersessions_tidy, older_than.timestamp(), fence)
+
+    async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
+        return await self._db.call(batches_tidy, older_than.timestamp(), fence)

@@ -1,6 +1,6 @@
 // The inspector: every field of the open job wherever it lives, its result, its parents,
 // children and workflow, a durable job's steps and what it is suspended on, the last items it
-// emitted (its stream), its error and failed attempts, its payload; admins requeue, cancel or
+// emitted (its stream), its error and failed attempts, the batches it ran in, its payload; admins requeue, cancel or
 // purge it here, and send the event a suspended job waits for (the editor is editor.js, the
 // workflow tab workflow.js). It refreshes live.
 
@@ -94,6 +94,7 @@ function renderInspector(j) {
   renderSteps(j.steps || []);
   renderStream(j.stream || { length: 0, items: [] });
   renderAttempts(j.attempts || []);
+  renderBatches(j.batches || []);
   setText($("insp-payload"), j.payload === null ? "(not stored)" : pretty(j.payload));
   if (isAdmin) {
     var editable = j.pillar === "dlq" || (j.pillar === "hot" && j.status === "pending");
@@ -196,6 +197,26 @@ function renderAttempts(attempts) {
       el("summary", null, userText(text.split("\n")[0])),
       el("pre", { className: "code" }, userText(text, true)));
     list.appendChild(el("li", { dataset: { seq: String(a.seq) } }, head, details));
+  });
+}
+
+// The batches a batch handler ran the job in (one per attempt), newest first: the batch id,
+// the attempt, its size, when and by which worker it was claimed, and its other jobs as links.
+function renderBatches(batches) {
+  var list = $("insp-batches");
+  clear(list);
+  $("insp-batches-box").hidden = batches.length === 0;
+  $("insp-batches-note").textContent = "(" + batches.length + ", newest first)";
+  batches.forEach(function (b) {
+    var head = el("div", { className: "attempt-head" },
+      el("b", null, "attempt " + b.attempt), " · batch ", el("code", null, userText(b.batch_id)),
+      " · " + b.size + " job(s) · ", el("span", { title: b.claimed_at }, when(b.claimed_at)),
+      " · ", userText(b.worker_id));
+    var siblings = el("ul", { className: "links" });
+    b.siblings.forEach(function (id) { siblings.appendChild(el("li", null, jobLink(id))); });
+    var more = b.size - 1 - b.siblings.length;
+    if (more > 0) { siblings.appendChild(el("li", { className: "hint" }, "and " + more + " more")); }
+    list.appendChild(el("li", { dataset: { batch: b.batch_id } }, head, siblings));
   });
 }
 

@@ -10,6 +10,7 @@
 // innerHTML; there are no inline scripts or handlers (the Content-Security-Policy allows
 // scripts from the Deck's own origin only).
 
+import * as batches from "./batches.js";
 import * as bulk from "./bulk.js";
 import * as charts from "./charts.js";
 import * as circuits from "./circuits.js";
@@ -51,7 +52,7 @@ function followLink() {
 if (!isAdmin) {
   document.querySelectorAll(".admin-only").forEach(function (n) { n.remove(); });
 }
-[confirm, overview, queues, limits, waits, errors, circuits, workers, charts, jobs, bulk,
+[confirm, overview, queues, limits, waits, errors, batches, circuits, workers, charts, jobs, bulk,
   inspector, drawer, workflow, editor, schedules, themePicker, live].forEach(function (panel) { panel.init(); });
 
 window.addEventListener("hashchange", followLink);  // a link followed within the page

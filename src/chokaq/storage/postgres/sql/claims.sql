@@ -32,6 +32,26 @@ RETURNING h.id::text, h.queue, h.type, h.payload, h.tags, h.priority, h.status,
           h.trace_context, h.worker_id, h.lease_token::text, h.parents_left IS NOT NULL,
           h.partition_key, h.expires_at, h.requeues
 
+-- name: fragment_serving_queues
+-- The queues a claim serves and each bulkhead's room, as ``serving`` (see jobs_fetch).
+serving AS MATERIALIZED (
+    SELECT n.name,
+           CASE
+               WHEN q.max_workers IS NULL THEN %(limit)s::integer
+               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
+                   SELECT count(*) FROM {schema}.jobs_hot a
+                   WHERE a.queue = n.name AND a.status IN (1, 2)
+               )))::integer
+           END AS room
+    FROM (
+        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
+        UNION
+        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
+    ) n
+    LEFT JOIN {schema}.queues q ON q.name = n.name
+    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
+),
+
 -- name: jobs_fetch_lock
 -- Fetchers of a queue with a bulkhead (max_workers) take turns: the lock is held until the
 -- claiming transaction commits, and the fetch that follows takes a fresh snapshot, so it counts
@@ -58,23 +78,7 @@ WITH clock AS MATERIALIZED (
     SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
 ),
-serving AS MATERIALIZED (
-    SELECT n.name,
-           CASE
-               WHEN q.max_workers IS NULL THEN %(limit)s::integer
-               ELSE greatest(0, least(%(limit)s::integer, q.max_workers - (
-                   SELECT count(*) FROM {schema}.jobs_hot a
-                   WHERE a.queue = n.name AND a.status IN (1, 2)
-               )))::integer
-           END AS room
-    FROM (
-        SELECT DISTINCT name FROM unnest(%(queues)b::text[]) AS u(name)
-        UNION
-        SELECT name FROM {schema}.queues WHERE %(queues)b::text[] IS NULL
-    ) n
-    LEFT JOIN {schema}.queues q ON q.name = n.name
-    WHERE q.name IS NULL OR (NOT q.paused AND q.active)
-),
+-- include: fragment_serving_queues
 candidates AS MATERIALIZED (
     SELECT c.id, c.priority, c.due, c.created_at
     FROM serving s
@@ -112,6 +116,53 @@ claimed AS (
 )
 SELECT * FROM claimed
 ORDER BY priority DESC, scheduled_at, created_at
+
+-- name: jobs_claim_batch
+-- A batch handler's claim (docs/batches.md): the first due job of the type picks the queue and key
+-- (payload -> key, as JSON); up to %(limit)s such jobs go once that many are due or %(wait)s s passed.
+WITH clock AS MATERIALIZED (
+    SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS now
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed  -- see jobs_fetch
+),
+-- include: fragment_serving_queues
+head AS MATERIALIZED (  -- each queue's first by the fetch index, then the first of those
+    SELECT f.* FROM serving s, clock k, LATERAL (
+        SELECT h.queue, s.room, h.payload::jsonb -> %(key)s::text AS value, h.priority, h.scheduled_at, h.created_at
+        FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = s.name
+          AND h.scheduled_at <= k.now AND h.type = %(type)s  -- walks the fetch index
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1
+    ) f WHERE s.room > 0 ORDER BY f.priority DESC, f.scheduled_at, f.created_at LIMIT 1
+),
+candidates AS MATERIALIZED (
+    SELECT c.id, c.scheduled_at FROM head, clock k, LATERAL (
+        SELECT h.id, h.scheduled_at FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL
+          AND h.queue = head.queue AND h.scheduled_at <= k.now AND h.type = %(type)s
+          AND (h.payload::jsonb -> %(key)s::text) IS NOT DISTINCT FROM head.value
+        ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT head.room FOR UPDATE OF h SKIP LOCKED
+    ) c),
+ready AS (
+    SELECT c.id FROM candidates c WHERE (SELECT count(*) FROM candidates) >= (SELECT room FROM head)
+       OR (SELECT min(scheduled_at) FROM candidates) <= (SELECT now - make_interval(secs => %(wait)s::float8) FROM clock)
+),
+claimed AS (
+    UPDATE {schema}.jobs_hot h
+-- include: fragment_claim_set
+    FROM clock k WHERE h.id = ANY(ARRAY(SELECT id FROM ready))
+-- include: fragment_claim_returning
+),
+recorded AS (
+    INSERT INTO {schema}.job_batches (batch_id, job_id, type, queue, attempt, worker_id, claimed_at)
+    SELECT %(batch_id)s::uuid, c.id::uuid, c.type, c.queue, c.attempt_count, c.worker_id, k.now FROM claimed c, clock k)
+SELECT * FROM claimed ORDER BY priority DESC, scheduled_at, created_at
+
+-- name: jobs_claim_batch_due
+WITH  -- when the first due job of a batch type (its batch left to fill) may be claimed
+-- include: fragment_serving_queues
+clock AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now)
+SELECT min(f.scheduled_at) + make_interval(secs => %(wait)s::float8) FROM serving s, clock k, LATERAL (
+    SELECT h.scheduled_at FROM {schema}.jobs_hot h WHERE h.status = 0 AND h.partition_key IS NULL AND h.queue = s.name
+      AND h.scheduled_at <= k.now AND h.type = %(type)s ORDER BY h.priority DESC, h.scheduled_at, h.created_at LIMIT 1
+) f WHERE s.room > 0
 
 -- name: fragment_lease_input
 -- The clock (with a relaxed commit: see jobs_fetch) and the leases of a batch, as ``v``.

@@ -72,6 +72,40 @@ RETURNING id, queue, type, payload, tags, priority, status, attempt_count, max_a
           last_error, trace_context, worker_id, lease_token, parents_left, partition_key,
           expires_at, requeues
 
+-- name: jobs_claim_batch_head
+-- A batch claim's first pick (docs/batches.md): the oldest due Pending job of the type in an
+-- open serving queue, by the fetch order (walking the fetch index: hence partition_key IS
+-- NULL); its queue and its value of the batch key (:path, a JSON path; NULL: no key) make it.
+SELECT h.queue, json_extract(h.payload, :path) AS value
+FROM {p}jobs_hot AS h
+WHERE h.status = 0 AND h.partition_key IS NULL AND h.type = :type AND h.scheduled_at <= :now
+  AND (:queues IS NULL OR h.queue IN (SELECT value FROM json_each(:queues)))
+  AND NOT EXISTS (SELECT 1 FROM {p}queues AS q
+                  WHERE q.name = h.queue AND (q.paused <> 0 OR q.active = 0))
+ORDER BY h.priority DESC, h.scheduled_at, h.created_at
+LIMIT 1
+
+-- name: jobs_claim_batch_room
+-- The room a queue's bulkhead leaves (no row: no bulkhead).
+SELECT q.max_workers - (SELECT count(*) FROM {p}jobs_hot AS h
+                        WHERE h.queue = q.name AND h.status IN (1, 2))
+FROM {p}queues AS q
+WHERE q.name = :queue AND q.max_workers IS NOT NULL
+
+-- name: jobs_claim_batch_members
+-- The due jobs of the batch's type, queue and key value, in the fetch order.
+SELECT h.id, h.scheduled_at
+FROM {p}jobs_hot AS h
+WHERE h.status = 0 AND h.partition_key IS NULL AND h.type = :type AND h.queue = :queue
+  AND h.scheduled_at <= :now
+  AND (:path IS NULL OR json_extract(h.payload, :path) IS :value)
+ORDER BY h.priority DESC, h.scheduled_at, h.created_at
+LIMIT :limit
+
+-- name: jobs_claim_batch_record
+INSERT INTO {p}job_batches (batch_id, job_id, type, queue, attempt, worker_id, claimed_at)
+VALUES (:batch_id, :job_id, :type, :queue, :attempt, :worker_id, :now)
+
 -- name: jobs_fetch_claimed
 -- The rows jobs_fetch just claimed, read again (in its transaction) when its RETURNING rows
 -- could not be read (text that is not UTF-8): the same columns, read with bytes tolerated.
