@@ -638,6 +638,8 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``job_supersessions`` rows recorded before ``older_than``."""
+
+    @abc.abstractmethod
     async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         """Delete ``job_batches`` rows of batches claimed before ``older_than``."""
 

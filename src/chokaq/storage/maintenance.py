@@ -166,6 +166,7 @@ class MaintenanceOperations(OperationGroup):
         cutoff = check_time("older_than", older_than)
         return await self.driver.supersessions_tidy(cutoff, _fence(fence))
 
+    @operation
     async def batches_tidy(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
         """Forget which batch each job ran in for batches claimed before ``older_than`` (the
         inspector's and the batch sizes' history, kept as long as the minute buckets). Returns
