@@ -387,9 +387,11 @@ async def test_a_limit_set_at_runtime_holds_within_a_second_and_clearing_it_lift
     assert len(held) <= 5 * (held[-1] - held[0]) + 1 + 1e-6
     if declared:  # back to 50/s: at most 50 W + 5 in any window of W seconds
         assert busiest(after, 1.0) <= 50 + 5
-    # Lifted: far above 5/s again. 15/s is three times the limit it had, and under a third of
-    # what the workers do on an idle machine (50/s declared, ~60/s undeclared).
-    assert len(after) / (after[-1] - after[0]) >= 15
+    # Lifted: starts come closer together than 5/s ever lets them (one interval, 0.2 s), and
+    # often: how much faster is the machine's business (CI saw 14.5/s at a load of 17 on 2
+    # cores, ~60/s idle), not the limiter's, so it is printed above, not asserted.
+    closer = [b - a for a, b in itertools.pairwise(after) if b - a < 0.2 - 1e-5]
+    assert len(closer) >= 10, f"only {len(closer)} starts closer than 5/s allows after the lift"
 
 
 async def test_raising_a_limit_wakes_workers_held_by_it_within_a_second(

@@ -41,6 +41,7 @@ from ..limits import check_name
 from ..logs import Event, log_event
 from ..models import Capabilities
 from . import checks
+from .batches import BatchOperations
 from .bulk import BulkOperations
 from .claims import ClaimOperations
 from .dlq import DlqOperations
@@ -63,6 +64,7 @@ __all__ = ["Backend", "Observer"]
 
 class Backend(
     JobOperations,
+    BatchOperations,  # before ClaimOperations: it builds on it
     ClaimOperations,
     DlqOperations,
     BulkOperations,

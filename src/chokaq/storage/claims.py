@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from logging import WARNING
 
-from ..ids import new_job_id
-from ..limits import MAX_BATCH_SIZE, MAX_BATCH_WAIT_SECONDS, check_name
+from ..limits import check_name
 from ..logs import Event, log_event
 from ..models import (
-    BatchRequest,
     Claim,
     ClaimedJob,
     FailMove,
@@ -47,7 +45,7 @@ def _utc(when: datetime | None) -> datetime:
     return when.astimezone(UTC)
 
 
-def _expired(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
+def expired_of(jobs: list[ClaimedJob], now: datetime | None) -> list[ClaimedJob]:
     """The jobs claimed past their expiry that had never started (a retry of a job that did
     start runs on: expiry is about the first start). A claim that starts jobs judged expiry on
     the database's clock, and left such a job Processing with no attempt counted; a Fetched
@@ -149,7 +147,7 @@ class ClaimOperations(LimitOperations):
                 await self._reject_undecodable(
                     [row for row in rows if isinstance(row, UndecodableRow)], clock
                 )
-            expired = _expired(jobs, clock)
+            expired = expired_of(jobs, clock)
             if not expired:
                 break
             await self._expire(expired, clock)
@@ -161,58 +159,6 @@ class ClaimOperations(LimitOperations):
             # Every job claimed had expired: claim again, or the worker would wait for a
             # wake-up with jobs still pending behind them.
         return Claim(jobs, retry_at, tuple(buried))
-
-    @operation
-    async def jobs_claim_batch(
-        self,
-        *,
-        worker_id: str,
-        type: str,
-        limit: int,
-        wait_seconds: float,
-        key: str | None = None,
-        queues: Sequence[str] | None = None,
-        now: datetime | None = None,
-    ) -> Claim:
-        """Claim one batch of ``type`` for a batch handler straight into Processing, in one
-        statement (docs/batches.md): the oldest due Pending job of the type in ``queues``
-        (None: every queue; paused and inactive queues are skipped) picks the batch's queue
-        and its value of the argument ``key`` (None: no key); up to ``limit`` (1..10,000)
-        due jobs of the type sharing that queue and value, in the fetch order, within the
-        room the queue's ``max_workers`` leaves, are claimed when that many are due or when
-        the oldest has been due ``wait_seconds`` (0..3,600). Each gets its own lease and
-        attempt, as a plain claim's job does, and a ``job_batches`` row under the batch id
-        returned (``Claim.batch_id``). Nothing claimed: ``retry_at`` says when the oldest
-        pending job of the type may be claimed anyway. Rate limits and partitions do not apply
-        (a batch type declares neither). Expired and undecodable rows are buried as a plain
-        claim buries them."""
-        check_name("worker_id", worker_id)
-        request = BatchRequest(
-            batch_id=new_job_id(),
-            worker_id=worker_id,
-            type=check_name("type", type),
-            limit=checks.bounded_int("limit", limit, 1, MAX_BATCH_SIZE),
-            wait_seconds=checks.seconds(
-                "wait_seconds", wait_seconds, low=0.0, high=MAX_BATCH_WAIT_SECONDS, exclusive=False
-            ),
-            key=checks.argument_name("key", key),
-            queues=checks.names("queues", queues),
-        )
-        clock = checks.now(now)
-        if request.queues == []:
-            return Claim([])
-        rows, retry_at = await self.driver.jobs_claim_batch(request, clock)
-        jobs = [row for row in rows if not isinstance(row, UndecodableRow)]
-        if len(jobs) < len(rows):
-            await self._reject_undecodable(
-                [row for row in rows if isinstance(row, UndecodableRow)], clock
-            )
-        expired = _expired(jobs, clock)
-        if expired:
-            await self._expire(expired, clock)
-            gone = {job.id for job in expired}
-            jobs = [job for job in jobs if job.id not in gone]
-        return Claim(jobs, retry_at, tuple(expired), request.batch_id if rows else None)
 
     async def _expire(self, jobs: list[ClaimedJob], now: datetime | None) -> None:
         """Bury claimed jobs that were not started by their expiry as EXPIRED."""

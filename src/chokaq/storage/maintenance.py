@@ -62,7 +62,7 @@ class MaintenanceOperations(OperationGroup):
         )
         clock = checks.now(now)
         since = checks.now(reachable_since, "reachable_since")
-        rescued = await self.driver.jobs_rescue(fetched, processing, clock, since, _fence(fence))
+        rescued = await self.driver.jobs_rescue(fetched, processing, clock, since, fence_of(fence))
         if rescued.requeued or rescued.zombies:
             # A freed partition slot or a requeued job: a worker held by a partition cap has
             # no time to wait for, only its poll.
@@ -78,7 +78,7 @@ class MaintenanceOperations(OperationGroup):
         reclaims them, but where it is off or lagging the fetch path slows down as they
         accumulate. The elected worker calls this each maintenance pass; elsewhere it is False.
         """
-        checked = _fence(fence)
+        checked = fence_of(fence)
         if not self.capabilities.row_versions:
             return False
         return await self.driver.jobs_hot_tidy(checked)
@@ -123,7 +123,7 @@ class MaintenanceOperations(OperationGroup):
         cutoff = check_time("older_than", older_than)
         batch = self.settings.cleanup_batch_size if batch_size is None else batch_size
         size, most = checks.purge_limit(batch, limit)
-        checked = _fence(fence)
+        checked = fence_of(fence)
         if most == 0:
             return 0
         return await purge(cutoff, size, most, checked)
@@ -136,7 +136,7 @@ class MaintenanceOperations(OperationGroup):
         ``older_than``."""
         cutoff = check_time("older_than", older_than)
         width = checks.positive_int("width_seconds", width_seconds, checks.MAX_WIDTH_SECONDS)
-        return await self.driver.metrics_prune(cutoff, width, _fence(fence))
+        return await self.driver.metrics_prune(cutoff, width, fence_of(fence))
 
     @operation
     async def limits_tidy(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
@@ -144,7 +144,7 @@ class MaintenanceOperations(OperationGroup):
         start is past has its whole burst, the same as a key never used), so that a
         partition seen once does not keep a row for ever. Returns how many were dropped."""
         cutoff = check_time("older_than", older_than)
-        return await self.driver.limits_tidy(cutoff, _fence(fence))
+        return await self.driver.limits_tidy(cutoff, fence_of(fence))
 
     @operation
     async def unique_keys_tidy(
@@ -154,7 +154,7 @@ class MaintenanceOperations(OperationGroup):
         an ended window is taken over by the next enqueue of its key anyway, so its row says
         nothing. Returns how many were dropped."""
         cutoff = check_time("older_than", older_than)
-        return await self.driver.unique_keys_tidy(cutoff, _fence(fence))
+        return await self.driver.unique_keys_tidy(cutoff, fence_of(fence))
 
     @operation
     async def supersessions_tidy(
@@ -164,15 +164,7 @@ class MaintenanceOperations(OperationGroup):
         before ``older_than`` (the retention pass gives the older of its archive and DLQ
         cut-offs: by then both jobs are gone). Returns how many were dropped."""
         cutoff = check_time("older_than", older_than)
-        return await self.driver.supersessions_tidy(cutoff, _fence(fence))
-
-    @operation
-    async def batches_tidy(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
-        """Forget which batch each job ran in for batches claimed before ``older_than`` (the
-        inspector's and the batch sizes' history, kept as long as the minute buckets). Returns
-        how many job rows were dropped."""
-        cutoff = check_time("older_than", older_than)
-        return await self.driver.batches_tidy(cutoff, _fence(fence))
+        return await self.driver.supersessions_tidy(cutoff, fence_of(fence))
 
     @operation
     async def metrics_rollup(self, *, older_than: datetime, fence: LeaderTerm | None = None) -> int:
@@ -180,8 +172,8 @@ class MaintenanceOperations(OperationGroup):
         and durations, keeping the max) and delete them, in one transaction. Returns the number
         of 1-second buckets folded."""
         cutoff = check_time("older_than", older_than)
-        return await self.driver.metrics_rollup(cutoff, _fence(fence))
+        return await self.driver.metrics_rollup(cutoff, fence_of(fence))
 
 
-def _fence(fence: object) -> LeaderTerm | None:
+def fence_of(fence: object) -> LeaderTerm | None:
     return None if fence is None else checks.term("fence", fence)

@@ -16,10 +16,8 @@ from ..errors import ValidationError
 from ..limits import check_job_id, check_name, check_time
 from ..models import (
     NO_HANDLER_ERROR,
-    BatchSize,
     ErrorGroup,
     JobAttempt,
-    JobBatch,
     JobFilter,
     JobView,
     LagGroup,
@@ -230,22 +228,3 @@ class ReadOperations(OperationGroup):
         check_job_id("id", id)
         most = checks.bounded_int("limit", limit, 1, checks.ATTEMPTS_KEPT)
         return await self.driver.job_attempts(id, most)
-
-    @operation
-    async def job_batches(self, *, id: str, limit: int = 20) -> list[JobBatch]:
-        """The batches job ``id`` ran in (one per attempt a batch handler ran it), newest
-        first, at most ``limit`` (1..100), each with the ids of every job claimed with it;
-        empty for a job no batch handler ran (or whose batches were pruned)."""
-        check_job_id("id", id)
-        most = checks.bounded_int("limit", limit, 1, 100)
-        return await self.driver.job_batches(id, most)
-
-    @operation
-    async def batch_sizes(
-        self, *, type: str, since: datetime, limit: int = 1000
-    ) -> list[BatchSize]:
-        """The batches of job type ``type`` claimed at or after ``since`` (an aware datetime),
-        newest first, at most ``limit`` (1..10,000): when each was claimed and its size."""
-        check_name("type", type)
-        most = checks.bounded_int("limit", limit, 1, checks.MAX_FETCH)
-        return await self.driver.batch_sizes(type, check_time("since", since), most)

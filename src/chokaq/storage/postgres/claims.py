@@ -21,7 +21,6 @@ from ...encoding import dump_json
 from ...errors import ValidationError
 from ...logs import Event, log_event
 from ...models import (
-    BatchRequest,
     ClaimedJob,
     FailMove,
     Heartbeat,
@@ -97,28 +96,6 @@ class PostgresClaims(PostgresCore):
             # Nothing claimed: refresh here rather than on the claim that picks up the next job.
             await self._bulkhead_queues(BULKHEAD_CACHE_SECONDS)
         return jobs
-
-    async def jobs_claim_batch(
-        self, batch: BatchRequest, now: datetime | None
-    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
-        params = {
-            "batch_id": batch.batch_id,
-            "worker_id": batch.worker_id,
-            "type": batch.type,
-            "limit": batch.limit,
-            "wait": batch.wait_seconds,
-            "key": batch.key,
-            "queues": batch.queues,
-            "start": True,
-            "now": now,
-        }
-        async with self._connection("claim") as conn:
-            jobs = await claimed_rows(await conn.execute(self._q["jobs_claim_batch"], params))
-            if jobs:
-                return jobs, None
-            cur = await conn.execute(self._q["jobs_claim_batch_due"], params)
-            row = await cur.fetchone()
-        return [], None if row is None else row[0]
 
     async def _bulkhead_queues(self, max_age: float) -> frozenset[str]:
         """Queues with max_workers, re-read when older than ``max_age`` seconds (and at once

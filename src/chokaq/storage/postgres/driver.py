@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...models import Capabilities
 from ..driver import Notifier
+from .batches import PostgresBatches
 from .bulk import PostgresBulk
 from .claims import PostgresClaims
 from .dlq import PostgresDlq
@@ -43,6 +44,7 @@ class PostgresDriver(
     PostgresLeadership,
     PostgresDurable,
     PostgresStreams,
+    PostgresBatches,
 ):
     """Every storage operation on PostgreSQL (psycopg 3, async, pooled)."""
 

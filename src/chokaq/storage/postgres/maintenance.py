@@ -93,9 +93,6 @@ class PostgresMaintenance(PostgresCore):
     async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         return await self._fenced_count("supersessions_tidy", {"before": older_than}, fence)
 
-    async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
-        return await self._fenced_count("batches_tidy", {"before": older_than}, fence)
-
     async def metrics_rollup(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         async with self._fenced(fence) as conn:
             rows: list[tuple[Any, ...]] = await self._run(

@@ -14,11 +14,9 @@ from typing import Any, LiteralString
 from psycopg import AsyncConnection, sql
 
 from ...models import (
-    BatchSize,
     ErrorGroup,
     FailureReason,
     JobAttempt,
-    JobBatch,
     JobFilter,
     JobView,
     LagGroup,
@@ -296,25 +294,6 @@ class PostgresReads(PostgresCore):
             )
             for row in rows
         ]
-
-    async def job_batches(self, id: str, limit: int) -> list[JobBatch]:
-        rows = await self._rows("batches_of_job", {"id": id, "limit": limit})
-        return [
-            JobBatch(
-                batch_id=row[0],
-                type=row[1],
-                queue=row[2],
-                attempt=row[3],
-                worker_id=row[4],
-                claimed_at=row[5],
-                job_ids=tuple(row[6] or ()),
-            )
-            for row in rows
-        ]
-
-    async def batch_sizes(self, type: str, since: datetime, limit: int) -> list[BatchSize]:
-        rows = await self._rows("batches_of_type", {"type": type, "since": since, "limit": limit})
-        return [BatchSize(*row) for row in rows]
 
     async def jobs_list(
         self,

@@ -16,7 +16,6 @@ from datetime import datetime
 
 from ...ids import new_lease_token
 from ...models import (
-    BatchRequest,
     ClaimedJob,
     FailMove,
     Heartbeat,
@@ -45,7 +44,6 @@ from .rows import (
 
 __all__ = [
     "SQLiteClaims",
-    "claim_batch",
     "claim_ids",
     "fetch",
     "finalize",
@@ -105,71 +103,6 @@ def fetch(
         return claim_ids(db, worker_id, [row["id"] for row in picked[:limit]], start, now)
 
     return db.write(run)
-
-
-def claim_batch(
-    db: Database, batch: BatchRequest, given: float | None
-) -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
-    """Claim one batch as PostgreSQL's ``jobs_claim_batch`` does, in one write transaction:
-    the oldest due job picks the queue and the key's value, the batch is claimed once full (up
-    to the bulkhead's room) or once its oldest job has been due ``wait_seconds``, and each
-    claimed job is recorded under the batch id. With nothing claimed, also when the oldest
-    pending job of the type may be claimed anyway (Unix seconds; None: none pending)."""
-
-    def run() -> tuple[list[ClaimedJob | UndecodableRow], float | None]:
-        now = time.time() if given is None else given
-        conn, q = db.conn, db.q
-        path = None if batch.key is None else f'$."{batch.key}"'
-        queues = None if batch.queues is None else json.dumps(batch.queues)
-        base = {"type": batch.type, "now": now, "path": path, "queues": queues}
-        head = conn.execute(q["jobs_claim_batch_head"], base).fetchone()
-        if head is None:
-            return [], None
-        picked, oldest = _batch_members(db, batch, base, head)
-        if not picked:
-            return [], None if oldest is None else oldest + batch.wait_seconds
-        claimed = claim_ids(db, batch.worker_id, picked, True, now)
-        conn.executemany(
-            q["jobs_claim_batch_record"],
-            [
-                {
-                    "batch_id": batch.batch_id,
-                    "job_id": job.id,
-                    "type": job.type,
-                    "queue": job.queue,
-                    "attempt": job.attempt_count,
-                    "worker_id": batch.worker_id,
-                    "now": now,
-                }
-                for job in claimed
-                if isinstance(job, ClaimedJob)
-            ],
-        )
-        return claimed, None
-
-    return db.write(run)
-
-
-def _batch_members(
-    db: Database, batch: BatchRequest, base: dict[str, object], head: sqlite3.Row
-) -> tuple[list[str], float | None]:
-    """The ids of the batch ``head`` starts when it is ready to be claimed (else none), and
-    when its oldest job became due (None: no room)."""
-    conn, q = db.conn, db.q
-    limit = batch.limit
-    room = conn.execute(q["jobs_claim_batch_room"], {"queue": head["queue"]}).fetchone()
-    if room is not None:
-        limit = min(limit, room[0])
-    if limit <= 0:
-        return [], None
-    params = {**base, "queue": head["queue"], "value": head["value"], "limit": limit}
-    rows = conn.execute(q["jobs_claim_batch_members"], params).fetchall()
-    oldest = min((row["scheduled_at"] for row in rows), default=None)
-    now = base["now"]
-    assert isinstance(now, float)
-    if len(rows) < limit and (oldest is None or oldest > now - batch.wait_seconds):
-        return [], oldest
-    return [row["id"] for row in rows], oldest
 
 
 def claim_ids(
@@ -440,12 +373,6 @@ class SQLiteClaims(SQLiteCore):
         return await self._db.call(
             fetch, worker_id, limit, queues_, exclude_types, start, given_ts(now)
         )
-
-    async def jobs_claim_batch(
-        self, batch: BatchRequest, now: datetime | None
-    ) -> tuple[list[ClaimedJob | UndecodableRow], datetime | None]:
-        jobs, due = await self._db.call(claim_batch, batch, given_ts(now))
-        return jobs, from_ts(due)
 
     async def jobs_start(self, leases: list[Lease], now: datetime | None) -> dict[str, Started]:
         return await self._db.call(start_many, leases, given_ts(now))

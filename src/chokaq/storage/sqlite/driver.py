@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ...models import Capabilities
 from ..driver import Notifier
+from .batches import SQLiteBatches
 from .bulk import SQLiteBulk
 from .claims import SQLiteClaims
 from .dlq import SQLiteDlq
@@ -46,6 +47,7 @@ class SQLiteDriver(
     SQLiteLeadership,
     SQLiteDurable,
     SQLiteStreams,
+    SQLiteBatches,
 ):
     """Every storage operation on one SQLite file (WAL mode), safe for several processes."""
 

@@ -68,18 +68,14 @@ def metrics_prune(db: Database, cutoff: float, width: int, fence: LeaderTerm | N
 
 
 def unique_keys_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
-    return _fenced_delete(db, "unique_keys_tidy", before, fence)
+    return fenced_delete(db, "unique_keys_tidy", before, fence)
 
 
 def supersessions_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
-    return _fenced_delete(db, "supersessions_tidy", before, fence)
+    return fenced_delete(db, "supersessions_tidy", before, fence)
 
 
-def batches_tidy(db: Database, before: float, fence: LeaderTerm | None) -> int:
-    return _fenced_delete(db, "batches_tidy", before, fence)
-
-
-def _fenced_delete(db: Database, name: str, before: float, fence: LeaderTerm | None) -> int:
+def fenced_delete(db: Database, name: str, before: float, fence: LeaderTerm | None) -> int:
     """Run the delete ``name`` of the rows before ``before`` under the leader's fence."""
 
     def run() -> int:
@@ -228,6 +224,3 @@ class SQLiteMaintenance(SQLiteCore):
 
     async def supersessions_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
         return await self._db.call(supersessions_tidy, older_than.timestamp(), fence)
-
-    async def batches_tidy(self, older_than: datetime, fence: LeaderTerm | None) -> int:
-        return await self._db.call(batches_tidy, older_than.timestamp(), fence)

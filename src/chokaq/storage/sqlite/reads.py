@@ -15,11 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from ...models import (
-    BatchSize,
     ErrorGroup,
     FailureReason,
     JobAttempt,
-    JobBatch,
     JobFilter,
     JobView,
     LagGroup,
@@ -36,7 +34,7 @@ from ...models import (
 from ..checks import NULLABLE_SORTS
 from ..paging import TIME_SORTS
 from .connection import Database, SQLiteCore, quote_identifier
-from .rows import from_ts, job_view, queue_info, to_ts, ts_now
+from .rows import from_ts, job_view, queue_info, ts_now
 
 __all__ = [
     "SQLiteReads",
@@ -227,28 +225,6 @@ def job_attempts(db: Database, job_id: str, limit: int) -> list[JobAttempt]:
         )
         for row in rows
     ]
-
-
-def job_batches(db: Database, job_id: str, limit: int) -> list[JobBatch]:
-    rows = db.conn.execute(db.q["batches_of_job"], {"id": job_id, "limit": limit}).fetchall()
-    return [
-        JobBatch(
-            batch_id=row[0],
-            type=row[1],
-            queue=row[2],
-            attempt=row[3],
-            worker_id=row[4],
-            claimed_at=from_ts(row[5]),  # type: ignore[arg-type]
-            job_ids=tuple(json.loads(row[6])),
-        )
-        for row in rows
-    ]
-
-
-def batch_sizes(db: Database, type: str, since: float, limit: int) -> list[BatchSize]:
-    params = {"type": type, "since": since, "limit": limit}
-    rows = db.conn.execute(db.q["batches_of_type"], params).fetchall()
-    return [BatchSize(row[0], from_ts(row[1]), row[2]) for row in rows]  # type: ignore[arg-type]
 
 
 _PAGE = {Pillar.HOT: "hot", Pillar.ARCHIVE: "archive", Pillar.DLQ: "dlq"}
@@ -457,9 +433,3 @@ class SQLiteReads(SQLiteCore):
 
     async def job_supersession(self, id: str) -> Supersession:
         return await self._db.call(job_supersession, id)
-
-    async def job_batches(self, id: str, limit: int) -> list[JobBatch]:
-        return await self._db.call(job_batches, id, limit)
-
-    async def batch_sizes(self, type: str, since: datetime, limit: int) -> list[BatchSize]:
-        return await self._db.call(batch_sizes, type, to_ts(since), limit)

@@ -227,8 +227,5 @@ DELETE FROM {schema}.unique_keys WHERE until <= %(before)s
 -- name: supersessions_tidy
 DELETE FROM {schema}.job_supersessions WHERE at < %(before)s
 
--- name: batches_tidy
-DELETE FROM {schema}.job_batches WHERE claimed_at < %(before)s
-
 -- name: limit_state_tidy
 DELETE FROM {schema}.limit_state WHERE tat < %(before)s

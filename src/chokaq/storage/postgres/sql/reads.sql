@@ -280,25 +280,6 @@ WHERE job_id = %(id)s::uuid
 ORDER BY seq DESC
 LIMIT %(limit)s
 
--- name: batches_of_job
--- The batches a job ran in (newest first), each with every job claimed in it.
-SELECT b.batch_id::text, b.type, b.queue, b.attempt, b.worker_id, b.claimed_at,
-       (SELECT array_agg(s.job_id::text ORDER BY s.job_id)
-        FROM {schema}.job_batches s WHERE s.batch_id = b.batch_id)
-FROM {schema}.job_batches b
-WHERE b.job_id = %(id)s::uuid
-ORDER BY b.claimed_at DESC
-LIMIT %(limit)s
-
--- name: batches_of_type
--- A type's batches claimed since a time, newest first, with their sizes.
-SELECT batch_id::text, min(claimed_at), count(*)
-FROM {schema}.job_batches
-WHERE type = %(type)s AND claimed_at >= %(since)s
-GROUP BY batch_id
-ORDER BY min(claimed_at) DESC
-LIMIT %(limit)s
-
 -- name: hot_count_upto
 -- How many rows match, counting at most %(bound)s of them (jobs_count).
 SELECT count(*) FROM (

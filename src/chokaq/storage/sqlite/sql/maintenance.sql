@@ -83,9 +83,6 @@ GROUP BY minute, queue, outcome, failure_reason
 -- name: metrics_rollup_delete
 DELETE FROM {p}metric_buckets WHERE width_seconds = 1 AND bucket_start < :cutoff
 
--- name: batches_tidy
-DELETE FROM {p}job_batches WHERE claimed_at < :before
-
 -- name: unique_keys_tidy
 DELETE FROM {p}unique_keys WHERE until <= :before
 

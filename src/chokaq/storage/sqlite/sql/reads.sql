@@ -53,25 +53,6 @@ SELECT s.by_id, s.at, coalesce(s.cancel_requested, 0),
 FROM (SELECT 1) one
 LEFT JOIN {p}job_supersessions s ON s.job_id = :id
 
--- name: batches_of_job
--- The batches a job ran in (newest first), each with every job claimed in it (a JSON array).
-SELECT b.batch_id, b.type, b.queue, b.attempt, b.worker_id, b.claimed_at,
-       (SELECT json_group_array(job_id) FROM (SELECT s.job_id FROM {p}job_batches s
-                                             WHERE s.batch_id = b.batch_id ORDER BY s.job_id))
-FROM {p}job_batches b
-WHERE b.job_id = :id
-ORDER BY b.claimed_at DESC
-LIMIT :limit
-
--- name: batches_of_type
--- A type's batches claimed since a time, newest first, with their sizes.
-SELECT batch_id, min(claimed_at), count(*)
-FROM {p}job_batches
-WHERE type = :type AND claimed_at >= :since
-GROUP BY batch_id
-ORDER BY min(claimed_at) DESC
-LIMIT :limit
-
 -- name: stats_summary
 SELECT coalesce(sum(status = 0), 0), coalesce(sum(status = 1), 0), coalesce(sum(status = 2), 0),
        coalesce(sum(status = 3), 0)
