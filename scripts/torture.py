@@ -467,9 +467,14 @@ def verify(
             late.append(str(r[0]))
     report.figures["executions_that_lost_their_lease_before_the_ledger_write"] = len(unleased)
     report.check(not late, f"an execution started without a lease on its row: {late[:5]}")
+    # The last claim is the one with the highest attempt, not the last ledger row written: a
+    # handler whose ledger write waited out a PostgreSQL restart (it retries for a while), or
+    # a frozen leader's, may write its row after a later attempt's.
     last: dict[str, tuple[Any, ...]] = {}
     for row in ledger:
-        last[str(row[0])] = row
+        before = last.get(str(row[0]))
+        if before is None or row[2] >= before[2]:
+            last[str(row[0])] = row
         report.check(str(row[0]) in known, f"ledger row of unknown job {row[0]}")
     stale = []
     for job_id, (_, worker_id, attempts) in archive.items():
