@@ -44,6 +44,7 @@ class StepBatcher:
         self._reads: deque[tuple[str, asyncio.Future[list[StepRecord]]]] = deque()
         self._writes: deque[tuple[StepWrite, asyncio.Future[StepRecord | None]]] = deque()
         self._ready = asyncio.Event()
+        self._stopped = False
 
     async def read(self, job_id: str) -> list[StepRecord]:
         """The steps ``job_id`` recorded (``Backend.steps_list``), read with other jobs'."""
@@ -55,6 +56,8 @@ class StepBatcher:
         return await self._queue(self._writes, write)
 
     async def _queue(self, pending: deque[tuple[T, asyncio.Future[R]]], item: T) -> R:
+        if self._stopped:
+            raise _stopped()
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         pending.append((item, future))
         self._ready.set()
@@ -69,6 +72,7 @@ class StepBatcher:
                 await self._turn()
         finally:
             # Stopped (worker shutdown): no caller may wait for a statement that never comes.
+            self._stopped = True
             stopped = _stopped()
             futures: list[asyncio.Future[Any]] = [f for _, f in self._reads]
             futures += [f for _, f in self._writes]
