@@ -752,7 +752,7 @@ def _targets(
     said = f" ({config['rounds']} rounds alone, {alone['finished_at'][:16]})" if alone else ""
     if ratio := summary.get("postgres/three_ratio"):
         rows.append(
-            ("three-step jobs/s, chokaq / DBOS", cell(ratio), ">= 5x", ratio["median"] >= 5)
+            (f"three-step jobs/s, chokaq / DBOS{said}", cell(ratio), ">= 5x", ratio["median"] >= 5)
         )
     for backend in BACKENDS:
         if crash := summary.get(f"{backend}/crash"):
@@ -823,16 +823,32 @@ def markdown(record: dict[str, Any], more: list[dict[str, Any]] | None = None) -
         "| System | jobs/s | peak RSS MiB | enqueue jobs/s |",
         "|---|---|---|---|",
     ]
-    for system, name in (("chokaq", "chokaq"), ("dbos", "DBOS Transact")):
-        if got := summary.get(f"postgres/three/{system}"):
-            lines.append(
-                f"| {name} ({cfg[system]}) | {cell(got['jobs_s'])} | "
-                f"{cell(got['peak_rss_mib'])} | {cell(got['enqueue_jobs_s'])} |"
-            )
+    lines += _three_rows(summary, cfg)
+    for extra in more or []:
+        if rows := _three_rows(extra["summary"], extra["config"]):
+            lines += [
+                "",
+                f"The same burn-down run alone, {extra['config']['rounds']} rounds (finished "
+                f"{extra['finished_at']}, chokaq at {extra['machine']['git']}):",
+                "",
+                "| System | jobs/s | peak RSS MiB | enqueue jobs/s |",
+                "|---|---|---|---|",
+                *rows,
+            ]
     lines += _sweep_lines(record)
     lines += _crash_lines(summary, cfg)
     lines += _alone_lines(summary, cfg)
     return [*lines, *NOTES, ""]
+
+
+def _three_rows(summary: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
+    """The three-step burn-down table's rows, one per system measured."""
+    return [
+        f"| {name} ({cfg[system]}) | {cell(got['jobs_s'])} | "
+        f"{cell(got['peak_rss_mib'])} | {cell(got['enqueue_jobs_s'])} |"
+        for system, name in (("chokaq", "chokaq"), ("dbos", "DBOS Transact"))
+        if (got := summary.get(f"postgres/three/{system}"))
+    ]
 
 
 def _sweep_lines(record: dict[str, Any]) -> list[str]:

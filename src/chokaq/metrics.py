@@ -328,6 +328,10 @@ class WorkerMetrics:
             )
         return children
 
+    def _steps_recorded(self, f: dict[str, Any]) -> None:
+        """A worker's step batch (``steps_record_many``) wrote ``count`` step outcomes."""
+        self.steps.inc(int(f.get("count") or 0))
+
     def _started(self, f: dict[str, Any]) -> None:
         self._children(f).lag.observe(float(f.get("lag") or 0.0))
 
@@ -370,6 +374,7 @@ class WorkerMetrics:
 
 _EVENTS: dict[str, Callable[[WorkerMetrics, dict[str, Any]], None]] = {
     "started": WorkerMetrics._started,
+    "steps_recorded": WorkerMetrics._steps_recorded,
     "succeeded": WorkerMetrics._succeeded,
     "failed": WorkerMetrics._failed,
     "retried": WorkerMetrics._retried,

@@ -66,6 +66,7 @@ __all__ = [
     "StepKind",
     "StepRecord",
     "StepState",
+    "StepWrite",
     "StreamItem",
     "SucceedMove",
     "Summary",
@@ -1132,6 +1133,19 @@ class StepRecord:
     wake_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepWrite:
+    """One step outcome to record (``Backend.steps_record_many``): step ``name`` of the job
+    leased by ``lease``, done with ``value`` (JSON text; None: the step returned None) or
+    failed with ``error``, after ``elapsed_seconds`` on the worker."""
+
+    lease: Lease
+    name: str
+    value: str | None = None
+    error: str | None = None
+    elapsed_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,8 @@ class WorkerSettings:
             cancelled and put back to Pending.
         worker_beat_interval_seconds: how often the worker refreshes its registry row and reads
             operator requests (concurrency, circuit force-close) and queue settings.
-        finalize_batch_max: moves per finalize round trip at most.
+        finalize_batch_max: moves per finalize round trip at most; also the durable step
+            reads, and the step outcomes, per step-batch statement (capped at 1,000).
         retry: the retry policy (attempts, backoff, max job age) of every job type that has
             none of its own (``@app.job(retry=...)``).
         circuit: the circuit-breaker policy per job type.

@@ -5,6 +5,7 @@ and bad input is refused naming the field before anything is written."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -307,3 +308,38 @@ async def test_a_failed_child_raises_in_the_parent(make_app: Any) -> None:
         await until(lambda: _finished(app, job_id), timeout=30)
     view = await app.backend.job_get(job_id)
     assert view.pillar is Pillar.DLQ and "JobFailedError" in (view.error or "")
+
+
+async def test_concurrent_jobs_steps_are_recorded_in_one_statement(make_app: Any) -> None:
+    """The worker's step batcher: steps that finish together are written together (one
+    ``steps_record_many`` for all of them, not one statement per step), each job's own
+    outcome handed back, and a job's steps still read back in order."""
+    app = make_app()
+    jobs = 20
+    entered = 0
+    gate = asyncio.Event()
+    writes: list[str] = []
+    app.backend.add_observer(lambda op, _s, _e: writes.append(op) if "record" in op else None)
+
+    async def together(n: int) -> int:
+        nonlocal entered
+        entered += 1
+        if entered == jobs:
+            gate.set()
+        await gate.wait()
+        return n
+
+    @app.job(durable=True)
+    async def gated(ctx: JobContext, n: int) -> int:
+        return int(await ctx.step("together", together, n))
+
+    ids = [await gated.enqueue(n=n) for n in range(jobs)]
+    async with running(app, concurrency=jobs):
+        for job_id in ids:
+            await until(lambda job_id=job_id: _finished(app, job_id))
+    assert [await app.result(job_id, timeout_seconds=5) for job_id in ids] == list(range(jobs))
+    assert writes == ["steps_record_many"]
+    listed = await app.backend.steps_list_many(job_ids=ids)
+    assert [[(s.name, s.value) for s in listed[j]] for j in ids] == [
+        [("together", str(n))] for n in range(jobs)
+    ]

@@ -40,6 +40,7 @@ from chokaq.models import (
     Pillar,
     RetryMove,
     ScheduleDeclaration,
+    StepWrite,
     SucceedMove,
     TypeLimit,
     WorkerInfo,
@@ -1673,6 +1674,68 @@ CASES: dict[str, list[tuple[str, Call]]] = {
             lambda b, s: b.steps_record(lease=s.running, name="c", elapsed_seconds=math.nan),
         ),
         ("list", lambda b, s: b.steps_list(job_id=C)),
+    ],
+    "steps_record_many": [
+        (
+            "each its own lease",
+            lambda b, s: b.steps_record_many(
+                records=[
+                    StepWrite(s.running, "a", '{"x":1}'),
+                    StepWrite(s.running, "b", error="boom", elapsed_seconds=0.25),
+                    StepWrite(s.stale(s.running), "c", "1"),
+                    StepWrite(s.fetched, "d", "1"),
+                ],
+                now=at(10),
+            ),
+        ),
+        (
+            "done stays, failed again",
+            lambda b, s: b.steps_record_many(
+                records=[StepWrite(s.running, "a", "2"), StepWrite(s.running, "b", "null")],
+                now=at(11),
+            ),
+        ),
+        ("empty", lambda b, s: b.steps_record_many(records=[])),
+        (
+            "one step twice",
+            lambda b, s: b.steps_record_many(
+                records=[StepWrite(s.running, "e", "1"), StepWrite(s.running, "e", "2")]
+            ),
+        ),
+        (
+            "bad second",
+            lambda b, s: b.steps_record_many(
+                records=[StepWrite(s.running, "f", "1"), StepWrite(s.running, "", "1")]
+            ),
+        ),
+        (
+            "bad json",
+            lambda b, s: b.steps_record_many(records=[StepWrite(s.running, "f", "{x")]),
+        ),
+        ("not a write", lambda b, s: b.steps_record_many(records=[("f", "1")])),
+        ("a string", lambda b, s: b.steps_record_many(records="ab")),
+        (
+            "too many",
+            lambda b, s: b.steps_record_many(
+                records=[StepWrite(s.running, f"n{i}") for i in range(1001)]
+            ),
+        ),
+        ("nothing of the refused written", lambda b, s: b.steps_list(job_id=C)),
+    ],
+    "steps_list_many": [
+        ("none", lambda b, s: b.steps_list_many(job_ids=[A, C])),
+        (
+            "record",
+            lambda b, s: b.steps_record_many(
+                records=[StepWrite(s.running, "x", "1"), StepWrite(s.running, "y", "2")],
+                now=at(5),
+            ),
+        ),
+        ("some, repeats once", lambda b, s: b.steps_list_many(job_ids=[C, A, C])),
+        ("empty", lambda b, s: b.steps_list_many(job_ids=[])),
+        ("not an id", lambda b, s: b.steps_list_many(job_ids=[A, "x"])),
+        ("a string", lambda b, s: b.steps_list_many(job_ids=A)),
+        ("too many", lambda b, s: b.steps_list_many(job_ids=[A] * 1001)),
     ],
     "steps_list": [
         ("none", lambda b, s: b.steps_list(job_id=A)),

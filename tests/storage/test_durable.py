@@ -19,6 +19,7 @@ from chokaq.models import (
     Pillar,
     StepKind,
     StepState,
+    StepWrite,
     SucceedMove,
 )
 from chokaq.storage.sqlite import durable as sqlite_durable
@@ -50,6 +51,51 @@ async def test_a_step_is_recorded_once_under_the_lease(backend):
     assert redone.state is StepState.DONE and redone.error is None and redone.seq == 2
     steps = await backend.steps_list(job_id=jid)
     assert [(s.name, s.value) for s in steps] == [("charge", '{"ok": 1}'), ("mail", "null")]
+
+
+async def test_many_jobs_steps_are_recorded_in_one_call_each_under_its_own_lease(backend):
+    a, b, c = await enqueue(backend, 3)
+    ja, jb, jc = await claim(backend, now=at(0))
+    stale = Lease(jc.id, jc.lease.worker_id, "00000000-0000-4000-8000-000000000000")
+    await backend.steps_record(lease=ja.lease, name="done", value="0", now=at(1))
+    records = [
+        StepWrite(ja.lease, "done", "9"),  # already done: never changes
+        StepWrite(ja.lease, "next", '{"n": 1}', elapsed_seconds=2.0),
+        StepWrite(jb.lease, "boom", error="ValueError: no"),
+        StepWrite(jb.lease, "then", "true"),  # two steps of one job: seqs in input order
+        StepWrite(stale, "lost", "1"),  # a stale worker records nothing
+    ]
+    out = await backend.steps_record_many(records=records, now=at(10))
+    assert out[0] is None and out[4] is None
+    assert (out[1].job_id, out[1].seq, out[1].state, out[1].value) == (
+        a,
+        2,
+        StepState.DONE,
+        '{"n": 1}',
+    )
+    assert out[1].started_at == at(8) and out[1].finished_at == at(10)
+    assert (out[2].job_id, out[2].state, out[2].error) == (b, StepState.FAILED, "ValueError: no")
+    assert [out[2].seq, out[3].seq] == [1, 2]
+    listed = await backend.steps_list_many(job_ids=[c, b, a])
+    assert list(listed) == [c, b, a] and listed[c] == []
+    assert [(s.name, s.value) for s in listed[a]] == [("done", "0"), ("next", '{"n": 1}')]
+    assert listed[b] == [out[2], out[3]]
+    assert listed[a] == await backend.steps_list(job_id=a)
+
+
+async def test_a_bad_record_refuses_the_whole_batch_before_writing(backend):
+    [jid] = await enqueue(backend)
+    c = await _running(backend)
+    good = StepWrite(c.lease, "a", "1")
+    with pytest.raises(ValidationError) as bad:
+        await backend.steps_record_many(records=[good, StepWrite(c.lease, "b", "{x")])
+    assert bad.value.field == "records[1].value"
+    with pytest.raises(ValidationError) as twice:
+        await backend.steps_record_many(records=[good, good])
+    assert twice.value.field == "records"
+    with pytest.raises(ValidationError, match="at most 1000"):
+        await backend.steps_list_many(job_ids=[jid] * 1001)
+    assert await backend.steps_list(job_id=jid) == []
 
 
 async def test_a_stale_lease_records_nothing(backend):

@@ -3,8 +3,9 @@
 
 Replay: the handler runs from the top on every run; each call finds its outcome among the steps
 the job recorded (read once, on the first durable call of the run, so a durable job that makes
-none costs nothing) and returns it at once, or does its work and records it. Sleeps and waits
-are keyed by their order in the run (``sleep#1``, ``wait#2``), steps by their name. A sleep or
+none costs nothing) and returns it at once, or does its work and records it (reads and records
+go through the worker's ``StepBatcher``: many jobs' in one statement). Sleeps and waits are
+keyed by their order in the run (``sleep#1``, ``wait#2``), steps by their name. A sleep or
 a wait that suspends the job raises ``JobSuspended``, which unwinds the handler; the executor
 then leaves the job to the store (no move to finalize). Owns no SQL and never reaches the worker.
 """
@@ -27,9 +28,10 @@ from ..errors import (
     ValidationError,
 )
 from ..limits import check_event_key, check_seconds, check_step_name, storable
-from ..models import FailureReason, Lease, NewJob, StepKind, StepRecord, StepState
+from ..models import FailureReason, Lease, NewJob, StepKind, StepRecord, StepState, StepWrite
 from ..serializer import Unserializable, encode
 from ..storage import Backend
+from .steps import StepBatcher
 
 __all__ = ["DurableRun"]
 
@@ -47,8 +49,11 @@ def _error(exc: BaseException) -> str:
 class DurableRun:
     """One run of a durable job (``JobContext._durable``), under ``lease``."""
 
-    def __init__(self, backend: Backend, lease: Lease, *, max_value_bytes: int) -> None:
+    def __init__(
+        self, backend: Backend, steps: StepBatcher, lease: Lease, *, max_value_bytes: int
+    ) -> None:
         self.backend = backend
+        self.steps = steps
         self.lease = lease
         self.max_value_bytes = max_value_bytes
         self._steps: dict[str, StepRecord] | None = None
@@ -60,7 +65,7 @@ class DurableRun:
 
     async def _recorded(self, name: str) -> StepRecord | None:
         if self._steps is None:
-            listed = await self.backend.steps_list(job_id=self.lease.job_id)
+            listed = await self.steps.read(self.lease.job_id)
             self._steps = {step.name: step for step in listed}
         return self._steps.get(name)
 
@@ -88,15 +93,13 @@ class DurableRun:
                 value = await asyncio.to_thread(fn, *args)
         except Exception as exc:
             elapsed = time.monotonic() - started
-            await self.backend.steps_record(
-                lease=self.lease, name=name, error=_error(exc), elapsed_seconds=elapsed
+            await self.steps.record(
+                StepWrite(self.lease, name, error=_error(exc), elapsed_seconds=elapsed)
             )
             raise
         elapsed = time.monotonic() - started
         text = self._encoded(name, value)
-        done = await self.backend.steps_record(
-            lease=self.lease, name=name, value=text, elapsed_seconds=elapsed
-        )
+        done = await self.steps.record(StepWrite(self.lease, name, text, elapsed_seconds=elapsed))
         if done is None:
             raise JobSuspended(f"step {name!r} not recorded: the job is no longer ours", lost=True)
         self._keep(done)

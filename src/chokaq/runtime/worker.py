@@ -39,6 +39,7 @@ from ..models import (
     WorkerInfo,
 )
 from ..settings import WorkerSettings
+from ..storage.durable import MAX_STEP_BATCH
 from .batches import BatchRunner
 from .burst import BurstWatch, Leftover
 from .circuit import CircuitBreakers, CircuitState
@@ -56,6 +57,7 @@ from .registry import Registry
 from .report import report_outcome
 from .scheduler import Scheduler
 from .slots import Slots, release
+from .steps import StepBatcher
 from .streams import StreamWriter
 from .threads import SyncThreads
 from .unhandled import Unhandled, served_queues
@@ -94,6 +96,7 @@ class Worker(Generic[H]):
 
     # Built by run(), once the app is open and its backend known.
     finalizer: Finalizer
+    steps: StepBatcher
     executor: Executor
     heartbeats: Heartbeats
     registry: Registry
@@ -227,6 +230,11 @@ class Worker(Generic[H]):
         self.finalizer = Finalizer(
             backend, settings.finalize_batch_max, partial(report_outcome, self.events, verbose)
         )
+        self.steps = StepBatcher(
+            backend,
+            min(settings.finalize_batch_max, MAX_STEP_BATCH),
+            lambda count: self.emit("steps_recorded", count=count),
+        )
         self.heartbeats = Heartbeats(
             backend,
             settings,
@@ -246,7 +254,10 @@ class Worker(Generic[H]):
             parents=partial(read_parents, backend),
             max_result_bytes=backend.settings.limits.max_result_bytes,
             durable=partial(
-                DurableRun, backend, max_value_bytes=backend.settings.limits.max_result_bytes
+                DurableRun,
+                backend,
+                self.steps,
+                max_value_bytes=backend.settings.limits.max_result_bytes,
             ),
             streams=partial(StreamWriter, backend),
         )
@@ -316,6 +327,7 @@ class Worker(Generic[H]):
         )
         supervised: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("finalizer", self.finalizer.run),
+            ("steps", self.steps.run),
             ("heartbeat", self.heartbeats.run),
             ("watchdog", self.heartbeats.watchdog),
             ("registry", self.registry.run),

@@ -61,6 +61,7 @@ from ..models import (
     SlotRecord,
     Started,
     StepRecord,
+    StepWrite,
     StreamItem,
     Summary,
     Supersession,
@@ -663,15 +664,12 @@ class Driver(abc.ABC):
     async def steps_list(self, job_id: str) -> list[StepRecord]: ...
 
     @abc.abstractmethod
-    async def steps_record(
-        self,
-        lease: Lease,
-        name: str,
-        value: str | None,
-        error: str | None,
-        elapsed_seconds: float,
-        now: datetime | None,
-    ) -> StepRecord | None: ...
+    async def steps_list_many(self, job_ids: list[str]) -> dict[str, list[StepRecord]]: ...
+
+    @abc.abstractmethod
+    async def steps_record_many(
+        self, records: list[StepWrite], now: datetime | None
+    ) -> list[StepRecord | None]: ...
 
     @abc.abstractmethod
     async def durable_sleep(

@@ -26,12 +26,20 @@ from ..limits import (
     storable,
     validate_new_jobs,
 )
-from ..models import DurableCounts, LeaderTerm, Lease, NewJob, StepRecord, WaitOutcome
+from ..models import (
+    DurableCounts,
+    LeaderTerm,
+    Lease,
+    NewJob,
+    StepRecord,
+    StepWrite,
+    WaitOutcome,
+)
 from . import checks
 from .group import OperationGroup
 from .observed import operation
 
-__all__ = ["EVENT_RETENTION_SECONDS", "DurableOperations"]
+__all__ = ["EVENT_RETENTION_SECONDS", "MAX_STEP_BATCH", "DurableOperations"]
 
 # How long an event sent while no job waits on its key is kept for the first job that waits.
 EVENT_RETENTION_SECONDS = 7 * 86_400.0
@@ -39,6 +47,8 @@ EVENT_RETENTION_SECONDS = 7 * 86_400.0
 # waits for at most.
 MAX_PASS = 10_000
 MAX_CHILDREN = 10_000
+# Jobs a step read, or step outcomes a step write, covers at most (one worker's batch).
+MAX_STEP_BATCH = 1000
 
 
 class DurableOperations(OperationGroup):
@@ -48,6 +58,20 @@ class DurableOperations(OperationGroup):
     async def steps_list(self, *, job_id: str) -> list[StepRecord]:
         """The steps a job recorded, in the order it first recorded them (empty: none)."""
         return await self.driver.steps_list(check_job_id("job_id", job_id))
+
+    @operation
+    async def steps_list_many(self, *, job_ids: Sequence[str]) -> dict[str, list[StepRecord]]:
+        """The steps each of ``job_ids`` (at most ``MAX_STEP_BATCH``, 1,000) recorded, in one
+        statement: every id asked maps to its steps in the order it first recorded them
+        (empty: none). The worker's step batcher reads many jobs' replays with it."""
+        if isinstance(job_ids, str | bytes) or not isinstance(job_ids, Sequence):
+            raise ValidationError("job_ids", "must be a list of job ids")
+        if len(job_ids) > MAX_STEP_BATCH:
+            raise ValidationError("job_ids", f"must hold at most {MAX_STEP_BATCH} job ids")
+        ids = list(dict.fromkeys(check_job_id(f"job_ids[{i}]", j) for i, j in enumerate(job_ids)))
+        if not ids:
+            return {}
+        return await self.driver.steps_list_many(ids)
 
     @operation
     async def steps_record(
@@ -64,17 +88,44 @@ class DurableOperations(OperationGroup):
         done with ``value`` (JSON text; None: the step returned None), or failed with ``error``
         (the step runs again on the job's next run). A step already done is never changed.
         None when the lease is stale (nothing is written) or the step was already done."""
-        [checked] = checks.leases("lease", [lease], 1)
-        step = check_step_name("name", name)
+        write = self._step_write("", StepWrite(lease, name, value, error, elapsed_seconds))
+        [done] = await self.driver.steps_record_many([write], checks.now(now))
+        return done
+
+    @operation
+    async def steps_record_many(
+        self, *, records: Sequence[StepWrite], now: datetime | None = None
+    ) -> list[StepRecord | None]:
+        """Record many step outcomes (at most ``MAX_STEP_BATCH``, 1,000; each as
+        ``steps_record`` records one) in one statement: each row is written only while its own
+        lease holds, so one stale worker's record changes nothing of the others'. The outcome
+        of each, in input order: the step as recorded, or None (stale lease, or already done).
+        One step of a job twice in a call is refused: the second would overwrite the first."""
+        if isinstance(records, str | bytes) or not isinstance(records, Sequence):
+            raise ValidationError("records", "must be a list of StepWrite")
+        if len(records) > MAX_STEP_BATCH:
+            raise ValidationError("records", f"must hold at most {MAX_STEP_BATCH} records")
+        writes = [self._step_write(f"records[{i}].", r) for i, r in enumerate(records)]
+        if len({(w.lease.job_id, w.name) for w in writes}) < len(writes):
+            raise ValidationError("records", "must name each step of a job at most once")
+        if not writes:
+            return []
+        return await self.driver.steps_record_many(writes, checks.now(now))
+
+    def _step_write(self, at: str, write: StepWrite) -> StepWrite:
+        """``write`` checked and normalised; errors name ``at`` + the field."""
+        if not isinstance(write, StepWrite):
+            raise ValidationError(at.rstrip(".") or "record", "must be a StepWrite")
+        [lease] = checks.leases(f"{at}lease", [write.lease], 1)
+        name = check_step_name(f"{at}name", write.name)
+        value = write.value
         if value is not None:
-            value = check_payload("value", value, self._limits)
-        if error is not None and value is not None:
-            raise ValidationError("error", "must be None when value is given")
-        elapsed = check_seconds("elapsed_seconds", elapsed_seconds, allow_none=False)
+            value = check_payload(f"{at}value", value, self._limits)
+        if write.error is not None and value is not None:
+            raise ValidationError(f"{at}error", "must be None when value is given")
+        elapsed = check_seconds(f"{at}elapsed_seconds", write.elapsed_seconds, allow_none=False)
         assert elapsed is not None
-        return await self.driver.steps_record(
-            checked, step, value, storable(error), elapsed, checks.now(now)
-        )
+        return StepWrite(lease, name, value, storable(write.error), elapsed)
 
     @operation
     async def durable_sleep(

@@ -6,7 +6,7 @@ are in the same order on every database). It must not run queries.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..models import (
     StepKind,
     StepRecord,
     StepState,
+    StepWrite,
     WorkflowMember,
     located_state,
 )
@@ -33,6 +34,8 @@ __all__ = [
     "parents_of",
     "relatives_of",
     "step_of",
+    "steps_by_job",
+    "steps_in_order",
 ]
 
 Row = Sequence[Any]
@@ -123,6 +126,27 @@ def step_of(row: Row, when: Callable[[Any], datetime | None] = _same) -> StepRec
         started_at=when(row[9]),
         finished_at=when(row[10]),
     )
+
+
+def steps_by_job(
+    job_ids: Sequence[str], steps: Iterable[StepRecord]
+) -> dict[str, list[StepRecord]]:
+    """A driver's ``steps_list_many`` answer: every job asked, with its steps (in the order
+    the rows came: by seq within a job), empty for a job that recorded none."""
+    found: dict[str, list[StepRecord]] = {job_id: [] for job_id in job_ids}
+    for step in steps:
+        found[step.job_id].append(step)
+    return found
+
+
+def steps_in_order(
+    records: Sequence[StepWrite], steps: Iterable[StepRecord]
+) -> list[StepRecord | None]:
+    """A driver's ``steps_record_many`` answer: for each record, in input order, the step its
+    statement wrote, or None (its lease did not hold, or the step was already done). The seam
+    refuses one step twice in a call, so (job id, name) finds each record's row."""
+    written = {(step.job_id, step.name): step for step in steps}
+    return [written.get((r.lease.job_id, r.name)) for r in records]
 
 
 def gathered(row: Row) -> list[Any]:

@@ -24,9 +24,10 @@ from ...models import (
     StepKind,
     StepRecord,
     StepState,
+    StepWrite,
     WaitOutcome,
 )
-from ..links import counts_of, gathered, step_of
+from ..links import counts_of, gathered, step_of, steps_by_job, steps_in_order
 from .connection import PostgresCore
 
 __all__ = ["PostgresDurable"]
@@ -42,26 +43,29 @@ class PostgresDurable(PostgresCore):
     async def steps_list(self, job_id: str) -> list[StepRecord]:
         return [step_of(row) for row in await self._rows("steps_list", {"id": job_id})]
 
-    async def steps_record(
-        self,
-        lease: Lease,
-        name: str,
-        value: str | None,
-        error: str | None,
-        elapsed_seconds: float,
-        now: datetime | None,
-    ) -> StepRecord | None:
+    async def steps_list_many(self, job_ids: list[str]) -> dict[str, list[StepRecord]]:
+        return steps_by_job(
+            job_ids, map(step_of, await self._rows("steps_list_many", {"ids": job_ids}))
+        )
+
+    async def steps_record_many(
+        self, records: list[StepWrite], now: datetime | None
+    ) -> list[StepRecord | None]:
         params = {
-            **_lease(lease),
-            "name": name,
-            "state": int(StepState.DONE if error is None else StepState.FAILED),
-            "value": value,
-            "error": error,
-            "elapsed": elapsed_seconds,
+            "ids": [r.lease.job_id for r in records],
+            "workers": [r.lease.worker_id for r in records],
+            "tokens": [r.lease.token for r in records],
+            "names": [r.name for r in records],
+            "states": [
+                int(StepState.DONE if r.error is None else StepState.FAILED) for r in records
+            ],
+            "values": [r.value for r in records],
+            "errors": [r.error for r in records],
+            "elapsed": [r.elapsed_seconds for r in records],
             "now": now,
         }
-        rows = await self._rows("steps_record", params)
-        return step_of(rows[0]) if rows else None
+        rows = await self._rows("steps_record_many", params)
+        return steps_in_order(records, map(step_of, rows))
 
     async def _durable_open(
         self, conn: psycopg.AsyncConnection[Any], lease: Lease, name: str, now: datetime | None

@@ -22,9 +22,10 @@ from ...models import (
     StepKind,
     StepRecord,
     StepState,
+    StepWrite,
     WaitOutcome,
 )
-from ..links import counts_of, gathered, step_of
+from ..links import counts_of, gathered, step_of, steps_by_job
 from .claims import lease_params
 from .connection import Database, SQLiteCore
 from .jobs import enqueue_within
@@ -240,32 +241,37 @@ class SQLiteDurable(SQLiteCore):
 
         return await self._db.call(run)
 
-    async def steps_record(
-        self,
-        lease: Lease,
-        name: str,
-        value: str | None,
-        error: str | None,
-        elapsed_seconds: float,
-        now: datetime | None,
-    ) -> StepRecord | None:
-        params = {
-            **lease_params(lease),
-            "name": name,
-            "state": int(StepState.DONE if error is None else StepState.FAILED),
-            "value": value,
-            "error": error,
-            "elapsed": elapsed_seconds,
-            "now": ts_now(now),
-        }
+    async def steps_list_many(self, job_ids: list[str]) -> dict[str, list[StepRecord]]:
+        def run(db: Database) -> dict[str, list[StepRecord]]:
+            rows = db.conn.execute(db.q["steps_list_many"], {"ids": json.dumps(job_ids)})
+            return steps_by_job(job_ids, map(_step, rows.fetchall()))
 
-        def record() -> StepRecord | None:
-            if not _open(self._db, lease, name)[0]:
+        return await self._db.call(run)
+
+    async def steps_record_many(
+        self, records: list[StepWrite], now: datetime | None
+    ) -> list[StepRecord | None]:
+        """One write transaction for the batch (SQLite's writes are serialised, so this is
+        its one statement's worth): each record is checked against its own lease, in the
+        transaction, and written only when it holds."""
+        clock = ts_now(now)
+
+        def one(record: StepWrite) -> StepRecord | None:
+            if not _open(self._db, record.lease, record.name)[0]:
                 return None
+            params = {
+                "id": record.lease.job_id,
+                "name": record.name,
+                "state": int(StepState.DONE if record.error is None else StepState.FAILED),
+                "value": record.value,
+                "error": record.error,
+                "elapsed": record.elapsed_seconds,
+                "now": clock,
+            }
             row = self._db.conn.execute(self._db.q["steps_record"], params).fetchone()
             return None if row is None else _step(row)
 
-        return await self._db.call(lambda db: db.write(record))
+        return await self._db.call(lambda db: db.write(lambda: [one(r) for r in records]))
 
     async def durable_sleep(
         self, lease: Lease, name: str, seconds: float, now: datetime | None

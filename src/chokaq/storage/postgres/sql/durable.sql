@@ -22,20 +22,56 @@ owner AS MATERIALIZED (
     FOR SHARE OF h
 )
 
--- name: steps_record
--- A step's outcome, in one statement under the lease: done with its value, or failed with its
--- error (a failed step runs again on replay and is recorded again; a done one never changes).
--- started_at is the statement's clock less the step's elapsed time on the worker.
+-- name: steps_list_many
+-- The steps of many jobs (the worker's step batcher reads the replays of its jobs at once).
+SELECT job_id::text, name, seq, kind, state, value, error, event_key, wake_at, started_at,
+       finished_at
+FROM {schema}.job_steps
+WHERE job_id = ANY(%(ids)s::uuid[])
+ORDER BY job_id, seq
+
+-- name: steps_record_many
+-- Step outcomes of many jobs, in one statement, each under its own lease: done with its value,
+-- or failed with its error (a failed step runs again on replay and is recorded again; a done one
+-- never changes). The leased Processing rows are held FOR SHARE (in id order, so two batches
+-- cannot deadlock) until the statement ends, as fragment_durable_owner holds one: a rescue, a
+-- cancel or a finalize waits, and a lease taken over meanwhile records nothing. A record whose
+-- lease does not match joins no owner and writes nothing. started_at is the statement's clock
+-- less the step's elapsed time on the worker. New steps of one job take the next seqs in input
+-- order.
 WITH
--- include: fragment_durable_owner
+clock AS MATERIALIZED (SELECT coalesce(%(now)s::timestamptz, now()) AS now),
+u AS (
+    SELECT * FROM unnest(
+        %(ids)s::uuid[], %(workers)s::text[], %(tokens)s::uuid[], %(names)s::text[],
+        %(states)s::int[], %(values)s::text[], %(errors)s::text[], %(elapsed)s::float8[]
+    ) WITH ORDINALITY AS u(id, worker_id, token, name, state, value, error, elapsed, ord)
+),
+v AS (
+    -- A step the job has not recorded yet takes a new seq; one it has keeps its own.
+    SELECT u.*, NOT EXISTS (
+        SELECT 1 FROM {schema}.job_steps x WHERE x.job_id = u.id AND x.name = u.name
+    ) AS fresh
+    FROM u
+),
+owner AS MATERIALIZED (
+    SELECT h.id, h.worker_id, h.lease_token
+    FROM {schema}.jobs_hot h
+    WHERE h.id = ANY(%(ids)s::uuid[])
+      AND h.status + 0 = 2  -- by primary key: see fragment_lease_input
+    ORDER BY h.id
+    FOR SHARE OF h
+)
 INSERT INTO {schema}.job_steps AS s (
     job_id, name, seq, kind, state, value, error, started_at, finished_at
 )
-SELECT o.id, %(name)s,
-       coalesce((SELECT max(x.seq) FROM {schema}.job_steps x WHERE x.job_id = o.id), 0) + 1,
-       0, %(state)s, %(value)s, %(error)s,
-       o.now - make_interval(secs => %(elapsed)s::float8), o.now
-FROM owner o
+SELECT v.id, v.name,
+       coalesce((SELECT max(x.seq) FROM {schema}.job_steps x WHERE x.job_id = v.id), 0)
+         + sum(v.fresh::int) OVER (PARTITION BY v.id ORDER BY v.ord),
+       0, v.state, v.value, v.error, k.now - make_interval(secs => v.elapsed), k.now
+FROM v
+JOIN owner o ON o.id = v.id AND o.worker_id = v.worker_id AND o.lease_token = v.token
+CROSS JOIN clock k
 ON CONFLICT (job_id, name) DO UPDATE
 SET state = excluded.state, value = excluded.value, error = excluded.error,
     started_at = excluded.started_at, finished_at = excluded.finished_at

@@ -10,6 +10,14 @@ FROM {p}job_steps
 WHERE job_id = :id
 ORDER BY seq
 
+-- name: steps_list_many
+-- The steps of many jobs (:ids, a JSON array), for the worker's step batcher.
+SELECT job_id, name, seq, kind, state, value, error, event_key, wake_at, started_at,
+       finished_at
+FROM {p}job_steps
+WHERE job_id IN (SELECT value FROM json_each(:ids))
+ORDER BY job_id, seq
+
 -- name: durable_owner
 -- The leased Processing row, and the step :name as recorded (NULLs when it is not yet).
 SELECT h.id, s.job_id, s.name, s.seq, s.kind, s.state, s.value, s.error, s.event_key, s.wake_at,
